@@ -1,0 +1,50 @@
+# joule: the README's two commands are `make run` and `make test`.
+GO      ?= go
+BIN     := bin/joule
+PKGS    := ./...
+FUZZTIME ?= 20s
+
+.PHONY: all build run test test-short bench lint fuzz vectors clean
+
+all: build
+
+build:
+	$(GO) build -trimpath -o $(BIN) ./cmd/joule
+
+# The main job end to end, on embedded defaults: no server to install.
+run: build
+	./$(BIN) demo
+
+# The whole suite: vet, race-checked tests (fuzz seeds included), and both
+# conformance packs through the real binary.
+test: build
+	$(GO) vet $(PKGS)
+	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+	./$(BIN) conformance check conformance/v1
+	./$(BIN) conformance check conformance/testdata/external-v1
+
+test-short:
+	$(GO) test -short $(PKGS)
+
+# Benchmarks; each prints its ratio against a baseline measured in the same run.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 $(PKGS)
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt wants to change:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+# Run every fuzz target for FUZZTIME each.
+fuzz:
+	@for pkg in $$($(GO) list $(PKGS)); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
+
+# Regenerate this implementation's conformance pack (deterministic).
+vectors: build
+	./$(BIN) conformance gen conformance/v1
+
+clean:
+	rm -rf bin

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/joulehook/joule/core"
+	"github.com/joulehook/joule/core/identity"
+)
+
+func init() {
+	register(&command{name: "demo", summary: "run the end-to-end demo in a throwaway home and workspace", run: runDemo})
+}
+
+// demoFiles is the workspace the demo edits.
+var demoFiles = core.Files{
+	"go.mod":    []byte("module example.com/hello\n\ngo 1.26\n"),
+	"main.go":   []byte("package main\n\nimport \"fmt\"\n\nfunc main() {\n\tfmt.Println(greeting(\"joule\"))\n}\n"),
+	"greet.go":  []byte("package main\n\n// greeting returns a friendly line.\nfunc greeting(name string) string {\n\treturn \"hello, \" + name\n}\n"),
+	"README.md": []byte("# hello\n\nA tiny program the demo edits.\n"),
+}
+
+func runDemo(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "demo", "demo [--keep]\n\nCreates a throwaway JOULE_HOME and workspace, then builds, signs and\napplies a real CodingOp, seals its JCR-1 receipt and verifies it.")
+	keep := fs.Bool("keep", false, "keep the temporary directories and print where they are")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "joule-demo-")
+	if err != nil {
+		return err
+	}
+	if !*keep {
+		defer os.RemoveAll(tmp)
+	}
+	home, ws := filepath.Join(tmp, "home"), filepath.Join(tmp, "workspace")
+	say := func(format string, args ...any) { fmt.Fprintf(e.stdout, format+"\n", args...) }
+
+	// 1. An identity.
+	id, err := identity.Create(home, "demo.joule.local", false)
+	if err != nil {
+		return err
+	}
+	say("1. key       steward %s, public key %s (private key mode 0600 in %s)", id.Steward, id.Public(), home)
+
+	// 2. A workspace and its tree state.
+	for p, b := range demoFiles {
+		if err := os.MkdirAll(filepath.Join(ws, filepath.Dir(p)), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(ws, p), b, 0o644); err != nil {
+			return err
+		}
+	}
+	before, err := core.ReadDir(ws)
+	if err != nil {
+		return err
+	}
+	tree, err := before.Tree()
+	if err != nil {
+		return err
+	}
+	say("2. tree      %d files, tree_id %s", len(tree), tree.ID())
+
+	// 3. A coding op: rename greeting -> salutation, at its definition (a
+	// hunk anchor) and its one call (a range anchor).
+	call := []byte("greeting(\"joule\")")
+	at := bytes.Index(before["main.go"], call)
+	op := &core.CodingOp{
+		Prior:  tree.ID(),
+		Author: id.Public(),
+		Intent: "rename greeting to salutation",
+		Tier:   core.L1,
+		Edits: []core.Edit{
+			{Path: "greet.go", Anchor: core.HunkAnchor([]byte("func greeting(name string) string {\n")), Replacement: core.Bytes("func salutation(name string) string {\n")},
+			{Path: "greet.go", Anchor: core.HunkAnchor([]byte("// greeting returns")), Replacement: core.Bytes("// salutation returns")},
+			{Path: "main.go", Anchor: core.RangeAnchor(uint64(at), uint64(at+len("greeting"))), Replacement: core.Bytes("salutation")},
+		},
+	}
+	signed, err := core.SignOp(id.Key, op)
+	if err != nil {
+		return err
+	}
+	wire, err := signed.Encode()
+	if err != nil {
+		return err
+	}
+	// Decode the wire form back, as a peer would, before trusting it.
+	opened, opID, err := core.OpenSignedOp(wire)
+	if err != nil {
+		return err
+	}
+	say("3. op        %q, %d edits, op_id %s, signed op %d bytes", opened.Op.Intent, len(opened.Op.Edits), opID, len(wire))
+
+	// 4. Apply it and write the successor state.
+	after, err := core.Apply(before, &opened.Op)
+	if err != nil {
+		return err
+	}
+	for _, p := range after.Paths() {
+		if !bytes.Equal(before[p], after[p]) {
+			if err := os.WriteFile(filepath.Join(ws, p), after[p], 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	onDisk, err := core.TreeOfDir(ws)
+	if err != nil {
+		return err
+	}
+	want, _ := after.Tree()
+	if onDisk.ID() != want.ID() {
+		return fmt.Errorf("demo: the workspace on disk is not the op's successor state")
+	}
+	say("4. applied   successor tree_id %s", onDisk.ID())
+
+	// 5. Seal the receipt: L1 work measured by no hardware counter here, so
+	// the figure is the L1 reference estimate, tagged Estimator.
+	sealer, err := id.Sealer()
+	if err != nil {
+		return err
+	}
+	r := &core.Receipt{OpID: opID.String(), Tier: opened.Op.Tier, EstimatedUJ: 10, Provenance: core.Estimator, Sequence: 1}
+	env, err := sealer.Seal(r)
+	if err != nil {
+		return err
+	}
+	say("5. receipt   JCR-1 COSE_Sign1, %d bytes, id %s", len(env), core.Sum(env))
+
+	// 6. Verify it as a third party: only the steward name and public key.
+	pub := id.Public()
+	v, err := core.NewVerifier(id.Steward, pub[:])
+	if err != nil {
+		return err
+	}
+	got, err := v.Verify(env)
+	if err != nil {
+		return fmt.Errorf("demo: the receipt does not verify: %w", err)
+	}
+	say("6. verified  receipt for op %s: tier %s, %d µJ (%s), sequence %d, steward %s", got.OpID, got.Tier, got.EstimatedUJ, got.Provenance, got.Sequence, got.Steward)
+	if *keep {
+		say("kept %s", tmp)
+	}
+	return nil
+}

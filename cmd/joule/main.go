@@ -1,0 +1,202 @@
+// Command joule gates, meters and receipts the work of AI coding agents.
+//
+// Output rules: results go to stdout; errors go to stderr as one line
+// prefixed "joule:", lowercase, with a "hint:" line where one helps.
+// Exit codes: 0 success; 1 the command ran and the answer is no (a receipt
+// or vector failed verification) or it failed; 2 bad usage.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"sort"
+)
+
+// Version is set at link time (-ldflags "-X main.Version=v1.2.3"); otherwise
+// the module version from the build info is used.
+var Version = ""
+
+// command is one subcommand. run gets the arguments after the command name.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, env *env, args []string) error
+}
+
+// env is what a command may touch: its streams, so tests run commands
+// in-process.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+// usageError marks bad invocations: exit status 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+
+// hintError carries a suggestion printed on its own line.
+type hintError struct {
+	err  error
+	hint string
+}
+
+func (e *hintError) Error() string { return e.err.Error() }
+func (e *hintError) Unwrap() error { return e.err }
+
+func withHint(err error, hint string) error { return &hintError{err, hint} }
+
+// exitError sets the exit status without printing anything more.
+type exitError struct{ code int }
+
+func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+var commands []*command
+
+func register(c *command) { commands = append(commands, c) }
+
+func lookup(name string) *command {
+	for _, c := range commands {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
+
+// run executes one invocation and returns the exit status. It never lets a
+// panic escape as a crash: a panic is reported as an internal error.
+func run(ctx context.Context, e *env, args []string) (code int) {
+	defer func() {
+		if p := recover(); p != nil {
+			fmt.Fprintf(e.stderr, "joule: internal error: %v\n", p)
+			code = 1
+		}
+	}()
+	if len(args) == 0 {
+		printUsage(e.stderr)
+		return 2
+	}
+	name := args[0]
+	switch name {
+	case "help", "-h", "-help", "--help":
+		if len(args) > 1 {
+			if c := lookup(args[1]); c != nil {
+				return report(e, c.run(ctx, e, []string{"-h"}))
+			}
+			fmt.Fprintf(e.stderr, "joule: unknown command %q\n", args[1])
+			return 2
+		}
+		printUsage(e.stdout)
+		return 0
+	case "version", "-version", "--version":
+		fmt.Fprintln(e.stdout, "joule", version())
+		return 0
+	}
+	c := lookup(name)
+	if c == nil {
+		fmt.Fprintf(e.stderr, "joule: unknown command %q\nhint: run 'joule help' for the list of commands\n", name)
+		return 2
+	}
+	return report(e, c.run(ctx, e, args[1:]))
+}
+
+// report prints err by the output rules and maps it to an exit status.
+func report(e *env, err error) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	var exit *exitError
+	if errors.As(err, &exit) {
+		return exit.code
+	}
+	fmt.Fprintf(e.stderr, "joule: %v\n", err)
+	var hint *hintError
+	if errors.As(err, &hint) {
+		fmt.Fprintf(e.stderr, "hint: %s\n", hint.hint)
+	}
+	var usage *usageError
+	if errors.As(err, &usage) {
+		return 2
+	}
+	return 1
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprint(w, "joule gates, meters and receipts the work of AI coding agents.\n\nUsage:\n\n\tjoule <command> [arguments]\n\nCommands:\n\n")
+	sorted := append([]*command(nil), commands...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].name < sorted[j].name })
+	for _, c := range sorted {
+		fmt.Fprintf(w, "\t%-14s %s\n", c.name, c.summary)
+	}
+	fmt.Fprint(w, "\t"+fmt.Sprintf("%-14s %s", "version", "print the version")+"\n\nRun 'joule <command> -h' for a command's flags.\nExit status: 0 success, 1 failure or a negative verdict, 2 bad usage.\n")
+}
+
+func version() string {
+	if Version != "" {
+		return Version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}
+
+// newFlags returns a flag set for a command. The flag package prints
+// nothing itself: parseFlags reports errors in one line and prints help on -h.
+func newFlags(e *env, name, synopsis string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {
+		fmt.Fprintf(e.stdout, "usage: joule %s\n", synopsis)
+		n := 0
+		fs.VisitAll(func(*flag.Flag) { n++ })
+		if n > 0 {
+			fmt.Fprintln(e.stdout, "\nflags:")
+			fs.SetOutput(e.stdout)
+			fs.PrintDefaults()
+			fs.SetOutput(io.Discard)
+		}
+	}
+	return fs
+}
+
+// parseFlags parses args; -h prints help and returns flag.ErrHelp (exit 0),
+// any other problem is a usage error (exit 2).
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	usage := fs.Usage
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.Usage = usage
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		usage()
+		return flag.ErrHelp
+	case err != nil:
+		return usagef("%s: %v (run 'joule %s -h')", fs.Name(), err, fs.Name())
+	}
+	return nil
+}
+
+// noArgs rejects positional arguments a command does not take.
+func noArgs(fs *flag.FlagSet) error {
+	if fs.NArg() > 0 {
+		return usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+	}
+	return nil
+}

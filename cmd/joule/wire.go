@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/joulehook/joule/core"
+	"github.com/joulehook/joule/core/identity"
+)
+
+func init() {
+	register(&command{name: "tree-id", summary: "print the tree state id of a directory", run: runTreeID})
+	register(&command{name: "op-id", summary: "print the op_id of a CodingOp read as JSON on stdin", run: runOpID})
+	register(&command{name: "receipt", summary: "verify a receipt envelope: receipt verify --steward S --pubkey KEY", run: runReceipt})
+	register(&command{name: "keygen", summary: "create the endpoint's Ed25519 key in $JOULE_HOME", run: runKeygen})
+}
+
+// maxInput bounds what a command reads from stdin.
+const maxInput = 64 << 20
+
+func readAllLimited(r io.Reader) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, maxInput+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxInput {
+		return nil, fmt.Errorf("input exceeds %d MiB", maxInput>>20)
+	}
+	return b, nil
+}
+
+func runTreeID(_ context.Context, e *env, args []string) error {
+	fs := newFlags(e, "tree-id", "tree-id [-cbor] DIR\n\nPrints the content address of DIR's tree state: every regular file, .git skipped.")
+	asCBOR := fs.Bool("cbor", false, "print the canonical CBOR of the tree state as hex instead")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("tree-id: want exactly one directory")
+	}
+	t, err := core.TreeOfDir(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	if *asCBOR {
+		b, err := t.Canonical()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(e.stdout, hex.EncodeToString(b))
+		return nil
+	}
+	fmt.Fprintln(e.stdout, t.ID())
+	return nil
+}
+
+func runOpID(_ context.Context, e *env, args []string) error {
+	fs := newFlags(e, "op-id", "op-id [-cbor] < op.json\n\nReads a CodingOp as JSON (the shape of coding_op_vectors.json: bytes as\nunpadded base64url) and prints its op_id.")
+	asCBOR := fs.Bool("cbor", false, "print the canonical CBOR as hex instead")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	b, err := readAllLimited(e.stdin)
+	if err != nil {
+		return err
+	}
+	var op core.CodingOp
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&op); err != nil {
+		return withHint(fmt.Errorf("op-id: reading the op: %w", err), `stdin wants {"prior","edits":[{"path","anchor":{"range":[s,e]}|{"hunk"},"replacement"}],"author","intent","tier"}`)
+	}
+	c, err := op.Canonical()
+	if err != nil {
+		return err
+	}
+	if *asCBOR {
+		fmt.Fprintln(e.stdout, hex.EncodeToString(c))
+		return nil
+	}
+	fmt.Fprintln(e.stdout, core.Sum(c))
+	return nil
+}
+
+// readEnvelope reads raw CBOR, or hex text, from r.
+func readEnvelope(r io.Reader) ([]byte, error) {
+	b, err := readAllLimited(r)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > 0 && b[0] == 0xd2 {
+		return b, nil
+	}
+	text := strings.TrimSpace(string(b))
+	if text == "" {
+		return nil, errors.New("no envelope on stdin")
+	}
+	raw, err := hex.DecodeString(text)
+	if err != nil {
+		return nil, errors.New("stdin is neither a tagged COSE_Sign1 (first byte 0xd2) nor hex")
+	}
+	return raw, nil
+}
+
+func runReceipt(_ context.Context, e *env, args []string) error {
+	if len(args) == 0 || args[0] != "verify" {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+			fmt.Fprintln(e.stdout, "usage: joule receipt verify --steward S --pubkey KEY < envelope")
+			return nil
+		}
+		return usagef("receipt: want 'receipt verify --steward S --pubkey KEY < envelope'")
+	}
+	fs := newFlags(e, "receipt verify", "receipt verify --steward S --pubkey KEY < envelope\n\nVerifies a JCR-1 receipt (tagged COSE_Sign1, raw or hex on stdin) against\nthe steward and its Ed25519 public key, and prints the receipt core as JSON.\nKEY is the raw key as unpadded base64url, or a signed-note verifier key\n(the content of steward.pub), whose name then gives the steward.")
+	steward := fs.String("steward", "", "the expected steward (the COSE kid)")
+	pubkey := fs.String("pubkey", "", "the steward's public key")
+	if err := parseFlags(fs, args[1:]); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	if *pubkey == "" {
+		return usagef("receipt verify: --pubkey is required")
+	}
+	key, name, err := identity.ParsePublicKey(*pubkey)
+	if err != nil {
+		return err
+	}
+	if *steward == "" {
+		*steward = name
+	}
+	if *steward == "" {
+		return usagef("receipt verify: --steward is required with a raw public key")
+	}
+	v, err := core.NewVerifier(*steward, key[:])
+	if err != nil {
+		return err
+	}
+	env, err := readEnvelope(e.stdin)
+	if err != nil {
+		return err
+	}
+	r, err := v.Verify(env)
+	if err != nil {
+		return err
+	}
+	out, _ := json.MarshalIndent(r, "", "  ")
+	w := bufio.NewWriter(e.stdout)
+	fmt.Fprintf(w, "%s\n", out)
+	fmt.Fprintf(w, "verified: receipt %s sealed by %s\n", core.Sum(env), *steward)
+	return w.Flush()
+}
+
+func runKeygen(_ context.Context, e *env, args []string) error {
+	fs := newFlags(e, "keygen", "keygen [--steward NAME] [--force]\n\nCreates the endpoint's Ed25519 key in $JOULE_HOME (default\n~/.local/share/joule): steward.key (mode 0600) and steward.pub.")
+	steward := fs.String("steward", "", "the endpoint identity named in every receipt (default: joule@HOSTNAME)")
+	force := fs.Bool("force", false, "replace an existing key (receipts sealed with the old key stay verifiable with the old public key only)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	home, err := identity.Home()
+	if err != nil {
+		return err
+	}
+	if *steward == "" {
+		*steward = defaultSteward()
+	}
+	id, err := identity.Create(home, *steward, *force)
+	if errors.Is(err, identity.ErrExists) {
+		return withHint(err, "use --force to replace it, or set JOULE_HOME to another directory")
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "steward:    %s\npublic key: %s\nnote key:   %s\nhome:       %s\n", id.Steward, id.Public(), id.VerifierKey, home)
+	return nil
+}
