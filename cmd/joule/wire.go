@@ -92,24 +92,19 @@ func runOpID(_ context.Context, e *env, args []string) error {
 	return nil
 }
 
-// readEnvelope reads raw CBOR, or hex text, from r.
+// readEnvelope reads an envelope from r: hex text, or else raw CBOR bytes.
 func readEnvelope(r io.Reader) ([]byte, error) {
 	b, err := readAllLimited(r)
 	if err != nil {
 		return nil, err
 	}
-	if len(b) > 0 && b[0] == 0xd2 {
-		return b, nil
-	}
-	text := strings.TrimSpace(string(b))
-	if text == "" {
+	if len(b) == 0 {
 		return nil, errors.New("no envelope on stdin")
 	}
-	raw, err := hex.DecodeString(text)
-	if err != nil {
-		return nil, errors.New("stdin is neither a tagged COSE_Sign1 (first byte 0xd2) nor hex")
+	if raw, err := hex.DecodeString(strings.TrimSpace(string(b))); err == nil && len(raw) > 0 {
+		return raw, nil
 	}
-	return raw, nil
+	return b, nil
 }
 
 func runReceipt(_ context.Context, e *env, args []string) error {
