@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -15,6 +16,9 @@ func TestPacksPass(t *testing.T) {
 			rep, err := Check(dir)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if dir == "v1" && !slices.ContainsFunc(rep.Results, func(r Result) bool { return r.File == FileGatedCascade }) {
+				t.Fatal("our pack has no C5 vectors")
 			}
 			if rep.Failed() != 0 || rep.Passed() < 60 {
 				var b bytes.Buffer
@@ -60,11 +64,14 @@ func TestCheckerCatchesTampering(t *testing.T) {
 		FileReceipts: func(v map[string]any) { v["valid"] = !v["valid"].(bool) },
 		FileCascade:  func(v map[string]any) { v["consulted"] = []string{"L0", "L1", "L2", "L3", "L4", "L4"} },
 		FileTree:     func(v map[string]any) { v["canonical_cbor_hex"] = "a1" },
+		FileGatedCascade: func(v map[string]any) {
+			v["total_debit_uj"] = json.Number("12")
+		},
 	}
 	for file, mutate := range tamper {
 		t.Run(file, func(t *testing.T) {
 			dir := t.TempDir()
-			for _, f := range []string{FileCodingOps, FileSignatures, FileReceipts, FileCascade, FileTree} {
+			for _, f := range []string{FileCodingOps, FileSignatures, FileReceipts, FileCascade, FileTree, FileGatedCascade} {
 				b, _ := os.ReadFile(filepath.Join("v1", f))
 				if f == file {
 					var doc map[string]any

@@ -15,7 +15,9 @@ func TestApply(t *testing.T) {
 	}
 	tree, _ := base.Tree()
 	prior := tree.ID()
-	edit := func(path string, a Anchor, repl string) Edit { return Edit{Path: path, Anchor: a, Replacement: Bytes(repl)} }
+	edit := func(path string, a Anchor, repl string) Edit {
+		return Edit{Path: path, Anchor: a, Replacement: Bytes(repl)}
+	}
 	tests := []struct {
 		name    string
 		prior   ID

@@ -31,11 +31,33 @@ type Stage interface {
 	TryResolve(ctx context.Context, req *Request) (*Resolution, error)
 }
 
-// Consultation records one stage the cascade ran.
+// Consultation records one tier the cascade consulted.
 type Consultation struct {
 	Tier   core.Tier
 	Closed bool
-	Err    error // non-nil when the stage failed; the cascade fell through
+	Denied *Denied // non-nil when the gate refused the tier; the stage did not run
+	Err    error   // non-nil when the stage failed; the cascade fell through
+}
+
+// Ran reports whether the stage itself ran (it was not denied).
+func (c Consultation) Ran() bool { return c.Denied == nil }
+
+// Denied is a gate's refusal to consult a tier (Joule Code §5.1): it is a
+// fall-through, exactly like a tier that could not close.
+type Denied struct {
+	Code   string
+	Reason string
+}
+
+func (d *Denied) Error() string { return d.Code + ": " + d.Reason }
+
+// Gate authorises each consultation before its stage runs: it checks the
+// tier verb against the grant chain, debits the tier's attempt cost from
+// every link and seals the consultation, allow or deny. It returns nil to
+// let the stage run, a *Denied to fall through, or another error, which
+// stops the cascade (fail closed: no tier runs unaccounted).
+type Gate interface {
+	Consult(ctx context.Context, req *Request, tier core.Tier) error
 }
 
 // Result is the cascade's outcome: the closing tier, if any, and every
@@ -52,6 +74,12 @@ func (r *Result) Closed() bool { return r.Closing != "" }
 // Cascade consults stages in order and stops at the first that closes.
 type Cascade struct {
 	stages []Stage
+	gate   Gate
+}
+
+// WithGate returns a copy of the cascade whose consultations g authorises.
+func (c *Cascade) WithGate(g Gate) *Cascade {
+	return &Cascade{stages: c.stages, gate: g}
 }
 
 // New returns a cascade over stages, which must be in strictly increasing
@@ -69,12 +97,23 @@ func New(stages ...Stage) (*Cascade, error) {
 }
 
 // Run puts req to each stage in tier order. A stage error or panic is a
-// miss; a cancelled context stops the cascade with ctx's error.
+// miss, and so is a tier the gate denies; a cancelled context, or a gate
+// that cannot answer, stops the cascade with that error.
 func (c *Cascade) Run(ctx context.Context, req *Request) (*Result, error) {
 	res := &Result{}
 	for _, s := range c.stages {
 		if err := ctx.Err(); err != nil {
 			return res, err
+		}
+		if c.gate != nil {
+			if err := c.gate.Consult(ctx, req, s.Tier()); err != nil {
+				var d *Denied
+				if !errors.As(err, &d) {
+					return res, fmt.Errorf("cascade: consulting %s: %w", s.Tier(), err)
+				}
+				res.Consulted = append(res.Consulted, Consultation{Tier: s.Tier(), Denied: d})
+				continue
+			}
 		}
 		r, err := try(ctx, s, req)
 		if err == nil && r == nil {

@@ -26,7 +26,9 @@ func (s stage) TryResolve(context.Context, *Request) (*Resolution, error) {
 func closes(t core.Tier) stage {
 	return stage{tier: t, do: func() (*Resolution, error) { return &Resolution{Answer: string(t)}, nil }}
 }
-func misses(t core.Tier) stage { return stage{tier: t, do: func() (*Resolution, error) { return nil, nil }} }
+func misses(t core.Tier) stage {
+	return stage{tier: t, do: func() (*Resolution, error) { return nil, nil }}
+}
 func fails(t core.Tier) stage {
 	return stage{tier: t, do: func() (*Resolution, error) { return nil, errors.New("boom") }}
 }
@@ -120,5 +122,59 @@ func TestCascadeStopsOnCancel(t *testing.T) {
 	}
 	if calls != 0 {
 		t.Fatal("a stage ran after cancel")
+	}
+}
+
+// budgetGate denies tiers not in allowed and charges a fixed price.
+type budgetGate struct {
+	allowed map[core.Tier]bool
+	left    uint64
+	price   uint64
+	calls   []core.Tier
+	fail    error
+}
+
+func (g *budgetGate) Consult(_ context.Context, _ *Request, t core.Tier) error {
+	g.calls = append(g.calls, t)
+	if g.fail != nil {
+		return g.fail
+	}
+	if !g.allowed[t] {
+		return &Denied{Code: "action-not-granted", Reason: "no verb"}
+	}
+	if g.price > g.left {
+		return &Denied{Code: "budget-exceeded", Reason: "spent"}
+	}
+	g.left -= g.price
+	return nil
+}
+
+func TestGatedCascade(t *testing.T) {
+	var l1Calls int
+	c, _ := New(misses("L0"), stage{tier: "L1", calls: &l1Calls, do: func() (*Resolution, error) { return &Resolution{}, nil }}, closes("L2"))
+	g := &budgetGate{allowed: map[core.Tier]bool{"L0": true, "L2": true}, left: 100, price: 10}
+	res, err := c.WithGate(g).Run(context.Background(), &Request{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Closing != "L2" || l1Calls != 0 {
+		t.Fatalf("closing %s, L1 ran %d times", res.Closing, l1Calls)
+	}
+	if len(res.Consulted) != 3 || res.Consulted[1].Denied == nil || res.Consulted[1].Ran() {
+		t.Fatalf("consulted %+v", res.Consulted)
+	}
+	if g.left != 80 {
+		t.Fatalf("left %d", g.left)
+	}
+	// Budget runs out: nothing closes rather than overspending.
+	g = &budgetGate{allowed: map[core.Tier]bool{"L0": true, "L1": true, "L2": true}, left: 15, price: 10}
+	res, _ = c.WithGate(g).Run(context.Background(), &Request{})
+	if res.Closed() {
+		t.Fatalf("closed at %s with no budget", res.Closing)
+	}
+	// A gate that cannot answer stops the cascade.
+	g = &budgetGate{fail: errors.New("store locked")}
+	if _, err := c.WithGate(g).Run(context.Background(), &Request{}); err == nil {
+		t.Fatal("a failing gate did not stop the cascade")
 	}
 }

@@ -181,7 +181,7 @@ func newFlags(e *env, name, synopsis string) *flag.FlagSet {
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	usage := fs.Usage
 	fs.Usage = func() {}
-	err := fs.Parse(args)
+	err := parseInterspersed(fs, args)
 	fs.Usage = usage
 	switch {
 	case errors.Is(err, flag.ErrHelp):
@@ -191,6 +191,30 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		return usagef("%s: %v (run 'joule %s -h')", fs.Name(), err, fs.Name())
 	}
 	return nil
+}
+
+// parseInterspersed parses flags wherever they stand among the positional
+// arguments (joule receipts export SESSION --format jsonl); after "--"
+// everything is positional. fs.Args() then holds the positionals in order.
+func parseInterspersed(fs *flag.FlagSet, args []string) error {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		rest := fs.Args()
+		consumed := len(args) - len(rest)
+		if consumed > 0 && args[consumed-1] == "--" {
+			pos = append(pos, rest...)
+			break
+		}
+		if len(rest) == 0 {
+			break
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+	return fs.Parse(append([]string{"--"}, pos...))
 }
 
 // noArgs rejects positional arguments a command does not take.

@@ -25,13 +25,16 @@ func init() {
 // maxInput bounds what a command reads from stdin.
 const maxInput = 64 << 20
 
-func readAllLimited(r io.Reader) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, maxInput+1))
+func readAllLimited(r io.Reader) ([]byte, error) { return readAllLimitedN(r, maxInput) }
+
+// readAllLimitedN reads r up to limit bytes; more is an error, not a cut.
+func readAllLimitedN(r io.Reader, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(b) > maxInput {
-		return nil, fmt.Errorf("input exceeds %d MiB", maxInput>>20)
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("input exceeds %d MiB", limit>>20)
 	}
 	return b, nil
 }

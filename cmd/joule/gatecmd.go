@@ -1,0 +1,57 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/joulehook/joule/core/gate"
+)
+
+func init() {
+	register(&command{name: "gate", summary: "decide one ActionEvent read as JSON on stdin (the host-agnostic seam)", run: runGate})
+}
+
+func runGate(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "gate", `gate < event.json
+
+Reads one ActionEvent {"session_id","tool","input","cwd","content_id"} and
+prints the decision as JSON: {"decision":"allow|deny|ask|rewrite","code",
+"reason","session","sequence","receipt","grants","debit_uj"}. The decision is
+sealed as a receipt before it is printed. Every failure (bad input, no grant,
+a locked store) is a deny with a specific code; the exit status is 0 whenever
+a decision was printed.`)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	res := decideStdin(ctx, e)
+	b, _ := json.Marshal(res)
+	fmt.Fprintf(e.stdout, "%s\n", b)
+	return nil
+}
+
+// decideStdin reads one event and decides it, failing closed on anything.
+func decideStdin(ctx context.Context, e *env) (res gate.Result) {
+	defer func() {
+		if p := recover(); p != nil {
+			res = gate.Result{Decision: gate.Deny, Code: gate.CodeInternal, Reason: fmt.Sprintf("internal error: %v", p)}
+		}
+	}()
+	b, err := readAllLimitedN(e.stdin, gate.MaxEventSize)
+	if err != nil {
+		return gate.Result{Decision: gate.Deny, Code: gate.CodeMalformed, Reason: err.Error()}
+	}
+	ep, err := openEndpoint()
+	if err != nil {
+		return gate.Result{Decision: gate.Deny, Code: gate.CodeNoActiveGrant, Reason: err.Error() + "; run 'joule init'"}
+	}
+	defer ep.Close()
+	g, err := ep.gate()
+	if err != nil {
+		return gate.Result{Decision: gate.Deny, Code: gate.CodeGrantInvalid, Reason: err.Error()}
+	}
+	return g.DecideJSON(ctx, b)
+}

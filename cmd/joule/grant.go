@@ -1,0 +1,422 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/joulehook/joule/core/gate"
+	"github.com/joulehook/joule/core/grant"
+	"github.com/joulehook/joule/core/identity"
+	"github.com/joulehook/joule/core/rule"
+	"github.com/joulehook/joule/core/store"
+)
+
+func init() {
+	register(&command{name: "init", summary: "create the key, the store and a default grant for this workspace", run: runInit})
+	register(&command{name: "grant", summary: "issue, list, show, use or revoke grants", run: runGrant})
+}
+
+// listFlag collects a repeatable flag; commas also separate values.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error {
+	*l = append(*l, v)
+	return nil
+}
+
+// splitTiers reads "l0,l1,l2".
+func splitTiers(s string) []string {
+	var out []string
+	for _, t := range strings.Split(s, ",") {
+		if t = strings.ToLower(strings.TrimSpace(t)); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// issueFlags are the flags init and grant issue share.
+type issueFlags struct {
+	template         string
+	allow, ask, deny listFlag
+	tiers            string
+	budget           string
+	ttl              time.Duration
+	parent, subject  string
+	workspaces       listFlag
+	use              bool
+}
+
+func (f *issueFlags) register(fs *flag.FlagSet, defTemplate string) {
+	fs.StringVar(&f.template, "template", defTemplate, "start from a named template: readonly, dev or ci")
+	fs.Var(&f.allow, "allow", "an allow rule, e.g. 'Bash(go test:*)' (repeatable)")
+	fs.Var(&f.ask, "ask", "an ask rule: held until a human approves (repeatable)")
+	fs.Var(&f.deny, "deny", "a deny rule: wins over allow and ask (repeatable)")
+	fs.StringVar(&f.tiers, "tiers", "", "cascade tier verbs, e.g. l0,l1,l2 (default: the template's)")
+	fs.StringVar(&f.budget, "budget", "", "joule budget with a unit: µJ, mJ, J, kJ, Wh (default: the template's)")
+	fs.DurationVar(&f.ttl, "ttl", 0, "how long the grant is valid, e.g. 8h (default: the template's)")
+	fs.StringVar(&f.parent, "parent", "", "delegate from this grant: the new grant must attenuate it")
+	fs.StringVar(&f.subject, "subject", grant.AnySubject, "the session that may use the grant, or * for any")
+	fs.Var(&f.workspaces, "workspace", "a workspace root (repeatable; default: the current directory)")
+	fs.BoolVar(&f.use, "use", false, "make the new grant the active one")
+}
+
+// build turns the flags into a grant (unsigned).
+func (f *issueFlags) build(now time.Time) (*grant.Grant, error) {
+	g := &grant.Grant{Subject: f.subject, NotBefore: now.Unix()}
+	ttl := f.ttl
+	if f.template != "" {
+		tpl, ok := grant.Templates[f.template]
+		if !ok {
+			names := make([]string, 0, len(grant.Templates))
+			for n := range grant.Templates {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			return nil, usagef("unknown template %q (have %s)", f.template, strings.Join(names, ", "))
+		}
+		g.Allow, g.Ask, g.Deny, g.Tiers, g.BudgetUJ = tpl.Allow, tpl.Ask, tpl.Deny, tpl.Tiers, tpl.BudgetUJ
+		if ttl == 0 {
+			ttl = tpl.TTL
+		}
+	}
+	g.Allow = append(append([]string(nil), g.Allow...), f.allow...)
+	g.Ask = append(append([]string(nil), g.Ask...), f.ask...)
+	g.Deny = append(append([]string(nil), g.Deny...), f.deny...)
+	if f.tiers != "" {
+		g.Tiers = splitTiers(f.tiers)
+	}
+	if g.Tiers == nil {
+		g.Tiers = []string{}
+	}
+	if f.budget != "" {
+		uj, err := grant.ParseEnergy(f.budget)
+		if err != nil {
+			return nil, err
+		}
+		g.BudgetUJ = uj
+	}
+	if ttl <= 0 {
+		ttl = 8 * time.Hour
+	}
+	g.NotAfter = now.Add(ttl).Unix()
+	roots := f.workspaces
+	if len(roots) == 0 {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, err
+		}
+		roots = listFlag{wd}
+	}
+	for _, r := range roots {
+		abs, err := filepath.Abs(r)
+		if err != nil {
+			return nil, err
+		}
+		info, err := os.Stat(abs)
+		if err != nil || !info.IsDir() {
+			return nil, fmt.Errorf("workspace %s is not a directory", r)
+		}
+		res, err := rule.Resolve("/", abs)
+		if err != nil {
+			return nil, err
+		}
+		g.Roots = append(g.Roots, res)
+	}
+	if _, err := rule.ParseSet(g.Allow, g.Ask, g.Deny); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// issue signs g (checking delegation against the stored parent) and stores it.
+func issue(ctx context.Context, ep *endpoint, g *grant.Grant, parent string, use bool) (*grant.Signed, error) {
+	issuer, err := grant.NewIssuer(ep.id.Steward, ep.id.Key)
+	if err != nil {
+		return nil, err
+	}
+	if parent != "" {
+		gt, err := ep.gate()
+		if err != nil {
+			return nil, err
+		}
+		chain, err := gt.LoadChain(ctx, parent)
+		if err != nil {
+			return nil, fmt.Errorf("parent %s: %w", parent, err)
+		}
+		g.Parent = parent
+		p := chain.Leaf().Grant
+		// A child cannot outlive its parent: clip the window rather than fail.
+		if g.NotAfter > p.NotAfter {
+			g.NotAfter = p.NotAfter
+		}
+		if g.NotBefore < p.NotBefore {
+			g.NotBefore = p.NotBefore
+		}
+		if err := grant.Attenuates(p, g); err != nil {
+			return nil, fmt.Errorf("the new grant does not attenuate %s: %w", parent, err)
+		}
+		for _, link := range chain {
+			rec, err := ep.store.Grant(ctx, link.ID.String())
+			if err != nil {
+				return nil, err
+			}
+			if g.BudgetUJ > rec.RemainingUJ() {
+				return nil, fmt.Errorf("budget %s exceeds what grant %s has left (%s)", grant.FormatEnergy(g.BudgetUJ), link.ID, grant.FormatEnergy(rec.RemainingUJ()))
+			}
+		}
+	}
+	s, err := issuer.Sign(g)
+	if err != nil {
+		return nil, err
+	}
+	if err := ep.store.PutGrant(ctx, store.GrantRecord{ID: s.ID.String(), Parent: g.Parent, Signed: s.Envelope, BudgetUJ: g.BudgetUJ}); err != nil {
+		return nil, err
+	}
+	if use {
+		if err := ep.store.SetSetting(ctx, gate.SettingActive, s.ID.String()); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func runInit(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "init", "init [--steward NAME] [--template dev] [grant flags]\n\nCreates the endpoint key (if missing) and the store in $JOULE_HOME, then\nissues a grant scoped to the current workspace from a template (dev by\ndefault) and makes it active, so a new user is never silently locked out.")
+	var f issueFlags
+	f.register(fs, "dev")
+	steward := fs.String("steward", "", "the endpoint identity, if a key is created (default: joule@HOSTNAME)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	home, err := identity.Home()
+	if err != nil {
+		return err
+	}
+	created := false
+	if _, err := identity.Load(home); errors.Is(err, identity.ErrNoKey) {
+		if *steward == "" {
+			*steward = defaultSteward()
+		}
+		if _, err := identity.Create(home, *steward, false); err != nil {
+			return err
+		}
+		created = true
+	} else if err != nil {
+		return err
+	}
+	ep, err := openEndpoint()
+	if err != nil {
+		return err
+	}
+	defer ep.Close()
+	g, err := f.build(time.Now())
+	if err != nil {
+		return err
+	}
+	s, err := issue(ctx, ep, g, f.parent, true)
+	if err != nil {
+		return err
+	}
+	if created {
+		fmt.Fprintf(e.stdout, "created key    %s (%s)\n", ep.id.Steward, ep.id.Public())
+	} else {
+		fmt.Fprintf(e.stdout, "using key      %s (%s)\n", ep.id.Steward, ep.id.Public())
+	}
+	fmt.Fprintf(e.stdout, "store          %s\n", filepath.Join(ep.home, StoreFile))
+	printGrantSummary(e, s, g.BudgetUJ)
+	fmt.Fprintln(e.stdout, "active         yes: every session now decides against this grant")
+	return nil
+}
+
+func printGrantSummary(e *env, s *grant.Signed, remaining uint64) {
+	g := s.Grant
+	fmt.Fprintf(e.stdout, "grant          %s\n", s.ID)
+	fmt.Fprintf(e.stdout, "workspace      %s\n", strings.Join(g.Roots, ", "))
+	fmt.Fprintf(e.stdout, "budget         %s (%s left)\n", grant.FormatEnergy(g.BudgetUJ), grant.FormatEnergy(remaining))
+	fmt.Fprintf(e.stdout, "tiers          %s\n", strings.Join(g.Tiers, ","))
+	fmt.Fprintf(e.stdout, "valid          %s to %s\n", time.Unix(g.NotBefore, 0).UTC().Format(time.RFC3339), time.Unix(g.NotAfter, 0).UTC().Format(time.RFC3339))
+	fmt.Fprintf(e.stdout, "allow          %s\n", strings.Join(g.Allow, " "))
+	if len(g.Ask) > 0 {
+		fmt.Fprintf(e.stdout, "ask            %s\n", strings.Join(g.Ask, " "))
+	}
+	if len(g.Deny) > 0 {
+		fmt.Fprintf(e.stdout, "deny           %s\n", strings.Join(g.Deny, " "))
+	}
+}
+
+const grantUsage = `grant issue [flags] | grant ls | grant show ID | grant use ID [--session S] | grant revoke ID
+
+issue signs a new grant with the endpoint key and stores it; ls lists grants
+with their budgets; show prints one as JSON; use makes one active (for every
+session, or one); revoke stops one and every grant delegated from it.`
+
+func runGrant(ctx context.Context, e *env, args []string) error {
+	if len(args) == 0 {
+		return usagef("grant: want a subcommand: issue, ls, show, use or revoke")
+	}
+	sub, rest := args[0], args[1:]
+	switch sub {
+	case "-h", "--help", "help":
+		fmt.Fprintf(e.stdout, "usage: joule %s\n", grantUsage)
+		return nil
+	case "issue":
+		fs := newFlags(e, "grant issue", "grant issue [--template T] [--allow R]... [--ask R]... [--deny R]... [--tiers l0,l1] [--budget 50J] [--ttl 8h] [--parent ID] [--subject S] [--workspace DIR]... [--use]")
+		var f issueFlags
+		f.register(fs, "")
+		if err := parseFlags(fs, rest); err != nil {
+			return err
+		}
+		if err := noArgs(fs); err != nil {
+			return err
+		}
+		g, err := f.build(time.Now())
+		if err != nil {
+			return err
+		}
+		if f.template == "" && len(f.allow)+len(f.ask) == 0 {
+			return usagef("grant issue: give a --template or at least one --allow or --ask rule")
+		}
+		ep, err := openEndpoint()
+		if err != nil {
+			return err
+		}
+		defer ep.Close()
+		s, err := issue(ctx, ep, g, f.parent, f.use)
+		if err != nil {
+			return err
+		}
+		printGrantSummary(e, s, g.BudgetUJ)
+		return nil
+	case "ls", "show", "use", "revoke":
+	default:
+		return usagef("grant: unknown subcommand %q (want issue, ls, show, use or revoke)", sub)
+	}
+	fs := newFlags(e, "grant "+sub, grantUsage)
+	session := ""
+	if sub == "use" {
+		fs.StringVar(&session, "session", "", "make the grant active for this session only")
+	}
+	if err := parseFlags(fs, rest); err != nil {
+		return err
+	}
+	ep, err := openEndpoint()
+	if err != nil {
+		return err
+	}
+	defer ep.Close()
+	if sub == "ls" {
+		return grantList(ctx, e, ep)
+	}
+	if fs.NArg() != 1 {
+		return usagef("grant %s: want one grant id", sub)
+	}
+	id := fs.Arg(0)
+	rec, err := ep.store.Grant(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return withHint(fmt.Errorf("grant %s: not found", id), "run 'joule grant ls'")
+	}
+	if err != nil {
+		return err
+	}
+	switch sub {
+	case "show":
+		s, err := ep.trust.Open(rec.Signed)
+		if err != nil {
+			return err
+		}
+		out := map[string]any{"id": id, "grant": s.Grant, "issuer_name": s.IssuerName, "spent_uj": rec.SpentUJ,
+			"reserved_uj": rec.ReservedUJ, "remaining_uj": rec.RemainingUJ(), "revoked": rec.Revoked}
+		b, _ := json.MarshalIndent(out, "", "  ")
+		fmt.Fprintf(e.stdout, "%s\n", b)
+	case "use":
+		gt, err := ep.gate()
+		if err != nil {
+			return err
+		}
+		chain, err := gt.LoadChain(ctx, id)
+		if err != nil {
+			return err
+		}
+		if err := chain.Check(grantSubjectFor(session, chain.Leaf().Grant), time.Now()); err != nil {
+			return err
+		}
+		key := gate.SettingActive
+		if session != "" {
+			key += ":" + session
+		}
+		if err := ep.store.SetSetting(ctx, key, id); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "active grant %s\n", id)
+	case "revoke":
+		if err := ep.store.Revoke(ctx, id); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "revoked %s (and every grant delegated from it)\n", id)
+	}
+	return nil
+}
+
+// grantSubjectFor picks the session a use check runs as.
+func grantSubjectFor(session string, g *grant.Grant) string {
+	if session != "" {
+		return session
+	}
+	return g.Subject
+}
+
+func grantList(ctx context.Context, e *env, ep *endpoint) error {
+	recs, err := ep.store.Grants(ctx)
+	if err != nil {
+		return err
+	}
+	active, _ := ep.store.Setting(ctx, gate.SettingActive)
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tPARENT\tBUDGET\tSPENT\tLEFT\tEXPIRES\tSTATE")
+	for _, r := range recs {
+		state := "ok"
+		s, err := ep.trust.Open(r.Signed)
+		expires := "?"
+		if err != nil {
+			state = "invalid"
+		} else {
+			expires = time.Unix(s.Grant.NotAfter, 0).UTC().Format(time.RFC3339)
+			if time.Now().Unix() >= s.Grant.NotAfter {
+				state = "expired"
+			}
+		}
+		if r.Revoked {
+			state = "revoked"
+		}
+		if r.ID == active {
+			state += ",active"
+		}
+		parent := r.Parent
+		if parent == "" {
+			parent = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, shortID(parent), grant.FormatEnergy(r.BudgetUJ), grant.FormatEnergy(r.SpentUJ), grant.FormatEnergy(r.RemainingUJ()), expires, state)
+	}
+	return tw.Flush()
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12] + "…"
+	}
+	return id
+}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/joulehook/joule/core"
+	"github.com/joulehook/joule/core/gate"
+	"github.com/joulehook/joule/core/grant"
+	"github.com/joulehook/joule/core/identity"
+	"github.com/joulehook/joule/core/store"
+)
+
+// StoreFile is the store's file name inside $JOULE_HOME.
+const StoreFile = "joule.db"
+
+// IssuersFile lists further trusted grant issuers, one signed-note
+// verifier key per line.
+const IssuersFile = "issuers"
+
+// endpoint is an opened $JOULE_HOME: identity, store and trust.
+type endpoint struct {
+	home  string
+	id    *identity.Identity
+	store *store.Store
+	trust grant.Trust
+}
+
+func (ep *endpoint) Close() error { return ep.store.Close() }
+
+// openEndpoint opens $JOULE_HOME; it needs a key (joule init or keygen).
+func openEndpoint() (*endpoint, error) {
+	home, err := identity.Home()
+	if err != nil {
+		return nil, err
+	}
+	id, err := identity.Load(home)
+	if errors.Is(err, identity.ErrNoKey) {
+		return nil, withHint(fmt.Errorf("no endpoint key in %s", home), "run 'joule init' in your workspace (or 'joule keygen')")
+	}
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.Open(filepath.Join(home, StoreFile))
+	if err != nil {
+		return nil, err
+	}
+	trust, err := loadTrust(home, id)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return &endpoint{home: home, id: id, store: st, trust: trust}, nil
+}
+
+// loadTrust trusts the endpoint's own key and every key in IssuersFile.
+func loadTrust(home string, id *identity.Identity) (grant.Trust, error) {
+	trust := grant.Trust{id.Steward: id.Public()}
+	f, err := os.Open(filepath.Join(home, IssuersFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return trust, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		key, name, err := identity.ParsePublicKey(line)
+		if err != nil || name == "" {
+			return nil, fmt.Errorf("%s line %d: want a signed-note verifier key NAME+HASH+KEY", filepath.Join(home, IssuersFile), n)
+		}
+		trust[name] = key
+	}
+	return trust, sc.Err()
+}
+
+func (ep *endpoint) gate() (*gate.Gate, error) {
+	sealer, err := ep.id.Sealer()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := loadConfig(ep.home)
+	if err != nil {
+		return nil, err
+	}
+	home, _ := os.UserHomeDir()
+	return &gate.Gate{Store: ep.store, Sealer: sealer, Trust: ep.trust, JouleHome: ep.home, Home: home, Costs: gate.DefaultCosts.Merge(cfg.Costs)}, nil
+}
+
+func (ep *endpoint) verifier() (*core.Verifier, error) {
+	pub := ep.id.Public()
+	return core.NewVerifier(ep.id.Steward, pub[:])
+}

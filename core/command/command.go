@@ -1,0 +1,257 @@
+package command
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Analysis is what a command line would do, as far as the gate is concerned.
+type Analysis struct {
+	// Commands lists every simple command the line can run, wrappers
+	// unwrapped. A command's own substitutions are listed before it, since
+	// the shell runs them first; otherwise the order is the source order.
+	Commands []Command `json:"commands"`
+	// Writes lists every file a redirection can write, excluding /dev/null,
+	// /dev/stdout, /dev/stderr, /dev/tty and /dev/fd/N.
+	Writes []Write `json:"writes"`
+}
+
+// Command is one program run with its argument words.
+type Command struct {
+	// Args is the argument vector; Args[0] is the program as written
+	// ("/bin/rm", "./x", "rm") and is always literal.
+	Args []Word `json:"args"`
+	// Wrappers names the wrappers peeled off to reach the command, outermost
+	// first, without directory (["sudo", "timeout"]).
+	Wrappers []string `json:"wrappers,omitempty"`
+}
+
+// Word is one argument word.
+type Word struct {
+	// Text is the word after quote removal when Literal, and the word's
+	// source text otherwise.
+	Text string `json:"text"`
+	// Literal reports whether Text is exactly what the program receives: no
+	// parameter, command, arithmetic, tilde, brace or glob expansion.
+	Literal bool `json:"literal"`
+}
+
+// Write is a file a redirection opens for writing.
+type Write struct {
+	// Path is the target after quote removal, joined onto the directory the
+	// line changed to with cd when that can be followed. It is the source
+	// text when Literal is false.
+	Path string `json:"path"`
+	// Literal is false when the target has expansions or is relative to a
+	// directory the line changed to in a way that cannot be followed.
+	Literal bool `json:"literal"`
+	// Append is true for >> and &>>, which do not truncate the file.
+	Append bool `json:"append"`
+}
+
+// Codes of [UnanalyzableError]. Each names one reason a line cannot be
+// judged safely.
+const (
+	CodeParse            = "parse-error"       // the line is not valid bash
+	CodeInvalidUTF8      = "invalid-utf8"      // the line is not valid UTF-8
+	CodeControlChar      = "control-character" // NUL, CR or another control character the parser and the shell treat differently
+	CodeTooComplex       = "too-complex"       // a size, nesting or count limit was reached
+	CodeEval             = "eval"              // eval runs a string as code
+	CodeSource           = "source"            // source or . runs a file as code
+	CodeAlias            = "alias"             // alias defines a word that expands to code
+	CodeTrap             = "trap"              // trap runs a string as code on a signal
+	CodeBuiltin          = "builtin"           // enable, hash -p, fc, mapfile -C: builtins that load or run hidden code
+	CodeDynamicCommand   = "dynamic-command"   // the program name is computed when the line runs
+	CodeDynamicCode      = "dynamic-code"      // program text (sh -c, python -c, watch) is computed when the line runs
+	CodeInterpreterStdin = "interpreter-stdin" // an interpreter reads its program from a pipe, heredoc, redirection or stdin
+	CodeRiskyEnv         = "risky-env"         // a variable from RiskyEnvVars is assigned
+	CodeValueAsCode      = "value-as-code"     // a value the gate cannot see is evaluated as code (arithmetic, ${!x}, ${x@P})
+	CodeWrapperOptions   = "wrapper-options"   // a wrapper's options cannot be parsed with certainty
+	CodeExtGlob          = "extglob"           // an extended glob such as *(…), which zsh reads as a glob qualifier that can run code
+	CodeUnsupported      = "unsupported"       // a construct this package does not model
+)
+
+// UnanalyzableError reports a line the gate cannot judge safely: it must be
+// treated as neither allowed nor denied by rules, but escalated.
+type UnanalyzableError struct {
+	Code   string `json:"code"`   // one of the Code constants
+	Reason string `json:"reason"` // what makes the line opaque, for a human
+}
+
+func (e *UnanalyzableError) Error() string {
+	return "command cannot be analyzed (" + e.Code + "): " + e.Reason
+}
+
+// Limits that keep the analysis bounded on hostile input.
+const (
+	maxLineBytes    = 512 << 10 // larger lines are refused before parsing, which is superlinear on deep nesting
+	maxBracketDepth = 128       // nesting of ( and { checked before parsing, which is slow on deep nesting
+	maxDepth        = 64        // nesting of statements and words
+	maxShellDepth   = 8         // sh -c inside sh -c …
+	maxCommands     = 10000     // commands listed
+	maxDirs         = 8         // candidate working directories followed through cd
+)
+
+// Analyze parses line as bash and returns every program it would run and
+// every file its redirections would write. The error is always an
+// *UnanalyzableError.
+func Analyze(line string) (analysis *Analysis, err error) {
+	if e := precheck(line); e != nil {
+		return nil, e
+	}
+	a := &analyzer{vars: newVarFacts(), seenWrites: map[Write]bool{}}
+	defer func() {
+		// A panic here is a bug in this package or the parser; the gate
+		// must still fail closed rather than crash.
+		if r := recover(); r != nil {
+			analysis, err = nil, &UnanalyzableError{Code: CodeUnsupported, Reason: fmt.Sprintf("internal error analyzing the line: %v", r)}
+		}
+	}()
+	a.script(line, newFrame(), "")
+	if a.err == nil {
+		a.vars.check(a)
+	}
+	if a.err != nil {
+		return nil, a.err
+	}
+	if a.out.Commands == nil {
+		a.out.Commands = []Command{}
+	}
+	if a.out.Writes == nil {
+		a.out.Writes = []Write{}
+	}
+	return &a.out, nil
+}
+
+// precheck rejects input the parser must not see: too large, not UTF-8,
+// control characters it reads differently from bash, or nesting deep enough
+// to make parsing slow.
+func precheck(line string) *UnanalyzableError {
+	if len(line) > maxLineBytes {
+		return &UnanalyzableError{Code: CodeTooComplex, Reason: fmt.Sprintf("the line is %d bytes, more than the %d analyzed", len(line), maxLineBytes)}
+	}
+	if !utf8.ValidString(line) {
+		i := 0
+		for i < len(line) {
+			r, size := utf8.DecodeRuneInString(line[i:])
+			if r == utf8.RuneError && size == 1 {
+				break
+			}
+			i += size
+		}
+		return &UnanalyzableError{Code: CodeInvalidUTF8, Reason: fmt.Sprintf("the line is not valid UTF-8 at byte %d", i)}
+	}
+	depth := 0
+	for i := 0; i < len(line); i++ {
+		switch c := line[i]; c {
+		case '\t', '\n':
+		case '(', '{':
+			depth++
+			if depth > maxBracketDepth {
+				return &UnanalyzableError{Code: CodeTooComplex, Reason: fmt.Sprintf("brackets nest more than %d deep", maxBracketDepth)}
+			}
+		case ')', '}':
+			if depth > 0 {
+				depth--
+			}
+		default:
+			if c < 0x20 || c == 0x7f {
+				// mvdan.cc/sh splits words at CR and drops NUL, while bash
+				// keeps both in the word: judge nothing the shell would read
+				// differently.
+				return &UnanalyzableError{Code: CodeControlChar, Reason: fmt.Sprintf("the line contains the control character %q at byte %d", c, i)}
+			}
+		}
+	}
+	return nil
+}
+
+// analyzer holds the state of one Analyze call, shared by nested shells.
+type analyzer struct {
+	out        Analysis
+	vars       *varFacts
+	seenWrites map[Write]bool
+	err        *UnanalyzableError
+}
+
+// fail records the first reason the line is unanalyzable; the walk stops
+// soon after.
+func (a *analyzer) fail(code, format string, args ...any) {
+	if a.err == nil {
+		a.err = &UnanalyzableError{Code: code, Reason: fmt.Sprintf(format, args...)}
+	}
+}
+
+// script parses text as bash and walks it. via names the program that
+// runs text as a script ("" for the line itself).
+func (a *analyzer) script(text string, fr frame, via string) {
+	if a.err != nil {
+		return
+	}
+	if fr.shellDepth > maxShellDepth {
+		a.fail(CodeTooComplex, "shells nest more than %d deep", maxShellDepth)
+		return
+	}
+	if via != "" {
+		// Strings given to sh -c were checked as part of the line, but
+		// decoding ($'…') can produce anything.
+		if e := precheck(text); e != nil {
+			e.Reason = "the string given to " + via + " -c: " + e.Reason
+			a.err = e
+			return
+		}
+	}
+	parser := parsers.Get().(*syntax.Parser)
+	file, err := parser.Parse(strings.NewReader(text), "")
+	parsers.Put(parser)
+	if err != nil {
+		reason := "cannot parse the line: " + err.Error()
+		if via != "" {
+			reason = fmt.Sprintf("cannot parse the string given to %s -c: %v", via, err)
+		}
+		a.fail(CodeParse, "%s", reason)
+		return
+	}
+	fr.src = newSource(text, file)
+	a.stmts(file.Stmts, fr)
+}
+
+// parsers are reused: a parser is several kilobytes, more than the rest of
+// a typical analysis. Parse resets all of its state.
+var parsers = sync.Pool{New: func() any {
+	return syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(false))
+}}
+
+// addCommand lists one command.
+func (a *analyzer) addCommand(words []word, wrappers []string) {
+	if len(a.out.Commands) >= maxCommands {
+		a.fail(CodeTooComplex, "the line runs more than %d commands", maxCommands)
+		return
+	}
+	args := make([]Word, len(words))
+	for i, w := range words {
+		args[i] = w.Word
+	}
+	var wr []string
+	if len(wrappers) > 0 {
+		wr = append([]string(nil), wrappers...)
+	}
+	a.out.Commands = append(a.out.Commands, Command{Args: args, Wrappers: wr})
+}
+
+// addWrite lists one write, once.
+func (a *analyzer) addWrite(w Write) {
+	if a.seenWrites[w] {
+		return
+	}
+	if len(a.seenWrites) >= maxCommands {
+		a.fail(CodeTooComplex, "the line writes more than %d files", maxCommands)
+		return
+	}
+	a.seenWrites[w] = true
+	a.out.Writes = append(a.out.Writes, w)
+}

@@ -1,0 +1,452 @@
+package gate
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/joulehook/joule/core/command"
+	"github.com/joulehook/joule/core/grant"
+	"github.com/joulehook/joule/core/rule"
+)
+
+// Decision values.
+const (
+	Allow   = "allow"
+	Deny    = "deny"
+	Ask     = "ask"
+	Rewrite = "rewrite"
+)
+
+// Machine codes of a decision.
+const (
+	CodeAllowed         = "allowed"
+	CodeAskRule         = "ask-rule"
+	CodeNoActiveGrant   = "no-active-grant"
+	CodeNotGranted      = "action-not-granted"
+	CodeDenyRule        = "deny-rule"
+	CodeBudgetExceeded  = "budget-exceeded"
+	CodeGrantExpired    = "grant-expired"
+	CodeGrantNotYet     = "grant-not-yet-valid"
+	CodeGrantInvalid    = "grant-invalid"
+	CodeGrantRevoked    = "grant-revoked"
+	CodeSubjectMismatch = "grant-subject-mismatch"
+	CodeMalformed       = "malformed-event"
+	CodeOutside         = "outside-workspace"
+	CodeUnanalyzable    = "unanalyzable-command"
+	CodeSelfTamper      = "self-tamper"
+	CodeStoreError      = "store-unavailable"
+	CodeInternal        = "internal-error"
+)
+
+// Verdict is the pure outcome of judging an event against a policy, before
+// the ledger is consulted.
+type Verdict struct {
+	Decision string
+	Code     string
+	Reason   string
+	CostUJ   uint64 // what an allow or ask debits from every link
+}
+
+func deny(code, format string, args ...any) Verdict {
+	return Verdict{Decision: Deny, Code: code, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Policy is everything besides the event that a decision depends on. It is
+// plain data: the same event and policy always give the same verdict.
+type Policy struct {
+	Chain     grant.Chain
+	Sets      []rule.Set // the parsed rules of each link, root first
+	Home      string     // the user's home, symlink-resolved
+	Protected []string   // absolute, resolved paths no capability can write
+	Private   []string   // protected paths no capability can read either ($JOULE_HOME)
+	Costs     Costs
+	Now       time.Time
+}
+
+// NewPolicy parses the chain's rules.
+func NewPolicy(chain grant.Chain, home string, protected []string, costs Costs, now time.Time) (*Policy, error) {
+	p := &Policy{Chain: chain, Home: home, Protected: protected, Costs: costs, Now: now}
+	for _, s := range chain {
+		set, err := s.Grant.Rules()
+		if err != nil {
+			return nil, err
+		}
+		p.Sets = append(p.Sets, set)
+	}
+	return p, nil
+}
+
+// Decide judges ev against p. It never panics on any input and never
+// touches the network; it reads the file system only to resolve symlinks.
+func Decide(ev *Event, p *Policy) (v Verdict) {
+	defer func() {
+		if r := recover(); r != nil {
+			v = deny(CodeInternal, "internal error while deciding: %v", r)
+		}
+	}()
+	if err := ev.Validate(); err != nil {
+		return deny(CodeMalformed, "%v", err)
+	}
+	if p == nil || len(p.Chain) == 0 {
+		return deny(CodeNoActiveGrant, "no active grant: run 'joule init' or 'joule grant use ID'")
+	}
+	if err := p.Chain.Check(ev.SessionID, p.Now); err != nil {
+		return deny(chainCode(err), "%v", err)
+	}
+	j := &judge{ev: ev, p: p}
+	j.roots = p.Chain.Leaf().Grant.Roots
+	cwd, err := rule.Resolve("/", ev.Cwd)
+	if err != nil {
+		return deny(CodeMalformed, "cwd: %v", err)
+	}
+	j.cwd = cwd
+	if !j.inRoots(cwd) {
+		return deny(CodeOutside, "cwd %s is outside the grant's workspace %s", ev.Cwd, strings.Join(j.roots, ", "))
+	}
+	v = j.judge()
+	if v.Decision != Deny {
+		v.CostUJ = p.Costs.Of(ev.Tool)
+	}
+	return v
+}
+
+func chainCode(err error) string {
+	switch {
+	case errors.Is(err, grant.ErrExpired):
+		return CodeGrantExpired
+	case errors.Is(err, grant.ErrNotYet):
+		return CodeGrantNotYet
+	case errors.Is(err, grant.ErrWrongUser):
+		return CodeSubjectMismatch
+	}
+	return CodeGrantInvalid
+}
+
+type judge struct {
+	ev    *Event
+	p     *Policy
+	cwd   string
+	roots []string
+}
+
+func (j *judge) inRoots(abs string) bool {
+	return slices.ContainsFunc(j.roots, func(r string) bool { return within(abs, r) })
+}
+
+// outcome folds per-link verdicts: every link must allow; a deny anywhere
+// wins, then an ask; a link with no matching rule means not granted.
+type outcome struct {
+	denyBy, askBy, missing string
+	link                   int
+}
+
+func (j *judge) fold(check func(rule.Set) rule.Verdict) outcome {
+	var o outcome
+	for i, set := range j.p.Sets {
+		v := check(set)
+		switch v.Mode {
+		case rule.Deny:
+			if o.denyBy == "" {
+				o.denyBy, o.link = v.Rule.String(), i
+			}
+		case rule.Ask:
+			if o.askBy == "" {
+				o.askBy = v.Rule.String()
+			}
+		case rule.Allow:
+		default:
+			if o.missing == "" {
+				o.missing = fmt.Sprintf("grant %s", j.p.Chain[i].ID)
+			}
+		}
+	}
+	return o
+}
+
+// verdict turns an outcome about what into a Verdict.
+func (o outcome) verdict(what string) Verdict {
+	switch {
+	case o.denyBy != "":
+		return deny(CodeDenyRule, "%s is denied by rule %s", what, o.denyBy)
+	case o.missing != "":
+		return deny(CodeNotGranted, "%s is not granted by %s", what, o.missing)
+	case o.askBy != "":
+		return Verdict{Decision: Ask, Code: CodeAskRule, Reason: fmt.Sprintf("%s needs approval (rule %s)", what, o.askBy)}
+	}
+	return Verdict{Decision: Allow, Code: CodeAllowed, Reason: what + " is granted"}
+}
+
+// strictest keeps the strictest of several verdicts: deny, then ask.
+func strictest(vs ...Verdict) Verdict {
+	best := Verdict{Decision: Allow, Code: CodeAllowed}
+	rank := map[string]int{Allow: 0, Ask: 1, Deny: 2}
+	for _, v := range vs {
+		if rank[v.Decision] > rank[best.Decision] {
+			best = v
+		}
+	}
+	return best
+}
+
+func (j *judge) judge() Verdict {
+	tool := j.ev.Tool
+	m, err := j.ev.inputFields()
+	if err != nil {
+		return deny(CodeMalformed, "%v", err)
+	}
+	whole := j.fold(func(s rule.Set) rule.Verdict { return s.CheckTool(tool) })
+	switch tool {
+	case "Bash":
+		cmd, err := stringField(m, "command", true)
+		if err != nil {
+			return deny(CodeMalformed, "%v", err)
+		}
+		return j.bash(cmd)
+	case "Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "Glob", "Grep":
+		return j.file(tool, m)
+	case "WebFetch":
+		raw, err := stringField(m, "url", true)
+		if err != nil {
+			return deny(CodeMalformed, "%v", err)
+		}
+		u, err := url.Parse(raw)
+		if err != nil || u.Host == "" {
+			return deny(CodeMalformed, "input.url %q is not an absolute URL", truncate(raw))
+		}
+		o := j.fold(func(s rule.Set) rule.Verdict { return s.CheckURL(u) })
+		return o.verdict("fetching " + u.Redacted())
+	}
+	what := "tool " + tool
+	if !strings.HasPrefix(tool, "mcp__") && !knownTools[tool] {
+		what = "unknown tool " + tool
+	}
+	return whole.verdict(what)
+}
+
+// knownTools are tools judged by name alone.
+var knownTools = map[string]bool{"WebSearch": true, "Task": true, "TodoWrite": true, "ExitPlanMode": true, "BashOutput": true, "KillShell": true, "SlashCommand": true, "Skill": true}
+
+// pathKeys names the input field that holds each file tool's target.
+var pathKeys = map[string]string{"Read": "file_path", "Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path", "NotebookEdit": "notebook_path", "Glob": "path", "Grep": "path"}
+
+func (j *judge) file(tool string, m map[string]json.RawMessage) Verdict {
+	key := pathKeys[tool]
+	required := tool != "Glob" && tool != "Grep"
+	p, err := stringField(m, key, required)
+	if err != nil {
+		return deny(CodeMalformed, "%v", err)
+	}
+	if p == "" {
+		p = j.cwd // Glob and Grep search the working directory by default
+	}
+	abs, err := rule.ResolveFrom(j.cwd, p)
+	if err != nil {
+		return deny(CodeMalformed, "input.%s: %v", key, err)
+	}
+	access, _ := rule.AccessOf(tool)
+	if tool == "Glob" {
+		// Glob lists names and reads no content: judged as reading the
+		// directory, so a deny on one file below does not block a listing.
+		access = rule.Read
+	}
+	if access == rule.Write || slices.ContainsFunc(j.p.Private, func(p string) bool { return within(abs, p) }) {
+		if v, bad := j.protected(abs); bad {
+			return v
+		}
+	}
+	verb := map[rule.Access]string{rule.Read: "reading", rule.ReadTree: "searching", rule.Write: "writing"}[access]
+	o := j.fold(func(s rule.Set) rule.Verdict { return s.CheckPath(access, abs, j.rootsFor(abs)) })
+	v := o.verdict(fmt.Sprintf("%s %s", verb, abs))
+	if v.Decision == Deny && v.Code == CodeNotGranted && !j.inRoots(abs) {
+		v.Code = CodeOutside
+		v.Reason = fmt.Sprintf("%s %s: the path is outside the workspace %s and no rule grants it", verb, abs, strings.Join(j.roots, ", "))
+	}
+	return v
+}
+
+// rootsFor picks the workspace root a path is judged under: the root that
+// holds it, or the first root for paths outside every root.
+func (j *judge) rootsFor(abs string) rule.Roots {
+	for _, r := range j.roots {
+		if within(abs, r) {
+			return rule.Roots{Workspace: r, Home: j.p.Home}
+		}
+	}
+	return rule.Roots{Workspace: j.roots[0], Home: j.p.Home}
+}
+
+// protected denies writes into the gate's own files.
+func (j *judge) protected(abs string) (Verdict, bool) {
+	for _, p := range j.p.Protected {
+		if within(abs, p) {
+			return deny(CodeSelfTamper, "%s is protected: the gate's keys, grants, store and the hosts' hook configuration are never writable by an agent", abs), true
+		}
+	}
+	return Verdict{}, false
+}
+
+func (j *judge) bash(line string) Verdict {
+	if len(line) > MaxCommandSize {
+		return deny(CodeUnanalyzable, "the command is %d bytes, above the %d KiB the gate analyses", len(line), MaxCommandSize>>10)
+	}
+	a, err := command.Analyze(line)
+	if err != nil {
+		var ue *command.UnanalyzableError
+		reason := err.Error()
+		if errors.As(err, &ue) {
+			reason = ue.Reason
+		}
+		if j.askAll() {
+			return Verdict{Decision: Ask, Code: CodeUnanalyzable, Reason: "the command cannot be analysed (" + reason + "); a human must approve it"}
+		}
+		return deny(CodeUnanalyzable, "the command cannot be analysed: %s", reason)
+	}
+	if len(a.Commands) == 0 && len(a.Writes) == 0 {
+		return Verdict{Decision: Allow, Code: CodeAllowed, Reason: "the line runs no command"}
+	}
+	var vs []Verdict
+	for _, c := range a.Commands {
+		if len(c.Wrappers) == 0 && innocuous[c.Args[0].Text] {
+			continue
+		}
+		args := toWords(c.Args)
+		for _, w := range c.Args {
+			if v, bad := j.protectedWord(w); bad {
+				return v
+			}
+		}
+		what := "command " + quoteArgs(c.Args)
+		vs = append(vs, j.fold(func(s rule.Set) rule.Verdict { return s.CheckCommand(args) }).verdict(what))
+		// A wrapper may itself be denied or held (sudo, doas…).
+		for _, w := range c.Wrappers {
+			wrapped := append([]rule.Word{{Text: w, Literal: true}}, args...)
+			o := j.fold(func(s rule.Set) rule.Verdict {
+				v := s.CheckCommand(wrapped)
+				if v.Mode == rule.Allow {
+					return rule.Verdict{Mode: rule.Allow}
+				}
+				if !v.Matched() {
+					return rule.Verdict{Mode: rule.Allow} // the inner command was judged above
+				}
+				return v
+			})
+			vs = append(vs, o.verdict(what+" under "+w))
+		}
+	}
+	for _, w := range a.Writes {
+		if !w.Literal {
+			vs = append(vs, deny(CodeUnanalyzable, "redirection to %q: the target is computed when the line runs", truncate(w.Path)))
+			continue
+		}
+		abs, err := rule.ResolveFrom(j.cwd, w.Path)
+		if err != nil {
+			vs = append(vs, deny(CodeMalformed, "redirection to %q: %v", truncate(w.Path), err))
+			continue
+		}
+		if v, bad := j.protected(abs); bad {
+			return v
+		}
+		o := j.fold(func(s rule.Set) rule.Verdict { return s.CheckPath(rule.Write, abs, j.rootsFor(abs)) })
+		v := o.verdict("redirection writing " + abs)
+		if v.Decision == Deny && v.Code == CodeNotGranted && !j.inRoots(abs) {
+			v.Code = CodeOutside
+		}
+		vs = append(vs, v)
+	}
+	v := strictest(vs...)
+	if v.Decision == Allow {
+		v.Reason = fmt.Sprintf("all %d commands and %d writes are granted", len(a.Commands), len(a.Writes))
+	}
+	return v
+}
+
+// innocuous are shell builtins that change only the shell's own state; they
+// need no capability. What they lead to (a write after cd) is judged.
+var innocuous = map[string]bool{"cd": true, "pushd": true, "popd": true, "dirs": true, "true": true, "false": true,
+	":": true, "test": true, "[": true, "exit": true, "return": true, "shift": true, "break": true, "continue": true, "wait": true}
+
+// askAll reports whether some link holds a bare Bash ask rule: the user
+// asked to be consulted on commands the rules cannot settle.
+func (j *judge) askAll() bool {
+	for _, s := range j.p.Sets {
+		for _, r := range s.Ask {
+			if r.Tool() == "Bash" && r.Spec() == "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// protectedWord denies a command whose argument names one of the gate's
+// own files (rm -rf ~/.local/share/joule, sed -i … .claude/settings.json).
+func (j *judge) protectedWord(w command.Word) (Verdict, bool) {
+	text := w.Text
+	switch {
+	case strings.HasPrefix(text, "~/") && j.p.Home != "":
+		text = filepath.Join(j.p.Home, text[2:])
+	case !w.Literal:
+		return Verdict{}, false
+	case !strings.ContainsRune(text, '/') && !strings.HasPrefix(text, "."):
+		return Verdict{}, false
+	}
+	if i := strings.IndexByte(text, '='); i > 0 && strings.HasPrefix(text, "-") {
+		text = text[i+1:] // --file=path
+	}
+	abs, err := rule.ResolveFrom(j.cwd, text)
+	if err != nil {
+		return Verdict{}, false
+	}
+	for _, p := range j.p.Protected {
+		// Inside a protected path, or a narrow directory above one that is
+		// neither /, the home directory nor on the way to the workspace
+		// (rm -rf ~/.local takes ~/.local/share/joule with it).
+		above := within(p, abs) && abs != "/" && abs != j.p.Home && !j.inRoots(abs) &&
+			!slices.ContainsFunc(j.roots, func(r string) bool { return within(r, abs) })
+		if within(abs, p) || above {
+			return deny(CodeSelfTamper, "the command names %s, which holds the gate's own files", abs), true
+		}
+	}
+	return Verdict{}, false
+}
+
+func toWords(ws []command.Word) []rule.Word {
+	out := make([]rule.Word, len(ws))
+	for i, w := range ws {
+		out[i] = rule.Word{Text: w.Text, Literal: w.Literal}
+	}
+	return out
+}
+
+func quoteArgs(ws []command.Word) string {
+	parts := make([]string, 0, len(ws))
+	for _, w := range ws {
+		parts = append(parts, w.Text)
+	}
+	return fmt.Sprintf("%q", truncate(strings.Join(parts, " ")))
+}
+
+func truncate(s string) string {
+	if len(s) > 120 {
+		return s[:120] + "…"
+	}
+	return s
+}
+
+// within reports whether abs is root or below it; both must be clean
+// absolute paths, as everything the gate compares has been resolved.
+func within(abs, root string) bool {
+	switch {
+	case root == "/":
+		return strings.HasPrefix(abs, "/")
+	case !strings.HasPrefix(abs, root):
+		return false
+	}
+	return len(abs) == len(root) || abs[len(root)] == '/'
+}

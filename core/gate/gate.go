@@ -1,0 +1,330 @@
+package gate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/joulehook/joule/core"
+	"github.com/joulehook/joule/core/grant"
+	"github.com/joulehook/joule/core/receipts"
+	"github.com/joulehook/joule/core/rule"
+	"github.com/joulehook/joule/core/store"
+)
+
+// Result is the gate's answer to a host: the decision, and where its receipt
+// sits. It is what `joule gate` prints.
+type Result struct {
+	Decision     string          `json:"decision"`
+	Code         string          `json:"code"`
+	Reason       string          `json:"reason"`
+	UpdatedInput json.RawMessage `json:"updated_input,omitempty"`
+	Session      string          `json:"session,omitempty"`
+	Sequence     uint64          `json:"sequence,omitempty"`
+	Receipt      string          `json:"receipt,omitempty"` // chain hash of the sealed receipt
+	Grants       []string        `json:"grants,omitempty"`
+	DebitUJ      uint64          `json:"debit_uj"`
+}
+
+// Gate is the stateful gate: it loads the active grant chain, decides, and
+// seals each decision into the store in one transaction with its debit.
+type Gate struct {
+	Store     *store.Store
+	Sealer    *core.Sealer
+	Trust     grant.Trust
+	JouleHome string
+	Home      string
+	Costs     Costs
+	Now       func() time.Time
+}
+
+// SettingActive is the store setting naming the active grant; a session may
+// have its own under SettingActive + ":" + session.
+const SettingActive = "active_grant"
+
+// MalformedSession is the session under which events without a usable
+// session id are sealed.
+const MalformedSession = "joule:malformed"
+
+func (g *Gate) now() time.Time {
+	if g.Now != nil {
+		return g.Now()
+	}
+	return time.Now()
+}
+
+// DecideJSON reads one event and decides it; it never fails: every problem
+// is a sealed deny (or, when even the store fails, an unsealed deny).
+func (g *Gate) DecideJSON(ctx context.Context, b []byte) Result {
+	ev, err := ParseEvent(b)
+	if err != nil {
+		session := MalformedSession
+		var probe struct {
+			SessionID string `json:"session_id"`
+		}
+		if json.Unmarshal(b, &probe) == nil && probe.SessionID != "" && len(probe.SessionID) <= 256 {
+			session = probe.SessionID
+		}
+		return g.seal(ctx, &Event{SessionID: session, Tool: "(malformed)", Input: json.RawMessage("{}")}, b, Verdict{Decision: Deny, Code: CodeMalformed, Reason: err.Error()}, nil)
+	}
+	return g.Decide(ctx, ev)
+}
+
+// Decide decides one parsed event and seals the decision.
+func (g *Gate) Decide(ctx context.Context, ev *Event) Result {
+	chain, err := g.ActiveChain(ctx, ev.SessionID)
+	if err != nil {
+		code := CodeNoActiveGrant
+		switch {
+		case errors.Is(err, store.ErrRevoked):
+			code = CodeGrantRevoked
+		case errors.Is(err, errInvalidGrant):
+			code = CodeGrantInvalid
+		case isStoreFailure(err):
+			return storeFailure(err)
+		}
+		return g.seal(ctx, ev, ev.Input, deny(code, "%v", err), nil)
+	}
+	policy, err := g.Policy(chain)
+	if err != nil {
+		return g.seal(ctx, ev, ev.Input, deny(CodeGrantInvalid, "%v", err), chain)
+	}
+	v := Decide(ev, policy)
+	return g.seal(ctx, ev, ev.Input, v, chain)
+}
+
+// Policy builds the decision policy for a chain.
+func (g *Gate) Policy(chain grant.Chain) (*Policy, error) {
+	home := resolveOr(g.Home)
+	var roots []string
+	if len(chain) > 0 {
+		roots = chain.Leaf().Grant.Roots
+	}
+	jh := resolveOr(g.JouleHome)
+	var protected []string
+	for _, p := range ProtectedPaths(jh, home, roots) {
+		protected = append(protected, resolveOr(p))
+	}
+	costs := g.Costs
+	if costs == nil {
+		costs = DefaultCosts
+	}
+	p, err := NewPolicy(chain, home, protected, costs, g.now())
+	if err != nil {
+		return nil, err
+	}
+	p.Private = []string{jh}
+	return p, nil
+}
+
+func resolveOr(p string) string {
+	if p == "" {
+		return ""
+	}
+	if r, err := rule.Resolve("/", p); err == nil {
+		return r
+	}
+	return p
+}
+
+var errInvalidGrant = errors.New("invalid grant")
+
+// ActiveChain loads the active grant for session (its own, else the global
+// one) and its ancestors, verifying each against the trusted issuers.
+func (g *Gate) ActiveChain(ctx context.Context, session string) (grant.Chain, error) {
+	id, err := g.Store.Setting(ctx, SettingActive+":"+session)
+	if errors.Is(err, store.ErrNotFound) {
+		id, err = g.Store.Setting(ctx, SettingActive)
+	}
+	if errors.Is(err, store.ErrNotFound) || err == nil && id == "" {
+		return nil, errors.New("no active grant: run 'joule init' or 'joule grant use ID'")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return g.LoadChain(ctx, id)
+}
+
+// LoadChain loads grant id and its ancestors, root first.
+func (g *Gate) LoadChain(ctx context.Context, id string) (grant.Chain, error) {
+	var chain grant.Chain
+	for depth := 0; id != ""; depth++ {
+		if depth > 16 {
+			return nil, fmt.Errorf("%w: delegation chain deeper than 16", errInvalidGrant)
+		}
+		rec, err := g.Store.Grant(ctx, id)
+		if err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				return nil, fmt.Errorf("%w: grant %s is not in the store", errInvalidGrant, id)
+			}
+			return nil, err
+		}
+		if rec.Revoked {
+			return nil, fmt.Errorf("grant %s: %w", id, store.ErrRevoked)
+		}
+		s, err := g.Trust.Open(rec.Signed)
+		if err != nil {
+			return nil, fmt.Errorf("%w: grant %s: %v", errInvalidGrant, id, err)
+		}
+		if s.ID.String() != id {
+			return nil, fmt.Errorf("%w: stored grant %s has id %s", errInvalidGrant, id, s.ID)
+		}
+		chain = append(grant.Chain{s}, chain...)
+		id = s.Grant.Parent
+	}
+	return chain, nil
+}
+
+func isStoreFailure(err error) bool {
+	return errors.Is(err, store.ErrLocked) || errors.Is(err, store.ErrCorrupt) || errors.Is(err, store.ErrNotStore) || errors.Is(err, store.ErrTooNew)
+}
+
+func storeFailure(err error) Result {
+	return Result{Decision: Deny, Code: CodeStoreError, Reason: "the receipt store is unavailable, so nothing can be allowed: " + err.Error()}
+}
+
+// seal records v as a decision receipt, debiting allow and ask from every
+// link in the same transaction. A debit that fails turns the decision into
+// a deny before it is sealed.
+func (g *Gate) seal(ctx context.Context, ev *Event, input []byte, v Verdict, chain grant.Chain) Result {
+	ids := chain.IDs()
+	req := store.SealRequest{Session: ev.SessionID}
+	if v.Decision != Deny && v.CostUJ > 0 && len(ids) > 0 {
+		req.Debit, req.AmountUJ = ids, v.CostUJ
+	}
+	now := g.now()
+	// Everything that does not depend on the position is computed before
+	// the write transaction, which holds the store's lock.
+	summary, digest := Summarize(ev), core.Sum(input)
+	var final Verdict
+	req.Build = func(pos store.Position, debitErr error) ([]byte, bool, error) {
+		final = v
+		if debitErr != nil {
+			final = debitVerdict(debitErr, v.CostUJ)
+		}
+		if final.Decision == Deny {
+			final.CostUJ = 0
+		}
+		d := &receipts.Decision{
+			Kind: receipts.KindDecision, Session: pos.Session, Sequence: pos.Seq, Prev: core.ID(pos.Prev),
+			TimeMS: uint64(now.UnixMilli()), Tool: ev.Tool, InputDigest: digest,
+			Summary: summary, Cwd: ev.Cwd, Decision: final.Decision, Code: final.Code,
+			Reason: truncateReason(final.Reason), Grants: ids, DebitUJ: final.CostUJ,
+			Provenance: core.Estimator, Steward: g.Sealer.Steward(),
+		}
+		if d.Grants == nil {
+			d.Grants = []string{}
+		}
+		if ev.ContentID != nil {
+			d.ContentID = *ev.ContentID
+		}
+		nonce, err := core.NewNonce()
+		if err != nil {
+			return nil, false, err
+		}
+		d.Nonce = nonce
+		payload, err := receipts.Encode(d)
+		if err != nil {
+			return nil, false, err
+		}
+		env, err := g.Sealer.SealPayload(payload)
+		return env, final.Decision != Deny, err
+	}
+	e, err := g.Store.Seal(ctx, req)
+	if err != nil {
+		return storeFailure(err)
+	}
+	return Result{Decision: final.Decision, Code: final.Code, Reason: final.Reason, Session: e.Session,
+		Sequence: e.Seq, Receipt: core.ID(e.Hash).String(), Grants: ids, DebitUJ: final.CostUJ}
+}
+
+func debitVerdict(err error, cost uint64) Verdict {
+	var be *store.BudgetError
+	switch {
+	case errors.As(err, &be):
+		return deny(CodeBudgetExceeded, "grant %s has %s left; this action costs %s", be.GrantID, grant.FormatEnergy(be.RemainingUJ), grant.FormatEnergy(cost))
+	case errors.Is(err, store.ErrRevoked):
+		return deny(CodeGrantRevoked, "%v", err)
+	}
+	return deny(CodeGrantInvalid, "debit failed: %v", err)
+}
+
+func truncateReason(s string) string {
+	if len(s) > 1024 {
+		return s[:1024] + "…"
+	}
+	return s
+}
+
+// ConsultTier gates one consultation of a cascade tier (Joule Code §5.1):
+// the tier verb must be in every link, the reference cost is debited from
+// every link, and the consultation is sealed, allow or deny.
+func (g *Gate) ConsultTier(ctx context.Context, session, cwd string, tier core.Tier) Result {
+	ev := &Event{SessionID: session, Tool: "cascade:" + string(tier), Input: json.RawMessage("{}"), Cwd: cwd}
+	chain, err := g.ActiveChain(ctx, session)
+	if err != nil {
+		if isStoreFailure(err) {
+			return storeFailure(err)
+		}
+		return g.seal(ctx, ev, ev.Input, deny(CodeNoActiveGrant, "%v", err), nil)
+	}
+	return g.seal(ctx, ev, ev.Input, DecideTier(chain, session, tier, g.now()), chain)
+}
+
+// DecideTier is the pure tier check of ConsultTier.
+func DecideTier(chain grant.Chain, session string, tier core.Tier, now time.Time) Verdict {
+	if len(chain) == 0 {
+		return deny(CodeNoActiveGrant, "no active grant")
+	}
+	if err := chain.Check(session, now); err != nil {
+		return deny(chainCode(err), "%v", err)
+	}
+	for _, s := range chain {
+		if !s.Grant.HasTier(tier) {
+			return deny(CodeNotGranted, "tier %s is not granted: grant %s does not name the verb %s", tier, s.ID, grant.Verb(tier))
+		}
+	}
+	return Verdict{Decision: Allow, Code: CodeAllowed, Reason: fmt.Sprintf("tier %s is granted", tier), CostUJ: TierCosts[tier]}
+}
+
+// Summarize gives a receipt's one-line, secret-redacted account of what the
+// action was: the command, the path or the URL; never file contents.
+func Summarize(ev *Event) string {
+	m, err := ev.inputFields()
+	if err != nil {
+		return ev.Tool
+	}
+	// Cut long values before redacting (the regexps are linear, but a 10 MB
+	// command is not worth scanning for a 300-byte summary).
+	get := func(k string) string {
+		s, _ := stringField(m, k, false)
+		if len(s) > 4096 {
+			s = s[:4096]
+		}
+		return s
+	}
+	var s string
+	switch ev.Tool {
+	case "Bash":
+		s = "Bash: " + Redact(get("command"))
+	case "WebFetch":
+		if u, err := url.Parse(get("url")); err == nil {
+			u.RawQuery = ""
+			s = "WebFetch: " + u.Redacted()
+		}
+	default:
+		if k, ok := pathKeys[ev.Tool]; ok {
+			s = ev.Tool + ": " + get(k)
+		} else {
+			s = ev.Tool
+		}
+	}
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return strings.ToValidUTF8(s, "?")
+}

@@ -1,0 +1,101 @@
+package grant
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"strconv"
+	"strings"
+)
+
+// units maps an energy unit to microjoules.
+var units = []struct {
+	name string
+	uj   uint64
+}{
+	{"kWh", 3_600_000_000_000},
+	{"Wh", 3_600_000_000},
+	{"kJ", 1_000_000_000},
+	{"mJ", 1_000},
+	{"µJ", 1},
+	{"uJ", 1},
+	{"J", 1_000_000},
+}
+
+// ParseEnergy parses an amount of energy such as "50J", "1.5kJ", "250 mJ",
+// "2Wh" or "1000µJ" into integer microjoules. Decimals are parsed exactly
+// (no floating point); a result that is not a whole number of microjoules,
+// or that overflows 2^63-1 µJ, is an error.
+func ParseEnergy(s string) (uint64, error) {
+	in := strings.TrimSpace(s)
+	for _, u := range units {
+		num, ok := strings.CutSuffix(in, u.name)
+		if !ok {
+			continue
+		}
+		num = strings.TrimSpace(num)
+		whole, frac, _ := strings.Cut(num, ".")
+		if whole == "" && frac == "" || strings.ContainsAny(num, "+-_ eE") {
+			return 0, fmt.Errorf("energy %q: want a number and a unit (µJ, mJ, J, kJ, Wh, kWh), e.g. 50J", s)
+		}
+		w := uint64(0)
+		if whole != "" {
+			var err error
+			if w, err = strconv.ParseUint(whole, 10, 64); err != nil {
+				return 0, fmt.Errorf("energy %q: bad number", s)
+			}
+		}
+		hi, total := bits.Mul64(w, u.uj)
+		if hi != 0 {
+			return 0, fmt.Errorf("energy %q is too large", s)
+		}
+		// The fraction: digits d1 d2 ... of u.uj, exactly.
+		scale := u.uj
+		for _, d := range frac {
+			if d < '0' || d > '9' {
+				return 0, fmt.Errorf("energy %q: bad number", s)
+			}
+			if scale%10 != 0 {
+				if d != '0' {
+					return 0, fmt.Errorf("energy %q is finer than one microjoule", s)
+				}
+				continue
+			}
+			scale /= 10
+			var carry uint64
+			total, carry = bits.Add64(total, uint64(d-'0')*scale, 0)
+			if carry != 0 {
+				return 0, fmt.Errorf("energy %q is too large", s)
+			}
+		}
+		if total > math.MaxInt64 {
+			return 0, fmt.Errorf("energy %q is too large (at most 9.2 TJ)", s)
+		}
+		return total, nil
+	}
+	return 0, fmt.Errorf("energy %q: missing unit (µJ, mJ, J, kJ, Wh, kWh), e.g. 50J", s)
+}
+
+// FormatEnergy renders microjoules in the largest unit that keeps three
+// significant decimals exact, e.g. 1500000 → "1.5 J".
+func FormatEnergy(uj uint64) string {
+	for _, u := range []struct {
+		name string
+		uj   uint64
+	}{{"kJ", 1_000_000_000}, {"J", 1_000_000}, {"mJ", 1_000}} {
+		if uj >= u.uj {
+			whole, rem := uj/u.uj, uj%u.uj
+			if rem == 0 {
+				return fmt.Sprintf("%d %s", whole, u.name)
+			}
+			frac := strings.TrimRight(fmt.Sprintf("%0*d", digits(u.uj)-1, rem), "0")
+			if len(frac) > 3 {
+				frac = frac[:3]
+			}
+			return fmt.Sprintf("%d.%s %s", whole, frac, u.name)
+		}
+	}
+	return fmt.Sprintf("%d µJ", uj)
+}
+
+func digits(n uint64) int { return len(strconv.FormatUint(n, 10)) }

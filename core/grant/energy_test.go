@@ -1,0 +1,64 @@
+package grant
+
+import "testing"
+
+func TestParseEnergy(t *testing.T) {
+	tests := []struct {
+		in   string
+		want uint64
+		ok   bool
+	}{
+		{"50J", 50_000_000, true},
+		{"50 J", 50_000_000, true},
+		{"1.5kJ", 1_500_000_000, true},
+		{"250mJ", 250_000, true},
+		{"0.001mJ", 1, true},
+		{"1000µJ", 1000, true},
+		{"7uJ", 7, true},
+		{"2Wh", 7_200_000_000, true},
+		{"0.5kWh", 1_800_000_000_000, true},
+		{".5J", 500_000, true},
+		{"1.J", 1_000_000, true},
+		{"1.0000000J", 1_000_000, true},
+		{"0J", 0, true},
+		{"1.5µJ", 0, false},
+		{"0.0001mJ", 0, false},
+		{"50", 0, false},
+		{"J", 0, false},
+		{"-5J", 0, false},
+		{"+5J", 0, false},
+		{"1e3J", 0, false},
+		{"5 joules", 0, false},
+		{"99999999999999999999J", 0, false},
+		{"9300000000kJ", 0, false},
+		{"9200000000kJ", 9_200_000_000_000_000_000, true},
+		{"1.2.3J", 0, false},
+		{"", 0, false},
+	}
+	for _, tt := range tests {
+		got, err := ParseEnergy(tt.in)
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("ParseEnergy(%q) = %d, %v; want %d ok=%v", tt.in, got, err, tt.want, tt.ok)
+		}
+	}
+}
+
+func TestFormatEnergy(t *testing.T) {
+	for in, want := range map[uint64]string{0: "0 µJ", 999: "999 µJ", 1000: "1 mJ", 1_500_000: "1.5 J", 50_000_000: "50 J", 1_234_567: "1.234 J", 2_000_000_000: "2 kJ"} {
+		if got := FormatEnergy(in); got != want {
+			t.Errorf("FormatEnergy(%d) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func FuzzParseEnergy(f *testing.F) {
+	for _, s := range []string{"50J", "1.5kJ", "0.001mJ", "2Wh", "1e3J", "..J"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := ParseEnergy(s)
+		if err == nil && v > 1<<63-1 {
+			t.Fatalf("%q parsed to %d, above int64", s, v)
+		}
+	})
+}

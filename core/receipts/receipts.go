@@ -1,0 +1,239 @@
+// Package receipts defines joule's session receipts, the decision receipt
+// (joule-decision/1) and the efficiency receipt (efficiency/1), and verifies
+// a session's hash chain. Both kinds ride in the same COSE_Sign1 envelope as
+// JCR-1 receipts; docs/receipts.md specifies their canonical CBOR.
+package receipts
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/fxamacker/cbor/v2"
+
+	"github.com/joulehook/joule/core"
+)
+
+// Receipt kinds, the value of "jc_receipt".
+const (
+	KindDecision   = "joule-decision/1"
+	KindEfficiency = "efficiency/1"
+)
+
+// Decision values.
+const (
+	Allow   = "allow"
+	Deny    = "deny"
+	Ask     = "ask"
+	Rewrite = "rewrite"
+)
+
+// Decision is the signed core of a decision receipt: one gate decision.
+type Decision struct {
+	Kind        string          `cbor:"jc_receipt" json:"jc_receipt"`
+	Session     string          `cbor:"session" json:"session"`
+	Sequence    uint64          `cbor:"sequence" json:"sequence"`
+	Prev        core.ID         `cbor:"prev" json:"prev"`
+	TimeMS      uint64          `cbor:"time_ms" json:"time_ms"`
+	Tool        string          `cbor:"tool" json:"tool"`
+	InputDigest core.ID         `cbor:"input_digest" json:"input_digest"`
+	Summary     string          `cbor:"summary" json:"summary"`
+	Cwd         string          `cbor:"cwd" json:"cwd"`
+	ContentID   string          `cbor:"content_id,omitempty" json:"content_id,omitempty"`
+	Decision    string          `cbor:"decision" json:"decision"`
+	Code        string          `cbor:"code" json:"code"`
+	Reason      string          `cbor:"reason" json:"reason"`
+	Grants      []string        `cbor:"grants" json:"grants"`
+	DebitUJ     uint64          `cbor:"debit_uj" json:"debit_uj"`
+	Provenance  core.Provenance `cbor:"energy_provenance" json:"energy_provenance"`
+	Nonce       string          `cbor:"nonce" json:"nonce"`
+	Steward     string          `cbor:"steward" json:"steward"`
+}
+
+// Efficiency is the signed core of an efficiency receipt: one completed unit
+// of work (a model call, a coding operation) with its energy.
+type Efficiency struct {
+	Kind              string          `cbor:"jc_receipt" json:"jc_receipt"`
+	Session           string          `cbor:"session" json:"session"`
+	Sequence          uint64          `cbor:"sequence" json:"sequence"`
+	Prev              core.ID         `cbor:"prev" json:"prev"`
+	TimeMS            uint64          `cbor:"time_ms" json:"time_ms"`
+	Unit              string          `cbor:"unit" json:"unit"`
+	Model             string          `cbor:"model,omitempty" json:"model,omitempty"`
+	OpID              string          `cbor:"op_id,omitempty" json:"op_id,omitempty"`
+	Tier              core.Tier       `cbor:"tier,omitempty" json:"tier,omitempty"`
+	InputTokens       uint64          `cbor:"input_tokens" json:"input_tokens"`
+	CachedInputTokens uint64          `cbor:"cached_input_tokens" json:"cached_input_tokens"`
+	CacheWriteTokens  uint64          `cbor:"cache_write_tokens" json:"cache_write_tokens"`
+	OutputTokens      uint64          `cbor:"output_tokens" json:"output_tokens"`
+	EstimatedUJ       uint64          `cbor:"estimated_uj" json:"estimated_uj"`
+	MeasuredUJ        *uint64         `cbor:"measured_uj,omitempty" json:"measured_uj,omitempty"`
+	Provenance        core.Provenance `cbor:"energy_provenance" json:"energy_provenance"`
+	Coverage          string          `cbor:"coverage" json:"coverage"`
+	Status            string          `cbor:"status" json:"status"`
+	Note              string          `cbor:"note,omitempty" json:"note,omitempty"`
+	Grants            []string        `cbor:"grants" json:"grants"`
+	Nonce             string          `cbor:"nonce" json:"nonce"`
+	Steward           string          `cbor:"steward" json:"steward"`
+}
+
+// Coverage values of an efficiency receipt.
+const (
+	CoverageEnforced = "enforced" // metered where the call could be refused (the proxy)
+	CoverageObserved = "observed" // from telemetry: observed, not enforced
+	CoverageLocal    = "local"    // joule's own work (a tier of the cascade)
+)
+
+// Status values of an efficiency receipt.
+const (
+	StatusComplete   = "complete"
+	StatusIncomplete = "incomplete"
+)
+
+var (
+	encMode cbor.EncMode
+	decMode cbor.DecMode
+)
+
+func init() {
+	var err error
+	if encMode, err = (cbor.EncOptions{Sort: cbor.SortCoreDeterministic, IndefLength: cbor.IndefLengthForbidden, NilContainers: cbor.NilContainerAsEmpty, TagsMd: cbor.TagsForbidden}).EncMode(); err != nil {
+		panic("receipts: internal error: " + err.Error())
+	}
+	if decMode, err = (cbor.DecOptions{DupMapKey: cbor.DupMapKeyEnforcedAPF, IndefLength: cbor.IndefLengthForbidden, TagsMd: cbor.TagsForbidden,
+		ExtraReturnErrors: cbor.ExtraDecErrorUnknownField, MaxArrayElements: 1024, MaxMapPairs: 64, MaxNestedLevels: 8, UTF8: cbor.UTF8RejectInvalid}).DecMode(); err != nil {
+		panic("receipts: internal error: " + err.Error())
+	}
+}
+
+// Header is what every session receipt carries for chaining.
+type Header struct {
+	Kind     string
+	Session  string
+	Sequence uint64
+	Prev     core.ID
+	Steward  string
+}
+
+// Validate checks a decision core's rules.
+func (d *Decision) Validate() error {
+	switch {
+	case d.Kind != KindDecision:
+		return fmt.Errorf("decision receipt: jc_receipt is %q", d.Kind)
+	case d.Session == "" || d.Sequence == 0 || d.Steward == "":
+		return errors.New("decision receipt: session, sequence and steward are required")
+	case d.Decision != Allow && d.Decision != Deny && d.Decision != Ask && d.Decision != Rewrite:
+		return fmt.Errorf("decision receipt: decision %q is not allow, deny, ask or rewrite", d.Decision)
+	case d.Code == "":
+		return errors.New("decision receipt: code is empty")
+	case d.Provenance != core.Estimator && d.Provenance != core.ModelBased:
+		return fmt.Errorf("decision receipt: energy_provenance %q (a debit is an estimate)", d.Provenance)
+	case d.Decision == Deny && d.DebitUJ != 0:
+		return errors.New("decision receipt: a deny debits nothing")
+	case !validNonce(d.Nonce):
+		return errors.New("decision receipt: nonce is not 32 lowercase hex digits")
+	}
+	return nil
+}
+
+// Validate checks an efficiency core's rules, the provenance coupling among them.
+func (e *Efficiency) Validate() error {
+	switch {
+	case e.Kind != KindEfficiency:
+		return fmt.Errorf("efficiency receipt: jc_receipt is %q", e.Kind)
+	case e.Session == "" || e.Sequence == 0 || e.Steward == "" || e.Unit == "":
+		return errors.New("efficiency receipt: session, sequence, unit and steward are required")
+	case !e.Provenance.Valid():
+		return fmt.Errorf("efficiency receipt: energy_provenance %q", e.Provenance)
+	case (e.Provenance == core.HwShunt) != (e.MeasuredUJ != nil):
+		return errors.New("efficiency receipt: measured_uj is present exactly when provenance is HwShunt")
+	case e.Coverage != CoverageEnforced && e.Coverage != CoverageObserved && e.Coverage != CoverageLocal:
+		return fmt.Errorf("efficiency receipt: coverage %q is not enforced, observed or local", e.Coverage)
+	case e.Status != StatusComplete && e.Status != StatusIncomplete:
+		return fmt.Errorf("efficiency receipt: status %q is not complete or incomplete", e.Status)
+	case e.Tier != "" && !e.Tier.Valid():
+		return fmt.Errorf("efficiency receipt: tier %q", e.Tier)
+	case !validNonce(e.Nonce):
+		return errors.New("efficiency receipt: nonce is not 32 lowercase hex digits")
+	}
+	return nil
+}
+
+func validNonce(s string) bool {
+	if len(s) != 32 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// Any is a decoded session receipt of either kind.
+type Any struct {
+	Header
+	Decision   *Decision
+	Efficiency *Efficiency
+}
+
+// Core returns the decoded core for display.
+func (a *Any) Core() any {
+	if a.Decision != nil {
+		return a.Decision
+	}
+	return a.Efficiency
+}
+
+// Decode decodes a canonical session receipt payload of either kind.
+func Decode(payload []byte) (*Any, error) {
+	var probe struct {
+		Kind string `cbor:"jc_receipt"`
+	}
+	lax, _ := cbor.DecOptions{DupMapKey: cbor.DupMapKeyEnforcedAPF}.DecMode()
+	if err := lax.Unmarshal(payload, &probe); err != nil {
+		return nil, fmt.Errorf("receipt payload: %w", err)
+	}
+	switch probe.Kind {
+	case KindDecision:
+		d := new(Decision)
+		if err := decodeCanonical(payload, d); err != nil {
+			return nil, err
+		}
+		if err := d.Validate(); err != nil {
+			return nil, err
+		}
+		return &Any{Header: Header{d.Kind, d.Session, d.Sequence, d.Prev, d.Steward}, Decision: d}, nil
+	case KindEfficiency:
+		e := new(Efficiency)
+		if err := decodeCanonical(payload, e); err != nil {
+			return nil, err
+		}
+		if err := e.Validate(); err != nil {
+			return nil, err
+		}
+		return &Any{Header: Header{e.Kind, e.Session, e.Sequence, e.Prev, e.Steward}, Efficiency: e}, nil
+	}
+	return nil, fmt.Errorf("receipt payload: unknown kind %q", probe.Kind)
+}
+
+func decodeCanonical(b []byte, v any) error {
+	if err := decMode.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("receipt payload: %w", err)
+	}
+	again, err := encMode.Marshal(v)
+	if err != nil || !bytes.Equal(again, b) {
+		return errors.New("receipt payload: not canonical CBOR")
+	}
+	return nil
+}
+
+// Encode returns the canonical CBOR of a decision or efficiency core after
+// validating it.
+func Encode(core interface{ Validate() error }) ([]byte, error) {
+	if err := core.Validate(); err != nil {
+		return nil, err
+	}
+	return encMode.Marshal(core)
+}

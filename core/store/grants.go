@@ -1,0 +1,285 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// GrantRecord is a grant as the store keeps it. Signed is the opaque signed
+// grant; BudgetUJ comes from it, while SpentUJ, ReservedUJ and Revoked are
+// the store's running state.
+type GrantRecord struct {
+	ID         string
+	Parent     string // "" for a root grant
+	Signed     []byte
+	BudgetUJ   uint64
+	SpentUJ    uint64 // may exceed BudgetUJ only through Settle
+	ReservedUJ uint64 // outstanding reservations
+	Revoked    bool
+	Created    time.Time
+}
+
+// RemainingUJ is what the grant can still pay: budget - spent - reserved,
+// or zero when that is negative.
+func (g GrantRecord) RemainingUJ() uint64 {
+	used := g.SpentUJ + g.ReservedUJ // both ≤ MaxInt64, so no overflow
+	if used >= g.BudgetUJ {
+		return 0
+	}
+	return g.BudgetUJ - used
+}
+
+// LedgerEntry is one debit of a grant: by a sealed decision (Index ≥ 0,
+// Reservation 0) or by a settled reservation (Index -1, Reservation > 0).
+type LedgerEntry struct {
+	GrantID     string
+	AmountUJ    uint64
+	Index       int64
+	Reservation int64
+	Time        time.Time
+}
+
+// PutGrant stores a new grant. Putting the same id with the same parent,
+// bytes and budget again is a no-op; anything else for an existing id fails
+// with ErrConflict. A parent must already be stored. SpentUJ, ReservedUJ
+// and Revoked belong to the store and must be zero; a zero Created is
+// stamped with the store's clock.
+func (s *Store) PutGrant(ctx context.Context, rec GrantRecord) error {
+	if err := checkID("grant", rec.ID); err != nil {
+		return fmt.Errorf("store: put grant: %w", err)
+	}
+	if rec.Parent != "" {
+		if err := checkID("parent grant", rec.Parent); err != nil {
+			return fmt.Errorf("store: put grant %q: %w", rec.ID, err)
+		}
+		if rec.Parent == rec.ID {
+			return fmt.Errorf("store: put grant %q: grant is its own parent", rec.ID)
+		}
+	}
+	if len(rec.Signed) == 0 {
+		return fmt.Errorf("store: put grant %q: empty signed grant", rec.ID)
+	}
+	if err := checkAmount("budget", rec.BudgetUJ); err != nil {
+		return fmt.Errorf("store: put grant %q: %w", rec.ID, err)
+	}
+	if rec.SpentUJ != 0 || rec.ReservedUJ != 0 || rec.Revoked {
+		return fmt.Errorf("store: put grant %q: spent, reserved and revoked are kept by the store and must be zero", rec.ID)
+	}
+	created := rec.Created
+	if created.IsZero() {
+		created = s.now()
+	}
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		old, err := loadGrant(ctx, tx, rec.ID)
+		switch {
+		case err == nil:
+			if old.Parent != rec.Parent || old.BudgetUJ != rec.BudgetUJ || !bytes.Equal(old.Signed, rec.Signed) {
+				return fmt.Errorf("%w: a different grant has this id", ErrConflict)
+			}
+			return nil
+		case !errors.Is(err, ErrNotFound):
+			return err
+		}
+		if rec.Parent != "" {
+			if _, err := loadGrant(ctx, tx, rec.Parent); err != nil {
+				return fmt.Errorf("parent %w", err)
+			}
+		}
+		_, err = tx.ExecContext(ctx,
+			`INSERT INTO grants (id, parent, signed, budget_uj, created_ns) VALUES (?, ?, ?, ?, ?)`,
+			rec.ID, nullable(rec.Parent), rec.Signed, int64(rec.BudgetUJ), unixNano(created))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: put grant %q: %w", rec.ID, err)
+	}
+	return nil
+}
+
+// Grant returns the grant with id, or an error wrapping ErrNotFound.
+func (s *Store) Grant(ctx context.Context, id string) (GrantRecord, error) {
+	if err := checkID("grant", id); err != nil {
+		return GrantRecord{}, fmt.Errorf("store: %w", err)
+	}
+	g, err := loadGrant(ctx, s.db, id)
+	if err != nil {
+		return GrantRecord{}, fmt.Errorf("store: %w", s.classify(err))
+	}
+	return g, nil
+}
+
+// Grants returns every grant, oldest first.
+func (s *Store) Grants(ctx context.Context) ([]GrantRecord, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+grantColumns+` FROM grants ORDER BY created_ns, id`)
+	if err != nil {
+		return nil, fmt.Errorf("store: grants: %w", s.classify(err))
+	}
+	defer rows.Close()
+	var out []GrantRecord
+	for rows.Next() {
+		g, err := scanGrant(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: grants: %w", s.classify(err))
+		}
+		out = append(out, g)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: grants: %w", s.classify(err))
+	}
+	return out, nil
+}
+
+// Revoke marks the grant revoked: later debits and reservations on it, and
+// so on any grant delegated from it, fail with ErrRevoked. Revoking twice
+// is a no-op.
+func (s *Store) Revoke(ctx context.Context, id string) error {
+	if err := checkID("grant", id); err != nil {
+		return fmt.Errorf("store: revoke: %w", err)
+	}
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE grants SET revoked = 1 WHERE id = ?`, id)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err == nil && n == 0 {
+			err = ErrNotFound
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: revoke grant %q: %w", id, err)
+	}
+	return nil
+}
+
+// Ledger returns every debit of the grant, oldest first. Their sum is the
+// grant's SpentUJ.
+func (s *Store) Ledger(ctx context.Context, grantID string) ([]LedgerEntry, error) {
+	if err := checkID("grant", grantID); err != nil {
+		return nil, fmt.Errorf("store: ledger: %w", err)
+	}
+	rows, err := s.db.QueryContext(ctx,
+		`SELECT amount_uj, entry, reservation, created_ns FROM ledger WHERE grant_id = ? ORDER BY id`, grantID)
+	if err != nil {
+		return nil, fmt.Errorf("store: ledger of grant %q: %w", grantID, s.classify(err))
+	}
+	defer rows.Close()
+	var out []LedgerEntry
+	for rows.Next() {
+		var (
+			amount      int64
+			entry, resv sql.NullInt64
+			created     int64
+		)
+		if err := rows.Scan(&amount, &entry, &resv, &created); err != nil {
+			return nil, fmt.Errorf("store: ledger of grant %q: %w", grantID, s.classify(err))
+		}
+		a, err := uj("ledger amount_uj", amount)
+		if err != nil {
+			return nil, fmt.Errorf("store: ledger of grant %q: %w", grantID, err)
+		}
+		le := LedgerEntry{GrantID: grantID, AmountUJ: a, Index: -1, Time: fromUnixNano(created)}
+		if entry.Valid {
+			le.Index = entry.Int64
+		}
+		if resv.Valid {
+			le.Reservation = resv.Int64
+		}
+		out = append(out, le)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: ledger of grant %q: %w", grantID, s.classify(err))
+	}
+	if len(out) == 0 {
+		if _, err := s.Grant(ctx, grantID); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// SetSetting stores value under key, replacing any previous value.
+func (s *Store) SetSetting(ctx context.Context, key, value string) error {
+	if err := checkID("setting", key); err != nil {
+		return fmt.Errorf("store: set setting: %w", err)
+	}
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx,
+			`INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+			key, value)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: set setting %q: %w", key, err)
+	}
+	return nil
+}
+
+// Setting returns the value stored under key, or an error wrapping
+// ErrNotFound.
+func (s *Store) Setting(ctx context.Context, key string) (string, error) {
+	if err := checkID("setting", key); err != nil {
+		return "", fmt.Errorf("store: setting: %w", err)
+	}
+	var v string
+	err := s.db.QueryRowContext(ctx, `SELECT value FROM settings WHERE key = ?`, key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("store: setting %q: %w", key, ErrNotFound)
+	}
+	if err != nil {
+		return "", fmt.Errorf("store: setting %q: %w", key, s.classify(err))
+	}
+	return v, nil
+}
+
+const grantColumns = `id, parent, signed, budget_uj, spent_uj, reserved_uj, revoked, created_ns`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanGrant(row scanner) (GrantRecord, error) {
+	var (
+		g                       GrantRecord
+		parent                  sql.NullString
+		budget, spent, reserved int64
+		revoked                 int64
+		created                 int64
+	)
+	if err := row.Scan(&g.ID, &parent, &g.Signed, &budget, &spent, &reserved, &revoked, &created); err != nil {
+		return GrantRecord{}, err
+	}
+	var err error
+	if g.BudgetUJ, err = uj("budget_uj", budget); err != nil {
+		return GrantRecord{}, err
+	}
+	if g.SpentUJ, err = uj("spent_uj", spent); err != nil {
+		return GrantRecord{}, err
+	}
+	if g.ReservedUJ, err = uj("reserved_uj", reserved); err != nil {
+		return GrantRecord{}, err
+	}
+	g.Parent = parent.String
+	g.Revoked = revoked != 0
+	g.Created = fromUnixNano(created)
+	return g, nil
+}
+
+func loadGrant(ctx context.Context, q querier, id string) (GrantRecord, error) {
+	g, err := scanGrant(q.QueryRowContext(ctx, `SELECT `+grantColumns+` FROM grants WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return GrantRecord{}, fmt.Errorf("grant %q: %w", id, ErrNotFound)
+	}
+	return g, err
+}
+
+// nullable stores "" as NULL, for optional references.
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}

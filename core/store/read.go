@@ -1,0 +1,136 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"lukechampine.com/blake3"
+)
+
+// SessionInfo summarizes one session's receipt chain.
+type SessionInfo struct {
+	ID    string
+	Count uint64   // receipts in the chain, which are numbered 1..Count
+	Head  [32]byte // chain hash of the last receipt
+	First time.Time
+	Last  time.Time
+}
+
+// Sessions returns every session, oldest first.
+func (s *Store) Sessions(ctx context.Context) ([]SessionInfo, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, last_seq, head, first_ns, last_ns FROM sessions ORDER BY first_ns, id`)
+	if err != nil {
+		return nil, fmt.Errorf("store: sessions: %w", s.classify(err))
+	}
+	defer rows.Close()
+	var out []SessionInfo
+	for rows.Next() {
+		var (
+			si          SessionInfo
+			count       int64
+			head        []byte
+			first, last int64
+		)
+		if err := rows.Scan(&si.ID, &count, &head, &first, &last); err != nil {
+			return nil, fmt.Errorf("store: sessions: %w", s.classify(err))
+		}
+		if count < 1 {
+			return nil, fmt.Errorf("store: sessions: %w", corruptf("session %q has %d receipts", si.ID, count))
+		}
+		si.Count = uint64(count)
+		if si.Head, err = hash32("session head", head); err != nil {
+			return nil, fmt.Errorf("store: sessions: %w", err)
+		}
+		si.First, si.Last = fromUnixNano(first), fromUnixNano(last)
+		out = append(out, si)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: sessions: %w", s.classify(err))
+	}
+	return out, nil
+}
+
+// Session returns the session's receipts in sequence order, or an error
+// wrapping ErrNotFound for an unknown session.
+func (s *Store) Session(ctx context.Context, id string) ([]Entry, error) {
+	if err := checkID("session", id); err != nil {
+		return nil, fmt.Errorf("store: session: %w", err)
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT `+entryColumns+` FROM entries WHERE session = ? ORDER BY seq`, id)
+	if err != nil {
+		return nil, fmt.Errorf("store: session %q: %w", id, s.classify(err))
+	}
+	defer rows.Close()
+	var out []Entry
+	for rows.Next() {
+		e, err := scanEntry(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: session %q: %w", id, s.classify(err))
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: session %q: %w", id, s.classify(err))
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("store: session %q: %w", id, ErrNotFound)
+	}
+	return out, nil
+}
+
+// EntryAt returns the receipt at a Merkle log index.
+func (s *Store) EntryAt(ctx context.Context, index int64) (Entry, error) {
+	e, err := scanEntry(s.db.QueryRowContext(ctx, `SELECT `+entryColumns+` FROM entries WHERE idx = ?`, index))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Entry{}, fmt.Errorf("store: entry at log index %d: %w", index, ErrNotFound)
+	}
+	if err != nil {
+		return Entry{}, fmt.Errorf("store: entry at log index %d: %w", index, s.classify(err))
+	}
+	return e, nil
+}
+
+// EntryByHash returns the receipt whose chain hash is h.
+func (s *Store) EntryByHash(ctx context.Context, h [32]byte) (Entry, error) {
+	e, err := scanEntry(s.db.QueryRowContext(ctx, `SELECT `+entryColumns+` FROM entries WHERE hash = ?`, h[:]))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Entry{}, fmt.Errorf("store: entry with hash %x: %w", h, ErrNotFound)
+	}
+	if err != nil {
+		return Entry{}, fmt.Errorf("store: entry with hash %x: %w", h, s.classify(err))
+	}
+	return e, nil
+}
+
+const entryColumns = `idx, session, seq, prev, hash, envelope, created_ns`
+
+func scanEntry(row scanner) (Entry, error) {
+	var (
+		e          Entry
+		seq        int64
+		prev, hash []byte
+		created    int64
+	)
+	if err := row.Scan(&e.Index, &e.Session, &seq, &prev, &hash, &e.Envelope, &created); err != nil {
+		return Entry{}, err
+	}
+	if seq < 1 {
+		return Entry{}, corruptf("entry %d has sequence %d", e.Index, seq)
+	}
+	e.Seq = uint64(seq)
+	var err error
+	if e.Prev, err = hash32("entry prev", prev); err != nil {
+		return Entry{}, err
+	}
+	if e.Hash, err = hash32("entry hash", hash); err != nil {
+		return Entry{}, err
+	}
+	if blake3.Sum256(e.Envelope) != e.Hash {
+		return Entry{}, corruptf("entry %d envelope does not match its hash %x", e.Index, e.Hash)
+	}
+	e.Time = fromUnixNano(created)
+	return e, nil
+}

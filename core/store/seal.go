@@ -1,0 +1,227 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"lukechampine.com/blake3"
+)
+
+// Position is where a receipt lands: its place in its session's chain and
+// in the Merkle log.
+type Position struct {
+	Session string
+	Seq     uint64   // 1-based within the session
+	Prev    [32]byte // chain hash of the session's previous receipt; zero for Seq 1
+	Index   int64    // 0-based leaf index in the Merkle log
+}
+
+// Entry is a sealed receipt.
+type Entry struct {
+	Position
+	Hash     [32]byte // chain hash: BLAKE3-256 of Envelope
+	Envelope []byte
+	Time     time.Time
+}
+
+// SealRequest describes one decision to seal.
+type SealRequest struct {
+	Session string
+	// Debit lists the grants to charge AmountUJ, typically a grant and its
+	// ancestors. Each is charged in full, all or none. Empty means no debit.
+	Debit    []string
+	AmountUJ uint64
+	// Build makes the receipt envelope for pos. debitErr is nil when every
+	// debit can be paid, or the reason it cannot (*BudgetError, ErrRevoked,
+	// ErrNotFound). The debit is kept only when debitErr is nil and Build
+	// returns keepDebit; an error from Build writes nothing.
+	//
+	// Build runs while this store holds the database write lock, so it must
+	// be quick (sign, do not do I/O), and it may run more than once if the
+	// transaction is retried, so it must have no other effects.
+	Build func(pos Position, debitErr error) (envelope []byte, keepDebit bool, err error)
+}
+
+// buildError marks an error returned by SealRequest.Build, which is passed
+// back to the caller as is.
+type buildError struct{ err error }
+
+func (e buildError) Error() string { return "build receipt: " + e.err.Error() }
+func (e buildError) Unwrap() error { return e.err }
+
+// Seal runs one decision in one immediate transaction: it checks the debit,
+// calls Build with the session's next position, appends the envelope to the
+// session chain and the Merkle log, applies the debit if Build keeps it,
+// and commits. Nothing is written if any step fails.
+func (s *Store) Seal(ctx context.Context, req SealRequest) (Entry, error) {
+	if err := req.check(); err != nil {
+		return Entry{}, fmt.Errorf("store: seal: %w", err)
+	}
+	var sealed Entry
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		now := s.now()
+		links, debitErr, err := checkDebit(ctx, tx, req.Debit, req.AmountUJ)
+		if err != nil {
+			return err
+		}
+		pos, err := nextPosition(ctx, tx, req.Session)
+		if err != nil {
+			return err
+		}
+		env, keep, err := req.Build(pos, debitErr)
+		if err != nil {
+			return buildError{err}
+		}
+		if len(env) == 0 {
+			return errors.New("build returned an empty envelope")
+		}
+		if len(env) > MaxEnvelopeSize {
+			return fmt.Errorf("envelope is %d bytes, limit %d", len(env), MaxEnvelopeSize)
+		}
+		e := Entry{Position: pos, Hash: blake3.Sum256(env), Envelope: env, Time: now}
+		if err := appendEntry(ctx, tx, e); err != nil {
+			return err
+		}
+		if debitErr == nil && keep {
+			if err := debit(ctx, tx, links, req.AmountUJ, e.Index, now); err != nil {
+				return err
+			}
+		}
+		sealed = e
+		return nil
+	})
+	if err != nil {
+		return Entry{}, fmt.Errorf("store: seal session %q: %w", req.Session, err)
+	}
+	return sealed, nil
+}
+
+func (r SealRequest) check() error {
+	if err := checkID("session", r.Session); err != nil {
+		return err
+	}
+	if r.Build == nil {
+		return errors.New("nil Build")
+	}
+	if err := checkAmount("amount", r.AmountUJ); err != nil {
+		return err
+	}
+	return checkGrantList(r.Debit)
+}
+
+func checkGrantList(ids []string) error {
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		if err := checkID("grant", id); err != nil {
+			return err
+		}
+		if seen[id] {
+			return fmt.Errorf("grant %q listed twice", id)
+		}
+		seen[id] = true
+	}
+	return nil
+}
+
+// checkDebit loads the grants and reports, as debitErr, the first one that
+// cannot pay amount. err is reserved for failures of the store itself.
+func checkDebit(ctx context.Context, q querier, ids []string, amount uint64) (links []GrantRecord, debitErr, err error) {
+	for _, id := range ids {
+		g, err := loadGrant(ctx, q, id)
+		if errors.Is(err, ErrNotFound) {
+			return nil, err, nil
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if g.Revoked {
+			return nil, fmt.Errorf("grant %q: %w", id, ErrRevoked), nil
+		}
+		if rem := g.RemainingUJ(); amount > rem {
+			return nil, &BudgetError{GrantID: id, RemainingUJ: rem, NeededUJ: amount}, nil
+		}
+		links = append(links, g)
+	}
+	return links, nil, nil
+}
+
+// debit charges amount to every grant in links and records it in the
+// ledger against log index idx.
+func debit(ctx context.Context, tx *sql.Tx, links []GrantRecord, amount uint64, idx int64, now time.Time) error {
+	if amount == 0 {
+		return nil
+	}
+	for _, g := range links {
+		spent, ok := addAmounts(g.SpentUJ, amount)
+		if !ok {
+			return fmt.Errorf("grant %q: spent %d µJ + %d µJ overflows", g.ID, g.SpentUJ, amount)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE grants SET spent_uj = ? WHERE id = ?`, int64(spent), g.ID); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx,
+			`INSERT INTO ledger (grant_id, amount_uj, entry, created_ns) VALUES (?, ?, ?, ?)`,
+			g.ID, int64(amount), idx, unixNano(now)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// nextPosition reads the session head and the log size. Both come from the
+// database inside the caller's write transaction, never from memory.
+func nextPosition(ctx context.Context, tx *sql.Tx, session string) (Position, error) {
+	pos := Position{Session: session, Seq: 1}
+	var (
+		last int64
+		head []byte
+	)
+	err := tx.QueryRowContext(ctx, `SELECT last_seq, head FROM sessions WHERE id = ?`, session).Scan(&last, &head)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return Position{}, err
+	default:
+		if last < 1 {
+			return Position{}, corruptf("session %q has last sequence %d", session, last)
+		}
+		pos.Seq = uint64(last) + 1
+		if pos.Prev, err = hash32("session head", head); err != nil {
+			return Position{}, err
+		}
+	}
+	size, err := logSize(ctx, tx)
+	if err != nil {
+		return Position{}, err
+	}
+	pos.Index = size
+	return pos, nil
+}
+
+// appendEntry writes e to its session chain and to the Merkle log.
+func appendEntry(ctx context.Context, tx *sql.Tx, e Entry) error {
+	var dup int64
+	err := tx.QueryRowContext(ctx, `SELECT idx FROM entries WHERE hash = ?`, e.Hash[:]).Scan(&dup)
+	if err == nil {
+		return fmt.Errorf("%w: envelope already sealed at log index %d", ErrConflict, dup)
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	now := unixNano(e.Time)
+	if _, err := tx.ExecContext(ctx, `
+		INSERT INTO sessions (id, last_seq, head, first_ns, last_ns) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET last_seq = excluded.last_seq, head = excluded.head, last_ns = excluded.last_ns`,
+		e.Session, int64(e.Seq), e.Hash[:], now, now); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx,
+		`INSERT INTO entries (idx, session, seq, prev, hash, envelope, created_ns) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		e.Index, e.Session, int64(e.Seq), e.Prev[:], e.Hash[:], e.Envelope, now); err != nil {
+		return err
+	}
+	return appendLeaf(ctx, tx, e.Index, e.Envelope)
+}

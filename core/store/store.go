@@ -1,0 +1,392 @@
+// Package store is joule's embedded durable store: one SQLite file shared by
+// every joule process on the machine, holding grants and their ledger, the
+// per-session receipt chains, and one local Merkle log over every receipt.
+//
+// Every write is one BEGIN IMMEDIATE transaction, so concurrent processes
+// queue for the write lock instead of deadlocking on a lock upgrade, and
+// every commit is fsynced (WAL, synchronous=FULL) before a method returns:
+// an answered decision survives kill -9 and power loss. Sequence numbers,
+// log indexes and budgets are read and written inside that transaction,
+// never cached in process memory.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+var (
+	// ErrNotFound reports a grant, reservation, setting, entry or
+	// checkpoint that is not in the store.
+	ErrNotFound = errors.New("not found")
+	// ErrRevoked reports a debit or reservation against a revoked grant.
+	ErrRevoked = errors.New("grant revoked")
+	// ErrConflict reports a write that contradicts what the store already
+	// holds, such as different bytes for an existing grant id.
+	ErrConflict = errors.New("conflicts with stored data")
+	// ErrLocked reports that the write lock stayed held by others past the
+	// lock timeout. The gate must treat it as deny.
+	ErrLocked = errors.New("database locked")
+	// ErrCorrupt reports a file that is not a SQLite database, a damaged
+	// database, or stored data that breaks the store's invariants.
+	ErrCorrupt = errors.New("store corrupt")
+	// ErrNotStore reports a healthy SQLite database that belongs to some
+	// other application.
+	ErrNotStore = errors.New("not a joule store")
+	// ErrTooNew reports a database written by a newer joule whose schema
+	// this build does not know.
+	ErrTooNew = errors.New("database schema is newer than this joule")
+)
+
+// BudgetError reports a grant whose remaining budget (budget - spent -
+// outstanding reservations) cannot pay for an amount.
+type BudgetError struct {
+	GrantID     string
+	RemainingUJ uint64
+	NeededUJ    uint64
+}
+
+func (e *BudgetError) Error() string {
+	return fmt.Sprintf("grant %q budget exhausted: %d µJ remaining, %d µJ needed", e.GrantID, e.RemainingUJ, e.NeededUJ)
+}
+
+// DefaultLockTimeout is how long a write waits for the database write lock,
+// across retries, before failing with ErrLocked.
+const DefaultLockTimeout = 10 * time.Second
+
+// MaxEnvelopeSize bounds one receipt envelope; receipts carry hashes, not
+// content, so anything larger is a caller bug.
+const MaxEnvelopeSize = 4 << 20
+
+// maxIDLen bounds grant, session and setting identifiers.
+const maxIDLen = 512
+
+// Store is an open store. Its methods are safe for concurrent use by many
+// goroutines, and many processes may open the same file at once.
+type Store struct {
+	db          *sql.DB
+	path        string
+	lockTimeout time.Duration
+	now         func() time.Time
+	// writeGate lets one goroutine of this process at a time contend for the
+	// file's write lock, so goroutines queue in Go instead of polling SQLite.
+	writeGate chan struct{}
+}
+
+type config struct {
+	lockTimeout time.Duration
+	now         func() time.Time
+}
+
+// Option configures Open.
+type Option func(*config)
+
+// WithLockTimeout sets how long a write waits for the write lock, across
+// retries, before failing with ErrLocked. It must be positive.
+func WithLockTimeout(d time.Duration) Option {
+	return func(c *config) { c.lockTimeout = d }
+}
+
+// WithClock sets the clock stamped on entries, grants and reservations.
+func WithClock(now func() time.Time) Option {
+	return func(c *config) { c.now = now }
+}
+
+// Open opens the store at path, creating the file (mode 0600) and its parent
+// directory (mode 0700) if missing and migrating the schema to the current
+// version. A file that is not a joule store, or was written by a newer
+// joule, is refused.
+func Open(path string, opts ...Option) (*Store, error) {
+	cfg := config{lockTimeout: DefaultLockTimeout, now: time.Now}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.lockTimeout <= 0 {
+		return nil, fmt.Errorf("store: lock timeout %v is not positive", cfg.lockTimeout)
+	}
+	if cfg.now == nil {
+		return nil, errors.New("store: nil clock")
+	}
+	if path == "" {
+		return nil, errors.New("store: empty path")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("store: path %q: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return nil, fmt.Errorf("store: create directory for %q: %w", abs, err)
+	}
+	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %q: %w", abs, err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("store: open %q: %w", abs, err)
+	}
+
+	db, err := sql.Open("sqlite", dsn(abs, cfg.lockTimeout))
+	if err != nil {
+		return nil, fmt.Errorf("store: open %q: %w", abs, err)
+	}
+	db.SetMaxIdleConns(4)
+	s := &Store{
+		db:          db,
+		path:        abs,
+		lockTimeout: cfg.lockTimeout,
+		now:         cfg.now,
+		writeGate:   make(chan struct{}, 1),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.lockTimeout)
+	defer cancel()
+	if err := s.init(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store: open %q: %w", abs, err)
+	}
+	return s, nil
+}
+
+// dsn builds the modernc.org/sqlite URI. The driver applies the busy timeout
+// before the other pragmas, and _txlock=immediate makes every non-read-only
+// transaction BEGIN IMMEDIATE.
+func dsn(abs string, lockTimeout time.Duration) string {
+	q := url.Values{}
+	q.Set("_busy_timeout", strconv.FormatInt(lockTimeout.Milliseconds(), 10))
+	q.Set("_journal_mode", "WAL")
+	q.Set("_synchronous", "FULL")
+	q.Set("_foreign_keys", "on")
+	q.Set("_txlock", "immediate")
+	// A URI path must be escaped ('?', '#', '%') and absolute with forward
+	// slashes, which on Windows means "/C:/...".
+	p := filepath.ToSlash(abs)
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p
+	}
+	u := url.URL{Path: p}
+	return "file://" + u.EscapedPath() + "?" + q.Encode()
+}
+
+// init checks the connection settings and brings the schema up to date.
+func (s *Store) init(ctx context.Context) error {
+	var mode string
+	if err := s.db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return s.classify(err)
+	}
+	if mode != "wal" {
+		return fmt.Errorf("journal mode is %q, want \"wal\" (is the file on a file system without shared memory?)", mode)
+	}
+	return s.migrate(ctx)
+}
+
+// Close closes the store's connections.
+func (s *Store) Close() error {
+	return s.db.Close()
+}
+
+// Path returns the absolute path of the database file.
+func (s *Store) Path() string { return s.path }
+
+// querier is what both *sql.DB and *sql.Tx offer.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// write runs fn in one BEGIN IMMEDIATE transaction and commits it. A busy
+// database is retried with jitter until the lock timeout; fn may therefore
+// run more than once and must have no effects outside tx.
+func (s *Store) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	lockCtx, cancel := context.WithTimeout(ctx, s.lockTimeout)
+	defer cancel()
+	select {
+	case s.writeGate <- struct{}{}:
+	case <-lockCtx.Done():
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return s.locked(lockCtx.Err())
+	}
+	defer func() { <-s.writeGate }()
+
+	for {
+		err := s.writeOnce(lockCtx, fn)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() == nil && lockCtx.Err() != nil {
+			return s.locked(err)
+		}
+		if !isBusy(err) {
+			return s.classify(err)
+		}
+		// SQLite returns SQLITE_BUSY without waiting in a few cases (WAL
+		// recovery, a snapshot that moved); retry the whole transaction.
+		backoff := time.Duration(1+rand.IntN(20)) * time.Millisecond
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-lockCtx.Done():
+			t.Stop()
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return s.locked(err)
+		}
+	}
+}
+
+func (s *Store) locked(cause error) error {
+	return fmt.Errorf("%w: held by others past the %v lock timeout: %w", ErrLocked, s.lockTimeout, cause)
+}
+
+func (s *Store) writeOnce(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			tx.Rollback()
+		}
+	}()
+	if err := fn(ctx, tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	committed = true
+	return nil
+}
+
+// read runs fn in one read transaction, so its queries see one snapshot.
+func (s *Store) read(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return s.classify(err)
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return s.classify(err)
+	}
+	return nil
+}
+
+// isBusy reports whether err is SQLite's "another connection holds the lock".
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+		return true
+	}
+	return false
+}
+
+// classify turns driver errors into the store's sentinels.
+func (s *Store) classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, ErrLocked) || errors.Is(err, ErrCorrupt) {
+		return err
+	}
+	if isBusy(err) {
+		return s.locked(err)
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_NOTADB:
+			return fmt.Errorf("%w: not a SQLite database (wrong file or damaged header): %w", ErrCorrupt, err)
+		case sqlite3.SQLITE_CORRUPT:
+			return fmt.Errorf("%w: %w", ErrCorrupt, err)
+		}
+	}
+	return err
+}
+
+// corruptf reports stored data that breaks an invariant.
+func corruptf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, args...)...)
+}
+
+// checkID validates a grant, session or setting identifier.
+func checkID(kind, id string) error {
+	switch {
+	case id == "":
+		return fmt.Errorf("empty %s id", kind)
+	case len(id) > maxIDLen:
+		return fmt.Errorf("%s id %q is longer than %d bytes", kind, id[:32]+"...", maxIDLen)
+	case !utf8.ValidString(id):
+		return fmt.Errorf("%s id %q is not valid UTF-8", kind, id)
+	}
+	for _, r := range id {
+		if unicode.IsControl(r) {
+			return fmt.Errorf("%s id %q contains a control character", kind, id)
+		}
+	}
+	return nil
+}
+
+// checkAmount rejects amounts SQLite's signed 64-bit integers cannot hold.
+func checkAmount(what string, uj uint64) error {
+	if uj > math.MaxInt64 {
+		return fmt.Errorf("%s %d µJ exceeds the store limit of %d µJ", what, uj, int64(math.MaxInt64))
+	}
+	return nil
+}
+
+// addAmounts adds µJ amounts, failing rather than leaving SQLite's range.
+func addAmounts(a, b uint64) (uint64, bool) {
+	sum := a + b
+	if sum < a || sum > math.MaxInt64 {
+		return 0, false
+	}
+	return sum, true
+}
+
+// unixNano and fromUnixNano convert stored timestamps.
+func unixNano(t time.Time) int64 { return t.UnixNano() }
+
+func fromUnixNano(ns int64) time.Time { return time.Unix(0, ns).UTC() }
+
+// uj converts a stored amount, which CHECK constraints keep non-negative.
+func uj(column string, v int64) (uint64, error) {
+	if v < 0 {
+		return 0, corruptf("negative %s %d", column, v)
+	}
+	return uint64(v), nil
+}
+
+// hash32 converts a stored 32-byte hash.
+func hash32(column string, b []byte) ([32]byte, error) {
+	var h [32]byte
+	if len(b) != len(h) {
+		return h, corruptf("%s is %d bytes, want 32", column, len(b))
+	}
+	copy(h[:], b)
+	return h, nil
+}
