@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/joulehook/joule/core/gate"
 	"github.com/joulehook/joule/core/grant"
@@ -17,12 +18,14 @@ const ConfigFile = "config.json"
 
 // config is the parsed configuration file.
 type config struct {
-	Costs gate.Costs
+	Costs       gate.Costs
+	LockTimeout time.Duration // how long a decision waits for the store's write lock; 0: the store's default
 }
 
 // configFile is its JSON shape: energies as strings with units ("50mJ").
 type configFile struct {
-	Costs map[string]string `json:"costs"`
+	Costs       map[string]string `json:"costs"`
+	LockTimeout string            `json:"lock_timeout"`
 }
 
 func loadConfig(home string) (*config, error) {
@@ -41,6 +44,13 @@ func loadConfig(home string) (*config, error) {
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}
 	cfg := &config{Costs: gate.Costs{}}
+	if f.LockTimeout != "" {
+		d, err := time.ParseDuration(f.LockTimeout)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("%s: lock_timeout %q: want a positive duration such as 2s", path, f.LockTimeout)
+		}
+		cfg.LockTimeout = d
+	}
 	for tool, s := range f.Costs {
 		uj, err := grant.ParseEnergy(s)
 		if err != nil {

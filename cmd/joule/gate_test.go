@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"database/sql"
 	"encoding/json"
 
 	"fmt"
@@ -92,6 +94,38 @@ func TestGateCommand(t *testing.T) {
 	r := joule(t, nil, env, "receipts", "verify")
 	if r.code != 0 || !strings.Contains(r.stdout, "receipts verified") {
 		t.Fatalf("verify: %+v", r)
+	}
+	// A corrupt store, a locked store, a broken config: a specific deny.
+	home := strings.TrimPrefix(env[0], "JOULE_HOME=")
+	db := filepath.Join(home, "joule.db")
+	os.WriteFile(filepath.Join(home, "config.json"), []byte(`{"lock_timeout":"300ms"}`), 0o600)
+	locker, err := sql.Open("sqlite", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := locker.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(context.Background(), "BEGIN EXCLUSIVE"); err != nil {
+		t.Fatal(err)
+	}
+	if d := gateOnce(t, env, ev("Bash", `{"command":"go test ./..."}`)); d.Decision != "deny" || d.Code != "store-unavailable" {
+		t.Errorf("locked store: %+v", d)
+	}
+	conn.ExecContext(context.Background(), "ROLLBACK")
+	conn.Close()
+	locker.Close()
+	os.WriteFile(filepath.Join(home, "config.json"), []byte(`{"lock_timeout":"soon"}`), 0o600)
+	if d := gateOnce(t, env, ev("Bash", `{"command":"go test ./..."}`)); d.Decision != "deny" || !strings.Contains(d.Reason, "lock_timeout") {
+		t.Errorf("bad config: %+v", d)
+	}
+	os.Remove(filepath.Join(home, "config.json"))
+	os.Remove(db + "-wal")
+	os.Remove(db + "-shm")
+	os.WriteFile(db, []byte("this is not a database, it is a text file that is long enough to look like one"), 0o600)
+	if d := gateOnce(t, env, ev("Bash", `{"command":"go test ./..."}`)); d.Decision != "deny" || d.Code != "store-unavailable" {
+		t.Errorf("corrupt store: %+v", d)
 	}
 	// No key: still a deny, never a crash.
 	d := gateOnce(t, []string{"JOULE_HOME=" + t.TempDir()}, ev("Bash", `{"command":"ls"}`))

@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+
+	"github.com/joulehook/joule/core/identity"
 
 	"github.com/joulehook/joule/core/gate"
 )
@@ -46,7 +49,11 @@ func decideStdin(ctx context.Context, e *env) (res gate.Result) {
 	}
 	ep, err := openEndpoint()
 	if err != nil {
-		return gate.Result{Decision: gate.Deny, Code: gate.CodeNoActiveGrant, Reason: err.Error() + "; run 'joule init'"}
+		reason := err.Error()
+		if errors.Is(err, identity.ErrNoKey) {
+			reason += "; run 'joule init'"
+		}
+		return gate.Result{Decision: gate.Deny, Code: endpointCode(err), Reason: reason}
 	}
 	defer ep.Close()
 	g, err := ep.gate()
@@ -54,4 +61,13 @@ func decideStdin(ctx context.Context, e *env) (res gate.Result) {
 		return gate.Result{Decision: gate.Deny, Code: gate.CodeGrantInvalid, Reason: err.Error()}
 	}
 	return g.DecideJSON(ctx, b)
+}
+
+// endpointCode names why $JOULE_HOME could not be opened: no key means no
+// grant can exist; anything else is the store or the configuration.
+func endpointCode(err error) string {
+	if errors.Is(err, identity.ErrNoKey) {
+		return gate.CodeNoActiveGrant
+	}
+	return gate.CodeStoreError
 }

@@ -40,12 +40,20 @@ func openEndpoint() (*endpoint, error) {
 	}
 	id, err := identity.Load(home)
 	if errors.Is(err, identity.ErrNoKey) {
-		return nil, withHint(fmt.Errorf("no endpoint key in %s", home), "run 'joule init' in your workspace (or 'joule keygen')")
+		return nil, withHint(fmt.Errorf("no endpoint key in %s (%w)", home, identity.ErrNoKey), "run 'joule init' in your workspace (or 'joule keygen')")
 	}
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.Open(filepath.Join(home, StoreFile))
+	cfg, err := loadConfig(home)
+	if err != nil {
+		return nil, err
+	}
+	var opts []store.Option
+	if cfg.LockTimeout > 0 {
+		opts = append(opts, store.WithLockTimeout(cfg.LockTimeout))
+	}
+	st, err := store.Open(filepath.Join(home, StoreFile), opts...)
 	if err != nil {
 		return nil, err
 	}
