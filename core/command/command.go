@@ -143,7 +143,7 @@ func precheck(line string) *UnanalyzableError {
 			}
 			i += size
 		}
-		return &UnanalyzableError{Code: CodeInvalidUTF8, Reason: fmt.Sprintf("the line is not valid UTF-8 at byte %d", i)}
+		return &UnanalyzableError{Code: CodeInvalidUTF8, Reason: fmt.Sprintf("the line is not valid UTF-8: byte %d is %q", i, line[i])}
 	}
 	depth := 0
 	for i := 0; i < len(line); i++ {

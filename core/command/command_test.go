@@ -250,6 +250,8 @@ func TestAnalyze(t *testing.T) {
 			{line: "cd \"$D\"; echo x > out", commands: cmds("cd ⟨\"$D\"⟩", "echo x"), writes: cmds(">⟨out⟩")},
 			{line: "env -C /etc sh -c 'echo > passwd'", commands: cmds("env>sh: echo"), writes: cmds(">/etc/passwd")},
 			{line: "/usr/bin/time -o t.txt -a make", commands: cmds("time: make"), writes: cmds(">>t.txt")},
+			{line: "history -s 'rm -rf ~'; history -w ~/.bashrc; history -a", commands: cmds("history -s rm -rf ~", "history -w ⟨~/.bashrc⟩", "history -a"),
+				writes: cmds(">⟨~/.bashrc⟩", ">>⟨$HISTFILE⟩")},
 		},
 		"heredocs": {
 			{line: "cat <<EOF > out.txt\n$(rm x) $HOME\nEOF", commands: cmds("rm x", "cat"), writes: cmds(">out.txt")},
@@ -352,8 +354,9 @@ func TestNestedShellsWithinLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Commands) != 1 || len(got.Commands[0].Wrappers) != maxShellDepth || render(got.Commands[0])[len(render(got.Commands[0]))-4:] != "rm x" {
-		t.Fatalf("got %+v", got.Commands)
+	want := strings.Repeat("sh>", maxShellDepth-1) + "sh: rm x"
+	if len(got.Commands) != 1 || render(got.Commands[0]) != want {
+		t.Fatalf("got %+v, want %s", got.Commands, want)
 	}
 }
 

@@ -10,68 +10,81 @@
 // # Commands
 //
 // [Analyze] lists every simple command anywhere in the line: in lists (; &&
-// || &), pipelines, subshells, brace groups, command substitutions $(…) and
-// `…` (in arguments, double quotes, assignments, redirection targets and
-// unquoted heredoc bodies), process substitutions <(…) and >(…), if, while,
-// until, for, select and case, [[ ]] and arithmetic, function bodies,
-// coproc, time and !. Declarations (declare, local, export, readonly,
-// typeset) and let are listed as commands too.
+// || & and newlines), pipelines, subshells, brace groups, command
+// substitutions $(…) and `…` (in arguments, double quotes, assignments,
+// redirection targets and unquoted heredoc bodies), process substitutions
+// <(…) and >(…), if, while, until, for, select and case, [[ ]] and
+// arithmetic, function bodies, coproc, time and !. Declarations (declare,
+// local, export, readonly, typeset) and let are listed as commands too.
 //
 // A function defined in the line has its body listed where it is defined.
-// A later call of that name directly by the shell is not listed again,
-// because the body is what runs; a call through a wrapper, a definition
-// that may not have run (in a branch, a loop or a subshell), or one removed
-// by unset, does not count, and the name is judged as a program.
+// A later call of that name made directly by the shell is not listed again,
+// because the body is what runs. A call through a wrapper or command, a
+// definition that may not have run (in a branch or a subshell), or one
+// removed by unset does not count: the name is then judged as a program.
 //
 // # Words
 //
 // [Word.Literal] is false when the program would not receive exactly
-// [Word.Text]: parameter, command, arithmetic and process expansions,
-// $"…", an unquoted leading ~ or ~ after = or :, brace expansion {a,b},
-// unquoted glob characters * ? and [ … ], and a stray unquoted $ (which zsh
-// may expand). Text is then the word's source text. $'…' is decoded when
-// every escape has a certain meaning. A rule can match a non-literal word
-// only as a wildcard; the program name (Args[0]) is always literal.
+// [Word.Text]: parameter, command, arithmetic and process expansions, $"…",
+// an unquoted ~ at the start of a word or after = or :, brace expansion
+// ({a,b}, {1..3}), unquoted glob characters (* ? and [ with a later ]), and
+// a stray unquoted $ (which zsh may expand). Text is then the word's source
+// text. $'…' is decoded when every escape has a certain meaning. A rule can
+// match a non-literal word only as a wildcard; a program name (Args[0]) is
+// always literal.
 //
 // # Wrappers
 //
 // Programs that run another program given as arguments are unwrapped: the
 // inner command is listed with the wrapper names in [Command.Wrappers],
 // outermost first, so a rule can deny sudo or a reason can say "under
-// timeout". Each wrapper's real options are parsed; when they cannot be
-// parsed with certainty (an unknown option, a computed word that could be
-// an option, an option value that may split into several words) the line
-// is unanalyzable. The wrappers are timeout, nice, nohup, env (its NAME=VALUE
-// words are checked like assignments; -S and -P are refused), command
-// (command -v and -V only look a name up), builtin, exec, time, xargs,
-// stdbuf, setsid, ionice, chrt, taskset, unbuffer, sudo and doas (VAR=value
-// words checked; -s and -i without a command refused), su -c, watch (its
-// words are joined and parsed as sh -c does, unless -x), flock (including
-// flock FILE -c STRING), and busybox and toybox applets. xargs runs its
-// command with input words: they appear as one non-literal word "{}"
-// appended to the command, or replace every word containing the -I string.
-// With no command xargs runs echo. find is listed itself, and the command
-// of each -exec, -execdir, -ok and -okdir is listed with the wrapper
-// "find"; a word containing {} is non-literal. A wrapper is only
-// recognized by its bare name or in a system directory (/bin, /usr/bin,
-// /usr/local/bin, /sbin, /usr/sbin, /usr/local/sbin, /opt/homebrew/bin):
-// ./timeout is someone's script and is judged as itself.
+// timeout". The wrapper itself is not listed. Each wrapper's real options
+// are parsed; when they cannot be parsed with certainty (an unknown option,
+// a computed word that could be an option, an option value that may split
+// into several words) the line is unanalyzable.
+//
+// The wrappers are timeout, nice, nohup, env, command, builtin, exec, time,
+// xargs, stdbuf, setsid, ionice, chrt, taskset, unbuffer, sudo, doas, su -c,
+// watch, flock, busybox and toybox. env, sudo and xargs --process-slot-var
+// set variables, which are checked like any assignment; env -S and env -P
+// are refused. command -v and -V only look a name up. exec with only
+// redirections changes the shell's own descriptors and is not listed.
+// watch joins its words and runs them with sh -c, unless -x. flock FILE -c
+// STRING runs the string with sh -c. sudo -s, sudo -i and doas -s without
+// a command start a shell that reads standard input, and are refused.
+//
+// xargs runs its command with words read from input: they appear as one
+// non-literal word "{}" appended to the command, or they turn every word
+// containing the -I string non-literal. With no command xargs runs echo.
+// find is listed itself, and the command of each -exec, -execdir, -ok and
+// -okdir is listed under the wrapper "find", with every word containing {}
+// non-literal; find refuses computed words that could become an action
+// such as -exec or end one (only "$HOME…", "$PWD…", ~ and words starting
+// with a literal character other than - ( ) ! , ; + are accepted).
 //
 // sh, bash, dash, zsh, ksh, mksh, ash, yash and posh given -c and a literal
-// string have the string parsed as bash and its commands listed, with the
-// shell as a wrapper, up to 8 shells deep.
+// string have the string parsed as bash and its commands listed under the
+// shell's name, up to 8 shells deep.
+//
+// A wrapper or shell is recognized by its bare name or in a system
+// directory (/bin, /usr/bin, /usr/local/bin, /sbin, /usr/sbin,
+// /usr/local/sbin, /opt/homebrew/bin): ./timeout is someone's script and
+// is listed as itself, arguments and all.
 //
 // # Writes
 //
 // Each redirection that can write (>, >>, >|, &>, &>>, <>, and >&word when
 // word is not a descriptor number) records a [Write]; descriptor
-// duplications (2>&1, >&-) and /dev/null, /dev/stdout, /dev/stderr and
-// /dev/fd/N do not. So do find's -fprint, -fprint0, -fls and -fprintf, and
-// time -o. A relative path is joined onto each directory the shell may be
-// in after cd, pushd and popd earlier in the line (cd may fail, so the
-// starting directory stays possible); when a directory change cannot be
-// followed (cd $X, cd ~, cd -, a loop that changes directory, a function
-// that does) relative writes are non-literal.
+// duplications (2>&1, >&-), > >(…) and the targets /dev/null, /dev/stdout,
+// /dev/stderr, /dev/tty and /dev/fd/N do not. find -fprint, -fprint0,
+// -fls and -fprintf, time -o, and history -a and -w record writes too. A relative path is
+// joined onto each directory the shell may be in after cd, pushd and popd
+// earlier in the line; since cd may fail, the starting directory stays
+// possible. When a directory change cannot be followed (cd $X, cd ~, cd -,
+// popd, a loop or a function that changes directory) relative writes after
+// it are non-literal, as are relative writes in function bodies of a line
+// that changes directory anywhere.
 //
 // # Unanalyzable lines
 //
@@ -79,56 +92,59 @@
 //
 //   - the line is not valid bash (parse-error), not valid UTF-8
 //     (invalid-utf8), or holds a control character other than tab and
-//     newline (control-character);
+//     newline, which the parser and bash read differently (control-character);
 //   - it is larger than 512 KiB, nests brackets more than 128 deep,
-//     statements or words more than 64 deep, shells more than 8 deep, or
+//     statements or words more than 64 deep, or shells more than 8 deep, or
 //     runs more than 10,000 commands (too-complex);
 //   - it runs eval (eval), source or . (source), alias with arguments
-//     (alias), trap with an action (trap), or enable, hash -p, fc without
-//     -l, compgen -C or mapfile -C (builtin);
-//   - a program name is computed when the line runs: $CMD, "$X", $(echo rm)
-//     (dynamic-command);
+//     (alias), trap with an action (trap), or enable with arguments, hash
+//     -p, fc without -l, compgen -C or mapfile -C (builtin);
+//   - a program name is computed when the line runs: $CMD, "$X", $(echo rm),
+//     ~/bin/tool, {rm,x} (dynamic-command);
 //   - program text is computed when the line runs: sh -c "$X", python -c
-//     "$(…)", awk "$P", watch $X, or env -S (dynamic-code);
+//     "$(…)", awk "$P", watch $X, xargs -I% sh -c '… %', or env -S
+//     (dynamic-code); so is a script produced by process substitution
+//     (bash <(curl …));
 //   - an interpreter takes its program from standard input: with no script
 //     or program argument (curl … | sh, python3 <<EOF, bash < script.sh),
 //     with "-", -s or /dev/stdin (node -, bash -s), interactively while the
-//     line feeds its input, from a process substitution (bash <(curl …)),
-//     or with options that cannot be parsed while its input is fed. The
-//     interpreters are the shells above plus fish, csh and tcsh, python,
-//     pythonN[.M], pypy, node, deno, bun, perl, ruby, php, lua, R, Rscript,
-//     osascript, pwsh, powershell and awk (awk with a program argument is
-//     fine) (interpreter-stdin);
+//     line feeds its input, or with options that cannot be parsed while the
+//     line feeds its input. The interpreters are the shells above plus
+//     fish, csh and tcsh, python, pythonN[.M], pypy, node, deno, bun, perl,
+//     ruby, php, lua, R, Rscript, osascript, pwsh, powershell and awk (awk
+//     with a program argument is fine) (interpreter-stdin);
 //   - a variable from [RiskyEnvVars] is assigned anywhere: as a prefix
-//     (LD_PRELOAD=x cmd), alone, through export, declare, local, readonly,
-//     env, sudo, xargs, read, mapfile, printf -v, getopts, for, ${X:=…},
-//     arithmetic or declare -n (risky-env);
-//   - a value the gate cannot see is evaluated as code: bash evaluates
+//     (LD_PRELOAD=x cmd), alone, through export, declare, local, readonly
+//     or typeset however quoted (export "PATH=…"), env, sudo, read, mapfile,
+//     printf -v, getopts, for, select, ${X:=…}, arithmetic, coproc, {X}>file
+//     or declare -n X (risky-env). IFS is allowed as a prefix of read alone;
+//   - a value the gate cannot see is evaluated as code. Bash evaluates
 //     variables in arithmetic ($((x)), ((x)), let, array subscripts, [[ -eq
 //     ]], declare -i) and names given to read, printf -v, declare, test -v
 //     and ${!x}, and runs command substitutions in any array subscript
-//     there, so x='a[$(rm -rf ~)]'; echo $((x)) runs rm. A variable
-//     assigned in the line from anything but plain text, or filled by read,
-//     for, getopts, the positional parameters or $_, may not be evaluated
-//     this way; ${x@P} is refused outright (value-as-code);
+//     there, so x='a[$(rm -rf ~)]'; echo $((x)) runs rm. A variable that is
+//     evaluated must hold plain text: not command output, input (read, for
+//     over words, select, getopts), the positional parameters or $_.
+//     Arithmetic over command output and ${x@P} are refused outright
+//     (value-as-code);
 //   - a wrapper's options cannot be parsed with certainty, find is given a
-//     computed word that could become -exec, or su -s is used
+//     computed word that could become an action, or su -s names the shell
 //     (wrapper-options);
 //   - a word holds an extended glob such as *(…) or @(…), which zsh reads
 //     as a glob qualifier that can run code (extglob).
 //
 // Other plain assignments (FOO=bar go test), exec with only redirections,
-// and $((…)) over literal numbers and variables assigned plain values are
-// fine.
+// and arithmetic over numbers and variables that hold plain text are fine.
 //
 // # Limits
 //
 // The analysis models bash. A host that runs the line with another shell
-// may read rare constructs differently; zsh glob qualifiers are refused
-// (see extglob). Inherited state is trusted: aliases and functions already
-// defined in the shell, exported variables such as CDPATH, and files the
-// commands read (scripts, Makefiles, configs) are outside the line. Other
-// programs that run code from their arguments (ssh host cmd, git -c
-// alias.x=!cmd, make, python -c) are listed as themselves; a rule that
-// allows them allows what they run.
+// may read rare constructs differently; zsh glob qualifiers are refused.
+// What the shell inherits is trusted: aliases and functions already
+// defined, exported variables such as CDPATH, and the files commands read
+// (scripts, Makefiles, configuration). Relative program paths are reported
+// as written, not joined onto a directory the line changed to. Programs
+// that run code from their own arguments (ssh host cmd, git -c alias.x=!cmd,
+// make, docker exec, script -c, python -c) are listed as themselves: a rule
+// that allows them allows what they run.
 package command

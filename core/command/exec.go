@@ -239,6 +239,8 @@ func (a *analyzer) builtin(prog string, words []word, s *syntax.Stmt, fr frame, 
 		for _, w := range args {
 			a.letWord(w)
 		}
+	case "history":
+		a.history(args, fr)
 	}
 	return a.err == nil
 }
@@ -268,6 +270,33 @@ func (a *analyzer) letWord(w word) {
 		}
 		a.vars.evaluate(id, "let "+quote(w.Text))
 	}
+}
+
+// history -a and -w write the history list to a file, by default
+// $HISTFILE.
+func (a *analyzer) history(args []word, fr frame) {
+	writes, appends := false, false
+	var file *word
+	for i, w := range args {
+		switch {
+		case !w.Literal && w.optionLike():
+			a.fail(CodeWrapperOptions, "cannot parse the options of history: cannot tell whether %s is an option", quote(w.Text))
+			return
+		case w.Literal && strings.HasPrefix(w.Text, "-") && w.Text != "-":
+			writes = writes || strings.ContainsAny(w.Text, "aw")
+			appends = appends || strings.Contains(w.Text, "a")
+		default:
+			file = &args[i]
+		}
+	}
+	if !writes {
+		return
+	}
+	if file == nil {
+		histfile := opaqueWord("$HISTFILE")
+		file = &histfile
+	}
+	a.write(*file, appends, fr)
 }
 
 // trap allows listing and resetting traps; any action string is code the

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 )
 
@@ -84,4 +85,36 @@ func readJSON(t *testing.T, path string, v any) {
 	if err := json.Unmarshal(data, v); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
+}
+
+// TestConcurrentAnalyze runs the golden lines from many goroutines at once
+// (parsers are pooled) and checks each result matches a sequential run.
+func TestConcurrentAnalyze(t *testing.T) {
+	var lines []string
+	readJSON(t, filepath.Join("testdata", "lines.json"), &lines)
+	want := make([][]byte, len(lines))
+	for i, l := range lines {
+		want[i] = analysisJSON(l)
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range lines {
+				i := (i + g) % len(lines)
+				if got := analysisJSON(lines[i]); !bytes.Equal(got, want[i]) {
+					t.Errorf("concurrent Analyze(%q) = %s, want %s", lines[i], got, want[i])
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func analysisJSON(line string) []byte {
+	an, err := Analyze(line)
+	b, _ := json.Marshal(struct {
+		A *Analysis
+		E error
+	}{an, err})
+	return b
 }
