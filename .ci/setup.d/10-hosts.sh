@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Host adapters (issue 4): the pinned Claude Code CLI for the real end-to-end
+# test, and the published OpenCode plugin types + TypeScript that type-check
+# joule's OpenCode plugin. Idempotent: npm ci from the committed lockfiles.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  apt-get update
+  apt-get install -y nodejs npm
+fi
+node --version
+
+for dir in plugins/claudecode/e2e plugins/opencode; do
+  if [ -d "$dir/node_modules" ] && [ "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ]; then
+    echo "hosts: $dir is up to date"
+    continue
+  fi
+  # Claude Code's postinstall links its native binary into bin/; when npm
+  # skips install scripts the test finds it in the platform package instead.
+  npm ci --prefix "$dir" --no-audit --no-fund
+done

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/joulehook/joule/core/gate"
+	"github.com/joulehook/joule/plugins/antigravity"
+	"github.com/joulehook/joule/plugins/claudecode"
+	"github.com/joulehook/joule/plugins/cline"
+	"github.com/joulehook/joule/plugins/codex"
+	"github.com/joulehook/joule/plugins/cursor"
+	"github.com/joulehook/joule/plugins/geminicli"
+	"github.com/joulehook/joule/plugins/hook"
+	"github.com/joulehook/joule/plugins/opencode"
+	"github.com/joulehook/joule/plugins/windsurf"
+)
+
+func init() {
+	register(&command{name: "hook", summary: "answer one host hook (claude-code, cursor, …) from its payload on stdin", run: runHook})
+}
+
+// adapters are the hosts joule hook serves, by command-line name.
+var adapters = map[string]hook.Adapter{}
+
+func addAdapter(a hook.Adapter) { adapters[a.Host()] = a }
+
+func init() {
+	// Cascade and agy send no cwd for some events: they run hooks in the
+	// workspace, so the hook's own working directory stands in.
+	dir, _ := os.Getwd()
+	for _, a := range []hook.Adapter{claudecode.Adapter{}, codex.Adapter{}, geminicli.Adapter{}, cursor.Adapter{},
+		windsurf.Adapter{Dir: dir}, antigravity.Adapter{Dir: dir}, cline.Adapter{}, opencode.Adapter{}} {
+		addAdapter(a)
+	}
+}
+
+func hostNames() string {
+	var names []string
+	for n := range adapters {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+func runHook(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "hook", `hook HOST < payload.json
+
+Reads one hook payload from HOST on stdin, decides it with the active grant,
+seals the decision as a receipt and answers in HOST's own format (JSON on
+stdout, stderr, exit status). Every failure is HOST's explicit deny.
+Hosts: `+hostNames()+`.`)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("hook: want exactly one HOST (%s)", hostNames())
+	}
+	a, ok := adapters[fs.Arg(0)]
+	if !ok {
+		return usagef("hook: unknown host %q (hosts: %s)", fs.Arg(0), hostNames())
+	}
+	out := answerHook(ctx, e, a)
+	e.stdout.Write(out.Stdout)
+	fmt.Fprint(e.stderr, out.Stderr)
+	if out.Exit != 0 {
+		return &exitError{out.Exit}
+	}
+	return nil
+}
+
+// answerHook reads the payload and decides it, failing closed on anything,
+// including failures before a gate exists.
+func answerHook(ctx context.Context, e *env, a hook.Adapter) (out hook.Output) {
+	defer func() {
+		if p := recover(); p != nil {
+			out = hook.Fallback(a, nil, hook.Deny(gate.CodeInternal, fmt.Sprintf("internal error: %v", p)))
+		}
+	}()
+	// One byte past the limit is enough for the adapter to refuse, sealed,
+	// a payload that is too large.
+	b, err := io.ReadAll(io.LimitReader(e.stdin, hook.MaxPayload+1))
+	if err != nil {
+		return hook.Fallback(a, nil, hook.Deny(gate.CodeMalformed, "joule cannot read this "+a.Host()+" hook payload: "+err.Error()))
+	}
+	ep, err := openEndpoint()
+	if err != nil {
+		return hook.Fallback(a, nil, hook.Deny(gate.CodeNoActiveGrant, err.Error()+"; run 'joule init' in the workspace"))
+	}
+	defer ep.Close()
+	g, err := ep.gate()
+	if err != nil {
+		return hook.Fallback(a, nil, hook.Deny(gate.CodeGrantInvalid, err.Error()))
+	}
+	return hook.Run(ctx, a, g, b)
+}

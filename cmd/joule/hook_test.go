@@ -1,0 +1,258 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// hostCase describes one host for the bad-input table: how to build a
+// payload for a tool call, an unknown hook event, and how the host reads a
+// deny and an allow from a hook's output.
+type hostCase struct {
+	host string
+	// call builds a payload whose tool and input are the host's own; a
+	// tool of "" leaves the tool name out.
+	call         func(ws, tool, input string) string
+	shell        string // the host's shell tool name, input key "command"
+	unknownEvent func(ws string) string
+	denied       func(r result) bool
+	allowed      func(r result) bool
+}
+
+var hostCases = []hostCase{
+	{
+		host: "claude-code",
+		call: func(ws, tool, input string) string {
+			return fmt.Sprintf(`{"session_id":"s1","transcript_path":"/tmp/t.jsonl","cwd":%q,"permission_mode":"default","hook_event_name":"PreToolUse",%s"tool_input":%s,"tool_use_id":"toolu_1"}`, ws, toolField("tool_name", tool), input)
+		},
+		shell: "Bash",
+		unknownEvent: func(ws string) string {
+			return fmt.Sprintf(`{"session_id":"s1","cwd":%q,"hook_event_name":"Stop"}`, ws)
+		},
+		denied: func(r result) bool {
+			if r.code == 2 {
+				return strings.TrimSpace(r.stderr) != ""
+			}
+			var out struct {
+				H struct {
+					Event  string `json:"hookEventName"`
+					Dec    string `json:"permissionDecision"`
+					Reason string `json:"permissionDecisionReason"`
+				} `json:"hookSpecificOutput"`
+			}
+			return r.code == 0 && json.Unmarshal([]byte(r.stdout), &out) == nil && out.H.Event == "PreToolUse" && out.H.Dec == "deny" && out.H.Reason != ""
+		},
+		allowed: func(r result) bool { return r.code == 0 && strings.TrimSpace(r.stdout) == "" },
+	},
+	{
+		host: "codex",
+		call: func(ws, tool, input string) string {
+			return fmt.Sprintf(`{"session_id":"s1","turn_id":"t1","transcript_path":null,"cwd":%q,"hook_event_name":"PreToolUse","model":"gpt-5","permission_mode":"default",%s"tool_input":%s,"tool_use_id":"c1"}`, ws, toolField("tool_name", tool), input)
+		},
+		shell: "Bash",
+		unknownEvent: func(ws string) string {
+			return fmt.Sprintf(`{"session_id":"s1","cwd":%q,"hook_event_name":"Stop"}`, ws)
+		},
+		denied: func(r result) bool {
+			if r.code == 2 {
+				return strings.TrimSpace(r.stderr) != ""
+			}
+			return r.code == 0 && jsonPath(r.stdout, "hookSpecificOutput", "permissionDecision") == "deny" && jsonPath(r.stdout, "hookSpecificOutput", "permissionDecisionReason") != ""
+		},
+		allowed: func(r result) bool { return r.code == 0 && strings.TrimSpace(r.stdout) == "" },
+	},
+	{
+		host: "gemini-cli",
+		call: func(ws, tool, input string) string {
+			return fmt.Sprintf(`{"session_id":"s1","transcript_path":"/tmp/c.json","cwd":%q,"hook_event_name":"BeforeTool","timestamp":"2026-08-01T10:00:00.000Z",%s"tool_input":%s}`, ws, toolField("tool_name", tool), input)
+		},
+		shell: "run_shell_command",
+		unknownEvent: func(ws string) string {
+			return fmt.Sprintf(`{"session_id":"s1","cwd":%q,"hook_event_name":"AfterAgent"}`, ws)
+		},
+		denied: func(r result) bool {
+			return jsonPath(r.stdout, "decision") == "deny" && jsonPath(r.stdout, "reason") != "" || r.code >= 2 && strings.TrimSpace(r.stderr) != ""
+		},
+		allowed: func(r result) bool { return r.code == 0 && jsonPath(r.stdout, "decision") == "allow" },
+	},
+	{
+		host: "cursor",
+		call: func(ws, tool, input string) string {
+			return fmt.Sprintf(`{"hook_event_name":"preToolUse","conversation_id":"c1","generation_id":"g1","workspace_roots":[%q],%s"tool_input":%s}`, ws, toolField("tool_name", tool), input)
+		},
+		shell: "Shell",
+		unknownEvent: func(ws string) string {
+			return fmt.Sprintf(`{"hook_event_name":"afterAgentResponse","conversation_id":"c1","workspace_roots":[%q]}`, ws)
+		},
+		denied:  func(r result) bool { return r.code == 2 || r.code == 0 && jsonPath(r.stdout, "permission") == "deny" },
+		allowed: func(r result) bool { return r.code == 0 && jsonPath(r.stdout, "permission") == "allow" },
+	},
+	{
+		host: "windsurf",
+		call: func(ws, tool, input string) string {
+			if tool == "" {
+				return `{"agent_action_name":"pre_mcp_tool_use","trajectory_id":"t1","execution_id":"e1","tool_info":{"mcp_tool_arguments":{}}}`
+			}
+			if tool != "run_command" {
+				return fmt.Sprintf(`{"agent_action_name":"pre_mcp_tool_use","trajectory_id":"t1","execution_id":"e1","tool_info":{"mcp_server_name":"srv","mcp_tool_name":%q,"mcp_tool_arguments":%s}}`, tool, input)
+			}
+			var in struct{ Command string }
+			json.Unmarshal([]byte(input), &in)
+			if strings.Contains(input, "\xff") || !json.Valid([]byte(input)) {
+				return fmt.Sprintf(`{"agent_action_name":"pre_run_command","trajectory_id":"t1","execution_id":"e1","tool_info":{"command_line":"ls %s","cwd":%q}}`, "\xff\xfe", ws)
+			}
+			b, _ := json.Marshal(in.Command)
+			return fmt.Sprintf(`{"agent_action_name":"pre_run_command","trajectory_id":"t1","execution_id":"e1","tool_info":{"command_line":%s,"cwd":%q}}`, b, ws)
+		},
+		shell: "run_command",
+		unknownEvent: func(ws string) string {
+			return `{"agent_action_name":"post_cascade_response","trajectory_id":"t1","execution_id":"e1"}`
+		},
+		denied:  func(r result) bool { return r.code == 2 && strings.TrimSpace(r.stderr) != "" },
+		allowed: func(r result) bool { return r.code == 0 },
+	},
+	{
+		host: "antigravity",
+		call: func(ws, tool, input string) string {
+			return fmt.Sprintf(`{"conversationId":"s1","stepIdx":1,"toolCall":{%s"args":%s},"workspacePaths":[%q]}`, toolField("name", tool), strings.Replace(input, `"command"`, `"CommandLine"`, 1), ws)
+		},
+		shell: "run_command",
+		unknownEvent: func(ws string) string {
+			return fmt.Sprintf(`{"session_id":"s1","cwd":%q,"hook_event_name":"SessionStart"}`, ws)
+		},
+		denied: func(r result) bool {
+			return jsonPath(r.stdout, "decision") == "deny" && jsonPath(r.stdout, "reason") != ""
+		},
+		allowed: func(r result) bool { return r.code == 0 && jsonPath(r.stdout, "decision") == "allow" },
+	},
+	{
+		host: "cline",
+		call: func(ws, tool, input string) string {
+			return fmt.Sprintf(`{"hookName":"tool_call","taskId":"s1","workspaceRoots":[%q],"tool_call":{"id":"c1",%s"input":%s}}`, ws, toolField("name", tool), input)
+		},
+		shell: "execute_command",
+		unknownEvent: func(ws string) string {
+			return fmt.Sprintf(`{"hookName":"TaskComplete","taskId":"s1","workspaceRoots":[%q]}`, ws)
+		},
+		denied: func(r result) bool {
+			return r.code == 0 && jsonPath(r.stdout, "cancel") == "true" && jsonPath(r.stdout, "errorMessage") != ""
+		},
+		allowed: func(r result) bool { return r.code == 0 && jsonPath(r.stdout, "cancel") == "false" },
+	},
+	{
+		host: "opencode",
+		call: func(ws, tool, input string) string {
+			return fmt.Sprintf(`{"hook":"tool.execute.before","input":{%s"sessionID":"s1","callID":"c1"},"output":{"args":%s},"directory":%q}`, toolField("tool", tool), input, ws)
+		},
+		shell:        "bash",
+		unknownEvent: func(ws string) string { return fmt.Sprintf(`{"hook":"chat.params","directory":%q}`, ws) },
+		denied: func(r result) bool {
+			return r.code == 0 && jsonPath(r.stdout, "decision") == "deny" && jsonPath(r.stdout, "reason") != ""
+		},
+		allowed: func(r result) bool { return r.code == 0 && jsonPath(r.stdout, "decision") == "allow" },
+	},
+}
+
+// jsonPath returns the value at keys in the JSON object text as a string
+// ("" when absent).
+func jsonPath(text string, keys ...string) string {
+	var v any
+	if json.Unmarshal([]byte(text), &v) != nil {
+		return ""
+	}
+	for _, k := range keys {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return ""
+		}
+		v = m[k]
+	}
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	default:
+		return fmt.Sprint(x)
+	}
+}
+
+// jouleIn runs joule in dir, as hosts run hooks in the workspace.
+func jouleIn(t *testing.T, dir string, stdin []byte, env []string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(jouleBin, args...)
+	cmd.Dir = dir
+	cmd.Stdin = bytes.NewReader(stdin)
+	cmd.Env = append(os.Environ(), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatal(err)
+	}
+	return result{out.String(), errb.String(), cmd.ProcessState.ExitCode()}
+}
+
+func toolField(key, tool string) string {
+	if tool == "" {
+		return ""
+	}
+	return fmt.Sprintf("%q:%q,", key, tool)
+}
+
+// TestHookBadInput runs every host's `joule hook` as the host would, with
+// every kind of bad payload: each must end in the host's explicit deny.
+func TestHookBadInput(t *testing.T) {
+	env, ws := initHome(t)
+	for _, h := range hostCases {
+		t.Run(h.host, func(t *testing.T) {
+			cases := []struct {
+				name, payload, reason string
+			}{
+				{"empty stdin", "", "empty input"},
+				{"not JSON", "PreToolUse Bash ls", "not JSON"},
+				{"JSON array", "[" + h.call(ws, h.shell, `{"command":"ls"}`) + "]", "JSON array"},
+				{"missing tool name", h.call(ws, "", `{"command":"ls"}`), "missing"},
+				{"10 MB command", h.call(ws, h.shell, `{"command":"ls `+strings.Repeat("x", 10<<20)+`"}`), "unanalyzable-command"},
+				{"invalid UTF-8", h.call(ws, h.shell, "{\"command\":\"ls \xff\xfe\"}"), "UTF-8"},
+				{"unknown tool", h.call(ws, "FrobnicateEverything", `{"x":1}`), "not-granted"},
+				{"unknown hook event", h.unknownEvent(ws), "event"},
+			}
+			for _, c := range cases {
+				r := jouleIn(t, ws, []byte(c.payload), env, "hook", h.host)
+				if !h.denied(r) {
+					t.Errorf("%s: not the host's deny: exit %d stdout %.300q stderr %.300q", c.name, r.code, r.stdout, r.stderr)
+				}
+				if !strings.Contains(r.stdout+r.stderr, c.reason) {
+					t.Errorf("%s: reason does not say %q: %.300q %.300q", c.name, c.reason, r.stdout, r.stderr)
+				}
+			}
+			// The grant's own allow still gets through.
+			r := jouleIn(t, ws, []byte(h.call(ws, h.shell, `{"command":"go test ./..."}`)), env, "hook", h.host)
+			if !h.allowed(r) {
+				t.Errorf("allowed call: exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+			}
+		})
+	}
+	if r := joule(t, nil, env, "receipts", "verify"); r.code != 0 {
+		t.Fatalf("receipts verify: %+v", r)
+	}
+}
+
+// TestHookNoHome: without a key or store there is no receipt, but the host
+// still gets its deny.
+func TestHookNoHome(t *testing.T) {
+	for _, h := range hostCases {
+		r := joule(t, []byte(h.call("/tmp", h.shell, `{"command":"ls"}`)), []string{"JOULE_HOME=" + t.TempDir()}, "hook", h.host)
+		if !h.denied(r) || !strings.Contains(r.stdout+r.stderr, "joule init") {
+			t.Errorf("%s: exit %d stdout %q stderr %q", h.host, r.code, r.stdout, r.stderr)
+		}
+	}
+}

@@ -1,0 +1,284 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/joulehook/joule/core/identity"
+	"github.com/joulehook/joule/core/rule"
+	"github.com/joulehook/joule/plugins/antigravity"
+	"github.com/joulehook/joule/plugins/claudecode"
+	"github.com/joulehook/joule/plugins/cline"
+	"github.com/joulehook/joule/plugins/codex"
+	"github.com/joulehook/joule/plugins/cursor"
+	"github.com/joulehook/joule/plugins/geminicli"
+	"github.com/joulehook/joule/plugins/hook"
+	"github.com/joulehook/joule/plugins/opencode"
+	"github.com/joulehook/joule/plugins/windsurf"
+)
+
+func init() {
+	register(&command{name: "install", summary: "write (or remove) a host's hook, MCP and status-line configuration and check it is armed", run: runInstall})
+}
+
+// installers are the hosts joule install serves.
+var installers = map[string]hook.Installer{
+	claudecode.Host:  claudecode.Installer{},
+	codex.Host:       codex.Installer{},
+	geminicli.Host:   geminicli.Installer{},
+	cursor.Host:      cursor.Installer{},
+	windsurf.Host:    windsurf.Installer{},
+	antigravity.Host: antigravity.Installer{},
+	cline.Host:       cline.Installer{},
+	opencode.Host:    opencode.Installer{},
+}
+
+// ServeFile holds joule serve's address and bearer token, in $JOULE_HOME.
+const ServeFile = "serve.json"
+
+// DefaultServeAddr is where joule serve listens unless told otherwise.
+const DefaultServeAddr = "127.0.0.1:7411"
+
+type serveConfig struct {
+	Addr  string `json:"addr"`
+	Token string `json:"token"`
+}
+
+// projectFlag is --project with an optional DIR: "--project" alone means
+// the current directory, "--project=DIR" or "--project DIR" name one.
+type projectFlag struct {
+	set bool
+	dir string
+}
+
+func (p *projectFlag) String() string   { return p.dir }
+func (p *projectFlag) IsBoolFlag() bool { return true }
+func (p *projectFlag) Set(v string) error {
+	p.set = true
+	if v != "true" {
+		p.dir = v
+	}
+	return nil
+}
+
+func installerNames() string {
+	var names []string
+	for n := range installers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+func runInstall(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "install", `install HOST [--project [DIR] | --user] [--resident] [--dry-run] [--uninstall]
+
+Writes HOST's configuration so every tool call goes through joule's gate
+(with the host's own fail-closed option), registers joule's MCP server and
+status line where HOST has them, keeping every entry of yours and a
+timestamped backup of each file it changes. Running it again changes
+nothing. Afterwards it checks that the hook is really armed and says what
+is left to do. Hosts: `+installerNames()+`.`)
+	var project projectFlag
+	fs.Var(&project, "project", "install into the project DIR (default: the current directory)")
+	user := fs.Bool("user", false, "install into your user configuration")
+	dry := fs.Bool("dry-run", false, "print what would be written, write nothing")
+	uninstall := fs.Bool("uninstall", false, "remove joule's entries (and nothing else)")
+	resident := fs.Bool("resident", false, "answer hooks from 'joule serve' over loopback http instead of a process per call (claude-code)")
+	addr := fs.String("addr", "", "with --resident: the loopback address joule serve listens on (default "+DefaultServeAddr+", or the one installed before)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() < 1 || fs.NArg() > 2 {
+		return usagef("install: want HOST (%s) and at most one DIR", installerNames())
+	}
+	host := fs.Arg(0)
+	inst, ok := installers[host]
+	if !ok {
+		return usagef("install: unknown host %q (hosts: %s)", host, installerNames())
+	}
+	if fs.NArg() == 2 {
+		if !project.set || project.dir != "" {
+			return usagef("install: unexpected argument %q", fs.Arg(1))
+		}
+		project.dir = fs.Arg(1)
+	}
+	if project.set == *user {
+		return usagef("install: say where: --project [DIR] or --user")
+	}
+	if *resident && host != claudecode.Host {
+		return usagef("install: --resident is for claude-code, whose http hooks joule serve answers")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if r, err := filepath.EvalSymlinks(self); err == nil {
+		self = r
+	}
+	userHome, err := os.UserHomeDir()
+	if err != nil {
+		return err
+	}
+	s := hook.Scope{Home: userHome, Joule: self}
+	if project.set {
+		dir := project.dir
+		if dir == "" {
+			dir = "."
+		}
+		if dir, err = filepath.Abs(dir); err != nil {
+			return err
+		}
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return fmt.Errorf("project %s is not a directory", dir)
+		}
+		s.Project = dir
+	}
+	if *resident && !*uninstall {
+		cfg, err := residentConfig(*addr, !*dry)
+		if err != nil {
+			return err
+		}
+		s.Resident = &hook.Resident{URL: "http://" + cfg.Addr + "/hooks/" + claudecode.Host, Token: cfg.Token}
+	}
+	changes, err := inst.Plan(s, *uninstall)
+	if err != nil {
+		return err
+	}
+	if *dry {
+		for _, c := range changes {
+			switch {
+			case string(c.Before) == string(c.After):
+				fmt.Fprintf(e.stdout, "unchanged %s\n", c.Path)
+			case c.After == nil:
+				fmt.Fprintf(e.stdout, "would remove %s\n", c.Path)
+			default:
+				fmt.Fprintf(e.stdout, "would write %s:\n%s", c.Path, c.After)
+			}
+		}
+		return nil
+	}
+	lines, err := hook.Apply(changes, time.Now())
+	for _, l := range lines {
+		fmt.Fprintln(e.stdout, l)
+	}
+	if err != nil {
+		return err
+	}
+	if *uninstall {
+		fmt.Fprintf(e.stdout, "joule is no longer wired into %s here; receipts and grants in $JOULE_HOME are kept\n", host)
+		return nil
+	}
+	findings := append(inst.Check(s), grantFinding(ctx, s.Project))
+	todo := 0
+	for _, f := range findings {
+		mark := "ok  "
+		if !f.OK {
+			mark, todo = "todo", todo+1
+		}
+		fmt.Fprintf(e.stdout, "%s %s\n", mark, f.Text)
+	}
+	if todo == 0 {
+		fmt.Fprintf(e.stdout, "armed: every %s tool call is decided by joule\n", host)
+	} else {
+		fmt.Fprintf(e.stdout, "not armed yet: %d thing(s) to do above\n", todo)
+	}
+	return nil
+}
+
+// grantFinding checks that a grant is active and, for a project, that its
+// workspace covers the project: without one every call is denied.
+func grantFinding(ctx context.Context, project string) hook.Finding {
+	ep, err := openEndpoint()
+	if err != nil {
+		return hook.Finding{Text: "run 'joule init' in your workspace: " + err.Error() + " (until then every call is denied)"}
+	}
+	defer ep.Close()
+	g, err := ep.gate()
+	if err != nil {
+		return hook.Finding{Text: err.Error()}
+	}
+	chain, err := g.ActiveChain(ctx, "")
+	if err != nil {
+		return hook.Finding{Text: "no usable active grant (" + err.Error() + "): run 'joule init' or 'joule grant use ID'; until then every call is denied"}
+	}
+	leaf := chain.Leaf()
+	if project != "" {
+		p, _ := filepath.EvalSymlinks(project)
+		if p == "" {
+			p = project
+		}
+		covered := false
+		for _, r := range leaf.Grant.Roots {
+			if rule.Within(p, r) {
+				covered = true
+			}
+		}
+		if !covered {
+			return hook.Finding{Text: fmt.Sprintf("to do: the active grant %s covers %s, not %s: run 'joule init' in the project", leaf.ID.String(), strings.Join(leaf.Grant.Roots, ", "), project)}
+		}
+	}
+	return hook.Finding{OK: true, Text: "active grant " + leaf.ID.String() + " covers the workspace"}
+}
+
+// residentConfig loads joule serve's address and token, creating them (and
+// saving, when write is set) on the first resident install; a token once made
+// is kept, so installs stay idempotent.
+func residentConfig(addr string, write bool) (serveConfig, error) {
+	home, err := identity.Home()
+	if err != nil {
+		return serveConfig{}, err
+	}
+	cfg, err := loadServeConfig(home)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return cfg, err
+	}
+	changed := false
+	if cfg.Token == "" {
+		b := make([]byte, 32)
+		if _, err := rand.Read(b); err != nil {
+			return cfg, err
+		}
+		cfg.Token, changed = base64.RawURLEncoding.EncodeToString(b), true
+	}
+	if addr != "" && addr != cfg.Addr {
+		cfg.Addr, changed = addr, true
+	}
+	if cfg.Addr == "" {
+		cfg.Addr, changed = DefaultServeAddr, true
+	}
+	if err := checkLoopback(cfg.Addr); err != nil {
+		return cfg, err
+	}
+	if changed && write {
+		b, _ := json.MarshalIndent(cfg, "", "  ")
+		if err := os.MkdirAll(home, 0o700); err != nil {
+			return cfg, err
+		}
+		if err := os.WriteFile(filepath.Join(home, ServeFile), append(b, '\n'), 0o600); err != nil {
+			return cfg, err
+		}
+	}
+	return cfg, nil
+}
+
+func loadServeConfig(home string) (serveConfig, error) {
+	var cfg serveConfig
+	b, err := os.ReadFile(filepath.Join(home, ServeFile))
+	if err != nil {
+		return cfg, err
+	}
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return cfg, fmt.Errorf("%s: %v", filepath.Join(home, ServeFile), err)
+	}
+	return cfg, nil
+}

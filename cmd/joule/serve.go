@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/joulehook/joule/core/gate"
+	"github.com/joulehook/joule/core/identity"
+	"github.com/joulehook/joule/plugins/claudecode"
+	"github.com/joulehook/joule/plugins/hook"
+)
+
+func init() {
+	register(&command{name: "serve", summary: "answer Claude Code's http hooks on loopback (resident mode: no process per decision)", run: runServe})
+}
+
+func runServe(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "serve", `serve [--addr 127.0.0.1:PORT]
+
+Answers Claude Code's http hooks at POST /hooks/claude-code on a loopback
+address, so a decision costs no process start. Every request must carry the
+bearer token that 'joule install claude-code --resident' wrote to
+$JOULE_HOME/`+ServeFile+`. GET /healthz answers 200. Decisions are the same
+as joule hook's, sealed the same way.`)
+	addr := fs.String("addr", "", "loopback address to listen on (default: the one in "+ServeFile+", else "+DefaultServeAddr+")")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	home, err := identity.Home()
+	if err != nil {
+		return err
+	}
+	cfg, err := loadServeConfig(home)
+	if errors.Is(err, os.ErrNotExist) {
+		return withHint(fmt.Errorf("no %s in %s: no bearer token yet", ServeFile, home), "run 'joule install claude-code --resident --project' (or --user) first")
+	}
+	if err != nil {
+		return err
+	}
+	if *addr != "" {
+		cfg.Addr = *addr
+	}
+	if cfg.Addr == "" {
+		cfg.Addr = DefaultServeAddr
+	}
+	if err := checkLoopback(cfg.Addr); err != nil {
+		return err
+	}
+	ep, err := openEndpoint()
+	if err != nil {
+		return err
+	}
+	defer ep.Close()
+	g, err := ep.gate()
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: hookHandler(g, cfg.Token), ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}()
+	fmt.Fprintf(e.stderr, "joule: serving http://%s/hooks/%s\n", ln.Addr(), claudecode.Host)
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// checkLoopback refuses any address a non-local peer could reach.
+func checkLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usagef("address %q: %v", addr, err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !ip.IsLoopback() {
+		return usagef("address %q is not a loopback address: joule serve listens on 127.0.0.1 or ::1 only", addr)
+	}
+	return nil
+}
+
+// hookHandler answers /hooks/claude-code. A request without the token is
+// 401 (Claude Code counts that as a failed hook, which onFailure: block turns
+// into a block); every request with it gets a Claude Code decision.
+func hookHandler(d hook.Decider, token string) http.Handler {
+	mux := http.NewServeMux()
+	want := []byte("Bearer " + token)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
+	mux.HandleFunc("POST /hooks/"+claudecode.Host, func(w http.ResponseWriter, r *http.Request) {
+		if token == "" || subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			http.Error(w, "joule: missing or wrong bearer token", http.StatusUnauthorized)
+			return
+		}
+		a := claudecode.Adapter{}
+		var out hook.Output
+		b, err := io.ReadAll(io.LimitReader(r.Body, hook.MaxPayload+1))
+		if err != nil {
+			out = hook.Fallback(a, nil, hook.Deny(gate.CodeMalformed, "joule cannot read this claude-code hook request: "+err.Error()))
+		} else {
+			out = hook.Run(r.Context(), a, d, b)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		body := out.Stdout
+		if len(strings.TrimSpace(string(body))) == 0 {
+			body = []byte("{}\n")
+		}
+		w.Write(body)
+	})
+	return mux
+}

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/joulehook/joule/core"
+	"github.com/joulehook/joule/core/grant"
+	"github.com/joulehook/joule/core/receipts"
+	"github.com/joulehook/joule/core/store"
+)
+
+func init() {
+	register(&command{name: "statusline", summary: "print one status line for Claude Code: the session's joules, decisions and budget left", run: runStatusline})
+}
+
+// sessionStats is what the status line shows of one session's receipts.
+type sessionStats struct {
+	allowed, denied, asked int
+	// joules by provenance: gate debits and efficiency receipts
+	measured, modelled, estimated uint64
+}
+
+func runStatusline(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "statusline", `statusline < status.json
+
+Reads Claude Code's status-line JSON on stdin and prints one short line for
+its session: the joules its receipts account for (split into measured,
+modelled and estimated), the gate's decisions allowed / denied, and the
+budget left on the active grant. It never fails loudly: a problem is printed
+as the line itself, since it runs on every refresh.`)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, statusLine(ctx, e.stdin))
+	return nil
+}
+
+func statusLine(ctx context.Context, r io.Reader) (line string) {
+	defer func() {
+		if p := recover(); p != nil {
+			line = fmt.Sprintf("joule: internal error: %v", p)
+		}
+	}()
+	var in struct {
+		SessionID string `json:"session_id"`
+	}
+	b, err := io.ReadAll(io.LimitReader(r, 1<<20))
+	if err != nil || json.Unmarshal(b, &in) != nil || in.SessionID == "" {
+		return "joule: no session in the status-line input"
+	}
+	ep, err := openEndpoint()
+	if err != nil {
+		return "joule: not initialised (run joule init)"
+	}
+	defer ep.Close()
+	st, err := sessionStatsOf(ctx, ep, in.SessionID)
+	if err != nil {
+		return "joule: " + err.Error()
+	}
+	total := st.measured + st.modelled + st.estimated
+	parts := []string{"⚡ " + grant.FormatEnergy(total)}
+	var split []string
+	for _, p := range []struct {
+		uj   uint64
+		name string
+	}{{st.measured, "measured"}, {st.modelled, "modelled"}, {st.estimated, "estimated"}} {
+		if p.uj > 0 {
+			split = append(split, grant.FormatEnergy(p.uj)+" "+p.name)
+		}
+	}
+	if len(split) > 0 {
+		parts[0] += " (" + strings.Join(split, ", ") + ")"
+	}
+	dec := fmt.Sprintf("%d allowed · %d denied", st.allowed, st.denied)
+	if st.asked > 0 {
+		dec += fmt.Sprintf(" · %d asked", st.asked)
+	}
+	parts = append(parts, dec)
+	parts = append(parts, budgetLeft(ctx, ep, in.SessionID))
+	return "joule " + strings.Join(parts, " │ ")
+}
+
+func sessionStatsOf(ctx context.Context, ep *endpoint, session string) (sessionStats, error) {
+	var st sessionStats
+	v, err := ep.verifier()
+	if err != nil {
+		return st, err
+	}
+	entries, err := ep.store.Session(ctx, session)
+	if errors.Is(err, store.ErrNotFound) {
+		return st, nil // nothing decided yet in this session
+	}
+	if err != nil {
+		return st, err
+	}
+	for _, en := range entries {
+		a, err := receipts.Open(v, ep.id.Steward, en.Envelope)
+		if err != nil {
+			return st, fmt.Errorf("receipt %d does not verify", en.Seq)
+		}
+		switch {
+		case a.Decision != nil:
+			switch a.Decision.Decision {
+			case receipts.Allow, receipts.Rewrite:
+				st.allowed++
+			case receipts.Deny:
+				st.denied++
+			default:
+				st.asked++
+			}
+			st.add(a.Decision.Provenance, a.Decision.DebitUJ, nil)
+		case a.Efficiency != nil:
+			st.add(a.Efficiency.Provenance, a.Efficiency.EstimatedUJ, a.Efficiency.MeasuredUJ)
+		}
+	}
+	return st, nil
+}
+
+func (st *sessionStats) add(p core.Provenance, estimated uint64, measured *uint64) {
+	switch {
+	case measured != nil:
+		st.measured += *measured
+	case p == core.ModelBased:
+		st.modelled += estimated
+	default:
+		st.estimated += estimated
+	}
+}
+
+// budgetLeft is the least any link of the session's active chain has left:
+// what the next allow can still spend.
+func budgetLeft(ctx context.Context, ep *endpoint, session string) string {
+	g, err := ep.gate()
+	if err != nil {
+		return "no grant"
+	}
+	chain, err := g.ActiveChain(ctx, session)
+	if err != nil {
+		return "no active grant"
+	}
+	var left uint64
+	for i, id := range chain.IDs() {
+		rec, err := ep.store.Grant(ctx, id)
+		if err != nil {
+			return "budget unknown"
+		}
+		if r := rec.RemainingUJ(); i == 0 || r < left {
+			left = r
+		}
+	}
+	return grant.FormatEnergy(left) + " left"
+}

@@ -1,0 +1,130 @@
+// Package claudecode binds joule to Claude Code, the reference profile of
+// JouleHook (§6): the PreToolUse and PermissionRequest hook adapter, and the
+// plugin (hooks, MCP receipt server, status line) that installs it.
+package claudecode
+
+import (
+	"encoding/json"
+	"errors"
+
+	"github.com/joulehook/joule/core/gate"
+	"github.com/joulehook/joule/plugins/hook"
+)
+
+// Host is the adapter's name: joule hook claude-code.
+const Host = "claude-code"
+
+// Hook event names this adapter gates.
+const (
+	PreToolUse        = "PreToolUse"
+	PermissionRequest = "PermissionRequest"
+)
+
+// Adapter is the Claude Code hook adapter. Its zero value is ready to use.
+type Adapter struct{}
+
+var _ hook.Adapter = Adapter{}
+
+func (Adapter) Host() string { return Host }
+
+// payload is the part of Claude Code's hook input the gate needs
+// (BaseHookInput + PreToolUse in the agent SDK's types).
+type payload struct {
+	SessionID string          `json:"session_id"`
+	Cwd       string          `json:"cwd"`
+	HookEvent string          `json:"hook_event_name"`
+	ToolName  string          `json:"tool_name"`
+	ToolInput json.RawMessage `json:"tool_input"`
+	ToolUseID string          `json:"tool_use_id"`
+}
+
+// Parse maps a PreToolUse or PermissionRequest payload onto the ActionEvent:
+// Claude Code's tool vocabulary is the gate's, so tool and input pass through
+// unchanged; the tool_use_id, when present, is the content id.
+func (Adapter) Parse(b []byte) (*hook.Call, error) {
+	var p payload
+	if err := hook.Decode(b, &p); err != nil {
+		return nil, err
+	}
+	call := &hook.Call{Hook: p.HookEvent, Input: p.ToolInput,
+		Event: &gate.Event{SessionID: p.SessionID, Tool: p.ToolName, Cwd: p.Cwd}}
+	switch p.HookEvent {
+	case PreToolUse, PermissionRequest:
+	default:
+		return call, &hook.UnknownEventError{Host: Host, Event: p.HookEvent}
+	}
+	if p.ToolName == "" {
+		return call, errors.New("tool_name is missing")
+	}
+	in, err := hook.InputObject(p.ToolInput, "tool_input")
+	if err != nil {
+		return call, err
+	}
+	call.Event.Input = in
+	if p.ToolUseID != "" {
+		id := p.ToolUseID
+		call.Event.ContentID = &id
+	}
+	return call, nil
+}
+
+// hookOutput is Claude Code's SyncHookJSONOutput, the fields joule sets.
+type hookOutput struct {
+	HookSpecificOutput *specific `json:"hookSpecificOutput,omitempty"`
+}
+
+type specific struct {
+	HookEventName            string          `json:"hookEventName"`
+	PermissionDecision       string          `json:"permissionDecision,omitempty"`
+	PermissionDecisionReason string          `json:"permissionDecisionReason,omitempty"`
+	UpdatedInput             json.RawMessage `json:"updatedInput,omitempty"`
+	Decision                 *behavior       `json:"decision,omitempty"`
+}
+
+type behavior struct {
+	Behavior string `json:"behavior"`
+	Message  string `json:"message,omitempty"`
+}
+
+// Answer renders a decision. An allow prints nothing, so Claude Code's own
+// permission rules and prompts still apply (JouleHook §8: the gate adds, it
+// does not remove the host's approvals). A deny is permissionDecision "deny"
+// with exit 0; a payload joule could not read (call nil or without a known
+// event) is also exit 2 with the reason on stderr, which blocks every
+// blocking event of Claude Code.
+func (Adapter) Answer(call *hook.Call, res gate.Result) hook.Output {
+	if call == nil || (call.Hook != PreToolUse && call.Hook != PermissionRequest) {
+		res = hook.NoAsk(Host, hook.NoRewrite(Host, res))
+		if res.Decision != gate.Deny {
+			res = hook.Deny(gate.CodeInternal, "joule reached a decision without a hook event: "+res.Reason)
+		}
+		reason := hook.Reason(res)
+		out := hookOutput{&specific{HookEventName: PreToolUse, PermissionDecision: gate.Deny, PermissionDecisionReason: reason}}
+		return hook.Output{Stdout: hook.Marshal(out), Stderr: reason + "\n", Exit: 2}
+	}
+	if call.Hook == PermissionRequest {
+		switch res.Decision {
+		case gate.Allow, gate.Ask:
+			return hook.Output{} // the dialog is shown as usual
+		}
+		res = hook.NoRewrite(Host, res)
+		out := hookOutput{&specific{HookEventName: PermissionRequest, Decision: &behavior{Behavior: gate.Deny, Message: hook.Reason(res)}}}
+		return hook.Output{Stdout: hook.Marshal(out)}
+	}
+	switch res.Decision {
+	case gate.Allow:
+		return hook.Output{}
+	case gate.Ask:
+		return hook.Output{Stdout: hook.Marshal(hookOutput{&specific{HookEventName: PreToolUse, PermissionDecision: gate.Ask, PermissionDecisionReason: hook.Reason(res)}})}
+	case gate.Rewrite:
+		if len(res.UpdatedInput) > 0 {
+			return hook.Output{Stdout: hook.Marshal(hookOutput{&specific{HookEventName: PreToolUse, PermissionDecision: gate.Allow,
+				PermissionDecisionReason: hook.Reason(res), UpdatedInput: res.UpdatedInput}})}
+		}
+		res = hook.Deny(gate.CodeInternal, "the gate asked for a rewrite without the rewritten input")
+	case gate.Deny:
+	default:
+		res = hook.Deny(gate.CodeInternal, "unknown gate decision "+res.Decision)
+	}
+	return hook.Output{Stdout: hook.Marshal(hookOutput{&specific{HookEventName: PreToolUse, PermissionDecision: gate.Deny, PermissionDecisionReason: hook.Reason(res)}})}
+}

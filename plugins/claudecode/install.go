@@ -1,0 +1,284 @@
+package claudecode
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/joulehook/joule/plugins/hook"
+)
+
+// The plugin's own files are the single source of what an install writes.
+var (
+	//go:embed hooks/hooks.json
+	pluginHooks []byte
+	//go:embed .mcp.json
+	pluginMCP []byte
+)
+
+// ManagedSettings is where an administrator's policy lives on Linux.
+var ManagedSettings = "/etc/claude-code/managed-settings.json"
+
+// Installer writes Claude Code's configuration: the PreToolUse hook (a
+// command, or with a Resident the http hook to joule serve), the status
+// line, and joule's MCP server.
+type Installer struct{}
+
+var _ hook.Installer = Installer{}
+
+// pluginHandler is the hook handler of hooks/hooks.json.
+func pluginHandler() map[string]any {
+	var f struct {
+		Hooks map[string][]struct {
+			Hooks []map[string]any `json:"hooks"`
+		} `json:"hooks"`
+	}
+	if err := json.Unmarshal(pluginHooks, &f); err != nil || len(f.Hooks[PreToolUse]) == 0 || len(f.Hooks[PreToolUse][0].Hooks) == 0 {
+		panic("claudecode: hooks/hooks.json has no PreToolUse handler")
+	}
+	return f.Hooks[PreToolUse][0].Hooks[0]
+}
+
+// Handler is the PreToolUse handler an install writes for s.
+func Handler(s hook.Scope) map[string]any {
+	h := pluginHandler()
+	if s.Resident != nil {
+		return map[string]any{"type": "http", "url": s.Resident.URL,
+			"headers": map[string]any{"Authorization": "Bearer " + s.Resident.Token},
+			"timeout": h["timeout"], "onFailure": h["onFailure"], "statusMessage": h["statusMessage"]}
+	}
+	h["command"] = hook.ShellQuote(s.Joule) + " hook " + Host
+	return h
+}
+
+// isOurs recognises a handler joule wrote, wherever the binary lived.
+func isOurs(h any) bool {
+	m, ok := h.(map[string]any)
+	if !ok {
+		return false
+	}
+	cmd, _ := m["command"].(string)
+	url, _ := m["url"].(string)
+	return strings.HasSuffix(cmd, " hook "+Host) && strings.Contains(cmd, "joule") || strings.HasSuffix(url, "/hooks/"+Host)
+}
+
+func statusCommand(s hook.Scope) string { return hook.ShellQuote(s.Joule) + " statusline" }
+
+func isOurStatus(v any) bool {
+	m, ok := v.(map[string]any)
+	cmd, _ := m["command"].(string)
+	return ok && strings.HasSuffix(cmd, " statusline") && strings.Contains(cmd, "joule")
+}
+
+// Files names the settings files an install touches for s: where the hook
+// goes, and the other one joule may have written before.
+func Files(s hook.Scope) (target, other, mcp string) {
+	if s.Project == "" {
+		return filepath.Join(s.Home, ".claude", "settings.json"), "", filepath.Join(s.Home, ".claude.json")
+	}
+	shared := filepath.Join(s.Project, ".claude", "settings.json")
+	local := filepath.Join(s.Project, ".claude", "settings.local.json")
+	mcp = filepath.Join(s.Project, ".mcp.json")
+	if s.Resident != nil {
+		// The bearer token must not be committed: settings.local.json is
+		// git-ignored by Claude Code.
+		return local, shared, mcp
+	}
+	return shared, local, mcp
+}
+
+// Plan implements hook.Installer.
+func (Installer) Plan(s hook.Scope, uninstall bool) ([]hook.Change, error) {
+	target, other, mcpPath := Files(s)
+	var changes []hook.Change
+	for _, path := range []string{target, other} {
+		if path == "" {
+			continue
+		}
+		f, err := hook.ReadJSON(path)
+		if err != nil {
+			return nil, err
+		}
+		add := path == target && !uninstall
+		if err := editSettings(f, s, add); err != nil {
+			return nil, err
+		}
+		changes = append(changes, f.Change(uninstall))
+	}
+	f, err := hook.ReadJSON(mcpPath)
+	if err != nil {
+		return nil, err
+	}
+	servers, err := hook.Object(f.Doc, "mcpServers", mcpPath)
+	if err != nil {
+		return nil, err
+	}
+	if uninstall {
+		if isOurServer(servers["joule"]) {
+			delete(servers, "joule")
+		}
+	} else {
+		servers["joule"] = mcpServer(s)
+	}
+	hook.PruneEmpty(f.Doc, "mcpServers")
+	changes = append(changes, f.Change(s.Project != ""))
+	return changes, nil
+}
+
+func mcpServer(s hook.Scope) map[string]any {
+	var f struct {
+		MCPServers map[string]map[string]any `json:"mcpServers"`
+	}
+	if err := json.Unmarshal(pluginMCP, &f); err != nil || f.MCPServers["joule"] == nil {
+		panic("claudecode: .mcp.json has no joule server")
+	}
+	srv := f.MCPServers["joule"]
+	srv["command"] = s.Joule
+	return srv
+}
+
+func isOurServer(v any) bool {
+	m, ok := v.(map[string]any)
+	cmd, _ := m["command"].(string)
+	args, _ := m["args"].([]any)
+	return ok && strings.Contains(filepath.Base(cmd), "joule") && len(args) > 0 && args[0] == "mcp"
+}
+
+// editSettings removes every handler joule wrote before and, with add, puts
+// the current one in a group of its own that matches every tool.
+func editSettings(f *hook.JSONFile, s hook.Scope, add bool) error {
+	hooks, err := hook.Object(f.Doc, "hooks", f.Path)
+	if err != nil {
+		return err
+	}
+	groups, err := hook.List(hooks, PreToolUse, f.Path)
+	if err != nil {
+		return err
+	}
+	var kept []any
+	for _, g := range groups {
+		gm, ok := g.(map[string]any)
+		if !ok {
+			kept = append(kept, g)
+			continue
+		}
+		hs, err := hook.List(gm, "hooks", f.Path)
+		if err != nil {
+			return err
+		}
+		var rest []any
+		for _, h := range hs {
+			if !isOurs(h) {
+				rest = append(rest, h)
+			}
+		}
+		if len(rest) == 0 && len(hs) > 0 {
+			continue // the group held only joule's handler
+		}
+		gm["hooks"] = rest
+		kept = append(kept, gm)
+	}
+	if add {
+		kept = append(kept, map[string]any{"matcher": "*", "hooks": []any{Handler(s)}})
+	}
+	hooks[PreToolUse] = kept
+	hook.PruneEmpty(hooks, PreToolUse)
+	hook.PruneEmpty(f.Doc, "hooks")
+	if isOurStatus(f.Doc["statusLine"]) {
+		delete(f.Doc, "statusLine")
+	}
+	if add && f.Doc["statusLine"] == nil {
+		f.Doc["statusLine"] = map[string]any{"type": "command", "command": statusCommand(s), "padding": 0}
+	}
+	return nil
+}
+
+// Check implements hook.Installer: the hook is in place with onFailure
+// block, the binary runs, no setting disables hooks, the project is
+// trusted, and a resident server answers.
+func (Installer) Check(s hook.Scope) []hook.Finding {
+	var out []hook.Finding
+	ok := func(cond bool, yes, no string) {
+		if cond {
+			out = append(out, hook.Finding{OK: true, Text: yes})
+		} else {
+			out = append(out, hook.Finding{Text: no})
+		}
+	}
+	target, _, mcpPath := Files(s)
+	f, err := hook.ReadJSON(target)
+	armed, blocks := false, false
+	if err == nil {
+		hooks, _ := f.Doc["hooks"].(map[string]any)
+		groups, _ := hooks[PreToolUse].([]any)
+		for _, g := range groups {
+			gm, _ := g.(map[string]any)
+			if m, _ := gm["matcher"].(string); m != "*" && m != "" {
+				continue
+			}
+			hs, _ := gm["hooks"].([]any)
+			for _, h := range hs {
+				if isOurs(h) {
+					armed = true
+					blocks = h.(map[string]any)["onFailure"] == "block"
+				}
+			}
+		}
+	}
+	if f != nil && f.Doc["statusLine"] != nil && !isOurStatus(f.Doc["statusLine"]) {
+		out = append(out, hook.Finding{OK: true, Text: "your own statusLine in " + target + " is kept; add `" + statusCommand(s) + "` to it to see joule's line"})
+	}
+	ok(armed, "PreToolUse hook on every tool in "+target, "no joule PreToolUse hook matching every tool in "+target+": run joule install again")
+	ok(blocks, "a failed or timed-out hook blocks the call (onFailure: block)", "the hook in "+target+" lacks onFailure: block, so a crash would let the call run")
+	if s.Resident == nil {
+		st, err := os.Stat(s.Joule)
+		ok(err == nil && st.Mode()&0o111 != 0, "the hook runs "+s.Joule, s.Joule+" is not an executable file; the hook would fail (and block every call)")
+	}
+	settings := []string{filepath.Join(s.Home, ".claude", "settings.json"), ManagedSettings}
+	if s.Project != "" {
+		settings = append(settings, filepath.Join(s.Project, ".claude", "settings.json"), filepath.Join(s.Project, ".claude", "settings.local.json"))
+	}
+	for _, p := range settings {
+		f, err := hook.ReadJSON(p)
+		if err != nil {
+			out = append(out, hook.Finding{Text: err.Error()})
+			continue
+		}
+		if f.Doc["disableAllHooks"] == true {
+			out = append(out, hook.Finding{Text: p + " sets disableAllHooks: true, so no hook (and no status line) runs; remove it"})
+		}
+		if p == ManagedSettings && f.Doc["allowManagedHooksOnly"] == true {
+			out = append(out, hook.Finding{Text: p + " sets allowManagedHooksOnly: ask your administrator to add joule's hook to the managed settings"})
+		}
+	}
+	if s.Project != "" {
+		trusted := false
+		if cj, err := hook.ReadJSON(filepath.Join(s.Home, ".claude.json")); err == nil {
+			projects, _ := cj.Doc["projects"].(map[string]any)
+			p, _ := projects[s.Project].(map[string]any)
+			trusted = p["hasTrustDialogAccepted"] == true
+		}
+		ok(trusted, "the project is trusted in ~/.claude.json",
+			"start claude in "+s.Project+" once and accept the trust dialog; the interactive CLI runs no project hooks before that (claude -p does not ask)")
+	}
+	mf, err := hook.ReadJSON(mcpPath)
+	if err == nil {
+		servers, _ := mf.Doc["mcpServers"].(map[string]any)
+		ok(isOurServer(servers["joule"]), "MCP server 'joule' registered in "+mcpPath, "no joule MCP server in "+mcpPath)
+	}
+	if s.Resident != nil {
+		client := http.Client{Timeout: 2 * time.Second}
+		resp, err := client.Get(strings.TrimSuffix(s.Resident.URL, "/hooks/"+Host) + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		ok(err == nil && resp.StatusCode == http.StatusOK, "joule serve answers at "+s.Resident.URL,
+			fmt.Sprintf("start 'joule serve'; until it answers at %s every tool call is blocked (onFailure: block)", s.Resident.URL))
+	}
+	return out
+}

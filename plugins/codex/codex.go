@@ -1,0 +1,150 @@
+// Package codex binds joule to the OpenAI Codex CLI's PreToolUse and
+// PermissionRequest hooks, whose payloads already use the gate's tool names
+// (Bash, mcp__server__tool) except apply_patch.
+package codex
+
+import (
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+
+	"github.com/joulehook/joule/core/gate"
+	"github.com/joulehook/joule/plugins/hook"
+)
+
+// Host is the adapter's name: joule hook codex.
+const Host = "codex"
+
+// Hook events this adapter gates.
+const (
+	PreToolUse        = "PreToolUse"
+	PermissionRequest = "PermissionRequest"
+)
+
+// Adapter is the Codex CLI hook adapter.
+type Adapter struct{}
+
+var _ hook.Adapter = Adapter{}
+
+func (Adapter) Host() string { return Host }
+
+type payload struct {
+	SessionID string          `json:"session_id"`
+	Cwd       string          `json:"cwd"`
+	HookEvent string          `json:"hook_event_name"`
+	ToolName  string          `json:"tool_name"`
+	ToolInput json.RawMessage `json:"tool_input"`
+	ToolUseID string          `json:"tool_use_id"`
+}
+
+// Parse maps a Codex hook payload. apply_patch, whose tool_input.command is
+// a patch envelope, is judged as a Write of the one file it touches; a patch
+// touching several files keeps the name apply_patch, which only a grant
+// rule naming it allows.
+func (Adapter) Parse(b []byte) (*hook.Call, error) {
+	var p payload
+	if err := hook.Decode(b, &p); err != nil {
+		return nil, err
+	}
+	call := &hook.Call{Hook: p.HookEvent, Input: p.ToolInput, Event: &gate.Event{SessionID: p.SessionID, Tool: p.ToolName, Cwd: p.Cwd}}
+	if p.HookEvent != PreToolUse && p.HookEvent != PermissionRequest {
+		return call, &hook.UnknownEventError{Host: Host, Event: p.HookEvent}
+	}
+	if p.ToolName == "" {
+		return call, errors.New("tool_name is missing")
+	}
+	in, err := hook.InputObject(p.ToolInput, "tool_input")
+	if err != nil {
+		return call, err
+	}
+	call.Event.Input = in
+	if p.ToolUseID != "" {
+		id := p.ToolUseID
+		call.Event.ContentID = &id
+	}
+	if p.ToolName == "apply_patch" {
+		var patch struct {
+			Command string `json:"command"`
+		}
+		json.Unmarshal(in, &patch)
+		files := PatchFiles(patch.Command)
+		if len(files) == 1 {
+			path := files[0]
+			if !filepath.IsAbs(path) && filepath.IsAbs(p.Cwd) {
+				path = filepath.Join(p.Cwd, path)
+			}
+			call.Event.Tool = "Write"
+			call.Event.Input, _ = json.Marshal(map[string]string{"file_path": path})
+		}
+	}
+	return call, nil
+}
+
+// PatchFiles lists the files an apply_patch envelope adds, updates, deletes
+// or moves to, in order.
+func PatchFiles(patch string) []string {
+	var files []string
+	seen := map[string]bool{}
+	for _, line := range strings.Split(patch, "\n") {
+		line = strings.TrimRight(line, "\r")
+		for _, prefix := range []string{"*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: "} {
+			if f, ok := strings.CutPrefix(line, prefix); ok && !seen[f] {
+				seen[f] = true
+				files = append(files, strings.TrimSpace(f))
+			}
+		}
+	}
+	return files
+}
+
+type output struct {
+	HookSpecificOutput specific `json:"hookSpecificOutput"`
+}
+
+type specific struct {
+	HookEventName            string          `json:"hookEventName"`
+	PermissionDecision       string          `json:"permissionDecision,omitempty"`
+	PermissionDecisionReason string          `json:"permissionDecisionReason,omitempty"`
+	UpdatedInput             json.RawMessage `json:"updatedInput,omitempty"`
+	Decision                 *behavior       `json:"decision,omitempty"`
+}
+
+type behavior struct {
+	Behavior string `json:"behavior"`
+	Message  string `json:"message,omitempty"`
+}
+
+// Answer renders Codex's answer. Codex has no ask (it fails open on one),
+// so ask is a deny that says so; a deny always carries a non-empty reason,
+// which Codex requires. An allow prints nothing: Codex's own approvals
+// still apply. A payload joule could not read is exit 2 with the reason on
+// stderr, which Codex honours only when stderr is non-empty.
+func (Adapter) Answer(call *hook.Call, res gate.Result) hook.Output {
+	if call == nil || call.Event == nil || call.Event.Input == nil || (call.Hook != PreToolUse && call.Hook != PermissionRequest) {
+		res = hook.NoAsk(Host, hook.NoRewrite(Host, res))
+		if res.Decision != gate.Deny {
+			res = hook.Deny(gate.CodeInternal, "joule reached a decision without a hook event: "+res.Reason)
+		}
+		return hook.Output{Stderr: hook.Reason(res) + "\n", Exit: 2}
+	}
+	if call.Hook == PermissionRequest {
+		if res.Decision == gate.Allow || res.Decision == gate.Ask {
+			return hook.Output{} // Codex shows its own approval prompt
+		}
+		res = hook.NoRewrite(Host, res)
+		return hook.Output{Stdout: hook.Marshal(output{specific{HookEventName: PermissionRequest, Decision: &behavior{Behavior: gate.Deny, Message: hook.Reason(res)}}})}
+	}
+	res = hook.NoAsk(Host, res)
+	switch res.Decision {
+	case gate.Allow:
+		return hook.Output{}
+	case gate.Rewrite:
+		if len(res.UpdatedInput) > 0 && string(call.Event.Input) == strings.TrimSpace(string(call.Input)) {
+			return hook.Output{Stdout: hook.Marshal(output{specific{HookEventName: PreToolUse, PermissionDecision: gate.Allow,
+				PermissionDecisionReason: hook.Reason(res), UpdatedInput: res.UpdatedInput}})}
+		}
+		res = hook.NoRewrite(Host, res)
+	}
+	return hook.Output{Stdout: hook.Marshal(output{specific{HookEventName: PreToolUse, PermissionDecision: gate.Deny, PermissionDecisionReason: hook.Reason(res)}})}
+}

@@ -1,0 +1,372 @@
+package hook
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Scope says where an install goes: one project, or the user's own
+// configuration.
+type Scope struct {
+	Project string // absolute project directory; "" means the user scope
+	Home    string // the user's home directory
+	Joule   string // absolute path of the joule binary the hooks run
+	// Resident, when set, wires the host's http hook to joule serve instead
+	// of a process per call (hosts that have one).
+	Resident *Resident
+}
+
+// Resident is where joule serve answers and the bearer token it demands.
+type Resident struct{ URL, Token string }
+
+// Change is one file an install writes: its content before (nil: absent)
+// and after (nil: delete it).
+type Change struct {
+	Path          string
+	Before, After []byte
+	Mode          os.FileMode
+}
+
+// Finding is one result of checking that a hook is really armed.
+type Finding struct {
+	OK   bool
+	Text string // what holds, or what the user still has to do
+}
+
+// Installer writes and checks one host's configuration.
+type Installer interface {
+	// Plan computes the file changes that install (or, with uninstall,
+	// remove) joule for the scope, keeping every entry of the user's.
+	Plan(s Scope, uninstall bool) ([]Change, error)
+	// Check inspects what is on disk after an install.
+	Check(s Scope) []Finding
+}
+
+// Apply writes changes, each after a timestamped backup of the file it
+// replaces; a change whose content is already on disk is skipped, so an
+// install run twice writes nothing the second time. It returns one line per
+// file.
+func Apply(changes []Change, now time.Time) ([]string, error) {
+	var lines []string
+	for _, c := range changes {
+		if bytes.Equal(c.Before, c.After) {
+			if c.Before != nil {
+				lines = append(lines, "unchanged "+c.Path)
+			}
+			continue
+		}
+		var backup string
+		if c.Before != nil {
+			backup = fmt.Sprintf("%s.joule-%s.bak", c.Path, now.UTC().Format("20060102T150405.000"))
+			if err := os.WriteFile(backup, c.Before, 0o600); err != nil {
+				return lines, err
+			}
+		}
+		switch {
+		case c.After == nil:
+			if err := os.Remove(c.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return lines, err
+			}
+			lines = append(lines, "removed "+c.Path+withBackup(backup))
+		default:
+			mode := c.Mode
+			if mode == 0 {
+				mode = 0o644
+			}
+			if err := os.MkdirAll(filepath.Dir(c.Path), 0o755); err != nil {
+				return lines, err
+			}
+			if err := writeAtomic(c.Path, c.After, mode); err != nil {
+				return lines, err
+			}
+			lines = append(lines, "wrote "+c.Path+withBackup(backup))
+		}
+	}
+	return lines, nil
+}
+
+func withBackup(b string) string {
+	if b == "" {
+		return ""
+	}
+	return " (backup " + b + ")"
+}
+
+func writeAtomic(path string, b []byte, mode os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".joule-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// JSONFile is a host configuration file read for editing: a JSON object
+// whose entries joule does not own are kept as they are.
+type JSONFile struct {
+	Path   string
+	Before []byte
+	Doc    map[string]any
+}
+
+// ReadJSON reads path as a JSON object; a missing or empty file is an empty
+// object. A file that is not a JSON object is an error, never overwritten.
+func ReadJSON(path string) (*JSONFile, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return &JSONFile{Path: path, Doc: map[string]any{}}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	f := &JSONFile{Path: path, Before: b, Doc: map[string]any{}}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return f, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&f.Doc); err != nil {
+		return nil, fmt.Errorf("%s is not a JSON object (%v); fix or move it, joule will not overwrite it", path, err)
+	}
+	return f, nil
+}
+
+// Change renders the edited document. An empty document whose file did not
+// exist stays absent; one that did exist is deleted only when remove is set.
+func (f *JSONFile) Change(removeIfEmpty bool) Change {
+	c := Change{Path: f.Path, Before: f.Before}
+	if len(f.Doc) == 0 && (f.Before == nil || removeIfEmpty) {
+		return c
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(f.Doc); err != nil {
+		c.After = f.Before
+		return c
+	}
+	c.After = b.Bytes()
+	if c.Before != nil && bytes.Equal(bytes.TrimSpace(c.Before), bytes.TrimSpace(c.After)) {
+		c.After = c.Before
+	}
+	return c
+}
+
+// Object returns doc[key] as an object, creating it when absent. A value
+// of another type is an error: the user's file says something joule does not
+// understand.
+func Object(doc map[string]any, key, path string) (map[string]any, error) {
+	switch v := doc[key].(type) {
+	case nil:
+		m := map[string]any{}
+		doc[key] = m
+		return m, nil
+	case map[string]any:
+		return v, nil
+	default:
+		return nil, fmt.Errorf("%s: %q is a %T, want an object", path, key, v)
+	}
+}
+
+// List returns doc[key] as an array ([] when absent).
+func List(doc map[string]any, key, path string) ([]any, error) {
+	switch v := doc[key].(type) {
+	case nil:
+		return nil, nil
+	case []any:
+		return v, nil
+	default:
+		return nil, fmt.Errorf("%s: %q is a %T, want an array", path, key, v)
+	}
+}
+
+// PruneEmpty deletes doc[key] when it is an empty object or array.
+func PruneEmpty(doc map[string]any, key string) {
+	switch v := doc[key].(type) {
+	case map[string]any:
+		if len(v) == 0 {
+			delete(doc, key)
+		}
+	case []any:
+		if len(v) == 0 {
+			delete(doc, key)
+		}
+	}
+}
+
+// SetEntries edits a flat hook list per event (Cursor, Windsurf:
+// {"<event>": [entry, …]}): every entry isOurs recognises is removed from
+// every event, and with add, entry is appended to each of events.
+func SetEntries(hooks map[string]any, events []string, entry map[string]any, isOurs func(any) bool, add bool, path string) error {
+	for event := range hooks {
+		list, err := List(hooks, event, path)
+		if err != nil {
+			return err
+		}
+		var kept []any
+		for _, e := range list {
+			if !isOurs(e) {
+				kept = append(kept, e)
+			}
+		}
+		hooks[event] = kept
+	}
+	if add {
+		for _, event := range events {
+			list, _ := hooks[event].([]any)
+			hooks[event] = append(list, entry)
+		}
+	}
+	for event := range hooks {
+		PruneEmpty(hooks, event)
+	}
+	return nil
+}
+
+// SetGroups edits Claude Code's three-level shape, which Codex, Gemini CLI
+// and Antigravity share ({"<event>": [{"matcher", "hooks": [handler, …]}]}):
+// every handler isOurs recognises is removed (and a group left empty by it),
+// and with add, a group {matcher, hooks: [handler]} is appended to each of
+// events. A matcher of "" leaves the key out.
+func SetGroups(hooks map[string]any, events []string, matcher string, handler map[string]any, isOurs func(any) bool, add bool, path string) error {
+	for event := range hooks {
+		groups, err := List(hooks, event, path)
+		if err != nil {
+			return err
+		}
+		var kept []any
+		for _, g := range groups {
+			gm, ok := g.(map[string]any)
+			if !ok {
+				kept = append(kept, g)
+				continue
+			}
+			hs, err := List(gm, "hooks", path)
+			if err != nil {
+				return err
+			}
+			var rest []any
+			for _, h := range hs {
+				if !isOurs(h) {
+					rest = append(rest, h)
+				}
+			}
+			if len(rest) == 0 && len(hs) > 0 {
+				continue
+			}
+			gm["hooks"] = rest
+			kept = append(kept, gm)
+		}
+		hooks[event] = kept
+	}
+	if add {
+		for _, event := range events {
+			groups, _ := hooks[event].([]any)
+			g := map[string]any{"hooks": []any{handler}}
+			if matcher != "" {
+				g["matcher"] = matcher
+			}
+			hooks[event] = append(groups, g)
+		}
+	}
+	for event := range hooks {
+		PruneEmpty(hooks, event)
+	}
+	return nil
+}
+
+// HasHandler reports whether some handler under hooks[event] (either
+// shape) satisfies ok.
+func HasHandler(hooks map[string]any, event string, ok func(map[string]any) bool) bool {
+	list, _ := hooks[event].([]any)
+	for _, e := range list {
+		m, _ := e.(map[string]any)
+		if m == nil {
+			continue
+		}
+		if ok(m) {
+			return true
+		}
+		hs, _ := m["hooks"].([]any)
+		for _, h := range hs {
+			if hm, _ := h.(map[string]any); hm != nil && ok(hm) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// IsJouleCommand recognises a command handler joule wrote for host,
+// wherever the binary lived.
+func IsJouleCommand(host string) func(any) bool {
+	return func(v any) bool {
+		m, _ := v.(map[string]any)
+		cmd, _ := m["command"].(string)
+		return strings.Contains(cmd, "joule") && strings.HasSuffix(strings.TrimSpace(cmd), " hook "+host)
+	}
+}
+
+// ShellQuote quotes p for the shell that runs a hook command.
+func ShellQuote(p string) string {
+	if p != "" && strings.IndexFunc(p, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+:@", r))
+	}) < 0 {
+		return p
+	}
+	return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
+}
+
+// Command is the hook command line that runs joule for host.
+func Command(s Scope, host string) string { return ShellQuote(s.Joule) + " hook " + host }
+
+// Executable checks that the joule binary a hook runs is there.
+func Executable(path string) Finding {
+	st, err := os.Stat(path)
+	if err != nil || st.Mode()&0o111 == 0 {
+		return Finding{Text: path + " is not an executable file; the hook would fail"}
+	}
+	return Finding{OK: true, Text: "the hook runs " + path}
+}
+
+// MCPServer sets (or with remove, deletes) joule's entry in a
+// {"mcpServers": {…}} file, the shape most hosts share.
+func MCPServer(f *JSONFile, entry map[string]any, remove bool) error {
+	servers, err := Object(f.Doc, "mcpServers", f.Path)
+	if err != nil {
+		return err
+	}
+	if remove {
+		if m, _ := servers["joule"].(map[string]any); m != nil {
+			if cmd, _ := m["command"].(string); strings.Contains(cmd, "joule") {
+				delete(servers, "joule")
+			}
+		}
+	} else {
+		servers["joule"] = entry
+	}
+	PruneEmpty(f.Doc, "mcpServers")
+	return nil
+}

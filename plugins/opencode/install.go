@@ -1,0 +1,75 @@
+package opencode
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/joulehook/joule/plugins/hook"
+)
+
+// Installer copies joule.ts into OpenCode's plugin directory, with the path
+// of this joule binary, and registers joule's MCP server in opencode.json.
+type Installer struct{}
+
+var _ hook.Installer = Installer{}
+
+func paths(s hook.Scope) (plugin, config string) {
+	if s.Project != "" {
+		return filepath.Join(s.Project, ".opencode", "plugins", "joule.ts"), filepath.Join(s.Project, "opencode.json")
+	}
+	dir := filepath.Join(s.Home, ".config", "opencode")
+	return filepath.Join(dir, "plugins", "joule.ts"), filepath.Join(dir, "opencode.json")
+}
+
+// PluginFor is joule.ts with the binary's path filled in.
+func PluginFor(joule string) []byte {
+	q, _ := json.Marshal(joule)
+	return bytes.Replace(Plugin, []byte(`process.env.JOULE_BIN ?? "joule"`), []byte(`process.env.JOULE_BIN ?? `+string(q)), 1)
+}
+
+// Plan implements hook.Installer.
+func (Installer) Plan(s hook.Scope, uninstall bool) ([]hook.Change, error) {
+	pp, cp := paths(s)
+	before, err := os.ReadFile(pp)
+	if err != nil && !os.IsNotExist(err) {
+		return nil, err
+	}
+	c := hook.Change{Path: pp, Before: before}
+	if !uninstall {
+		c.After = PluginFor(s.Joule)
+	}
+	f, err := hook.ReadJSON(cp)
+	if err != nil {
+		return nil, err
+	}
+	mcp, err := hook.Object(f.Doc, "mcp", f.Path)
+	if err != nil {
+		return nil, err
+	}
+	if uninstall {
+		delete(mcp, "joule")
+	} else {
+		mcp["joule"] = map[string]any{"type": "local", "command": []any{s.Joule, "mcp"}, "enabled": true}
+	}
+	hook.PruneEmpty(f.Doc, "mcp")
+	if len(f.Doc) > 0 && f.Doc["$schema"] == nil && f.Before == nil {
+		f.Doc["$schema"] = "https://opencode.ai/config.json"
+	}
+	return []hook.Change{c, f.Change(false)}, nil
+}
+
+// Check implements hook.Installer.
+func (Installer) Check(s hook.Scope) []hook.Finding {
+	pp, _ := paths(s)
+	out := []hook.Finding{hook.Executable(s.Joule)}
+	b, err := os.ReadFile(pp)
+	if err == nil && bytes.Contains(b, []byte(strconv.Quote(s.Joule))) {
+		out = append(out, hook.Finding{OK: true, Text: "plugin " + pp + " runs " + s.Joule})
+	} else {
+		out = append(out, hook.Finding{Text: "no joule plugin at " + pp})
+	}
+	return append(out, hook.Finding{OK: true, Text: "OpenCode loads the plugin at its next start; every tool call then waits for joule's answer"})
+}
