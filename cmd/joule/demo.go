@@ -30,7 +30,7 @@ var demoFiles = core.Files{
 }
 
 func runDemo(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "demo", "demo [--keep]\n\nCreates a throwaway JOULE_HOME and workspace, then builds, signs and\napplies a real CodingOp, seals its JCR-1 receipt and verifies it.")
+	fs := newFlags(e, "demo", "demo [--keep]\n\nCreates a throwaway JOULE_HOME and workspace, then builds, signs and\napplies a real CodingOp, seals its JCR-1 receipt and verifies it; gates four\nagent actions under a grant; and meters a model call through joule proxy.")
 	keep := fs.Bool("keep", false, "keep the temporary directories and print where they are")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -154,6 +154,11 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 	// 7. The gate: a grant for the workspace, three actions an agent might
 	// try, each decided before it would run and sealed.
 	if err := demoGate(ctx, e, home, ws, id, say); err != nil {
+		return err
+	}
+	// 9–10. The meter: a model call through joule proxy, refused over
+	// budget, then streamed and receipted.
+	if err := demoProxy(ctx, e, home, say); err != nil {
 		return err
 	}
 	if *keep {

@@ -217,3 +217,33 @@ func TestReleaseBefore(t *testing.T) {
 	}
 	checkConsistent(t, s)
 }
+
+// TestSealSettles: a reservation settled with its receipt is settled exactly
+// when the receipt lands, and a bad reservation writes neither.
+func TestSealSettles(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	putGrant(t, s, "g", "", 1000)
+	id, err := s.Reserve(ctx, []string{"g"}, 600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := s.Seal(ctx, SealRequest{Session: "m", Settle: &id, SettleUJ: 250, Build: allowBuild("call")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := s.Grant(ctx, "g")
+	if g.SpentUJ != 250 || g.ReservedUJ != 0 || e.Seq != 1 {
+		t.Fatalf("spent %d reserved %d seq %d", g.SpentUJ, g.ReservedUJ, e.Seq)
+	}
+	// Settling the same reservation again fails, and seals nothing.
+	if _, err := s.Seal(ctx, SealRequest{Session: "m", Settle: &id, SettleUJ: 1, Build: allowBuild("again")}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("second settle: %v", err)
+	}
+	if n, _ := s.LogSize(ctx); n != 1 {
+		t.Fatalf("log size %d after a failed settle", n)
+	}
+	if err := s.Verify(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -43,6 +43,11 @@ type SealRequest struct {
 	// be quick (sign, do not do I/O), and it may run more than once if the
 	// transaction is retried, so it must have no other effects.
 	Build func(pos Position, debitErr error) (envelope []byte, keepDebit bool, err error)
+	// Settle, when set, settles that reservation to SettleUJ in the same
+	// transaction as the receipt, so that a metered call is never charged
+	// without its receipt, nor receipted without its charge.
+	Settle   *int64
+	SettleUJ uint64
 }
 
 // buildError marks an error returned by SealRequest.Build, which is passed
@@ -90,6 +95,12 @@ func (s *Store) Seal(ctx context.Context, req SealRequest) (Entry, error) {
 				return err
 			}
 		}
+		if req.Settle != nil {
+			actual := req.SettleUJ
+			if err := s.endReservation(ctx, tx, *req.Settle, &actual); err != nil {
+				return err
+			}
+		}
 		sealed = e
 		return nil
 	})
@@ -107,6 +118,9 @@ func (r SealRequest) check() error {
 		return errors.New("nil Build")
 	}
 	if err := checkAmount("amount", r.AmountUJ); err != nil {
+		return err
+	}
+	if err := checkAmount("settled amount", r.SettleUJ); err != nil {
 		return err
 	}
 	return checkGrantList(r.Debit)

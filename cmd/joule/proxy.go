@@ -1,0 +1,307 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/joulehook/joule/core/grant"
+	"github.com/joulehook/joule/energy"
+	"github.com/joulehook/joule/energy/otlp"
+	"github.com/joulehook/joule/energy/proxy"
+)
+
+func init() {
+	register(&command{name: "proxy", summary: "meter model calls at a base URL: refuse over budget, seal an efficiency receipt per call", run: runProxy})
+	register(&command{name: "otel", summary: "receive OTLP/HTTP telemetry and seal observed (not enforced) efficiency receipts", run: runOtel})
+}
+
+// MeterFile is the meter's configuration in $JOULE_HOME (docs/meter.md).
+const MeterFile = "meter.json"
+
+// meterFile is its JSON shape.
+type meterFile struct {
+	Upstreams struct {
+		Anthropic string `json:"anthropic"`
+		OpenAI    string `json:"openai"`
+		Ollama    string `json:"ollama"`
+	} `json:"upstreams"`
+	Classes      []energy.ClassRule                 `json:"classes"`
+	Rates        map[energy.Class]map[string]string `json:"rates"`
+	OutputCaps   map[energy.Class]uint64            `json:"output_caps"`
+	Calibrations []struct {
+		Model string            `json:"model"`
+		ID    string            `json:"id"`
+		Rates map[string]string `json:"rates"`
+	} `json:"calibrations"`
+}
+
+// loadMeter reads $JOULE_HOME/meter.json; a missing file is the defaults.
+func loadMeter(home string) (*meterFile, *energy.Table, error) {
+	path := filepath.Join(home, MeterFile)
+	var f meterFile
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return &f, &energy.Table{}, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return nil, nil, fmt.Errorf("%s: %v", path, err)
+	}
+	t := &energy.Table{Rules: f.Classes, OutputCaps: f.OutputCaps, Rates: map[energy.Class]energy.Rates{}}
+	for class, r := range f.Rates {
+		rates, err := parseRates(r)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: rates.%s: %v", path, class, err)
+		}
+		t.Rates[class] = rates
+	}
+	for i, c := range f.Calibrations {
+		rates, err := parseRates(c.Rates)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: calibrations[%d]: %v", path, i, err)
+		}
+		t.Calibrations = append(t.Calibrations, energy.Calibration{Model: c.Model, ID: c.ID, Rates: rates})
+	}
+	if err := t.Validate(); err != nil {
+		return nil, nil, fmt.Errorf("%s: %v", path, err)
+	}
+	return &f, t, nil
+}
+
+// parseRates reads per-token energies with units: {"input": "500mJ",
+// "cached": "50mJ", "output": "3J"}.
+func parseRates(m map[string]string) (energy.Rates, error) {
+	var r energy.Rates
+	for k, v := range m {
+		uj, err := grant.ParseEnergy(v)
+		if err != nil {
+			return r, fmt.Errorf("%s: %v", k, err)
+		}
+		switch k {
+		case "input":
+			r.InputUJ = uj
+		case "cached":
+			r.CachedUJ = uj
+		case "output":
+			r.OutputUJ = uj
+		default:
+			return r, fmt.Errorf("unknown rate %q (want input, cached, output)", k)
+		}
+	}
+	return r, nil
+}
+
+func parseUpstream(name, flagValue, fileValue, def string) (*url.URL, error) {
+	s := def
+	switch {
+	case flagValue != "":
+		s = flagValue
+	case fileValue != "":
+		s = fileValue
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, usagef("proxy: --%s %q is not an http(s) URL", name, s)
+	}
+	return u, nil
+}
+
+// grantSource returns the ids of the grant chain paying for a session:
+// the session's active grant, else the global one, verified and in force.
+func (ep *endpoint) grantSource() (func(ctx context.Context, session string) ([]string, error), error) {
+	g, err := ep.gate()
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, session string) ([]string, error) {
+		chain, err := g.ActiveChain(ctx, session)
+		if err != nil {
+			return nil, err
+		}
+		if err := chain.Check(session, time.Now()); err != nil {
+			return nil, err
+		}
+		return chain.IDs(), nil
+	}, nil
+}
+
+func runProxy(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "proxy", `proxy [--listen 127.0.0.1:7411] [--anthropic URL] [--openai URL] [--ollama URL] [--otlp] [--session S]
+
+A base URL for hosts (ANTHROPIC_BASE_URL, OPENAI_BASE_URL, an Ollama host):
+it forwards the Anthropic Messages, OpenAI Chat Completions, Responses,
+Embeddings and Models APIs and Ollama's /api/chat, /api/generate and
+/api/embed, streaming as the upstream sends. Before forwarding a model call
+it reserves the call's largest cost against the active grant and refuses it,
+in the provider's own error shape, when the grant cannot pay; after, it
+settles to the real usage and seals an efficiency/1 receipt in the session's
+chain (session from x-claude-code-session-id, else --session). Credentials
+pass through untouched and are never logged or stored. With --otlp the same
+listener also receives OTLP/HTTP telemetry (/v1/metrics, /v1/logs,
+/v1/traces). Configuration: $JOULE_HOME/meter.json (docs/meter.md).`)
+	listen := fs.String("listen", "127.0.0.1:7411", "address to listen on")
+	anthropic := fs.String("anthropic", "", "Anthropic upstream (default "+proxy.DefaultAnthropicURL+")")
+	openai := fs.String("openai", "", "OpenAI-compatible upstream, e.g. a vLLM server (default "+proxy.DefaultOpenAIURL+")")
+	ollama := fs.String("ollama", "", "Ollama upstream (default "+proxy.DefaultOllamaURL+")")
+	withOTLP := fs.Bool("otlp", false, "also receive OTLP/HTTP metrics, logs and traces on the same listener")
+	session := fs.String("session", proxy.DefaultSession, "session for calls that name none in their headers")
+	maxBody := fs.Int64("max-body", proxy.DefaultMaxBody, "largest request body in bytes")
+	headerTimeout := fs.Duration("header-timeout", proxy.DefaultHeaderTimeout, "longest wait for an upstream's response headers")
+	quiet := fs.Bool("quiet", false, "do not log one line per call to stderr")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	ep, err := openEndpoint()
+	if err != nil {
+		return err
+	}
+	defer ep.Close()
+	mf, table, err := loadMeter(ep.home)
+	if err != nil {
+		return err
+	}
+	var ups [3]*url.URL
+	for i, u := range []struct{ name, flag, file, def string }{
+		{"anthropic", *anthropic, mf.Upstreams.Anthropic, proxy.DefaultAnthropicURL},
+		{"openai", *openai, mf.Upstreams.OpenAI, proxy.DefaultOpenAIURL},
+		{"ollama", *ollama, mf.Upstreams.Ollama, proxy.DefaultOllamaURL},
+	} {
+		if ups[i], err = parseUpstream(u.name, u.flag, u.file, u.def); err != nil {
+			return err
+		}
+	}
+	sealer, err := ep.id.Sealer()
+	if err != nil {
+		return err
+	}
+	grants, err := ep.grantSource()
+	if err != nil {
+		return err
+	}
+	logf := newLogf(e, *quiet)
+	recorder := &energy.Recorder{Store: ep.store, Sealer: sealer}
+	p, err := proxy.New(proxy.Config{
+		Anthropic: ups[0], OpenAI: ups[1], Ollama: ups[2],
+		Table: table, Ledger: ep.store, Recorder: recorder, Grants: grants,
+		Session: *session, MaxBody: *maxBody, HeaderTimeout: *headerTimeout, Logf: logf,
+	})
+	if err != nil {
+		return err
+	}
+	var h http.Handler = p
+	if *withOTLP {
+		h = withTelemetry(p, &otlp.Receiver{Table: table, Recorder: recorder, Ledger: ep.store, Grants: grants, Session: *session, Logf: logf})
+	}
+	return serve(ctx, e, "proxy", *listen, h, p.Wait)
+}
+
+func runOtel(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "otel", `otel [--listen 127.0.0.1:4318] [--session S]
+
+Receives OTLP/HTTP (protobuf or JSON, gzip or not) on /v1/metrics, /v1/logs
+and /v1/traces, and seals each host's reported token usage
+(claude_code.api_request, claude_code.token.usage, gen_ai.client.token.usage,
+gen_ai.usage.* spans, Gemini CLI and Codex events) as efficiency/1 receipts
+with coverage "observed": observed, not enforced. Each figure is charged to
+the session's grant after the fact. Point OTEL_EXPORTER_OTLP_ENDPOINT at
+http://LISTEN.`)
+	listen := fs.String("listen", "127.0.0.1:4318", "address to listen on")
+	session := fs.String("session", otlp.DefaultSession, "session for telemetry that names none")
+	quiet := fs.Bool("quiet", false, "do not log one line per receipt to stderr")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	ep, err := openEndpoint()
+	if err != nil {
+		return err
+	}
+	defer ep.Close()
+	_, table, err := loadMeter(ep.home)
+	if err != nil {
+		return err
+	}
+	sealer, err := ep.id.Sealer()
+	if err != nil {
+		return err
+	}
+	grants, err := ep.grantSource()
+	if err != nil {
+		return err
+	}
+	r := &otlp.Receiver{Table: table, Recorder: &energy.Recorder{Store: ep.store, Sealer: sealer}, Ledger: ep.store, Grants: grants,
+		Session: *session, Logf: newLogf(e, *quiet)}
+	return serve(ctx, e, "otel", *listen, r, func() {})
+}
+
+// withTelemetry serves OTLP's paths from r and everything else from p.
+func withTelemetry(p, r http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/v1/metrics", r)
+	mux.Handle("/v1/logs", r)
+	mux.Handle("/v1/traces", r)
+	mux.Handle("/", p)
+	return mux
+}
+
+func newLogf(e *env, quiet bool) func(string, ...any) {
+	if quiet {
+		return nil
+	}
+	var mu sync.Mutex
+	return func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(e.stderr, "joule: "+format+"\n", args...)
+	}
+}
+
+// serve listens, prints the address (so a script can use port 0), and
+// shuts down on SIGINT or SIGTERM after calls in flight are sealed.
+func serve(ctx context.Context, e *env, name, listen string, h http.Handler, wait func()) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 5 * time.Minute, ErrorLog: nil}
+	fmt.Fprintf(e.stdout, "joule %s listening on http://%s\n", name, ln.Addr())
+	if f, ok := e.stdout.(interface{ Sync() error }); ok {
+		f.Sync()
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("%s: %w", name, err)
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	srv.Shutdown(shutdown)
+	wait()
+	fmt.Fprintf(e.stderr, "joule: %s stopped\n", name)
+	return nil
+}

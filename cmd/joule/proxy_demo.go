@@ -1,0 +1,258 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/joulehook/joule/core"
+	"github.com/joulehook/joule/core/gate"
+	"github.com/joulehook/joule/core/grant"
+	"github.com/joulehook/joule/core/identity"
+	"github.com/joulehook/joule/core/receipts"
+	"github.com/joulehook/joule/core/store"
+	"github.com/joulehook/joule/energy"
+	"github.com/joulehook/joule/energy/proxy"
+)
+
+// demoSession is the session the demo's model calls are sealed under.
+const demoSession = "demo-proxy"
+
+// demoProxy runs the meter end to end on loopback: a stand-in for the
+// Anthropic Messages API that streams its answer as server-sent events, the
+// real proxy in front of it with a per-session grant of 5 kJ, one call the
+// ceiling refuses and one it lets through, and the efficiency receipt the
+// second one sealed, verified with the public key.
+func demoProxy(ctx context.Context, e *env, home string, say func(string, ...any)) error {
+	id, err := identity.Load(home)
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(filepath.Join(home, StoreFile))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	issuer, err := grant.NewIssuer(id.Steward, id.Key)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	g, err := issuer.Sign(&grant.Grant{Subject: demoSession, Roots: []string{"/"}, Tiers: []string{"l4"},
+		BudgetUJ: 5_000_000_000, NotBefore: now.Unix(), NotAfter: now.Add(time.Hour).Unix()})
+	if err != nil {
+		return err
+	}
+	if err := st.PutGrant(ctx, store.GrantRecord{ID: g.ID.String(), Signed: g.Envelope, BudgetUJ: g.Grant.BudgetUJ}); err != nil {
+		return err
+	}
+	if err := st.SetSetting(ctx, gate.SettingActive+":"+demoSession, g.ID.String()); err != nil {
+		return err
+	}
+	sealer, err := id.Sealer()
+	if err != nil {
+		return err
+	}
+	gt := &gate.Gate{Store: st, Sealer: sealer, Trust: grant.Trust{id.Steward: id.Public()}, JouleHome: home}
+
+	upstream, err := startServer(anthropicStandIn())
+	if err != nil {
+		return err
+	}
+	defer upstream.Close()
+	upURL, _ := url.Parse(upstream.url)
+	p, err := proxy.New(proxy.Config{
+		Anthropic: upURL, Ledger: st, Recorder: &energy.Recorder{Store: st, Sealer: sealer},
+		Grants: func(ctx context.Context, session string) ([]string, error) {
+			chain, err := gt.ActiveChain(ctx, session)
+			if err != nil {
+				return nil, err
+			}
+			if err := chain.Check(session, time.Now()); err != nil {
+				return nil, err
+			}
+			return chain.IDs(), nil
+		},
+	})
+	if err != nil {
+		return err
+	}
+	front, err := startServer(p)
+	if err != nil {
+		return err
+	}
+	defer front.Close()
+	say("9. proxy     joule proxy on %s in front of a local Anthropic Messages stand-in on %s; grant %s: %s for session %s",
+		front.url, upstream.url, g.ID, grant.FormatEnergy(g.Grant.BudgetUJ), demoSession)
+
+	ask := func(maxTokens int) (*http.Response, error) {
+		body := fmt.Sprintf(`{"model":"claude-sonnet-4-5","max_tokens":%d,"stream":true,"messages":[{"role":"user","content":"Name the three seams joule binds."}]}`, maxTokens)
+		req, err := http.NewRequestWithContext(ctx, "POST", front.url+"/v1/messages?beta=true", strings.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("anthropic-version", "2023-06-01")
+		req.Header.Set("x-api-key", "sk-ant-demo-not-a-real-key")
+		req.Header.Set("x-claude-code-session-id", demoSession)
+		return http.DefaultClient.Do(req)
+	}
+	resp, err := ask(32000)
+	if err != nil {
+		return err
+	}
+	refusal, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var shaped struct {
+		Error struct{ Type, Message string } `json:"error"`
+	}
+	json.Unmarshal(refusal, &shaped)
+	if resp.StatusCode == http.StatusOK {
+		return errors.New("demo: the proxy let through a call its grant cannot pay for")
+	}
+	say("   refused   max_tokens 32000: HTTP %d %s: %s", resp.StatusCode, shaped.Error.Type, shaped.Error.Message)
+
+	start := time.Now()
+	resp, err = ask(256)
+	if err != nil {
+		return err
+	}
+	var text strings.Builder
+	var ttfb time.Duration
+	events := 0
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if ttfb == 0 {
+			ttfb = time.Since(start)
+		}
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			continue
+		}
+		events++
+		var ev struct {
+			Delta struct{ Text string } `json:"delta"`
+		}
+		if json.Unmarshal([]byte(data), &ev) == nil {
+			text.WriteString(ev.Delta.Text)
+		}
+	}
+	resp.Body.Close()
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("demo: the proxied call failed: HTTP %d", resp.StatusCode)
+	}
+	say("   streamed  %d events, first byte after %v: %q", events, ttfb.Round(time.Millisecond), text.String())
+	p.Wait()
+
+	entries, err := st.Session(ctx, demoSession)
+	if err != nil {
+		return err
+	}
+	envs := make([][]byte, len(entries))
+	for i, en := range entries {
+		envs[i] = en.Envelope
+	}
+	pub := id.Public()
+	v, err := core.NewVerifier(id.Steward, pub[:])
+	if err != nil {
+		return err
+	}
+	all, err := receipts.VerifyChain(v, id.Steward, envs)
+	if err != nil {
+		return fmt.Errorf("demo: efficiency receipts do not verify: %w", err)
+	}
+	if len(all) == 0 || all[len(all)-1].Efficiency == nil {
+		return errors.New("demo: the proxied call sealed no efficiency receipt")
+	}
+	r := all[len(all)-1].Efficiency
+	say("10. receipt  efficiency/1 #%d in session %s, signature and chain verified", r.Sequence, r.Session)
+	say("   model     %s: %d input, %d cached, %d cache-write, %d output tokens", r.Model, r.InputTokens, r.CachedInputTokens, r.CacheWriteTokens, r.OutputTokens)
+	say("   energy    %s (%s), coverage %s, status %s", grant.FormatEnergy(r.EstimatedUJ), r.Provenance, r.Coverage, r.Status)
+	say("   note      %s", r.Note)
+	rec, err := st.Grant(ctx, g.ID.String())
+	if err != nil {
+		return err
+	}
+	say("   ledger    spent %s, %s left, nothing reserved in flight (%s)", grant.FormatEnergy(rec.SpentUJ), grant.FormatEnergy(rec.RemainingUJ()), grant.FormatEnergy(rec.ReservedUJ))
+	return nil
+}
+
+// loopback is an HTTP server on 127.0.0.1.
+type loopback struct {
+	srv *http.Server
+	url string
+}
+
+func startServer(h http.Handler) (*loopback, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	return &loopback{srv: srv, url: "http://" + ln.Addr().String()}, nil
+}
+
+func (l *loopback) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	l.srv.Shutdown(ctx)
+}
+
+// anthropicStandIn speaks the Messages API's streaming protocol: a
+// message_start with the input usage, one content_block_delta per word,
+// flushed as written, a message_delta with the cumulative output usage,
+// and message_stop. It is not a model; its answer is fixed.
+func anthropicStandIn() http.Handler {
+	answer := strings.Fields("The gate, before each tool action; the meter, at the model call; the receipts, sealed and hash-chained.")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/messages" || r.Method != http.MethodPost {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			io.WriteString(w, `{"type":"error","error":{"type":"not_found_error","message":"not found"}}`)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		var req struct {
+			Model  string `json:"model"`
+			Stream bool   `json:"stream"`
+		}
+		json.Unmarshal(body, &req)
+		input := len(body) / 4
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-cache")
+		f, _ := w.(http.Flusher)
+		send := func(event, data string) {
+			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, data)
+			if f != nil {
+				f.Flush()
+			}
+		}
+		send("message_start", fmt.Sprintf(`{"type":"message_start","message":{"id":"msg_demo_%d","type":"message","role":"assistant","content":[],"model":%q,"stop_reason":null,"usage":{"input_tokens":%d,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1}}}`, time.Now().UnixNano(), req.Model+"-20250929", input))
+		send("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
+		for i, word := range answer {
+			if i > 0 {
+				word = " " + word
+			}
+			b, _ := json.Marshal(word)
+			send("content_block_delta", fmt.Sprintf(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":%s}}`, b))
+			time.Sleep(3 * time.Millisecond)
+		}
+		send("content_block_stop", `{"type":"content_block_stop","index":0}`)
+		send("message_delta", fmt.Sprintf(`{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":%d}}`, len(answer)+3))
+		send("message_stop", `{"type":"message_stop"}`)
+	})
+}

@@ -1,0 +1,204 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/joulehook/joule/core/identity"
+)
+
+// startDaemon runs `joule ARGS` with env and returns its base URL, read
+// from the "listening on" line; the process is stopped with SIGINT at
+// cleanup, and its stderr is returned by the stop function.
+func startDaemon(t *testing.T, env []string, args ...string) (string, func() string) {
+	t.Helper()
+	cmd := exec.Command(jouleBin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("joule %v: %v\n%s", args, err, stderr.String())
+	}
+	_, url, ok := strings.Cut(strings.TrimSpace(line), "listening on ")
+	if !ok {
+		t.Fatalf("joule %v printed %q", args, line)
+	}
+	stopped := false
+	stop := func() string {
+		if !stopped {
+			stopped = true
+			cmd.Process.Signal(syscall.SIGINT)
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("joule %v exited: %v\n%s", args, err, stderr.String())
+				}
+			case <-time.After(30 * time.Second):
+				cmd.Process.Kill()
+				t.Errorf("joule %v did not stop on SIGINT", args)
+			}
+		}
+		return stderr.String()
+	}
+	t.Cleanup(func() { stop() })
+	return url, stop
+}
+
+func TestProxyCommand(t *testing.T) {
+	env, _ := initHome(t, "--budget", "20kJ")
+	upstream := httptest.NewServer(anthropicStandIn())
+	defer upstream.Close()
+	url, stop := startDaemon(t, env, "proxy", "--listen", "127.0.0.1:0", "--anthropic", upstream.URL)
+
+	request := func(maxTokens int) string {
+		return fmt.Sprintf(`{"model":"claude-sonnet-4-5","max_tokens":%d,"stream":true,"messages":[{"role":"user","content":"hi"}]}`, maxTokens)
+	}
+	call := func(maxTokens int, session string) (int, []byte, http.Header) {
+		body := request(maxTokens)
+		req, _ := http.NewRequest("POST", url+"/v1/messages?beta=true", strings.NewReader(body))
+		req.Header.Set("x-api-key", "sk-ant-api03-SECRETSECRET")
+		req.Header.Set("x-claude-code-session-id", session)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b, resp.Header
+	}
+	// What the upstream sends directly is what the client gets through the proxy.
+	direct, err := http.Post(upstream.URL+"/v1/messages", "application/json", strings.NewReader(request(256)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	directBody, _ := io.ReadAll(direct.Body)
+	direct.Body.Close()
+
+	code, got, h := call(256, "cc-1")
+	if code != 200 || h.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("status %d %s", code, got)
+	}
+	normalize := func(b []byte) string { // message ids carry a timestamp
+		s := string(b)
+		i := strings.Index(s, `"id":"msg_demo_`)
+		j := strings.Index(s[i+15:], `"`)
+		return s[:i] + s[i+15+j:]
+	}
+	if normalize(got) != normalize(directBody) {
+		t.Errorf("proxied stream differs from the direct one:\n%s\n---\n%s", got, directBody)
+	}
+	code, got, _ = call(32000, "cc-1") // 32000 × 3 J is over 20 kJ
+	if code != 402 || !bytes.Contains(got, []byte(`"billing_error"`)) {
+		t.Errorf("over budget: %d %s", code, got)
+	}
+	logs := stop()
+	if strings.Contains(logs, "SECRET") {
+		t.Errorf("a credential reached the log:\n%s", logs)
+	}
+	if !strings.Contains(logs, "sealed anthropic messages session=cc-1 seq=1") {
+		t.Errorf("log:\n%s", logs)
+	}
+	r := joule(t, nil, env, "receipts", "show", "cc-1", "1")
+	if r.code != 0 || !strings.Contains(r.stdout, "efficiency/1") || !strings.Contains(r.stdout, "enforced") || strings.Contains(r.stdout, "SECRET") {
+		t.Errorf("receipts show: %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if r := joule(t, nil, env, "receipts", "verify"); r.code != 0 {
+		t.Errorf("receipts verify: %s %s", r.stdout, r.stderr)
+	}
+}
+
+func TestProxyCommandErrors(t *testing.T) {
+	env, _ := initHome(t)
+	if r := joule(t, nil, env, "proxy", "--anthropic", "ftp://x"); r.code != 2 || !strings.Contains(r.stderr, "not an http(s) URL") {
+		t.Errorf("bad upstream: %d %s", r.code, r.stderr)
+	}
+	home := strings.TrimPrefix(env[0], "JOULE_HOME=")
+	os.WriteFile(filepath.Join(home, MeterFile), []byte(`{"classes":[{"pattern":"x*","class":"nope"}]}`), 0o600)
+	if r := joule(t, nil, env, "proxy"); r.code != 1 || !strings.Contains(r.stderr, "has no rates") {
+		t.Errorf("bad meter.json: %d %s", r.code, r.stderr)
+	}
+	os.WriteFile(filepath.Join(home, MeterFile), []byte(`{"rates":{"mine":{"input":"1mJ","output":"5mJ"}},"classes":[{"pattern":"mine-*","class":"mine"}]}`), 0o600)
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"c1","model":"mine-1","choices":[],"usage":{"prompt_tokens":1000,"completion_tokens":100}}`)
+	}))
+	defer upstream.Close()
+	url, stop := startDaemon(t, env, "proxy", "--listen", "127.0.0.1:0", "--openai", upstream.URL+"/v1", "--session", "configured")
+	resp, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"mine-1","max_tokens":100,"messages":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	stop()
+	r := joule(t, nil, env, "receipts", "show", "configured", "1")
+	if r.code != 0 || !strings.Contains(r.stdout, `1.5 J`) && !strings.Contains(r.stdout, "1500000") {
+		t.Errorf("configured rates: 1000 in × 1 mJ + 100 out × 5 mJ = 1.5 J; got %s %s", r.stdout, r.stderr)
+	}
+}
+
+func TestOtelCommand(t *testing.T) {
+	env, _ := initHome(t)
+	url, stop := startDaemon(t, env, "otel", "--listen", "127.0.0.1:0")
+	body, err := os.ReadFile("../../energy/otlp/testdata/claude_code_logs.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post(url+"/v1/logs", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(got) != "{}" {
+		t.Fatalf("%d %s", resp.StatusCode, got)
+	}
+	stop()
+	r := joule(t, nil, env, "receipts", "show", "cc-session-1", "1")
+	if r.code != 0 || !strings.Contains(r.stdout, "observed, not enforced") {
+		t.Errorf("receipts show: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestDemoProxy(t *testing.T) {
+	home := t.TempDir()
+	if _, err := identity.Create(home, "demo.example", false); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	say := func(f string, a ...any) { fmt.Fprintf(&out, f+"\n", a...) }
+	e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &out}
+	if err := demoProxy(context.Background(), e, home, say); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for _, want := range []string{"refused   max_tokens 32000: HTTP 402 billing_error", "efficiency/1 #1", "claude-sonnet-4-5-20250929", "coverage enforced, status complete", "nothing reserved"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out.String())
+		}
+	}
+	t.Log("\n" + out.String())
+}

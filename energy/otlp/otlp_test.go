@@ -1,0 +1,279 @@
+package otlp
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/joulehook/joule/core"
+	"github.com/joulehook/joule/core/grant"
+	"github.com/joulehook/joule/core/receipts"
+	"github.com/joulehook/joule/core/store"
+	"github.com/joulehook/joule/energy"
+)
+
+type rig struct {
+	t        *testing.T
+	st       *store.Store
+	srv      *httptest.Server
+	verifier *core.Verifier
+	grantID  string
+}
+
+func newRig(t *testing.T, withGrant bool) *rig {
+	st, err := store.Open(filepath.Join(t.TempDir(), "joule.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	pub, key, _ := ed25519.GenerateKey(rand.Reader)
+	sealer, _ := core.NewSealer("test.example", key)
+	v, _ := core.NewVerifier("test.example", pub)
+	r := &rig{t: t, st: st, verifier: v}
+	rec := &Receiver{Table: &energy.Table{}, Recorder: &energy.Recorder{Store: st, Sealer: sealer}}
+	if withGrant {
+		issuer, _ := grant.NewIssuer("test.example", key)
+		now := time.Now()
+		s, err := issuer.Sign(&grant.Grant{Subject: grant.AnySubject, Roots: []string{"/"}, BudgetUJ: 1_000_000, NotBefore: now.Unix() - 60, NotAfter: now.Unix() + 3600})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.PutGrant(context.Background(), store.GrantRecord{ID: s.ID.String(), Signed: s.Envelope, BudgetUJ: 1_000_000}); err != nil {
+			t.Fatal(err)
+		}
+		r.grantID = s.ID.String()
+		rec.Ledger = st
+		rec.Grants = func(context.Context, string) ([]string, error) { return []string{s.ID.String()}, nil }
+	}
+	r.srv = httptest.NewServer(rec)
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *rig) post(path, contentType string, body []byte, gz bool) (int, string) {
+	r.t.Helper()
+	if gz {
+		var b bytes.Buffer
+		w := gzip.NewWriter(&b)
+		w.Write(body)
+		w.Close()
+		body = b.Bytes()
+	}
+	req, _ := http.NewRequest("POST", r.srv.URL+path, bytes.NewReader(body))
+	req.Header.Set("Content-Type", contentType)
+	if gz {
+		req.Header.Set("Content-Encoding", "gzip")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out bytes.Buffer
+	out.ReadFrom(resp.Body)
+	return resp.StatusCode, out.String()
+}
+
+func (r *rig) receipts(session string) []*receipts.Efficiency {
+	r.t.Helper()
+	entries, err := r.st.Session(context.Background(), session)
+	if err != nil {
+		return nil
+	}
+	envs := make([][]byte, len(entries))
+	for i, e := range entries {
+		envs[i] = e.Envelope
+	}
+	all, err := receipts.VerifyChain(r.verifier, "test.example", envs)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var out []*receipts.Efficiency
+	for _, a := range all {
+		out = append(out, a.Efficiency)
+	}
+	return out
+}
+
+func kv(k string, v any) *commonpb.KeyValue {
+	switch x := v.(type) {
+	case string:
+		return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: x}}}
+	case int:
+		return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: int64(x)}}}
+	}
+	panic(v)
+}
+
+// tokenMetric is a Claude Code or Gemini CLI token counter export.
+func tokenMetric(name string, temporality metricspb.AggregationTemporality, start uint64, points map[string]float64, extra ...*commonpb.KeyValue) []byte {
+	var dps []*metricspb.NumberDataPoint
+	for _, typ := range []string{"input", "output", "cacheRead", "cacheCreation", "cache", "thought"} {
+		v, ok := points[typ]
+		if !ok {
+			continue
+		}
+		dps = append(dps, &metricspb.NumberDataPoint{
+			Attributes:        append([]*commonpb.KeyValue{kv("type", typ), kv("model", "claude-sonnet-4-5")}, extra...),
+			StartTimeUnixNano: start, TimeUnixNano: start + 1,
+			Value: &metricspb.NumberDataPoint_AsDouble{AsDouble: v},
+		})
+	}
+	m := &metricspb.MetricsData{ResourceMetrics: []*metricspb.ResourceMetrics{{
+		Resource: &resourcepb.Resource{Attributes: []*commonpb.KeyValue{kv("service.name", "claude-code")}},
+		ScopeMetrics: []*metricspb.ScopeMetrics{{Metrics: []*metricspb.Metric{{Name: name, Unit: "tokens",
+			Data: &metricspb.Metric_Sum{Sum: &metricspb.Sum{AggregationTemporality: temporality, IsMonotonic: true, DataPoints: dps}}}}}},
+	}}}
+	b, _ := proto.Marshal(m)
+	return b
+}
+
+func usage(e *receipts.Efficiency) energy.Usage {
+	return energy.Usage{Input: e.InputTokens, CachedInput: e.CachedInputTokens, CacheWrite: e.CacheWriteTokens, Output: e.OutputTokens}
+}
+
+func TestClaudeCodeEventsJSON(t *testing.T) {
+	r := newRig(t, true)
+	body, err := os.ReadFile("testdata/claude_code_logs.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, resp := r.post("/v1/logs", "application/json", body, true)
+	if code != 200 || resp != "{}" {
+		t.Fatalf("%d %s", code, resp)
+	}
+	recs := r.receipts("cc-session-1")
+	if len(recs) != 1 {
+		t.Fatalf("%d receipts", len(recs))
+	}
+	e := recs[0]
+	want := energy.Usage{Input: 20, CachedInput: 162000, CacheWrite: 2000, Output: 400}
+	if usage(e) != want || e.Coverage != receipts.CoverageObserved || e.Status != receipts.StatusComplete ||
+		!strings.Contains(e.Note, "observed, not enforced") || e.Model != "claude-sonnet-4-5-20250929" {
+		t.Errorf("receipt %+v", e)
+	}
+	if e.EstimatedUJ != (&energy.Table{}).Energy(e.Model, want).UJ {
+		t.Errorf("estimated %d", e.EstimatedUJ)
+	}
+	g, _ := r.st.Grant(context.Background(), r.grantID)
+	if g.SpentUJ != e.EstimatedUJ || len(e.Grants) != 1 {
+		t.Errorf("charged %d, want %d after the fact (past the budget of %d)", g.SpentUJ, e.EstimatedUJ, g.BudgetUJ)
+	}
+	// The same session's token metric now describes the same calls: not counted again.
+	code, _ = r.post("/v1/metrics", "application/x-protobuf", tokenMetric("claude_code.token.usage", metricspb.AggregationTemporality_AGGREGATION_TEMPORALITY_DELTA, 1, map[string]float64{"input": 20, "output": 400}, kv("session.id", "cc-session-1")), false)
+	if code != 200 {
+		t.Fatal(code)
+	}
+	if n := len(r.receipts("cc-session-1")); n != 1 {
+		t.Errorf("%d receipts after the metric: counted twice", n)
+	}
+}
+
+func TestTokenMetrics(t *testing.T) {
+	r := newRig(t, false)
+	delta := metricspb.AggregationTemporality_AGGREGATION_TEMPORALITY_DELTA
+	cumulative := metricspb.AggregationTemporality_AGGREGATION_TEMPORALITY_CUMULATIVE
+	// Claude Code: delta points are summed as they come.
+	for i := 0; i < 2; i++ {
+		code, _ := r.post("/v1/metrics", "application/x-protobuf", tokenMetric("claude_code.token.usage", delta, uint64(i), map[string]float64{"input": 10, "output": 50, "cacheRead": 1000, "cacheCreation": 5}, kv("session.id", "m1")), false)
+		if code != 200 {
+			t.Fatal(code)
+		}
+	}
+	recs := r.receipts("m1")
+	if len(recs) != 2 || usage(recs[1]) != (energy.Usage{Input: 10, Output: 50, CachedInput: 1000, CacheWrite: 5}) || len(recs[1].Grants) != 0 ||
+		!strings.Contains(recs[1].Note, "claude_code.token.usage") {
+		t.Fatalf("receipts %+v", recs)
+	}
+	// Gemini CLI: cumulative; each export records the increase, a restart resets.
+	exports := []struct {
+		start uint64
+		in    float64
+		want  uint64
+	}{{100, 40, 40}, {100, 70, 30}, {100, 70, 0}, {200, 15, 15}}
+	for _, ex := range exports {
+		code, _ := r.post("/v1/metrics", "application/x-protobuf", tokenMetric("gemini_cli.token.usage", cumulative, ex.start, map[string]float64{"input": ex.in}, kv("session.id", "g1")), false)
+		if code != 200 {
+			t.Fatal(code)
+		}
+	}
+	var got []uint64
+	for _, e := range r.receipts("g1") {
+		got = append(got, e.InputTokens)
+	}
+	if len(got) != 3 || got[0] != 40 || got[1] != 30 || got[2] != 15 {
+		t.Errorf("cumulative series recorded %v, want [40 30 15]", got)
+	}
+}
+
+func TestGenAISpans(t *testing.T) {
+	r := newRig(t, false)
+	td := &tracepb.TracesData{ResourceSpans: []*tracepb.ResourceSpans{{ScopeSpans: []*tracepb.ScopeSpans{{Spans: []*tracepb.Span{{
+		Name: "chat gpt-4o", TraceId: make([]byte, 16), SpanId: make([]byte, 8),
+		Attributes: []*commonpb.KeyValue{kv("gen_ai.conversation.id", "conv-1"), kv("gen_ai.request.model", "gpt-4o"),
+			kv("gen_ai.usage.input_tokens", 1000), kv("gen_ai.usage.cache_read.input_tokens", 600), kv("gen_ai.usage.output_tokens", 30)},
+	}}}}}}}
+	b, _ := proto.Marshal(td)
+	if code, _ := r.post("/v1/traces", "application/x-protobuf", b, false); code != 200 {
+		t.Fatal(code)
+	}
+	recs := r.receipts("conv-1")
+	if len(recs) != 1 || usage(recs[0]) != (energy.Usage{Input: 400, CachedInput: 600, Output: 30}) {
+		t.Fatalf("receipts %+v", recs)
+	}
+}
+
+func TestBadExports(t *testing.T) {
+	r := newRig(t, false)
+	tests := []struct {
+		path, ct, body string
+		gz             bool
+		status         int
+	}{
+		{"/v1/metrics", "application/x-protobuf", "\xff\xff\xff", false, 400},
+		{"/v1/logs", "application/json", `{"resourceLogs":[{`, false, 400},
+		{"/v1/logs", "text/plain", `{}`, false, 415},
+		{"/v1/profiles", "application/json", `{}`, false, 404},
+		{"/v1/metrics", "application/json", `not gzip`, false, 400},
+		{"/v1/metrics", "application/json", `{}`, true, 200},
+	}
+	for _, tt := range tests {
+		code, body := r.post(tt.path, tt.ct, []byte(tt.body), tt.gz)
+		if code != tt.status {
+			t.Errorf("%s %s %q: %d %s, want %d", tt.path, tt.ct, tt.body, code, body, tt.status)
+		}
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	body, _ := os.ReadFile("testdata/claude_code_logs.json")
+	f.Add("logs", body, true)
+	f.Add("metrics", tokenMetric("claude_code.token.usage", 1, 1, map[string]float64{"input": 3}), false)
+	r := &Receiver{}
+	f.Fuzz(func(t *testing.T, signal string, b []byte, isJSON bool) {
+		switch signal {
+		case "metrics", "logs", "traces":
+		default:
+			return
+		}
+		obs, err := r.decode(signal, b, isJSON)
+		if err != nil && len(obs) > 0 {
+			t.Fatal("observations from a body that did not decode")
+		}
+	})
+}

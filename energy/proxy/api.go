@@ -1,0 +1,183 @@
+package proxy
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+)
+
+// Family is a provider API family: it decides the upstream and the error
+// shape a client of that API understands.
+type Family int
+
+// The families.
+const (
+	Anthropic Family = iota
+	OpenAI
+	Ollama
+)
+
+func (f Family) String() string {
+	return [...]string{"anthropic", "openai", "ollama"}[f]
+}
+
+// route is what the proxy knows about a path.
+type route struct {
+	family  Family
+	name    string // e.g. "messages", "chat", "responses"
+	metered bool   // a model call: ceiling, usage, receipt
+	stream  func(body map[string]json.RawMessage) bool
+	maxOut  []string // request fields naming the output cap, first present wins
+}
+
+func streamFlag(def bool) func(map[string]json.RawMessage) bool {
+	return func(b map[string]json.RawMessage) bool {
+		var v bool
+		if raw, ok := b["stream"]; ok && json.Unmarshal(raw, &v) == nil {
+			return v
+		}
+		return def
+	}
+}
+
+// routes maps request paths to APIs. Paths not here are refused (404) in a
+// neutral JSON error naming what is served.
+func lookupRoute(path string) (route, bool) {
+	switch path {
+	case "/v1/messages":
+		return route{family: Anthropic, name: "messages", metered: true, stream: streamFlag(false), maxOut: []string{"max_tokens"}}, true
+	case "/v1/messages/count_tokens":
+		return route{family: Anthropic, name: "count_tokens"}, true
+	case "/v1/chat/completions", "/chat/completions":
+		return route{family: OpenAI, name: "chat", metered: true, stream: streamFlag(false), maxOut: []string{"max_completion_tokens", "max_tokens"}}, true
+	case "/v1/responses", "/responses":
+		return route{family: OpenAI, name: "responses", metered: true, stream: streamFlag(false), maxOut: []string{"max_output_tokens"}}, true
+	case "/v1/embeddings", "/embeddings":
+		return route{family: OpenAI, name: "embeddings", metered: true, stream: streamFlag(false)}, true
+	case "/v1/models", "/models":
+		return route{family: OpenAI, name: "models"}, true
+	case "/api/chat":
+		return route{family: Ollama, name: "chat", metered: true, stream: streamFlag(true), maxOut: []string{"options.num_predict"}}, true
+	case "/api/generate":
+		return route{family: Ollama, name: "generate", metered: true, stream: streamFlag(true), maxOut: []string{"options.num_predict"}}, true
+	case "/api/embed", "/api/embeddings":
+		return route{family: Ollama, name: "embed", metered: true, stream: streamFlag(false)}, true
+	case "/api/tags", "/api/show", "/api/version", "/api/ps":
+		return route{family: Ollama, name: strings.TrimPrefix(path, "/api/")}, true
+	}
+	if strings.HasPrefix(path, "/v1/models/") || strings.HasPrefix(path, "/models/") {
+		return route{family: OpenAI, name: "models"}, true
+	}
+	return route{}, false
+}
+
+// servedPaths is the list an unknown path's error names.
+const servedPaths = "/v1/messages, /v1/messages/count_tokens, /v1/chat/completions, /v1/responses, /v1/embeddings, /v1/models, /api/chat, /api/generate, /api/embed, /api/tags, /api/show, /api/version, /api/ps"
+
+// Error kinds, mapped per family to the provider's own error type.
+type errKind int
+
+const (
+	errInvalid  errKind = iota // malformed request
+	errTooLarge                // body over the limit
+	errBudget                  // over the grant's remaining budget
+	errNoGrant                 // no usable grant
+	errNotFound                // unknown path
+	errMethod                  // wrong method
+	errUpstream                // upstream unreachable or failed
+	errTimeout                 // upstream too slow
+	errInternal                // joule's own failure
+)
+
+// status returns the HTTP status and the provider's error type for kind.
+func (f Family) status(k errKind) (int, string) {
+	switch f {
+	case Anthropic:
+		switch k {
+		case errInvalid:
+			return http.StatusBadRequest, "invalid_request_error"
+		case errTooLarge:
+			return http.StatusRequestEntityTooLarge, "request_too_large"
+		case errBudget:
+			return http.StatusPaymentRequired, "billing_error"
+		case errNoGrant:
+			return http.StatusForbidden, "permission_error"
+		case errNotFound:
+			return http.StatusNotFound, "not_found_error"
+		case errMethod:
+			return http.StatusMethodNotAllowed, "invalid_request_error"
+		case errUpstream:
+			return http.StatusBadGateway, "api_error"
+		case errTimeout:
+			return http.StatusGatewayTimeout, "api_error"
+		}
+		return http.StatusInternalServerError, "api_error"
+	case OpenAI:
+		switch k {
+		case errInvalid:
+			return http.StatusBadRequest, "invalid_request_error"
+		case errTooLarge:
+			return http.StatusRequestEntityTooLarge, "invalid_request_error"
+		case errBudget:
+			return http.StatusTooManyRequests, "insufficient_quota"
+		case errNoGrant:
+			return http.StatusForbidden, "permission_error"
+		case errNotFound:
+			return http.StatusNotFound, "invalid_request_error"
+		case errMethod:
+			return http.StatusMethodNotAllowed, "invalid_request_error"
+		case errUpstream:
+			return http.StatusBadGateway, "server_error"
+		case errTimeout:
+			return http.StatusGatewayTimeout, "server_error"
+		}
+		return http.StatusInternalServerError, "server_error"
+	}
+	switch k { // Ollama: {"error": "..."} with a plain status
+	case errInvalid:
+		return http.StatusBadRequest, ""
+	case errTooLarge:
+		return http.StatusRequestEntityTooLarge, ""
+	case errBudget:
+		return http.StatusPaymentRequired, ""
+	case errNoGrant:
+		return http.StatusForbidden, ""
+	case errNotFound:
+		return http.StatusNotFound, ""
+	case errMethod:
+		return http.StatusMethodNotAllowed, ""
+	case errUpstream:
+		return http.StatusBadGateway, ""
+	case errTimeout:
+		return http.StatusGatewayTimeout, ""
+	}
+	return http.StatusInternalServerError, ""
+}
+
+// writeError answers in the family's own error shape.
+func writeError(w http.ResponseWriter, f Family, k errKind, msg string) {
+	status, typ := f.status(k)
+	var body any
+	switch f {
+	case Anthropic:
+		body = map[string]any{"type": "error", "error": map[string]string{"type": typ, "message": msg}}
+	case OpenAI:
+		body = map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": typ}}
+	default:
+		body = map[string]string{"error": msg}
+	}
+	b, _ := json.Marshal(body)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Joule-Refused", "1")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+// familyOf guesses the family of an unknown path for its error's shape.
+func familyOf(path string) Family {
+	if strings.HasPrefix(path, "/api/") {
+		return Ollama
+	}
+	return OpenAI
+}

@@ -1,0 +1,572 @@
+// Package proxy is joule's enforcing meter: an HTTP base URL for the
+// Anthropic, OpenAI and Ollama APIs that refuses a call its grant cannot pay
+// for, streams the answer through as it arrives, and seals an efficiency/1
+// receipt for every model call from the provider's own usage.
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"mime"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/joulehook/joule/core"
+	"github.com/joulehook/joule/core/grant"
+	"github.com/joulehook/joule/core/receipts"
+	"github.com/joulehook/joule/core/store"
+	"github.com/joulehook/joule/energy"
+)
+
+// Defaults.
+const (
+	DefaultMaxBody       = 32 << 20
+	DefaultHeaderTimeout = 10 * time.Minute
+	DefaultSession       = "proxy"
+	DefaultAnthropicURL  = "https://api.anthropic.com"
+	DefaultOpenAIURL     = "https://api.openai.com"
+	DefaultOllamaURL     = "http://127.0.0.1:11434"
+	lockedRetryFor       = 2 * time.Minute
+)
+
+// SessionHeaders name the session of a call, first present wins.
+var SessionHeaders = []string{"X-Claude-Code-Session-Id", "X-Joule-Session", "X-Session-Id"}
+
+// Ledger is the budget side of the store the proxy needs.
+type Ledger interface {
+	Reserve(ctx context.Context, grants []string, amountUJ uint64) (int64, error)
+	Settle(ctx context.Context, id int64, actualUJ uint64) error
+}
+
+// Config configures a Proxy.
+type Config struct {
+	Anthropic, OpenAI, Ollama *url.URL // upstreams; nil takes the default
+
+	Table    *energy.Table
+	Ledger   Ledger
+	Recorder *energy.Recorder
+	// Grants returns the ids of the grant chain that pays for session's
+	// calls, root first, after checking it is valid now.
+	Grants func(ctx context.Context, session string) ([]string, error)
+
+	Session       string        // session for calls without a session header
+	MaxBody       int64         // largest request body; 0 is DefaultMaxBody
+	HeaderTimeout time.Duration // longest wait for the upstream's response headers
+	Transport     http.RoundTripper
+	// Logf, if set, gets one line per call: never headers, never bodies.
+	Logf func(format string, args ...any)
+	// Sealed, if set, is called with every receipt sealed.
+	Sealed func(store.Entry, *receipts.Efficiency)
+}
+
+// Proxy is the metering proxy, an http.Handler.
+type Proxy struct {
+	cfg      Config
+	up       [3]*url.URL
+	reverse  *httputil.ReverseProxy
+	inflight sync.WaitGroup
+}
+
+// New checks cfg and builds a Proxy.
+func New(cfg Config) (*Proxy, error) {
+	if cfg.Ledger == nil || cfg.Recorder == nil || cfg.Grants == nil {
+		return nil, errors.New("proxy: a ledger, a recorder and a grant source are required")
+	}
+	if cfg.Table == nil {
+		cfg.Table = &energy.Table{}
+	}
+	if err := cfg.Table.Validate(); err != nil {
+		return nil, fmt.Errorf("proxy: %w", err)
+	}
+	if cfg.Session == "" {
+		cfg.Session = DefaultSession
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = DefaultMaxBody
+	}
+	if cfg.HeaderTimeout <= 0 {
+		cfg.HeaderTimeout = DefaultHeaderTimeout
+	}
+	p := &Proxy{cfg: cfg}
+	defaults := [3]string{DefaultAnthropicURL, DefaultOpenAIURL, DefaultOllamaURL}
+	for i, u := range []*url.URL{cfg.Anthropic, cfg.OpenAI, cfg.Ollama} {
+		if u == nil {
+			u, _ = url.Parse(defaults[i])
+		}
+		if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+			return nil, fmt.Errorf("proxy: %s upstream %q is not an http(s) URL", Family(i), u)
+		}
+		p.up[i] = u
+	}
+	tr := cfg.Transport
+	if tr == nil {
+		tr = &http.Transport{
+			Proxy:                 http.ProxyFromEnvironment,
+			DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			ForceAttemptHTTP2:     true,
+			MaxIdleConns:          1024,
+			MaxIdleConnsPerHost:   256,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   10 * time.Second,
+			ResponseHeaderTimeout: cfg.HeaderTimeout,
+			ExpectContinueTimeout: time.Second,
+		}
+	}
+	p.reverse = &httputil.ReverseProxy{
+		Rewrite:        p.rewrite,
+		Transport:      tr,
+		FlushInterval:  -1, // every write reaches the client at once: no buffering of SSE or NDJSON
+		BufferPool:     bufferPool{},
+		ModifyResponse: p.modifyResponse,
+		ErrorHandler:   p.upstreamError,
+		ErrorLog:       log.New(logWriter{p}, "", 0),
+	}
+	return p, nil
+}
+
+// Wait blocks until every call in flight has sealed its receipt.
+func (p *Proxy) Wait() { p.inflight.Wait() }
+
+// logWriter sends the reverse proxy's own complaints to Logf.
+type logWriter struct{ p *Proxy }
+
+func (w logWriter) Write(b []byte) (int, error) {
+	w.p.logf("%s", bytes.TrimSpace(b))
+	return len(b), nil
+}
+
+type bufferPool struct{}
+
+var buffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+func (bufferPool) Get() []byte  { return *(buffers.Get().(*[]byte)) }
+func (bufferPool) Put(b []byte) { buffers.Put(&b) }
+
+type ctxKey struct{}
+
+// call is one metered request in flight.
+type call struct {
+	route      route
+	session    string
+	model      string
+	grants     []string
+	reserved   uint64
+	resID      int64
+	inputEst   uint64 // input tokens estimated from the body
+	stream     bool
+	start      time.Time
+	status     int
+	once       sync.Once
+	injected   bool // the proxy asked for stream usage the client did not
+	upstreamOK bool
+}
+
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			writeError(w, familyOf(r.URL.Path), errInternal, fmt.Sprintf("joule proxy: internal error: %v", v))
+		}
+	}()
+	if r.URL.Path == "/" && (r.Method == http.MethodHead || r.Method == http.MethodGet) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if r.Method == http.MethodGet {
+			io.WriteString(w, "joule proxy\n")
+		}
+		return
+	}
+	rt, ok := lookupRoute(r.URL.Path)
+	if !ok {
+		writeError(w, familyOf(r.URL.Path), errNotFound, fmt.Sprintf("joule proxy: %s %s is not an API joule meters; it serves %s", r.Method, r.URL.Path, servedPaths))
+		return
+	}
+	if !rt.metered {
+		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, &call{route: rt}))
+		p.reverse.ServeHTTP(w, r)
+		return
+	}
+	if r.Method != http.MethodPost {
+		writeError(w, rt.family, errMethod, fmt.Sprintf("joule proxy: %s takes POST, not %s", r.URL.Path, r.Method))
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, p.cfg.MaxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, rt.family, errTooLarge, fmt.Sprintf("joule proxy: request body is over the %d-byte limit", p.cfg.MaxBody))
+			return
+		}
+		writeError(w, rt.family, errInvalid, "joule proxy: reading the request body: "+err.Error())
+		return
+	}
+	c, fields, err := p.parse(rt, body)
+	if err != nil {
+		writeError(w, rt.family, errInvalid, "joule proxy: "+err.Error())
+		return
+	}
+	c.session = p.session(r)
+	ctx := r.Context()
+	if c.grants, err = p.cfg.Grants(ctx, c.session); err != nil {
+		writeError(w, rt.family, errNoGrant, fmt.Sprintf("joule proxy: no grant can pay for this call: %v (run 'joule init' or 'joule grant use ID')", err))
+		p.logf("refused %s %s session=%s: %v", r.Method, r.URL.Path, c.session, err)
+		return
+	}
+	if len(c.grants) == 0 {
+		writeError(w, rt.family, errNoGrant, "joule proxy: no active grant: run 'joule init' or 'joule grant use ID'")
+		return
+	}
+	if c.resID, err = p.cfg.Ledger.Reserve(ctx, c.grants, c.reserved); err != nil {
+		var be *store.BudgetError
+		if errors.As(err, &be) {
+			writeError(w, rt.family, errBudget, fmt.Sprintf(
+				"joule: this call may cost up to %s (model %s, ~%d input tokens, up to %d output tokens) and grant %s has %s left. "+
+					"Lower max_tokens, or issue a grant with a larger budget: joule grant issue --budget %s --use",
+				grant.FormatEnergy(c.reserved), c.model, c.inputEst, p.maxOut(rt, fields, c.model), be.GrantID, grant.FormatEnergy(be.RemainingUJ),
+				suggestBudget(c.reserved)))
+			p.logf("refused %s session=%s model=%s: over budget", r.URL.Path, c.session, c.model)
+			return
+		}
+		if errors.Is(err, store.ErrRevoked) || errors.Is(err, store.ErrNotFound) {
+			writeError(w, rt.family, errNoGrant, "joule proxy: "+err.Error())
+			return
+		}
+		writeError(w, rt.family, errInternal, "joule proxy: the ledger is unavailable, so no call can be paid for: "+err.Error())
+		return
+	}
+	if rt.family == OpenAI && rt.name == "chat" && c.stream {
+		if nb, ok := injectUsage(fields); ok {
+			body, c.injected = nb, true
+		}
+	}
+	p.inflight.Add(1)
+	c.start = time.Now()
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	r.Header.Del("Content-Length")
+	r = r.WithContext(context.WithValue(ctx, ctxKey{}, c))
+	p.reverse.ServeHTTP(w, r)
+}
+
+// parse reads what the ceiling needs from a request body: the model, the
+// output cap, streaming, and an input-token estimate.
+func (p *Proxy) parse(rt route, body []byte) (*call, map[string]json.RawMessage, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil {
+		return nil, nil, fmt.Errorf("the request body is not a JSON object: %v", err)
+	}
+	c := &call{route: rt}
+	if raw, ok := fields["model"]; ok {
+		if err := json.Unmarshal(raw, &c.model); err != nil {
+			return nil, nil, errors.New(`"model" is not a string`)
+		}
+	}
+	if c.model == "" && rt.name != "models" {
+		return nil, nil, errors.New(`the request names no "model"`)
+	}
+	c.stream = rt.stream(fields)
+	// A token is about four bytes of text; counting the whole body (JSON
+	// syntax included) errs high, as a ceiling should.
+	c.inputEst = uint64(len(body)+3) / 4
+	rates, _, _, _ := p.cfg.Table.RatesFor(c.model)
+	out := p.maxOut(rt, fields, c.model)
+	c.reserved = energy.Cap(rates.Of(energy.Usage{Input: c.inputEst, Output: out}))
+	return c, fields, nil
+}
+
+// maxOut is the request's output cap, or the class default.
+func (p *Proxy) maxOut(rt route, fields map[string]json.RawMessage, model string) uint64 {
+	if rt.name == "embeddings" || rt.name == "embed" {
+		return 0
+	}
+	for _, name := range rt.maxOut {
+		raw, ok := fields[name]
+		if sub, nested := strings.CutPrefix(name, "options."); nested {
+			var opts map[string]json.RawMessage
+			if json.Unmarshal(fields["options"], &opts) != nil {
+				continue
+			}
+			raw, ok = opts[sub]
+		}
+		var n int64
+		if ok && json.Unmarshal(raw, &n) == nil && n > 0 {
+			return uint64(n)
+		}
+	}
+	return p.cfg.Table.MaxOutput(model)
+}
+
+// injectUsage asks a Chat Completions stream for its usage chunk when the
+// client did not; the chunk is then kept from the client.
+func injectUsage(fields map[string]json.RawMessage) ([]byte, bool) {
+	var opts map[string]json.RawMessage
+	if raw, ok := fields["stream_options"]; ok && !bytes.Equal(raw, []byte("null")) {
+		if json.Unmarshal(raw, &opts) != nil {
+			return nil, false
+		}
+		var on bool
+		if json.Unmarshal(opts["include_usage"], &on) == nil && on {
+			return nil, false
+		}
+	}
+	if opts == nil {
+		opts = map[string]json.RawMessage{}
+	}
+	opts["include_usage"] = json.RawMessage("true")
+	b, err := json.Marshal(opts)
+	if err != nil {
+		return nil, false
+	}
+	fields["stream_options"] = b
+	nb, err := json.Marshal(fields)
+	return nb, err == nil
+}
+
+func (p *Proxy) session(r *http.Request) string {
+	for _, h := range SessionHeaders {
+		if v := strings.TrimSpace(r.Header.Get(h)); v != "" && len(v) <= 256 {
+			return v
+		}
+	}
+	return p.cfg.Session
+}
+
+func (p *Proxy) logf(format string, args ...any) {
+	if p.cfg.Logf != nil {
+		p.cfg.Logf(format, args...)
+	}
+}
+
+// rewrite points the outgoing request at the route's upstream. Headers,
+// credentials included, pass untouched, except that the response is asked
+// for uncompressed so its usage can be read as it passes.
+func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
+	c := pr.In.Context().Value(ctxKey{}).(*call)
+	up := p.up[c.route.family]
+	out := pr.Out
+	out.URL.Scheme, out.URL.Host = up.Scheme, up.Host
+	path := pr.In.URL.Path
+	base := strings.TrimSuffix(up.Path, "/")
+	switch {
+	case strings.HasSuffix(base, "/v1") && strings.HasPrefix(path, "/v1/"):
+		path = strings.TrimPrefix(path, "/v1")
+	case c.route.family == OpenAI && !strings.HasSuffix(base, "/v1") && !strings.HasPrefix(path, "/v1/"):
+		path = "/v1" + path // a client whose base URL left out /v1
+	}
+	out.URL.Path, out.URL.RawPath = base+path, ""
+	out.URL.RawQuery = pr.In.URL.RawQuery
+	if up.RawQuery != "" {
+		out.URL.RawQuery = up.RawQuery + "&" + out.URL.RawQuery
+	}
+	out.Host = ""
+	if c.route.metered {
+		out.Header.Set("Accept-Encoding", "identity")
+	}
+}
+
+func (p *Proxy) modifyResponse(resp *http.Response) error {
+	c := resp.Request.Context().Value(ctxKey{}).(*call)
+	if !c.route.metered {
+		return nil
+	}
+	c.status = resp.StatusCode
+	c.upstreamOK = resp.StatusCode >= 200 && resp.StatusCode < 300
+	m := &meter{}
+	// The receipt is sealed after the client has its last byte: a call's
+	// latency never includes the store's fsyncs for settling and sealing.
+	t := &tap{body: resp.Body, onEnd: func(t *tap) { go p.finish(c, m, t, nil) }}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch {
+	case mt == "text/event-stream":
+		t.framing = framingSSE
+	case mt == "application/x-ndjson" || c.route.family == Ollama && c.stream && c.upstreamOK:
+		t.framing = framingNDJSON
+	default:
+		t.framing = framingJSON
+	}
+	switch c.route.family {
+	case Anthropic:
+		t.onData = func(d []byte) bool { m.anthropicSSE(d); return false }
+		t.onJSON = m.anthropicJSON
+	case OpenAI:
+		if c.route.name == "responses" {
+			t.onData = func(d []byte) bool { m.responsesSSE(d); return false }
+		} else {
+			t.onData = m.openAIChatSSE
+		}
+		t.onJSON = m.openAIJSON
+	case Ollama:
+		t.onData = func(d []byte) bool { m.ollama(d); return false }
+		t.onJSON = m.ollama
+	}
+	if c.injected && t.framing == framingSSE {
+		t.dropUsageOnly = true
+		resp.Header.Del("Content-Length")
+	}
+	resp.Body = t
+	return nil
+}
+
+// upstreamError answers a call the upstream never answered.
+func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
+	c, _ := r.Context().Value(ctxKey{}).(*call)
+	if c == nil {
+		writeError(w, familyOf(r.URL.Path), errUpstream, "joule proxy: upstream failed: "+err.Error())
+		return
+	}
+	kind, what := errUpstream, "the upstream could not be reached"
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.Canceled) || r.Context().Err() != nil:
+		what = "the client went away before the upstream answered"
+	case errors.As(err, &ne) && ne.Timeout():
+		kind, what = errTimeout, "the upstream did not answer in time"
+	}
+	up := p.up[c.route.family]
+	writeError(w, c.route.family, kind, fmt.Sprintf("joule proxy: %s (%s %s): %v", what, c.route.family, up.Host, err))
+	if c.route.metered {
+		p.finish(c, &meter{}, nil, fmt.Errorf("%s: %v", what, err))
+	}
+}
+
+// finish settles the call's reservation to what it used and seals its
+// receipt, exactly once, whatever way the call ended.
+func (p *Proxy) finish(c *call, m *meter, t *tap, failure error) {
+	c.once.Do(func() {
+		defer p.inflight.Done()
+		rec, settle := p.account(c, m, t, failure)
+		// The client may be gone; the ledger and the receipt must not be.
+		// A burst of calls queues on the store's write lock, so a lock
+		// timeout is retried for a while rather than losing the receipt.
+		ctx := context.Background()
+		var (
+			e   store.Entry
+			eff *receipts.Efficiency
+		)
+		// Settle and seal in one transaction; only if that fails for a
+		// reason other than the lock (the reservation is gone) is the
+		// receipt sealed alone, saying so.
+		withSettle := rec
+		withSettle.Reservation, withSettle.SettleUJ = &c.resID, settle
+		err := retryLocked(func() (err error) { e, eff, err = p.cfg.Recorder.Seal(ctx, withSettle); return err })
+		if err != nil && !errors.Is(err, store.ErrLocked) {
+			p.logf("settle reservation %d with its receipt: %v", c.resID, err)
+			rec.Note = strings.TrimSpace(rec.Note + "; settling the reservation failed: " + err.Error())
+			err = retryLocked(func() (err error) { e, eff, err = p.cfg.Recorder.Seal(ctx, rec); return err })
+		}
+		if err != nil {
+			p.logf("seal receipt for session %s: %v", c.session, err)
+			return
+		}
+		p.logf("sealed %s %s session=%s seq=%d model=%s in=%d cached=%d write=%d out=%d %s %s %s in %v",
+			c.route.family, c.route.name, c.session, e.Seq, rec.Model, rec.Usage.Input, rec.Usage.CachedInput,
+			rec.Usage.CacheWrite, rec.Usage.Output, grant.FormatEnergy(rec.Estimate.UJ), rec.Estimate.Provenance, eff.Status,
+			rec.Time.Sub(c.start).Round(time.Millisecond))
+		if p.cfg.Sealed != nil {
+			p.cfg.Sealed(e, eff)
+		}
+	})
+}
+
+// account turns what was seen into a receipt and the amount to settle.
+// A call that was cut is never recorded as zero: what the provider reported
+// stands, and what it did not is estimated (energy.md §4.7).
+func (p *Proxy) account(c *call, m *meter, t *tap, failure error) (energy.Record, uint64) {
+	model := c.model
+	if m.model != "" {
+		model = m.model
+	}
+	u := m.usage
+	var notes []string
+	if m.requestID != "" {
+		notes = append(notes, "request "+m.requestID)
+	}
+	estimated := false
+	// Complete means the call ran to its end; counts the provider left out
+	// are estimated below and say so in the note.
+	complete := failure == nil && c.upstreamOK && m.done && m.errMsg == "" && !m.truncated
+	if t != nil && t.readErr == nil && !t.eof && !m.done {
+		complete = false
+	}
+	sentToModel := failure == nil || !strings.HasPrefix(failure.Error(), "the upstream could not be reached")
+	switch {
+	case failure != nil:
+		notes = append(notes, failure.Error())
+	case !c.upstreamOK:
+		msg := fmt.Sprintf("upstream answered HTTP %d", c.status)
+		if m.errMsg != "" {
+			msg += " " + m.errMsg
+		}
+		notes = append(notes, msg)
+		sentToModel = false // the provider refused the call: nothing ran
+	case m.errMsg != "":
+		notes = append(notes, "upstream error: "+m.errMsg)
+	case m.truncated:
+		notes = append(notes, "the response ended incomplete")
+	case t != nil && t.readErr != nil:
+		notes = append(notes, fmt.Sprintf("the upstream stream broke after %d bytes: %v", t.bytes, t.readErr))
+	case t != nil && !t.eof:
+		notes = append(notes, fmt.Sprintf("the client went away after %d bytes", t.bytes))
+	case !m.done:
+		notes = append(notes, "the response ended without its final usage")
+	}
+	if sentToModel {
+		if !m.haveInput {
+			u.Input, estimated = c.inputEst, true
+			notes = append(notes, "input estimated from the request size")
+		}
+		streamed := (m.textChars + 3) / 4
+		switch {
+		case !m.haveOutput && streamed > 0:
+			u.Output, estimated = max(u.Output, streamed), true
+			notes = append(notes, "output estimated from the streamed text")
+		case m.haveOutput && u.Output == 0 && streamed > 0:
+			u.Output, estimated = streamed, true
+			notes = append(notes, fmt.Sprintf("upstream reported 0 output tokens for %d streamed characters; output estimated", m.textChars))
+		case !complete && u.Output < streamed:
+			u.Output, estimated = streamed, true
+		}
+	} else {
+		u = energy.Usage{}
+	}
+	est := p.cfg.Table.Energy(model, u)
+	if estimated && !u.Zero() {
+		est.Provenance = core.Estimator
+	}
+	notes = append(notes, fmt.Sprintf("%s %s via joule proxy; %s", c.route.family, c.route.name, est.Basis))
+	rec := energy.Record{
+		Session: c.session, Unit: "model-call", Model: model, Usage: u, Estimate: est,
+		Coverage: receipts.CoverageEnforced, Complete: complete, Note: strings.Join(notes, "; "),
+		Grants: c.grants, Time: time.Now(),
+	}
+	return rec, energy.Cap(est.UJ)
+}
+
+// suggestBudget is a budget for a few calls like this one, in whole kJ.
+func suggestBudget(reserved uint64) string {
+	return fmt.Sprintf("%dkJ", reserved/250_000_000+1)
+}
+
+// retryLocked runs fn until it succeeds, fails other than by the store's
+// lock timeout, or lockedRetryFor has passed.
+func retryLocked(fn func() error) error {
+	deadline := time.Now().Add(lockedRetryFor)
+	for {
+		err := fn()
+		if err == nil || !errors.Is(err, store.ErrLocked) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,107 @@
+package energy
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/joulehook/joule/core"
+	"github.com/joulehook/joule/core/receipts"
+	"github.com/joulehook/joule/core/store"
+)
+
+// Record is what a meter knows about one unit of work when it is done.
+type Record struct {
+	Session    string
+	Unit       string // "model-call", …
+	Model      string
+	Usage      Usage
+	Estimate   Estimate
+	MeasuredUJ *uint64 // only from a counter proven live; makes the receipt HwShunt
+	Coverage   string  // receipts.CoverageEnforced, Observed or Local
+	Complete   bool
+	Note       string
+	Grants     []string
+	Time       time.Time
+	// Reservation, when set, is settled to SettleUJ in the same store
+	// transaction that seals the receipt: a call is never charged without
+	// its receipt, nor receipted without its charge.
+	Reservation *int64
+	SettleUJ    uint64
+}
+
+// Recorder seals efficiency/1 receipts into a store's session chains.
+type Recorder struct {
+	Store  *store.Store
+	Sealer *core.Sealer
+}
+
+// MaxNote bounds a receipt's note.
+const MaxNote = 1024
+
+// Seal seals rec as the next receipt of its session. It debits nothing
+// itself: a meter charges its grants through a reservation, which Seal
+// settles in the same transaction when rec names one.
+func (r *Recorder) Seal(ctx context.Context, rec Record) (store.Entry, *receipts.Efficiency, error) {
+	if r == nil || r.Store == nil || r.Sealer == nil {
+		return store.Entry{}, nil, errors.New("energy: recorder has no store or sealer")
+	}
+	when := rec.Time
+	if when.IsZero() {
+		when = time.Now()
+	}
+	eff := &receipts.Efficiency{
+		Kind: receipts.KindEfficiency, TimeMS: uint64(when.UnixMilli()), Unit: rec.Unit, Model: rec.Model,
+		InputTokens: rec.Usage.Input, CachedInputTokens: rec.Usage.CachedInput, CacheWriteTokens: rec.Usage.CacheWrite,
+		OutputTokens: rec.Usage.Output, EstimatedUJ: rec.Estimate.UJ, Provenance: rec.Estimate.Provenance,
+		Coverage: rec.Coverage, Status: receipts.StatusIncomplete, Note: truncate(rec.Note, MaxNote),
+		Grants: rec.Grants, Steward: r.Sealer.Steward(),
+	}
+	if eff.Unit == "" {
+		eff.Unit = "model-call"
+	}
+	if eff.Provenance == "" {
+		eff.Provenance = core.Estimator
+	}
+	if rec.MeasuredUJ != nil {
+		m := *rec.MeasuredUJ
+		eff.MeasuredUJ, eff.Provenance = &m, core.HwShunt
+	}
+	if rec.Complete {
+		eff.Status = receipts.StatusComplete
+	}
+	if eff.Grants == nil {
+		eff.Grants = []string{}
+	}
+	var sealed receipts.Efficiency
+	e, err := r.Store.Seal(ctx, store.SealRequest{Session: rec.Session, Settle: rec.Reservation, SettleUJ: rec.SettleUJ, Build: func(pos store.Position, _ error) ([]byte, bool, error) {
+		c := *eff
+		c.Session, c.Sequence, c.Prev = pos.Session, pos.Seq, core.ID(pos.Prev)
+		nonce, err := core.NewNonce()
+		if err != nil {
+			return nil, false, err
+		}
+		c.Nonce = nonce
+		payload, err := receipts.Encode(&c)
+		if err != nil {
+			return nil, false, err
+		}
+		env, err := r.Sealer.SealPayload(payload)
+		sealed = c
+		return env, false, err
+	}})
+	if err != nil {
+		return store.Entry{}, nil, err
+	}
+	return e, &sealed, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xc0 == 0x80 { // do not cut a UTF-8 sequence
+		n--
+	}
+	return s[:n] + "…"
+}
