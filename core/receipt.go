@@ -268,8 +268,7 @@ func (v *Verifier) Open(envelope []byte) ([]byte, error) {
 	if !bytes.Equal(msg.Headers.RawProtected, v.protected) {
 		return nil, rejectf("envelope-schema", "protected header is not the canonical { 1: -8, 4: kid }")
 	}
-	again, err := msg.MarshalCBOR()
-	if err != nil || !bytes.Equal(again, envelope) {
+	if !canonicalEnvelope(envelope, v.protected, msg.Payload, msg.Signature) {
 		return nil, rejectf("non-canonical-envelope", "envelope is not canonical CBOR")
 	}
 	if err := msg.Verify(nil, v.verifier); err != nil {
@@ -303,4 +302,42 @@ func checkHeaders(msg *cose.Sign1Message, steward string) error {
 		return rejectf("envelope-schema", "payload is detached or nil")
 	}
 	return nil
+}
+
+// canonicalEnvelope reports whether envelope is exactly the canonical
+// encoding of a tagged COSE_Sign1 with these parts: tag 18, a 4-array, the
+// protected bstr, the empty unprotected map, then payload and signature as
+// shortest-form byte strings, and nothing after. The parts come from the
+// decoder, so comparing the heads and the length is a full re-encoding
+// check without re-encoding.
+func canonicalEnvelope(envelope, protected, payload, sig []byte) bool {
+	want := 2 + len(protected) + 1
+	ph, sh := bstrHead(len(payload)), bstrHead(len(sig))
+	if len(envelope) != want+len(ph)+len(payload)+len(sh)+len(sig) ||
+		envelope[0] != 0xd2 || envelope[1] != 0x84 ||
+		!bytes.Equal(envelope[2:2+len(protected)], protected) || envelope[want-1] != 0xa0 {
+		return false
+	}
+	rest := envelope[want:]
+	if !bytes.Equal(rest[:len(ph)], ph) {
+		return false
+	}
+	rest = rest[len(ph)+len(payload):]
+	return bytes.Equal(rest[:len(sh)], sh)
+}
+
+// bstrHead is the shortest-form CBOR head of a byte string of length n.
+func bstrHead(n int) []byte {
+	switch {
+	case n < 24:
+		return []byte{0x40 | byte(n)}
+	case n < 1<<8:
+		return []byte{0x58, byte(n)}
+	case n < 1<<16:
+		return []byte{0x59, byte(n >> 8), byte(n)}
+	case n < 1<<32:
+		return []byte{0x5a, byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}
+	}
+	u := uint64(n)
+	return []byte{0x5b, byte(u >> 56), byte(u >> 48), byte(u >> 40), byte(u >> 32), byte(u >> 24), byte(u >> 16), byte(u >> 8), byte(u)}
 }

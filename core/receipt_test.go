@@ -250,3 +250,25 @@ func TestReceiptVectorsHexSane(t *testing.T) {
 	}
 	_ = hex.EncodeToString
 }
+
+func TestNonCanonicalEnvelopeHeads(t *testing.T) {
+	s, v := testSealer(t)
+	env, err := s.Seal(sampleReceipt())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Re-encode the payload's length with a longer head than needed: the
+	// signature still covers the same payload, only the encoding differs.
+	ph := 2 + len(v.protected) + 1
+	if env[ph] != 0x58 {
+		t.Fatalf("payload head %#x", env[ph])
+	}
+	long := append(append(append([]byte{}, env[:ph]...), 0x59, 0x00), env[ph+1:]...)
+	var re *ReceiptError
+	if _, err := v.Verify(long); !errors.As(err, &re) || re.Code != "non-canonical-envelope" && re.Code != "envelope-schema" {
+		t.Fatalf("long head: %v", err)
+	}
+	if _, err := v.Verify(env); err != nil {
+		t.Fatal(err)
+	}
+}
