@@ -55,7 +55,7 @@ func decideStdin(ctx context.Context, e *env) (res gate.Result) {
 		}
 		return gate.Result{Decision: gate.Deny, Code: endpointCode(err), Reason: reason}
 	}
-	defer ep.Close()
+	// The store stays open until exit: see the note above openEndpoint.
 	g, err := ep.gate()
 	if err != nil {
 		return gate.Result{Decision: gate.Deny, Code: gate.CodeGrantInvalid, Reason: err.Error()}

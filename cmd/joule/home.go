@@ -32,6 +32,14 @@ type endpoint struct {
 
 func (ep *endpoint) Close() error { return ep.store.Close() }
 
+// One-shot hook processes (gate, hook, statusline) exit without closing
+// the store, on purpose. Closing the last connection makes SQLite checkpoint
+// the write-ahead log into the database and delete it: two more fsyncs and a
+// directory fsync on every decision, and the next process recreates the log.
+// Every decision was committed and synced before it was printed, and a WAL
+// database is made to be left by a process that exits: the next opener reads
+// the log as it is.
+//
 // openEndpoint opens $JOULE_HOME; it needs a key (joule init or keygen).
 func openEndpoint() (*endpoint, error) {
 	home, err := identity.Home()

@@ -92,7 +92,7 @@ func answerHook(ctx context.Context, e *env, a hook.Adapter) (out hook.Output) {
 	if err != nil {
 		return hook.Fallback(a, nil, hook.Deny(gate.CodeNoActiveGrant, err.Error()+"; run 'joule init' in the workspace"))
 	}
-	defer ep.Close()
+	// The store stays open until exit: see the note above openEndpoint.
 	g, err := ep.gate()
 	if err != nil {
 		return hook.Fallback(a, nil, hook.Deny(gate.CodeGrantInvalid, err.Error()))

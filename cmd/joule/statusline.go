@@ -60,7 +60,7 @@ func statusLine(ctx context.Context, r io.Reader) (line string) {
 	if err != nil {
 		return "joule: not initialised (run joule init)"
 	}
-	defer ep.Close()
+	// The store stays open until exit: see the note above openEndpoint.
 	st, err := sessionStatsOf(ctx, ep, in.SessionID)
 	if err != nil {
 		return "joule: " + err.Error()
