@@ -50,8 +50,14 @@ func Canonical(v any) ([]byte, error) {
 	return encMode.Marshal(v)
 }
 
-// decodeCanonical decodes data into v and fails unless re-encoding v gives
-// back exactly data. what names the object in error messages.
+// DecodeCanonical decodes data into v under the strict rules of this
+// package (closed schemas, no duplicate keys, indefinite lengths, tags or
+// invalid UTF-8) and fails unless re-encoding v gives back exactly data.
+// what names the object in error messages. Other packages' canonical cores
+// (grants, session receipts) decode through it.
+func DecodeCanonical(what string, data []byte, v any) error { return decodeCanonical(what, data, v) }
+
+// decodeCanonical is DecodeCanonical.
 func decodeCanonical(what string, data []byte, v any) error {
 	if err := decMode.Unmarshal(data, v); err != nil {
 		return fmt.Errorf("%s: %w", what, describeDecodeError(err))

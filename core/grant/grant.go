@@ -5,7 +5,6 @@
 package grant
 
 import (
-	"bytes"
 	"crypto/ed25519"
 	"errors"
 	"fmt"
@@ -13,8 +12,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/fxamacker/cbor/v2"
 
 	"github.com/joulehook/joule/core"
 	"github.com/joulehook/joule/core/rule"
@@ -49,22 +46,6 @@ var TierVerbs = []string{"l0", "l1", "l2", "l3", "l4"}
 
 // Verb returns the grant verb of a tier: L2 → "l2".
 func Verb(t core.Tier) string { return strings.ToLower(string(t)) }
-
-var (
-	encMode cbor.EncMode
-	decMode cbor.DecMode
-)
-
-func init() {
-	var err error
-	if encMode, err = (cbor.EncOptions{Sort: cbor.SortCoreDeterministic, IndefLength: cbor.IndefLengthForbidden, NilContainers: cbor.NilContainerAsEmpty, TagsMd: cbor.TagsForbidden}).EncMode(); err != nil {
-		panic("grant: internal error: " + err.Error())
-	}
-	if decMode, err = (cbor.DecOptions{DupMapKey: cbor.DupMapKeyEnforcedAPF, IndefLength: cbor.IndefLengthForbidden, TagsMd: cbor.TagsForbidden,
-		ExtraReturnErrors: cbor.ExtraDecErrorUnknownField, MaxArrayElements: 4096, MaxMapPairs: 64, MaxNestedLevels: 8, UTF8: cbor.UTF8RejectInvalid}).DecMode(); err != nil {
-		panic("grant: internal error: " + err.Error())
-	}
-}
 
 // Validate checks the grant's own rules: kind, parsable rules, known tier
 // verbs, absolute clean roots, a sane window.
@@ -108,7 +89,7 @@ func (g *Grant) Canonical() ([]byte, error) {
 	if err := g.Validate(); err != nil {
 		return nil, err
 	}
-	return encMode.Marshal(g)
+	return core.Canonical(g)
 }
 
 // ID returns the grant id: the content address of its canonical CBOR.
@@ -123,12 +104,8 @@ func (g *Grant) ID() (core.ID, error) {
 // Decode decodes canonical grant bytes.
 func Decode(b []byte) (*Grant, error) {
 	g := new(Grant)
-	if err := decMode.Unmarshal(b, g); err != nil {
-		return nil, fmt.Errorf("grant: %w", err)
-	}
-	again, err := encMode.Marshal(g)
-	if err != nil || !bytes.Equal(again, b) {
-		return nil, errors.New("grant: not canonical CBOR")
+	if err := core.DecodeCanonical("grant", b, g); err != nil {
+		return nil, err
 	}
 	if err := g.Validate(); err != nil {
 		return nil, err

@@ -5,7 +5,6 @@
 package receipts
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 
@@ -90,22 +89,6 @@ const (
 	StatusIncomplete = "incomplete"
 )
 
-var (
-	encMode cbor.EncMode
-	decMode cbor.DecMode
-)
-
-func init() {
-	var err error
-	if encMode, err = (cbor.EncOptions{Sort: cbor.SortCoreDeterministic, IndefLength: cbor.IndefLengthForbidden, NilContainers: cbor.NilContainerAsEmpty, TagsMd: cbor.TagsForbidden}).EncMode(); err != nil {
-		panic("receipts: internal error: " + err.Error())
-	}
-	if decMode, err = (cbor.DecOptions{DupMapKey: cbor.DupMapKeyEnforcedAPF, IndefLength: cbor.IndefLengthForbidden, TagsMd: cbor.TagsForbidden,
-		ExtraReturnErrors: cbor.ExtraDecErrorUnknownField, MaxArrayElements: 1024, MaxMapPairs: 64, MaxNestedLevels: 8, UTF8: cbor.UTF8RejectInvalid}).DecMode(); err != nil {
-		panic("receipts: internal error: " + err.Error())
-	}
-}
-
 // Header is what every session receipt carries for chaining.
 type Header struct {
 	Kind     string
@@ -186,13 +169,16 @@ func (a *Any) Core() any {
 	return a.Efficiency
 }
 
+// kindProbe reads only jc_receipt, to pick the schema the payload is then
+// decoded against strictly.
+var kindProbe, _ = cbor.DecOptions{DupMapKey: cbor.DupMapKeyEnforcedAPF, IndefLength: cbor.IndefLengthForbidden}.DecMode()
+
 // Decode decodes a canonical session receipt payload of either kind.
 func Decode(payload []byte) (*Any, error) {
 	var probe struct {
 		Kind string `cbor:"jc_receipt"`
 	}
-	lax, _ := cbor.DecOptions{DupMapKey: cbor.DupMapKeyEnforcedAPF}.DecMode()
-	if err := lax.Unmarshal(payload, &probe); err != nil {
+	if err := kindProbe.Unmarshal(payload, &probe); err != nil {
 		return nil, fmt.Errorf("receipt payload: %w", err)
 	}
 	switch probe.Kind {
@@ -218,22 +204,13 @@ func Decode(payload []byte) (*Any, error) {
 	return nil, fmt.Errorf("receipt payload: unknown kind %q", probe.Kind)
 }
 
-func decodeCanonical(b []byte, v any) error {
-	if err := decMode.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("receipt payload: %w", err)
-	}
-	again, err := encMode.Marshal(v)
-	if err != nil || !bytes.Equal(again, b) {
-		return errors.New("receipt payload: not canonical CBOR")
-	}
-	return nil
-}
+func decodeCanonical(b []byte, v any) error { return core.DecodeCanonical("receipt payload", b, v) }
 
 // Encode returns the canonical CBOR of a decision or efficiency core after
 // validating it.
-func Encode(core interface{ Validate() error }) ([]byte, error) {
-	if err := core.Validate(); err != nil {
+func Encode(c interface{ Validate() error }) ([]byte, error) {
+	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	return encMode.Marshal(core)
+	return core.Canonical(c)
 }
