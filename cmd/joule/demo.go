@@ -30,7 +30,7 @@ var demoFiles = core.Files{
 }
 
 func runDemo(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "demo", "demo [--keep]\n\nCreates a throwaway JOULE_HOME and workspace, then builds, signs and\napplies a real CodingOp, seals its JCR-1 receipt and verifies it; gates four\nagent actions under a grant; and meters a model call through joule proxy.")
+	fs := newFlags(e, "demo", "demo [--keep]\n\nCreates a throwaway JOULE_HOME and workspace, then builds, signs and\napplies a real CodingOp, seals its JCR-1 receipt and verifies it; gates four\nagent actions under a grant; meters a model call through joule proxy; and\nruns an L1 rename through joule acp as an editor would.")
 	keep := fs.Bool("keep", false, "keep the temporary directories and print where they are")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -159,6 +159,11 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 	// 9–10. The meter: a model call through joule proxy, refused over
 	// budget, then streamed and receipted.
 	if err := demoProxy(ctx, e, home, say); err != nil {
+		return err
+	}
+	// 11. The editor's seam: an L1 rename through joule acp, driven over
+	// stdio as Zed would drive it.
+	if err := demoACP(ctx, e, home, ws, say); err != nil {
 		return err
 	}
 	if *keep {

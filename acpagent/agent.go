@@ -1,0 +1,255 @@
+// Package acpagent is joule's Agent Client Protocol agent: it serves an
+// editor (Zed, JetBrains, Neovim) over stdio and closes each prompt with the
+// gated, energy-tiered cascade, sealing every change as a signed coding op.
+package acpagent
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/joulehook/joule/core/gate"
+	"github.com/joulehook/joule/tiers"
+	"github.com/joulehook/joule/tiers/l0"
+	"github.com/joulehook/joule/tiers/l1"
+	"github.com/joulehook/joule/tiers/l4"
+)
+
+// Options configure an Agent.
+type Options struct {
+	Gate    *gate.Gate         // decides writes and tier consultations, seals every receipt
+	Key     ed25519.PrivateKey // the endpoint key: author of every op
+	Cache   *l0.Cache          // nil: no L0
+	Remote  RemoteStage        // nil: no L4
+	OpsDir  string             // where JCR-1 receipts of applied ops are kept; "" keeps none
+	Metered bool               // the remote agent's model calls go through joule proxy
+	Version string
+	Log     *slog.Logger
+}
+
+// RemoteStage is the L4 tier as the agent uses it: a stage bound to the
+// prompt turn, through which it relays updates and asks for permission.
+// *l4.Remote implements it.
+type RemoteStage interface {
+	Stage(editor l4.Editor) tiers.Stage
+}
+
+// Agent is the ACP agent.
+type Agent struct {
+	opt   Options
+	conn  *acp.AgentSideConnection // set once by Serve, then ready is closed
+	ready chan struct{}
+
+	mu       sync.Mutex
+	caps     acp.ClientCapabilities
+	sessions map[acp.SessionId]*session
+}
+
+type session struct {
+	id  acp.SessionId
+	cwd string
+
+	mu      sync.Mutex
+	running bool
+}
+
+var (
+	_ acp.Agent       = (*Agent)(nil)
+	_ acp.AgentLoader = (*Agent)(nil)
+)
+
+// New returns an agent; Serve connects it.
+func New(opt Options) *Agent {
+	if opt.Log == nil {
+		opt.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &Agent{opt: opt, sessions: map[acp.SessionId]*session{}, ready: make(chan struct{})}
+}
+
+// Serve runs the agent on one connection (r from the editor, w to it) until
+// the editor disconnects or ctx ends.
+func (a *Agent) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
+	// The SDK reads (and may dispatch) from the constructor on, so handlers
+	// reach the connection through connection(), which waits for it.
+	conn := acp.NewAgentSideConnection(a, w, r)
+	conn.SetLogger(a.opt.Log)
+	a.conn = conn
+	close(a.ready)
+	select {
+	case <-conn.Done():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Initialize implements acp.Agent: protocol 1, and only what joule does.
+func (a *Agent) Initialize(ctx context.Context, p acp.InitializeRequest) (acp.InitializeResponse, error) {
+	a.mu.Lock()
+	a.caps = p.ClientCapabilities
+	a.mu.Unlock()
+	v := min(p.ProtocolVersion, acp.ProtocolVersion(acp.ProtocolVersionNumber))
+	if v < 1 {
+		return acp.InitializeResponse{}, acp.NewInvalidParams(map[string]any{"protocolVersion": fmt.Sprintf("joule speaks ACP protocol version 1; the client asked for %d", p.ProtocolVersion)})
+	}
+	return acp.InitializeResponse{
+		ProtocolVersion:   v,
+		AgentInfo:         &acp.Implementation{Name: "joule", Title: acp.Ptr("joule"), Version: a.opt.Version},
+		AgentCapabilities: acp.AgentCapabilities{LoadSession: true},
+		AuthMethods:       []acp.AuthMethod{},
+	}, nil
+}
+
+// Authenticate implements acp.Agent: joule needs no sign-in.
+func (a *Agent) Authenticate(ctx context.Context, p acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
+	return acp.AuthenticateResponse{}, acp.NewInvalidParams(map[string]any{"error": "joule advertises no authentication methods"})
+}
+
+func newSessionID() (acp.SessionId, error) {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return acp.SessionId("acp-" + hex.EncodeToString(b[:])), nil
+}
+
+// NewSession implements acp.Agent.
+func (a *Agent) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.NewSessionResponse, error) {
+	cwd, err := checkCwd(p.Cwd)
+	if err != nil {
+		return acp.NewSessionResponse{}, err
+	}
+	id, err := newSessionID()
+	if err != nil {
+		return acp.NewSessionResponse{}, err
+	}
+	a.addSession(id, cwd)
+	a.advertise(id)
+	return acp.NewSessionResponse{SessionId: id}, nil
+}
+
+func (a *Agent) connection() *acp.AgentSideConnection {
+	<-a.ready
+	return a.conn
+}
+
+func (a *Agent) addSession(id acp.SessionId, cwd string) *session {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s := &session{id: id, cwd: cwd}
+	a.sessions[id] = s
+	return s
+}
+
+func (a *Agent) session(id acp.SessionId) (*session, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s, ok := a.sessions[id]
+	if !ok {
+		return nil, acp.NewInvalidParams(map[string]any{"sessionId": fmt.Sprintf("unknown session %q: create one with session/new or load it with session/load", id)})
+	}
+	return s, nil
+}
+
+// advertise sends the slash commands after the session's response: the
+// SDK answers a request only when its handler returns, so it runs apart.
+func (a *Agent) advertise(id acp.SessionId) {
+	cmds := []acp.AvailableCommand{{Name: "cost", Description: "Energy and receipts of this session so far"}}
+	for _, c := range l1.Commands {
+		cmds = append(cmds, acp.AvailableCommand{Name: c.Name, Description: c.Description,
+			Input: &acp.AvailableCommandInput{Unstructured: &acp.UnstructuredCommandInput{Hint: c.Hint}}})
+	}
+	go func() {
+		_ = a.connection().SessionUpdate(context.Background(), acp.SessionNotification{SessionId: id,
+			Update: acp.SessionUpdate{AvailableCommandsUpdate: &acp.SessionAvailableCommandsUpdate{AvailableCommands: cmds}}})
+	}()
+}
+
+// Cancel implements acp.Agent. The SDK has already cancelled the running
+// prompt's context; a cancel with nothing running is a no-op, as the
+// protocol makes it a notification.
+func (a *Agent) Cancel(ctx context.Context, p acp.CancelNotification) error {
+	if _, err := a.session(p.SessionId); err != nil {
+		a.opt.Log.Warn("cancel for an unknown session", "session", p.SessionId)
+	}
+	return nil
+}
+
+// SetSessionMode implements acp.Agent: joule has no modes.
+func (a *Agent) SetSessionMode(ctx context.Context, p acp.SetSessionModeRequest) (acp.SetSessionModeResponse, error) {
+	return acp.SetSessionModeResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionSetMode)
+}
+
+// SetSessionConfigOption implements acp.Agent: joule has no options.
+func (a *Agent) SetSessionConfigOption(ctx context.Context, p acp.SetSessionConfigOptionRequest) (acp.SetSessionConfigOptionResponse, error) {
+	return acp.SetSessionConfigOptionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionSetConfigOption)
+}
+
+// ListSessions implements acp.Agent: not advertised.
+func (a *Agent) ListSessions(ctx context.Context, p acp.ListSessionsRequest) (acp.ListSessionsResponse, error) {
+	return acp.ListSessionsResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionList)
+}
+
+// ResumeSession implements acp.Agent: not advertised.
+func (a *Agent) ResumeSession(ctx context.Context, p acp.ResumeSessionRequest) (acp.ResumeSessionResponse, error) {
+	return acp.ResumeSessionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionResume)
+}
+
+// CloseSession implements acp.Agent: not advertised.
+func (a *Agent) CloseSession(ctx context.Context, p acp.CloseSessionRequest) (acp.CloseSessionResponse, error) {
+	return acp.CloseSessionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionClose)
+}
+
+func (s *session) begin() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running {
+		return false
+	}
+	s.running = true
+	return true
+}
+
+func (s *session) end() {
+	s.mu.Lock()
+	s.running = false
+	s.mu.Unlock()
+}
+
+func (a *Agent) clientCaps() acp.ClientCapabilities {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.caps
+}
+
+// promptText joins a prompt's text blocks; joule advertises no image,
+// audio or embedded-context support, so other blocks are refused.
+func promptText(blocks []acp.ContentBlock) (string, error) {
+	var parts []string
+	for _, b := range blocks {
+		switch {
+		case b.Text != nil:
+			parts = append(parts, b.Text.Text)
+		case b.ResourceLink != nil:
+			parts = append(parts, b.ResourceLink.Uri)
+		default:
+			return "", acp.NewInvalidParams(map[string]any{"prompt": "joule accepts text prompts only (no image, audio or embedded resource)"})
+		}
+	}
+	t := strings.Join(parts, "\n")
+	if strings.TrimSpace(t) == "" {
+		return "", acp.NewInvalidParams(map[string]any{"prompt": "the prompt has no text"})
+	}
+	return t, nil
+}
+
+var errBusy = errors.New("busy")

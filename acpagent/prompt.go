@@ -1,0 +1,663 @@
+package acpagent
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/joulehook/joule/core"
+	"github.com/joulehook/joule/core/gate"
+	"github.com/joulehook/joule/core/grant"
+	"github.com/joulehook/joule/core/receipts"
+	"github.com/joulehook/joule/core/store"
+	"github.com/joulehook/joule/energy"
+	"github.com/joulehook/joule/tiers"
+	"github.com/joulehook/joule/tiers/l0"
+	"github.com/joulehook/joule/tiers/l1"
+)
+
+func checkCwd(cwd string) (string, error) {
+	if !filepath.IsAbs(cwd) {
+		return "", acp.NewInvalidParams(map[string]any{"cwd": fmt.Sprintf("cwd %q must be an absolute path", cwd)})
+	}
+	fi, err := os.Stat(cwd)
+	if err != nil || !fi.IsDir() {
+		return "", acp.NewInvalidParams(map[string]any{"cwd": fmt.Sprintf("cwd %q is not a directory", cwd)})
+	}
+	return filepath.Clean(cwd), nil
+}
+
+// turn is one prompt being worked on; it is the Editor a delegated stage sees.
+type turn struct {
+	a *Agent
+	s *session
+
+	once  sync.Once
+	files core.Files
+	err   error
+
+	mu    sync.Mutex
+	usage *acp.Usage // what a remote agent reported, if any
+}
+
+func (t *turn) Usage(u acp.Usage) {
+	t.mu.Lock()
+	t.usage = &u
+	t.mu.Unlock()
+}
+
+// work is what an efficiency receipt says about the turn's energy: the
+// consultations' reference costs, plus, when a remote agent reported token
+// usage and its model calls were not metered by joule proxy, an Estimator
+// figure for those tokens at the frontier class's rates.
+func (t *turn) work(uj uint64) (receipts.Efficiency, string) {
+	t.mu.Lock()
+	u := t.usage
+	t.mu.Unlock()
+	e := receipts.Efficiency{EstimatedUJ: uj}
+	if u == nil {
+		return e, ""
+	}
+	cached := uint64(0)
+	if u.CachedReadTokens != nil {
+		cached = uint64(*u.CachedReadTokens)
+	}
+	write := uint64(0)
+	if u.CachedWriteTokens != nil {
+		write = uint64(*u.CachedWriteTokens)
+	}
+	in := uint64(u.InputTokens)
+	if in >= cached+write {
+		in -= cached + write
+	}
+	e.InputTokens, e.CachedInputTokens, e.CacheWriteTokens, e.OutputTokens = in, cached, write, uint64(u.OutputTokens)
+	if t.a.opt.Metered {
+		return e, "; the remote's tokens are as it reported them, their energy is in the proxy's receipts"
+	}
+	eu := energy.Usage{Input: in, CachedInput: cached, CacheWrite: write, Output: e.OutputTokens}
+	e.EstimatedUJ = energy.Cap(uj + energy.DefaultRates[energy.Frontier].Of(eu))
+	return e, "; includes the remote's reported tokens at the frontier class's Estimator rates"
+}
+
+func (t *turn) Update(ctx context.Context, u acp.SessionUpdate) error {
+	return t.a.connection().SessionUpdate(ctx, acp.SessionNotification{SessionId: t.s.id, Update: u})
+}
+
+func (t *turn) Permission(ctx context.Context, req acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+	req.SessionId = t.s.id
+	return t.a.connection().RequestPermission(ctx, req)
+}
+
+func (t *turn) Ask(ctx context.Context, call acp.ToolCallUpdate) (bool, error) {
+	resp, err := t.Permission(ctx, acp.RequestPermissionRequest{ToolCall: call,
+		Options: []acp.PermissionOption{
+			{OptionId: "allow", Name: "Allow once", Kind: acp.PermissionOptionKindAllowOnce},
+			{OptionId: "reject", Name: "Reject", Kind: acp.PermissionOptionKindRejectOnce},
+		}})
+	if err != nil {
+		return false, err
+	}
+	return resp.Outcome.Selected != nil && resp.Outcome.Selected.OptionId == "allow", nil
+}
+
+// Files reads the workspace once per turn: every stage sees one tree state.
+func (t *turn) Files(ctx context.Context) (core.Files, error) {
+	t.once.Do(func() { t.files, t.err = core.ReadDir(t.s.cwd) })
+	return t.files, t.err
+}
+
+func (t *turn) snapshot(ctx context.Context, root string) (core.Files, error) { return t.Files(ctx) }
+
+func (t *turn) say(ctx context.Context, text string) {
+	_ = t.Update(ctx, acp.UpdateAgentMessageText(text))
+}
+
+// Prompt implements acp.Agent: it runs the gated cascade on the request and
+// applies whatever op closes it.
+func (a *Agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResponse, error) {
+	s, err := a.session(p.SessionId)
+	if err != nil {
+		return acp.PromptResponse{}, err
+	}
+	if !s.begin() {
+		return acp.PromptResponse{}, acp.NewInvalidRequest(map[string]any{"error": fmt.Sprintf("a prompt is already running in session %s; wait for it or cancel it", s.id)})
+	}
+	defer s.end()
+	text, err := promptText(p.Prompt)
+	if err != nil {
+		return acp.PromptResponse{}, err
+	}
+	t := &turn{a: a, s: s}
+	if strings.TrimSpace(text) == "/cost" {
+		return a.cost(ctx, t)
+	}
+	stages, names := a.stages(t)
+	c, err := tiers.New(stages...)
+	if err != nil {
+		return acp.PromptResponse{}, acp.NewInternalError(map[string]any{"error": err.Error()})
+	}
+	_ = t.Update(ctx, plan(names, nil, ""))
+	res, err := c.WithGate(gate.TierGate{Gate: a.opt.Gate}).Run(ctx, &tiers.Request{Session: string(s.id), Prompt: text, Root: s.cwd})
+	if ctx.Err() != nil {
+		return cancelled()
+	}
+	if err != nil {
+		return acp.PromptResponse{}, acp.NewInternalError(map[string]any{"error": "the cascade stopped: " + err.Error()})
+	}
+	_ = t.Update(ctx, plan(names, res.Consulted, res.Closing))
+	for _, k := range res.Consulted {
+		switch {
+		case k.Denied != nil:
+			_ = t.Update(ctx, acp.UpdateAgentThoughtText(fmt.Sprintf("%s denied by the grant (%s): %s", k.Tier, k.Denied.Code, k.Denied.Reason)))
+		case k.Err != nil:
+			_ = t.Update(ctx, acp.UpdateAgentThoughtText(fmt.Sprintf("%s could not close it: %v", k.Tier, k.Err)))
+		}
+	}
+	uj := spent(res.Consulted)
+	if !res.Closed() {
+		t.say(ctx, fmt.Sprintf("No tier closed this request (%s).%s\n%s", consultedList(res.Consulted), reasons(res.Consulted), fallthroughHint(a.opt.Remote != nil, res.Consulted)))
+		return endTurn()
+	}
+	if res.Resolution.Op == nil {
+		e, err := a.sealWork(ctx, t, "", res.Closing, uj, "answer: "+oneLine(text))
+		if err != nil {
+			return acp.PromptResponse{}, acp.NewInternalError(map[string]any{"error": err.Error()})
+		}
+		t.say(ctx, res.Resolution.Answer+"\n\n"+summaryLine(res.Closing, uj, e))
+		return endTurn()
+	}
+	return a.apply(ctx, t, text, res, uj)
+}
+
+func cancelled() (acp.PromptResponse, error) {
+	return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
+}
+
+func endTurn() (acp.PromptResponse, error) {
+	return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil
+}
+
+func (a *Agent) stages(t *turn) ([]tiers.Stage, []core.Tier) {
+	var st []tiers.Stage
+	if a.opt.Cache != nil {
+		st = append(st, &l0.Stage{Cache: a.opt.Cache, Author: a.opt.Key.Public().(ed25519.PublicKey), Snapshot: t.snapshot})
+	}
+	st = append(st, &l1.Stage{Key: a.opt.Key, Snapshot: t.snapshot})
+	if a.opt.Remote != nil {
+		st = append(st, a.opt.Remote.Stage(t))
+	}
+	names := make([]core.Tier, len(st))
+	for i, s := range st {
+		names[i] = s.Tier()
+	}
+	return st, names
+}
+
+var tierTitles = map[core.Tier]string{core.L0: "L0: cache of signed ops", core.L1: "L1: lawful deterministic edit", core.L2: "L2: retrieval", core.L3: "L3: local model", core.L4: "L4: remote agent"}
+
+func plan(names []core.Tier, consulted []tiers.Consultation, closing core.Tier) acp.SessionUpdate {
+	done := map[core.Tier]bool{}
+	for _, k := range consulted {
+		done[k.Tier] = true
+	}
+	var entries []acp.PlanEntry
+	for i, n := range names {
+		st := acp.PlanEntryStatusPending
+		switch {
+		case done[n] || (closing != "" && n > closing):
+			st = acp.PlanEntryStatusCompleted
+		case consulted == nil && i == 0:
+			st = acp.PlanEntryStatusInProgress
+		}
+		title := tierTitles[n]
+		if n == closing {
+			title += " (closed the request)"
+		}
+		entries = append(entries, acp.PlanEntry{Content: title, Priority: acp.PlanEntryPriorityMedium, Status: st})
+	}
+	return acp.UpdatePlan(entries...)
+}
+
+// spent is what the turn's consultations debited: each tier that ran
+// (allowed by the gate) at its reference cost.
+func spent(ks []tiers.Consultation) uint64 {
+	var uj uint64
+	for _, k := range ks {
+		if k.Denied == nil {
+			uj += gate.TierCosts[k.Tier]
+		}
+	}
+	return uj
+}
+
+func consultedList(ks []tiers.Consultation) string {
+	var parts []string
+	for _, k := range ks {
+		switch {
+		case k.Denied != nil:
+			parts = append(parts, string(k.Tier)+" denied")
+		case k.Err != nil:
+			parts = append(parts, string(k.Tier)+" failed")
+		default:
+			parts = append(parts, string(k.Tier)+" miss")
+		}
+	}
+	if len(parts) == 0 {
+		return "no tier was consulted"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// reasons lists why each consulted tier did not close, one line each.
+func reasons(ks []tiers.Consultation) string {
+	var sb strings.Builder
+	for _, k := range ks {
+		switch {
+		case k.Denied != nil:
+			fmt.Fprintf(&sb, "\n- %s: denied by the grant (%s): %s", k.Tier, k.Denied.Code, k.Denied.Reason)
+		case k.Err != nil:
+			fmt.Fprintf(&sb, "\n- %s: %v", k.Tier, k.Err)
+		}
+	}
+	return sb.String()
+}
+
+func fallthroughHint(remote bool, ks []tiers.Consultation) string {
+	if !remote {
+		return "L1 understands /rename, /format, /replace, /diff and /find (or 'rename X to Y', 'format the repo'); anything else needs a remote agent (L4): see 'joule acp -h'."
+	}
+	return "The remote agent did not close it either."
+}
+
+func summaryLine(tier core.Tier, uj uint64, e store.Entry) string {
+	h := core.ID(e.Hash).String()
+	return fmt.Sprintf("%s · %s · receipt %s#%d %s", tier, grant.FormatEnergy(uj), e.Session, e.Seq, h[:12])
+}
+
+func oneLineMax(s string, n int) string {
+	if len(s) > n {
+		return strings.ToValidUTF8(s[:n], "") + "…"
+	}
+	return s
+}
+
+func oneLine(s string) string {
+	return oneLineMax(strings.Join(strings.Fields(s), " "), 160)
+}
+
+// apply writes a closing op: verified, applied in memory, every file's
+// write gated, then all files written, then sealed. A denial, a
+// cancellation or a stale buffer before the writes leaves the workspace
+// untouched.
+func (a *Agent) apply(ctx context.Context, t *turn, text string, res *tiers.Result, uj uint64) (acp.PromptResponse, error) {
+	sop := res.Resolution.Op
+	opID, err := sop.Verify()
+	if err != nil {
+		return acp.PromptResponse{}, acp.NewInternalError(map[string]any{"error": "the closing op does not verify: " + err.Error()})
+	}
+	files, err := t.Files(ctx)
+	if err != nil {
+		return acp.PromptResponse{}, acp.NewInternalError(map[string]any{"error": err.Error()})
+	}
+	next, err := core.Apply(files, &sop.Op)
+	if err != nil {
+		t.say(ctx, fmt.Sprintf("%s produced an op that does not apply to the workspace: %v. Nothing was changed.", res.Closing, err))
+		return endTurn()
+	}
+	paths := changed(files, next)
+	callID := acp.ToolCallId("op-" + opID.String()[:16])
+	var diffs []acp.ToolCallContent
+	var locs []acp.ToolCallLocation
+	for _, p := range paths {
+		abs := filepath.Join(t.s.cwd, filepath.FromSlash(p))
+		if old, ok := files[p]; ok {
+			diffs = append(diffs, acp.ToolDiffContent(abs, string(next[p]), string(old)))
+		} else {
+			diffs = append(diffs, acp.ToolDiffContent(abs, string(next[p])))
+		}
+		locs = append(locs, acp.ToolCallLocation{Path: abs})
+	}
+	title := fmt.Sprintf("%s: %s", res.Closing, oneLine(res.Resolution.Answer))
+	_ = t.Update(ctx, acp.StartToolCall(callID, title, acp.WithStartKind(acp.ToolKindEdit), acp.WithStartStatus(acp.ToolCallStatusPending),
+		acp.WithStartLocations(locs), acp.WithStartContent(diffs), acp.WithStartRawInput(map[string]any{"op_id": opID.String(), "intent": sop.Op.Intent, "tier": res.Closing})))
+	fail := func(msg string) (acp.PromptResponse, error) {
+		_ = t.Update(ctx, acp.UpdateToolCall(callID, acp.WithUpdateStatus(acp.ToolCallStatusFailed),
+			acp.WithUpdateContent([]acp.ToolCallContent{acp.ToolContent(acp.TextBlock(msg))})))
+		t.say(ctx, msg)
+		return endTurn()
+	}
+	for _, p := range paths {
+		ok, msg, err := a.gateWrite(ctx, t, callID, title, p, files[p] != nil)
+		if err != nil {
+			if ctx.Err() != nil {
+				return cancelled()
+			}
+			return acp.PromptResponse{}, acp.NewInternalError(map[string]any{"error": err.Error()})
+		}
+		if !ok {
+			return fail(msg + " Nothing was changed.")
+		}
+	}
+	if ctx.Err() != nil {
+		return cancelled()
+	}
+	// From here the op is applied whole: a cancel no longer interrupts it.
+	wctx := context.WithoutCancel(ctx)
+	if err := a.write(wctx, t, files, next, paths); err != nil {
+		return fail(err.Error())
+	}
+	e, err := a.sealWork(wctx, t, opID.String(), res.Closing, uj, fmt.Sprintf("%s: %s", oneLine(sop.Op.Intent), oneLine(res.Resolution.Answer)))
+	if err != nil {
+		return acp.PromptResponse{}, acp.NewInternalError(map[string]any{"error": "the op was applied but its receipt could not be sealed: " + err.Error()})
+	}
+	if err := a.sealOp(opID, res.Closing, uj, e); err != nil {
+		a.opt.Log.Error("sealing the JCR-1 receipt", "err", err)
+	}
+	if a.opt.Cache != nil && res.Closing != core.L0 {
+		if err := a.opt.Cache.Put(text, sop); err != nil {
+			a.opt.Log.Warn("l0 cache put", "err", err)
+		}
+	}
+	line := summaryLine(res.Closing, uj, e)
+	_ = t.Update(wctx, acp.UpdateToolCall(callID, acp.WithUpdateStatus(acp.ToolCallStatusCompleted),
+		acp.WithUpdateRawOutput(map[string]any{"op_id": opID.String(), "receipt": core.ID(e.Hash).String(), "sequence": e.Seq, "estimated_uj": uj})))
+	t.say(wctx, res.Resolution.Answer+"\n\n"+line)
+	return endTurn()
+}
+
+func changed(prior, next core.Files) []string {
+	var ps []string
+	for p, b := range next {
+		if old, ok := prior[p]; !ok || string(old) != string(b) {
+			ps = append(ps, p)
+		}
+	}
+	sort.Strings(ps)
+	return ps
+}
+
+// gateWrite puts one file write to the gate as Claude Code's Edit (or
+// Write, for a new file), asking the editor when the grant says ask.
+func (a *Agent) gateWrite(ctx context.Context, t *turn, callID acp.ToolCallId, title, rel string, exists bool) (bool, string, error) {
+	abs := filepath.Join(t.s.cwd, filepath.FromSlash(rel))
+	tool := "Edit"
+	if !exists {
+		tool = "Write"
+	}
+	input, _ := json.Marshal(map[string]string{"file_path": abs})
+	r := a.opt.Gate.Decide(ctx, &gate.Event{SessionID: string(t.s.id), Tool: tool, Input: input, Cwd: t.s.cwd})
+	switch r.Decision {
+	case gate.Allow:
+		return true, "", nil
+	case gate.Ask:
+		ok, err := t.Ask(ctx, acp.ToolCallUpdate{ToolCallId: callID, Title: acp.Ptr(title), Kind: acp.Ptr(acp.ToolKindEdit),
+			Locations: []acp.ToolCallLocation{{Path: abs}}})
+		if err != nil {
+			return false, "", err
+		}
+		if !ok {
+			return false, fmt.Sprintf("Writing %s was rejected.", rel), nil
+		}
+		return true, "", nil
+	}
+	if r.Code == gate.CodeStoreError {
+		return false, "", errors.New(r.Reason)
+	}
+	return false, fmt.Sprintf("The grant denies writing %s (%s): %s.", rel, r.Code, r.Reason), nil
+}
+
+// write puts every changed file in place: through the editor when it
+// offers fs/write_text_file (so its buffers and undo follow), else on disk,
+// each file staged next to its target and then renamed over it. Before
+// anything is written, a file the editor holds with unsaved changes is
+// refused: its buffer is not the tree the op was computed on.
+func (a *Agent) write(ctx context.Context, t *turn, prior, next core.Files, paths []string) error {
+	caps := a.clientCaps()
+	if caps.Fs.ReadTextFile {
+		for _, p := range paths {
+			old, ok := prior[p]
+			if !ok {
+				continue
+			}
+			abs := filepath.Join(t.s.cwd, filepath.FromSlash(p))
+			r, err := a.connection().ReadTextFile(ctx, acp.ReadTextFileRequest{SessionId: t.s.id, Path: abs})
+			if err != nil {
+				return fmt.Errorf("reading %s through the editor: %v; nothing was changed", p, err)
+			}
+			if r.Content != string(old) {
+				return fmt.Errorf("%s has unsaved changes in the editor; save or revert it and ask again. Nothing was changed", p)
+			}
+		}
+	}
+	if caps.Fs.WriteTextFile {
+		for i, p := range paths {
+			abs := filepath.Join(t.s.cwd, filepath.FromSlash(p))
+			if _, err := a.connection().WriteTextFile(ctx, acp.WriteTextFileRequest{SessionId: t.s.id, Path: abs, Content: string(next[p])}); err != nil {
+				if i == 0 {
+					return fmt.Errorf("the editor refused to write %s: %v; nothing was changed", p, err)
+				}
+				return fmt.Errorf("the editor refused to write %s after %d other file(s) were written: %v", p, i, err)
+			}
+		}
+		return nil
+	}
+	return writeDisk(t.s.cwd, prior, next, paths)
+}
+
+// diskMu serialises disk writes in this process, so the check that each
+// target still holds what the op was computed on, and the write, are one
+// step for every session.
+var diskMu sync.Mutex
+
+func writeDisk(root string, prior, next core.Files, paths []string) error {
+	diskMu.Lock()
+	defer diskMu.Unlock()
+	for _, p := range paths {
+		cur, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(p)))
+		if err != nil && !os.IsNotExist(err) {
+			return err
+		}
+		old, existed := prior[p]
+		if present := err == nil; present != existed || string(cur) != string(old) {
+			return fmt.Errorf("%s changed since the request was read; nothing was changed, ask again", p)
+		}
+	}
+	type staged struct{ tmp, dst string }
+	var done []staged
+	cleanup := func() {
+		for _, s := range done {
+			os.Remove(s.tmp)
+		}
+	}
+	for _, p := range paths {
+		dst := filepath.Join(root, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			cleanup()
+			return err
+		}
+		mode := os.FileMode(0o644)
+		if fi, err := os.Stat(dst); err == nil {
+			mode = fi.Mode().Perm()
+		}
+		f, err := os.CreateTemp(filepath.Dir(dst), ".joule-*")
+		if err == nil {
+			_, err = f.Write(next[p])
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err == nil {
+				err = os.Chmod(f.Name(), mode)
+			}
+			done = append(done, staged{f.Name(), dst})
+		}
+		if err != nil {
+			cleanup()
+			return fmt.Errorf("staging %s: %v; nothing was changed", p, err)
+		}
+	}
+	for i, s := range done {
+		if err := os.Rename(s.tmp, s.dst); err != nil {
+			cleanup()
+			return fmt.Errorf("writing %s after %d file(s): %v", s.dst, i, err)
+		}
+	}
+	return nil
+}
+
+// sealWork seals one efficiency/1 receipt of the cascade's own work in the
+// session chain; the consultations were debited when the gate allowed them.
+func (a *Agent) sealWork(ctx context.Context, t *turn, opID string, tier core.Tier, uj uint64, note string) (store.Entry, error) {
+	session := string(t.s.id)
+	w, extra := t.work(uj)
+	note = oneLineMax(gate.Redact(note+extra), 1000) // the request is user text: no credentials in receipts
+	g := a.opt.Gate
+	var ids []string
+	if chain, err := g.ActiveChain(ctx, session); err == nil {
+		ids = chain.IDs()
+	}
+	if ids == nil {
+		ids = []string{}
+	}
+	now := time.Now()
+	unit := "coding-op"
+	if opID == "" {
+		unit = "answer"
+	}
+	return g.Store.Seal(ctx, store.SealRequest{Session: session, Build: func(pos store.Position, _ error) ([]byte, bool, error) {
+		nonce, err := core.NewNonce()
+		if err != nil {
+			return nil, false, err
+		}
+		e := w
+		e.Kind, e.Session, e.Sequence, e.Prev = receipts.KindEfficiency, pos.Session, pos.Seq, core.ID(pos.Prev)
+		e.TimeMS, e.Unit, e.OpID, e.Tier, e.Provenance = uint64(now.UnixMilli()), unit, opID, tier, core.Estimator
+		e.Coverage, e.Status, e.Note, e.Grants, e.Nonce, e.Steward = receipts.CoverageLocal, receipts.StatusComplete, note, ids, nonce, g.Sealer.Steward()
+		payload, err := receipts.Encode(&e)
+		if err != nil {
+			return nil, false, err
+		}
+		env, err := g.Sealer.SealPayload(payload)
+		return env, false, err
+	}})
+}
+
+// sealOp seals the op's JCR-1 receipt (joule-code/1), numbered with its
+// efficiency receipt's sequence, and keeps it in OpsDir as
+// <session>-<sequence>.cbor.
+func (a *Agent) sealOp(opID core.ID, tier core.Tier, uj uint64, e store.Entry) error {
+	if a.opt.OpsDir == "" {
+		return nil
+	}
+	env, err := a.opt.Gate.Sealer.Seal(&core.Receipt{OpID: opID.String(), Tier: tier, EstimatedUJ: uj, Provenance: core.Estimator, Sequence: e.Seq})
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(a.opt.OpsDir, 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(a.opt.OpsDir, fmt.Sprintf("%s-%d.cbor", e.Session, e.Seq)), env, 0o600)
+}
+
+// cost answers /cost from the session's sealed receipts.
+func (a *Agent) cost(ctx context.Context, t *turn) (acp.PromptResponse, error) {
+	entries, err := a.opt.Gate.Store.Session(ctx, string(t.s.id))
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return acp.PromptResponse{}, acp.NewInternalError(map[string]any{"error": err.Error()})
+	}
+	var debited uint64
+	ops, answers := map[core.Tier]int{}, 0
+	for _, e := range entries {
+		r, err := a.decode(e.Envelope)
+		if err != nil {
+			return acp.PromptResponse{}, acp.NewInternalError(map[string]any{"error": fmt.Sprintf("receipt %d: %v", e.Seq, err)})
+		}
+		switch {
+		case r.Decision != nil:
+			debited += r.Decision.DebitUJ
+		case r.Efficiency != nil && r.Efficiency.OpID != "":
+			ops[r.Efficiency.Tier]++
+		case r.Efficiency != nil:
+			answers++
+		}
+	}
+	var by []string
+	for _, tr := range []core.Tier{core.L0, core.L1, core.L2, core.L3, core.L4} {
+		if ops[tr] > 0 {
+			by = append(by, fmt.Sprintf("%s %d", tr, ops[tr]))
+		}
+	}
+	if len(by) == 0 {
+		by = []string{"none"}
+	}
+	t.say(ctx, fmt.Sprintf("Session %s: %d receipts; %s debited from the grant; ops closed by tier: %s; %d answers. Figures are Estimator (reference tier costs), local work only.",
+		t.s.id, len(entries), grant.FormatEnergy(debited), strings.Join(by, ", "), answers))
+	return endTurn()
+}
+
+func (a *Agent) decode(env []byte) (*receipts.Any, error) {
+	s := a.opt.Gate.Sealer
+	pub := a.opt.Key.Public().(ed25519.PublicKey)
+	v, err := core.NewVerifier(s.Steward(), pub)
+	if err != nil {
+		return nil, err
+	}
+	return receipts.Open(v, s.Steward(), env)
+}
+
+// LoadSession implements acp.AgentLoader: the session's sealed history is
+// replayed to the editor (each decision as a finished tool call, each unit
+// of work as a message), then the session takes prompts again.
+func (a *Agent) LoadSession(ctx context.Context, p acp.LoadSessionRequest) (acp.LoadSessionResponse, error) {
+	cwd, err := checkCwd(p.Cwd)
+	if err != nil {
+		return acp.LoadSessionResponse{}, err
+	}
+	entries, err := a.opt.Gate.Store.Session(ctx, string(p.SessionId))
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return acp.LoadSessionResponse{}, acp.NewInternalError(map[string]any{"error": err.Error()})
+	}
+	if len(entries) == 0 {
+		return acp.LoadSessionResponse{}, acp.NewInvalidParams(map[string]any{"sessionId": fmt.Sprintf("unknown session %q: the store holds no receipts for it", p.SessionId)})
+	}
+	a.mu.Lock()
+	if s, ok := a.sessions[p.SessionId]; ok && s.running {
+		a.mu.Unlock()
+		return acp.LoadSessionResponse{}, acp.NewInvalidRequest(map[string]any{"error": "the session has a prompt running"})
+	}
+	a.mu.Unlock()
+	s := a.addSession(p.SessionId, cwd)
+	t := &turn{a: a, s: s}
+	for _, e := range entries {
+		r, err := a.decode(e.Envelope)
+		if err != nil {
+			return acp.LoadSessionResponse{}, acp.NewInternalError(map[string]any{"error": fmt.Sprintf("receipt %d of the session does not verify: %v", e.Seq, err)})
+		}
+		h := core.ID(e.Hash).String()[:12]
+		switch {
+		case r.Decision != nil:
+			d := r.Decision
+			st := acp.ToolCallStatusCompleted
+			if d.Decision == receipts.Deny {
+				st = acp.ToolCallStatusFailed
+			}
+			_ = t.Update(ctx, acp.StartToolCall(acp.ToolCallId(fmt.Sprintf("receipt-%d", e.Seq)),
+				fmt.Sprintf("%s %s: %s", d.Tool, d.Decision, d.Summary), acp.WithStartStatus(st), acp.WithStartKind(acp.ToolKindOther),
+				acp.WithStartRawOutput(map[string]any{"code": d.Code, "reason": d.Reason, "debit_uj": d.DebitUJ, "receipt": h})))
+		case r.Efficiency != nil:
+			f := r.Efficiency
+			_ = t.Update(ctx, acp.UpdateAgentMessageText(fmt.Sprintf("%s\n\n%s · %s · receipt %s#%d %s\n", f.Note, f.Tier, grant.FormatEnergy(f.EstimatedUJ), e.Session, e.Seq, h)))
+		}
+	}
+	a.advertise(s.id)
+	return acp.LoadSessionResponse{}, nil
+}

@@ -1,0 +1,139 @@
+// Command fakeremote is a scripted ACP agent standing in for a frontier
+// coding agent in joule's L4 tests. The prompt's first word picks the script:
+//
+//	write PATH TEXT   read PATH, ask permission to edit it, write TEXT to it
+//	answer TEXT       send TEXT as a message, change nothing
+//	newkind           send an update of a kind ACP v1 does not define, then answer
+//	crash             exit mid-prompt
+//	hang              never answer
+//	deny PATH         ask permission to edit PATH and report the outcome
+//
+// FAKEREMOTE_PROTOCOL overrides the protocol version it answers.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	acp "github.com/coder/acp-go-sdk"
+)
+
+type agent struct {
+	conn *acp.AgentSideConnection
+	mu   sync.Mutex
+	cwd  string
+}
+
+func (a *agent) Initialize(ctx context.Context, p acp.InitializeRequest) (acp.InitializeResponse, error) {
+	v := acp.ProtocolVersion(acp.ProtocolVersionNumber)
+	if s := os.Getenv("FAKEREMOTE_PROTOCOL"); s != "" {
+		n, _ := strconv.Atoi(s)
+		v = acp.ProtocolVersion(n)
+	}
+	return acp.InitializeResponse{ProtocolVersion: v, AgentInfo: &acp.Implementation{Name: "fakeremote", Version: "1"}}, nil
+}
+
+func (a *agent) Authenticate(context.Context, acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
+	return acp.AuthenticateResponse{}, nil
+}
+
+func (a *agent) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.NewSessionResponse, error) {
+	a.mu.Lock()
+	a.cwd = p.Cwd
+	a.mu.Unlock()
+	return acp.NewSessionResponse{SessionId: "remote-1"}, nil
+}
+
+func (a *agent) say(ctx context.Context, sid acp.SessionId, text string) {
+	_ = a.conn.SessionUpdate(ctx, acp.SessionNotification{SessionId: sid, Update: acp.UpdateAgentMessageText(text)})
+}
+
+func (a *agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResponse, error) {
+	text := ""
+	for _, b := range p.Prompt {
+		if b.Text != nil {
+			text += b.Text.Text
+		}
+	}
+	f := strings.Fields(text)
+	if len(f) == 0 {
+		return acp.PromptResponse{StopReason: acp.StopReasonRefusal}, nil
+	}
+	sid := p.SessionId
+	path := func(i int) string { return filepath.Join(a.cwd, f[i]) }
+	switch f[0] {
+	case "answer":
+		a.say(ctx, sid, "remote says: "+strings.Join(f[1:], " "))
+	case "newkind":
+		// Written raw: the SDK cannot build an update kind it does not know.
+		line, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "session/update",
+			"params": map[string]any{"sessionId": sid, "update": map[string]any{"sessionUpdate": "notice", "content": map[string]any{"type": "text", "text": "from the future"}}}})
+		os.Stdout.Write(append(line, '\n'))
+		a.say(ctx, sid, "remote says: after a new kind")
+	case "write", "deny":
+		call := acp.ToolCallUpdate{ToolCallId: "remote-call-1", Title: acp.Ptr("Edit " + f[1]), Kind: acp.Ptr(acp.ToolKindEdit),
+			Locations: []acp.ToolCallLocation{{Path: path(1)}}, RawInput: map[string]any{"file_path": path(1)}}
+		_ = a.conn.SessionUpdate(ctx, acp.SessionNotification{SessionId: sid, Update: acp.StartToolCall("remote-call-1", "Edit "+f[1], acp.WithStartKind(acp.ToolKindEdit))})
+		resp, err := a.conn.RequestPermission(ctx, acp.RequestPermissionRequest{SessionId: sid, ToolCall: call, Options: []acp.PermissionOption{
+			{OptionId: "yes", Name: "Yes", Kind: acp.PermissionOptionKindAllowOnce}, {OptionId: "no", Name: "No", Kind: acp.PermissionOptionKindRejectOnce}}})
+		if err != nil {
+			if ctx.Err() != nil {
+				return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
+			}
+			return acp.PromptResponse{}, err
+		}
+		granted := resp.Outcome.Selected != nil && resp.Outcome.Selected.OptionId == "yes"
+		if f[0] == "deny" || !granted {
+			a.say(ctx, sid, fmt.Sprintf("remote: permission granted=%v", granted))
+			break
+		}
+		old, err := a.conn.ReadTextFile(ctx, acp.ReadTextFileRequest{SessionId: sid, Path: path(1)})
+		content := strings.Join(f[2:], " ") + "\n"
+		if err == nil {
+			content = old.Content + content
+		}
+		if _, err := a.conn.WriteTextFile(ctx, acp.WriteTextFileRequest{SessionId: sid, Path: path(1), Content: content}); err != nil {
+			a.say(ctx, sid, "remote: write refused: "+err.Error())
+			break
+		}
+		a.say(ctx, sid, "remote: wrote "+f[1])
+	case "crash":
+		a.say(ctx, sid, "remote: about to crash")
+		os.Exit(3)
+	case "hang":
+		<-ctx.Done()
+		return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
+	default:
+		return acp.PromptResponse{StopReason: acp.StopReasonRefusal}, nil
+	}
+	return acp.PromptResponse{StopReason: acp.StopReasonEndTurn, Usage: &acp.Usage{InputTokens: 120, OutputTokens: 30, TotalTokens: 150}}, nil
+}
+
+func (a *agent) Cancel(context.Context, acp.CancelNotification) error { return nil }
+func (a *agent) SetSessionMode(context.Context, acp.SetSessionModeRequest) (acp.SetSessionModeResponse, error) {
+	return acp.SetSessionModeResponse{}, nil
+}
+func (a *agent) SetSessionConfigOption(context.Context, acp.SetSessionConfigOptionRequest) (acp.SetSessionConfigOptionResponse, error) {
+	return acp.SetSessionConfigOptionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionSetConfigOption)
+}
+func (a *agent) ListSessions(context.Context, acp.ListSessionsRequest) (acp.ListSessionsResponse, error) {
+	return acp.ListSessionsResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionList)
+}
+func (a *agent) ResumeSession(context.Context, acp.ResumeSessionRequest) (acp.ResumeSessionResponse, error) {
+	return acp.ResumeSessionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionResume)
+}
+func (a *agent) CloseSession(context.Context, acp.CloseSessionRequest) (acp.CloseSessionResponse, error) {
+	return acp.CloseSessionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionClose)
+}
+
+func main() {
+	a := &agent{}
+	a.conn = acp.NewAgentSideConnection(a, os.Stdout, os.Stdin)
+	<-a.conn.Done()
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"crypto/ed25519"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"mvdan.cc/sh/v3/shell"
+
+	"github.com/joulehook/joule/acpagent"
+	"github.com/joulehook/joule/core/gate"
+	"github.com/joulehook/joule/tiers/l0"
+	"github.com/joulehook/joule/tiers/l4"
+)
+
+func init() {
+	register(&command{name: "acp", summary: "serve an editor (Zed, JetBrains, Neovim) as an ACP agent over stdio: the gated L0/L1/L4 cascade", run: runACP})
+}
+
+// OpsDir holds the JCR-1 receipts of the ops joule acp applied, in $JOULE_HOME.
+const OpsDir = "ops"
+
+const acpUsage = `acp [--remote 'COMMAND ARGS…' [--remote-timeout 30m] [--proxy URL]] [--no-cache] [--log FILE]
+
+Speaks the Agent Client Protocol (version 1) on stdin/stdout, as Zed,
+JetBrains IDEs and Neovim (CodeCompanion, avante.nvim) launch an agent. Each
+prompt runs the cascade L0 (cache of signed ops) → L1 (lawful edits: /rename,
+/format, /replace, /diff, /find, or "rename X to Y", "format the repo") → L4
+(the remote agent given by --remote or $JOULE_ACP_REMOTE, e.g.
+'npx @zed-industries/claude-code-acp'), stopping at the first tier that closes
+it. Every tier consultation and every file write is decided by the active
+grant and sealed; every change is a signed coding op with receipts. See
+docs/acp.md.`
+
+func runACP(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "acp", acpUsage)
+	remote := fs.String("remote", os.Getenv("JOULE_ACP_REMOTE"), "the remote ACP agent's command line for L4 (default $JOULE_ACP_REMOTE; empty: no L4)")
+	remoteTimeout := fs.Duration("remote-timeout", 30*time.Minute, "the longest one prompt may run at the remote agent before L4 gives up")
+	noCache := fs.Bool("no-cache", false, "do not consult or fill the L0 cache")
+	logFile := fs.String("log", "", "append diagnostics to FILE (default: stderr)")
+	proxyURL := fs.String("proxy", os.Getenv("JOULE_PROXY_URL"), "a running joule proxy's base URL; the remote agent's model calls are pointed at it (default $JOULE_PROXY_URL)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	ep, err := openEndpoint()
+	if err != nil {
+		return err
+	}
+	defer ep.Close()
+	g, err := ep.gate()
+	if err != nil {
+		return err
+	}
+	logw := e.stderr
+	if *logFile != "" {
+		f, err := os.OpenFile(*logFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		logw = f
+	}
+	opt := acpagent.Options{Gate: g, Key: ep.id.Key, OpsDir: filepath.Join(ep.home, OpsDir), Version: version(),
+		Log: slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	if !*noCache {
+		if opt.Cache, err = l0.Open(filepath.Join(ep.home, l0.Dir)); err != nil {
+			return err
+		}
+	}
+	if *remote != "" {
+		r, err := newRemote(*remote, logw, g, ep.id.Key, *proxyURL)
+		if err != nil {
+			return err
+		}
+		r.Log = opt.Log
+		r.Timeout = *remoteTimeout
+		opt.Remote = r
+		opt.Metered = *proxyURL != ""
+	}
+	return acpagent.New(opt).Serve(ctx, e.stdin, e.stdout)
+}
+
+// newRemote configures L4 from a command line, split as a shell would
+// split words (quotes honoured, nothing expanded).
+func newRemote(cmdline string, stderr io.Writer, g *gate.Gate, key ed25519.PrivateKey, proxyURL string) (*l4.Remote, error) {
+	argv, err := shell.Fields(cmdline, func(string) string { return "" })
+	if err != nil || len(argv) == 0 {
+		return nil, usagef("acp: --remote %q is not a command line", cmdline)
+	}
+	r := &l4.Remote{Argv: argv, Gate: g, Key: key, Stderr: stderr}
+	if proxyURL != "" {
+		// The remote agent's model calls go through joule proxy, metered.
+		r.Env = []string{"ANTHROPIC_BASE_URL=" + proxyURL, "OPENAI_BASE_URL=" + strings.TrimSuffix(proxyURL, "/") + "/v1"}
+	}
+	return r, nil
+}

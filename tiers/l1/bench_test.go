@@ -1,0 +1,113 @@
+package l1
+
+import (
+	"context"
+	"crypto/ed25519"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/joulehook/joule/core"
+	"github.com/joulehook/joule/tiers"
+	"github.com/joulehook/joule/tiers/l0"
+)
+
+// timeRaw times op b.N times with the benchmark timer stopped: the
+// baseline measured in the same run.
+func timeRaw(b *testing.B, op func()) float64 {
+	b.StopTimer()
+	defer b.StartTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		op()
+	}
+	return float64(time.Since(start).Nanoseconds()) / float64(b.N)
+}
+
+// reportRatio reports the baseline and how many times faster ours is.
+func reportRatio(b *testing.B, rawNs float64, name string) {
+	ours := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+	b.ReportMetric(rawNs, name+"-ns/op")
+	b.ReportMetric(rawNs/ours, "x-"+name)
+}
+
+// BenchmarkRenameVsGopls renames container/list's List.PushBack with L1
+// (load, type-check, rename, in memory) against `gopls rename` (a process
+// that does the same and writes the files).
+func BenchmarkRenameVsGopls(b *testing.B) {
+	gopls := goplsPath(b)
+	base := stdModule(b)
+	files, err := core.ReadDir(base)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rel := "container/list/list.go"
+	pos := rel + ":0:0"
+	for line, off, i := 1, 0, 0; i < len(files[rel]); i++ {
+		if string(files[rel][i:min(i+len("func (l *List) PushBack("), len(files[rel]))]) == "func (l *List) PushBack(" {
+			off = i + len("func (l *List) ")
+			pos = rel + ":" + strconv.Itoa(line) + ":" + strconv.Itoa(off-i+1)
+			raw := timeRaw(b, func() {
+				dir := cloneDir(b, base)
+				cmd := exec.Command(gopls, "rename", "-w", filepath.Join(dir, rel)+":#"+strconv.Itoa(off), "Append")
+				cmd.Dir = dir
+				if out, err := cmd.CombinedOutput(); err != nil {
+					b.Fatalf("gopls: %v %s", err, out)
+				}
+			})
+			b.ResetTimer()
+			for j := 0; j < b.N; j++ {
+				if _, _, err := rename(context.Background(), base, files, Rename{Target: pos, To: "Append"}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportRatio(b, raw, "gopls")
+			return
+		} else if files[rel][i] == '\n' {
+			line++
+		}
+	}
+	b.Fatal("PushBack not found")
+}
+
+// BenchmarkL0HitVsL1 closes the same rename from the L0 cache against
+// computing it at L1: the cache's reason to exist.
+func BenchmarkL0HitVsL1(b *testing.B) {
+	_, key, _ := ed25519.GenerateKey(nil)
+	root := b.TempDir()
+	for p, s := range twoPackages {
+		full := filepath.Join(root, filepath.FromSlash(p))
+		if err := mkfile(full, s); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	req := &tiers.Request{Prompt: "rename Counter to Tally", Root: root}
+	stage := &Stage{Key: key}
+	res, err := stage.TryResolve(ctx, req)
+	if err != nil || res.Op == nil {
+		b.Fatal(res, err)
+	}
+	cache, err := l0.Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cache.Put(req.Prompt, res.Op); err != nil {
+		b.Fatal(err)
+	}
+	hit := &l0.Stage{Cache: cache, Author: key.Public().(ed25519.PublicKey)}
+	raw := timeRaw(b, func() {
+		if _, err := stage.TryResolve(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	})
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if r, err := hit.TryResolve(ctx, req); err != nil || r == nil {
+			b.Fatal(r, err)
+		}
+	}
+	reportRatio(b, raw, "l1")
+}

@@ -1,0 +1,226 @@
+// Package l1 is the cascade's lawful tier: deterministic edits that need no
+// model (a type-checked Go rename, formatting, literal or regex replace over a
+// glob, a unified diff), recognised by a small grammar and nothing else.
+package l1
+
+import (
+	"errors"
+	"regexp"
+	"strings"
+)
+
+// Command is one request the grammar recognised with certainty.
+type Command interface{ verb() string }
+
+// Rename renames a Go identifier. Target is NAME, PKG.NAME, TYPE.MEMBER or
+// FILE:LINE:COL (COL counted in bytes, 1-based, as gopls takes it).
+type Rename struct{ Target, To string }
+
+// Format formats files matching Glob ("" = the whole workspace).
+type Format struct{ Glob string }
+
+// Replace replaces Old by New in files matching Glob; Regex makes Old a Go
+// regular expression and New a template ($1 …).
+type Replace struct {
+	Old, New, Glob string
+	Regex          bool
+}
+
+// Patch applies a unified diff.
+type Patch struct{ Diff string }
+
+// Find lists the lines holding Text; it answers and changes nothing.
+type Find struct{ Text string }
+
+func (Rename) verb() string  { return "rename" }
+func (Format) verb() string  { return "format" }
+func (Replace) verb() string { return "replace" }
+func (Patch) verb() string   { return "patch" }
+func (Find) verb() string    { return "find" }
+
+// ErrUsage is returned for a slash command with the wrong arguments.
+var ErrUsage = errors.New("usage")
+
+// Commands are the slash commands the grammar understands, for an editor's
+// command palette.
+var Commands = []struct{ Name, Description, Hint string }{
+	{"rename", "Rename a Go identifier everywhere it is used (type-checked)", "OLD NEW (OLD: name, pkg.Name, Type.Member or file.go:line:col)"},
+	{"format", "Format Go files with gofmt", "[GLOB]"},
+	{"replace", "Replace text in files matching a glob; /re/ for a regular expression", "OLD NEW [GLOB]"},
+	{"diff", "Apply a unified diff given after the command", "<unified diff>"},
+	{"find", "List every line holding some text", "TEXT"},
+}
+
+var (
+	reRename  = regexp.MustCompile(`^(?i:rename)\s+(\S+)\s+(?i:to)\s+(\S+?)\.?$`)
+	reFormat  = regexp.MustCompile(`^(?i:format|gofmt)(?:\s+(?i:the\s+)?(?i:(repo|repository|workspace|project|code|everything|all files|module)|(\S+)))?\.?$`)
+	reReplace = regexp.MustCompile(`^(?i:replace)\s+(.+?)\s+(?i:with|by)\s+(.+?)(?:\s+(?i:in)\s+(\S+))?$`)
+	reFind    = regexp.MustCompile(`^(?i:find|grep)\s+(.+)$`)
+)
+
+// Parse recognises a request. It returns (nil, nil) for anything it does not
+// recognise with certainty, and an error wrapping ErrUsage for a slash
+// command of the grammar given the wrong arguments.
+func Parse(prompt string) (Command, error) {
+	p := strings.TrimSpace(prompt)
+	if p == "" {
+		return nil, nil
+	}
+	if d, ok := diffBody(p); ok {
+		return Patch{Diff: d}, nil
+	}
+	if strings.HasPrefix(p, "/") {
+		return parseSlash(p)
+	}
+	if strings.Contains(p, "\n") {
+		return nil, nil
+	}
+	if m := reRename.FindStringSubmatch(p); m != nil {
+		return Rename{Target: unquote(m[1]), To: unquote(m[2])}, nil
+	}
+	if m := reFormat.FindStringSubmatch(p); m != nil {
+		return Format{Glob: m[2]}, nil
+	}
+	if m := reReplace.FindStringSubmatch(p); m != nil {
+		old, ok1 := quoted(m[1])
+		nw, ok2 := quoted(m[2])
+		if !ok1 || !ok2 {
+			return nil, nil // unquoted phrases are not certain enough
+		}
+		return Replace{Old: old, New: nw, Glob: m[3]}, nil
+	}
+	if m := reFind.FindStringSubmatch(p); m != nil {
+		if t, ok := quoted(m[1]); ok {
+			return Find{Text: t}, nil
+		}
+		if !strings.ContainsAny(m[1], " \t") {
+			return Find{Text: m[1]}, nil
+		}
+	}
+	return nil, nil
+}
+
+func parseSlash(p string) (Command, error) {
+	name, rest, _ := strings.Cut(p[1:], " ")
+	args, err := fields(rest)
+	if err != nil {
+		return nil, err
+	}
+	usage := func() error {
+		for _, c := range Commands {
+			if c.Name == name {
+				return &usageError{"/" + c.Name + " " + c.Hint}
+			}
+		}
+		return nil
+	}
+	switch name {
+	case "rename":
+		if len(args) != 2 {
+			return nil, usage()
+		}
+		return Rename{Target: args[0], To: args[1]}, nil
+	case "format":
+		if len(args) > 1 {
+			return nil, usage()
+		}
+		f := Format{}
+		if len(args) == 1 {
+			f.Glob = args[0]
+		}
+		return f, nil
+	case "replace":
+		if len(args) < 2 || len(args) > 3 {
+			return nil, usage()
+		}
+		r := Replace{Old: args[0], New: args[1]}
+		if len(args) == 3 {
+			r.Glob = args[2]
+		}
+		if len(r.Old) > 2 && strings.HasPrefix(r.Old, "/") && strings.HasSuffix(r.Old, "/") {
+			r.Old, r.Regex = r.Old[1:len(r.Old)-1], true
+		}
+		if r.Old == "" {
+			return nil, usage()
+		}
+		return r, nil
+	case "find":
+		if strings.TrimSpace(rest) == "" {
+			return nil, usage()
+		}
+		if len(args) == 1 {
+			return Find{Text: args[0]}, nil
+		}
+		return Find{Text: strings.TrimSpace(rest)}, nil
+	case "diff":
+		return nil, usage() // a diff body would have been recognised above
+	}
+	return nil, nil
+}
+
+type usageError struct{ usage string }
+
+func (e *usageError) Error() string { return "usage: " + e.usage }
+func (e *usageError) Unwrap() error { return ErrUsage }
+
+// fields splits s on blanks, honouring '…', "…" and `…` quoting.
+func fields(s string) ([]string, error) {
+	var out []string
+	s = strings.TrimSpace(s)
+	for s != "" {
+		if q := s[0]; q == '"' || q == '\'' || q == '`' {
+			end := strings.IndexByte(s[1:], q)
+			if end < 0 {
+				return nil, &usageError{"unterminated quote " + string(q)}
+			}
+			out = append(out, s[1:1+end])
+			s = strings.TrimSpace(s[2+end:])
+			continue
+		}
+		i := strings.IndexAny(s, " \t")
+		if i < 0 {
+			i = len(s)
+		}
+		out = append(out, s[:i])
+		s = strings.TrimSpace(s[i:])
+	}
+	return out, nil
+}
+
+func quoted(s string) (string, bool) {
+	if len(s) >= 2 {
+		if q := s[0]; (q == '"' || q == '\'' || q == '`') && s[len(s)-1] == q {
+			return s[1 : len(s)-1], true
+		}
+	}
+	return "", false
+}
+
+func unquote(s string) string {
+	if u, ok := quoted(s); ok {
+		return u
+	}
+	return s
+}
+
+// diffBody finds a unified diff in a prompt: after an optional "/diff" or
+// "apply this patch:" line, text whose first diff line is "--- " or
+// "diff --git" and which has a hunk header.
+func diffBody(p string) (string, bool) {
+	body := p
+	if strings.HasPrefix(body, "/diff") {
+		body = strings.TrimLeft(body[len("/diff"):], " \t\r\n")
+	} else if first, rest, ok := strings.Cut(body, "\n"); ok && !strings.HasPrefix(first, "---") && !strings.HasPrefix(first, "diff ") {
+		l := strings.ToLower(strings.TrimSpace(first))
+		if !(strings.HasPrefix(l, "apply") && (strings.Contains(l, "patch") || strings.Contains(l, "diff"))) {
+			return "", false
+		}
+		body = rest
+	}
+	body = strings.TrimPrefix(strings.TrimPrefix(body, "```diff\n"), "```\n")
+	body = strings.TrimRight(strings.TrimSuffix(strings.TrimRight(body, " \t\r\n"), "```"), " \t\r\n")
+	if !(strings.HasPrefix(body, "--- ") || strings.HasPrefix(body, "diff ")) || !strings.Contains(body, "\n@@ ") {
+		return "", false
+	}
+	return body + "\n", true
+}

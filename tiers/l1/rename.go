@@ -1,0 +1,379 @@
+package l1
+
+import (
+	"context"
+	"fmt"
+	"go/ast"
+	"go/token"
+	"go/types"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"golang.org/x/tools/go/packages"
+
+	"github.com/joulehook/joule/core"
+)
+
+// key names a declaration independently of which package variant (a
+// package, its test variant) type-checked it: file, line and column.
+type key struct {
+	file      string
+	line, col int
+}
+
+func keyOf(fset *token.FileSet, pos token.Pos) key {
+	p := fset.Position(pos)
+	return key{filepath.Clean(p.Filename), p.Line, p.Column}
+}
+
+// loadMode is what a type-checked rename needs; dependencies come from
+// export data, so positions in other packages are file:line:col, as keyed.
+const loadMode = packages.NeedName | packages.NeedFiles | packages.NeedCompiledGoFiles |
+	packages.NeedImports | packages.NeedTypes | packages.NeedSyntax | packages.NeedTypesInfo
+
+// rename renames one Go identifier everywhere the type checker says it is
+// used in the module at root, tests included, and nowhere else.
+func rename(ctx context.Context, root string, files core.Files, c Rename) (core.Files, string, error) {
+	if !token.IsIdentifier(c.To) || c.To == "_" {
+		return nil, "", fmt.Errorf("rename: %q is not a valid Go identifier", c.To)
+	}
+	real, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return nil, "", err
+	}
+	// The packages are read from disk; every site is checked against the
+	// snapshot before it is edited, so a file changed meanwhile is refused.
+	cfg := &packages.Config{Context: ctx, Mode: loadMode, Dir: real, Tests: true, Fset: token.NewFileSet()}
+	pkgs, err := packages.Load(cfg, "./...")
+	if err != nil {
+		return nil, "", fmt.Errorf("rename: loading packages: %v", err)
+	}
+	if len(pkgs) == 0 {
+		return nil, "", fmt.Errorf("rename: no Go packages in %s", root)
+	}
+	for _, p := range pkgs {
+		if len(p.Errors) > 0 {
+			return nil, "", fmt.Errorf("rename: package %s does not type-check: %v (a rename needs full type information)", p.PkgPath, p.Errors[0])
+		}
+	}
+	target, err := findTarget(cfg.Fset, pkgs, real, c.Target)
+	if err != nil {
+		return nil, "", err
+	}
+	if target.obj.Name() == c.To {
+		return nil, "", fmt.Errorf("rename: %s is already called %s", c.Target, c.To)
+	}
+	keys := map[key]bool{target.key: true}
+	addEmbedded(cfg.Fset, pkgs, keys)
+	sites := map[string]map[int]bool{} // file → byte offsets of the old name
+	add := func(f string, off int) {
+		if sites[f] == nil {
+			sites[f] = map[int]bool{}
+		}
+		sites[f][off] = true
+	}
+	otherPkg := false
+	for _, p := range pkgs {
+		for id, obj := range identObjects(p) {
+			if obj == nil || obj.Name() != target.obj.Name() || !keys[keyOf(cfg.Fset, obj.Pos())] {
+				continue
+			}
+			if err := checkConflict(p, id, obj, c.To); err != nil {
+				return nil, "", err
+			}
+			if obj.Pkg() != nil && obj.Pkg().Path() != strings.TrimSuffix(p.PkgPath, "_test") && obj.Pkg().Path() != p.PkgPath {
+				otherPkg = true
+			}
+			pos := cfg.Fset.Position(id.Pos())
+			add(filepath.Clean(pos.Filename), pos.Offset)
+			if def := p.TypesInfo.Defs[id]; def != nil && keys[keyOf(cfg.Fset, def.Pos())] {
+				if f := fileOf(p, id.Pos()); f != nil {
+					tok := cfg.Fset.File(id.Pos())
+					if doc := declDoc(f, id, tok); doc != nil {
+						docWordSites(doc, tok, obj.Name(), add)
+					}
+				}
+			}
+		}
+	}
+	docLinkSites(pkgs, target.obj, add)
+	if otherPkg && !token.IsExported(c.To) && token.IsExported(target.obj.Name()) {
+		return nil, "", fmt.Errorf("rename: %s is used in other packages; unexported %s would not be visible there", target.obj.Name(), c.To)
+	}
+	next := files.Clone()
+	n := 0
+	for f, offs := range sites {
+		rel, err := filepath.Rel(real, f)
+		if err != nil || strings.HasPrefix(rel, "..") {
+			return nil, "", fmt.Errorf("rename: %s is referenced from %s, outside the workspace", c.Target, f)
+		}
+		rel = filepath.ToSlash(rel)
+		src, ok := files[rel]
+		if !ok {
+			return nil, "", fmt.Errorf("rename: %s is not in the workspace snapshot", rel)
+		}
+		var sorted []int
+		for o := range offs {
+			sorted = append(sorted, o)
+		}
+		sort.Ints(sorted)
+		old := target.obj.Name()
+		var out []byte
+		last := 0
+		for _, o := range sorted {
+			if o+len(old) > len(src) || string(src[o:o+len(old)]) != old {
+				return nil, "", fmt.Errorf("rename: %s:%d does not hold %s (the file changed while it was analysed)", rel, o, old)
+			}
+			out = append(out, src[last:o]...)
+			out = append(out, c.To...)
+			last = o + len(old)
+		}
+		next[rel] = append(out, src[last:]...)
+		n += len(sorted)
+	}
+	return next, fmt.Sprintf("renamed %s to %s: %d occurrence(s) in %d file(s)", target.obj.Name(), c.To, n, len(sites)), nil
+}
+
+type targetObj struct {
+	obj types.Object
+	key key
+}
+
+// identObjects lists every identifier of p that denotes or declares an object.
+func identObjects(p *packages.Package) map[*ast.Ident]types.Object {
+	m := make(map[*ast.Ident]types.Object, len(p.TypesInfo.Defs)+len(p.TypesInfo.Uses))
+	for id, obj := range p.TypesInfo.Defs {
+		if obj != nil {
+			m[id] = obj
+		}
+	}
+	for id, obj := range p.TypesInfo.Uses {
+		m[id] = obj // an embedded field's identifier denotes its type name
+	}
+	return m
+}
+
+// addEmbedded adds the embedded fields a renamed type name declares: the
+// field takes the type's name, so its selections are renamed with it.
+func addEmbedded(fset *token.FileSet, pkgs []*packages.Package, keys map[key]bool) {
+	for _, p := range pkgs {
+		for id, obj := range p.TypesInfo.Defs {
+			v, ok := obj.(*types.Var)
+			if !ok || !v.Embedded() {
+				continue
+			}
+			if tn := p.TypesInfo.Uses[id]; tn != nil && keys[keyOf(fset, tn.Pos())] {
+				keys[keyOf(fset, v.Pos())] = true
+			}
+		}
+	}
+}
+
+// findTarget resolves a rename target to exactly one declaration.
+func findTarget(fset *token.FileSet, pkgs []*packages.Package, root, target string) (*targetObj, error) {
+	if file, line, col, ok := parsePos(target); ok {
+		abs := filepath.Clean(filepath.Join(root, filepath.FromSlash(file)))
+		for _, p := range pkgs {
+			for id, obj := range identObjects(p) {
+				pos := fset.Position(id.Pos())
+				if filepath.Clean(pos.Filename) == abs && pos.Line == line && col >= pos.Column && col < pos.Column+len(id.Name) {
+					return checkTarget(fset, obj, target)
+				}
+			}
+		}
+		return nil, fmt.Errorf("rename: no identifier at %s", target)
+	}
+	qual, name := "", target
+	if i := strings.LastIndexByte(target, '.'); i >= 0 {
+		qual, name = target[:i], target[i+1:]
+	}
+	if !token.IsIdentifier(name) {
+		return nil, fmt.Errorf("rename: %q is not an identifier, pkg.Name, Type.Member or file.go:line:col", target)
+	}
+	found := map[key]types.Object{}
+	for _, p := range pkgs {
+		for id, obj := range p.TypesInfo.Defs {
+			if v, ok := obj.(*types.Var); ok && v.Embedded() {
+				continue // an embedded field follows its type
+			}
+			if obj == nil || id.Name != name || !qualifies(obj, qual) {
+				continue
+			}
+			found[keyOf(fset, obj.Pos())] = obj
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, fmt.Errorf("rename: no declaration of %s in the module", target)
+	case 1:
+		for _, obj := range found {
+			return checkTarget(fset, obj, target)
+		}
+	}
+	var where []string
+	for k := range found {
+		where = append(where, filepath.Base(k.file)+":"+strconv.Itoa(k.line)+":"+strconv.Itoa(k.col))
+	}
+	sort.Strings(where)
+	return nil, fmt.Errorf("rename: %s is ambiguous, %d declarations (%s); qualify it as pkg.Name, Type.Member or file.go:line:col", target, len(found), strings.Join(where, ", "))
+}
+
+func qualifies(obj types.Object, qual string) bool {
+	if qual == "" {
+		return true
+	}
+	if obj.Pkg() != nil && obj.Parent() == obj.Pkg().Scope() {
+		return obj.Pkg().Name() == qual || obj.Pkg().Path() == qual
+	}
+	if v, ok := obj.(*types.Var); ok && v.IsField() && obj.Pkg() != nil {
+		return fieldOf(obj.Pkg().Scope(), v) == qual
+	}
+	if f, ok := obj.(*types.Func); ok {
+		if recv := f.Signature().Recv(); recv != nil {
+			return typeName(recv.Type()) == qual
+		}
+	}
+	return false
+}
+
+// fieldOf names the package-level type whose struct declares field v.
+func fieldOf(scope *types.Scope, v *types.Var) string {
+	for _, name := range scope.Names() {
+		tn, ok := scope.Lookup(name).(*types.TypeName)
+		if !ok {
+			continue
+		}
+		if st, ok := tn.Type().Underlying().(*types.Struct); ok {
+			for i := 0; i < st.NumFields(); i++ {
+				if st.Field(i) == v {
+					return name
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func typeName(t types.Type) string {
+	if p, ok := t.(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	if n, ok := types.Unalias(t).(*types.Named); ok {
+		return n.Obj().Name()
+	}
+	return ""
+}
+
+func checkTarget(fset *token.FileSet, obj types.Object, target string) (*targetObj, error) {
+	switch o := obj.(type) {
+	case *types.PkgName:
+		return nil, fmt.Errorf("rename: %s is an import name; renaming imports and packages is not supported", target)
+	case *types.Builtin, *types.Nil:
+		return nil, fmt.Errorf("rename: %s is predeclared", target)
+	case *types.Func:
+		if o.Signature().Recv() != nil && isInterfaceMethod(o) {
+			return nil, fmt.Errorf("rename: %s is an interface method; renaming it would change which types satisfy the interface (not supported)", target)
+		}
+	}
+	if obj.Pkg() == nil || !obj.Pos().IsValid() {
+		return nil, fmt.Errorf("rename: %s is not declared in this module", target)
+	}
+	return &targetObj{obj: obj, key: keyOf(fset, obj.Pos())}, nil
+}
+
+func isInterfaceMethod(f *types.Func) bool {
+	recv := f.Signature().Recv()
+	_, ok := recv.Type().Underlying().(*types.Interface)
+	return ok
+}
+
+// checkConflict refuses a rename that would change what some identifier
+// means: a name already declared where obj is, a member that already
+// exists, or a reference that the new name would capture or be captured by.
+func checkConflict(p *packages.Package, id *ast.Ident, obj types.Object, to string) error {
+	if v, ok := obj.(*types.Var); ok && v.IsField() {
+		return nil // checked through the selections below
+	}
+	if f, ok := obj.(*types.Func); ok && f.Signature().Recv() != nil {
+		recv := f.Signature().Recv().Type()
+		if o, _, _ := types.LookupFieldOrMethod(recv, true, f.Pkg(), to); o != nil {
+			return fmt.Errorf("rename: %s already has a member %s", typeName(recv), to)
+		}
+		if implementsByName(p, f) {
+			return fmt.Errorf("rename: method %s satisfies an interface method in %s; renaming it would break that (not supported)", f.Name(), p.PkgPath)
+		}
+		return nil
+	}
+	if obj.Parent() == nil {
+		return nil
+	}
+	if p.Types != obj.Pkg() {
+		// A use in another package: the qualified selector cannot be captured.
+		return nil
+	}
+	if prev := obj.Parent().Lookup(to); prev != nil {
+		return fmt.Errorf("rename: %s is already declared in the scope of %s (at %s)", to, obj.Name(), p.Fset.Position(prev.Pos()))
+	}
+	inner := p.Types.Scope().Innermost(id.Pos())
+	if inner == nil {
+		return nil
+	}
+	if s, o := inner.LookupParent(to, id.Pos()); o != nil && s != types.Universe && scopeWithin(s, obj.Parent()) {
+		return fmt.Errorf("rename: %s at %s would be shadowed by %s declared at %s", obj.Name(), p.Fset.Position(id.Pos()), to, p.Fset.Position(o.Pos()))
+	}
+	// References to an outer "to" inside obj's scope would be captured.
+	for uid, uobj := range p.TypesInfo.Uses {
+		if uid.Name != to || uobj == nil {
+			continue
+		}
+		if obj.Parent().Contains(uid.Pos()) || (obj.Parent() == p.Types.Scope() && uobj.Parent() == types.Universe) {
+			if s := uobj.Parent(); s != nil && s != obj.Parent() && !scopeWithin(s, obj.Parent()) {
+				return fmt.Errorf("rename: %s at %s refers to an outer %s that the renamed %s would capture", to, p.Fset.Position(uid.Pos()), to, obj.Name())
+			}
+		}
+	}
+	return nil
+}
+
+// scopeWithin reports whether s is outer or its descendant.
+func scopeWithin(s, outer *types.Scope) bool {
+	for ; s != nil; s = s.Parent() {
+		if s == outer {
+			return true
+		}
+	}
+	return false
+}
+
+// implementsByName reports whether some interface in p has a method named
+// like f with f's signature.
+func implementsByName(p *packages.Package, f *types.Func) bool {
+	for _, tv := range p.TypesInfo.Types {
+		it, ok := tv.Type.Underlying().(*types.Interface)
+		if !ok {
+			continue
+		}
+		for i := 0; i < it.NumMethods(); i++ {
+			m := it.Method(i)
+			if m.Name() == f.Name() && types.Identical(m.Type().(*types.Signature).Params(), f.Signature().Params()) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func parsePos(s string) (file string, line, col int, ok bool) {
+	parts := strings.Split(s, ":")
+	if len(parts) != 3 || !strings.HasSuffix(parts[0], ".go") {
+		return "", 0, 0, false
+	}
+	l, err1 := strconv.Atoi(parts[1])
+	c, err2 := strconv.Atoi(parts[2])
+	if err1 != nil || err2 != nil || l < 1 || c < 1 {
+		return "", 0, 0, false
+	}
+	return parts[0], l, c, true
+}

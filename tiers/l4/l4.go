@@ -1,0 +1,453 @@
+// Package l4 is the cascade's wire tier: it delegates a request to a remote
+// frontier coding agent over ACP, as that agent's client, relaying its
+// updates to the editor and putting its permission requests and file writes
+// through the gate first. Its writes are held in memory and become one
+// signed coding op, applied only if the request closes.
+package l4
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/joulehook/joule/core"
+	"github.com/joulehook/joule/core/gate"
+	"github.com/joulehook/joule/tiers"
+	"github.com/joulehook/joule/tiers/l1"
+)
+
+// Editor is what the tier may do toward the editor the request came from.
+type Editor interface {
+	// Update relays one session update to the editor's session.
+	Update(ctx context.Context, u acp.SessionUpdate) error
+	// Permission asks the user, through the editor, about a tool call.
+	Permission(ctx context.Context, req acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error)
+	// Files is the tree state the request applies to.
+	Files(ctx context.Context) (core.Files, error)
+	// Usage records the token usage the remote agent reported for its turn.
+	Usage(u acp.Usage)
+}
+
+// Remote launches and drives a remote ACP agent.
+type Remote struct {
+	Argv    []string   // the agent's command line
+	Env     []string   // extra environment (e.g. base URLs pointing at joule proxy)
+	Gate    *gate.Gate // decides its permission requests, reads and writes
+	Key     ed25519.PrivateKey
+	Timeout time.Duration // longest a prompt may run; 0 means 30 minutes
+	Stderr  io.Writer     // the agent's stderr; nil discards it
+	Log     *slog.Logger
+}
+
+// Stage returns the L4 stage for one prompt turn of one editor session.
+func (r *Remote) Stage(ed Editor) tiers.Stage { return &stage{r: r, ed: ed} }
+
+type stage struct {
+	r  *Remote
+	ed Editor
+}
+
+func (s *stage) Tier() core.Tier { return core.L4 }
+
+// ErrProtocol reports a remote agent that does not speak ACP version 1.
+var ErrProtocol = errors.New("remote agent protocol")
+
+// TryResolve implements tiers.Stage: it runs one prompt on a fresh remote
+// session. The remote's writes become the op; a turn without writes that
+// ends normally closes as an answer (its messages were relayed).
+func (s *stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Resolution, error) {
+	r := s.r
+	if len(r.Argv) == 0 {
+		return nil, errors.New("l4: no remote agent configured")
+	}
+	timeout := r.Timeout
+	if timeout == 0 {
+		timeout = 30 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	files, err := s.ed.Files(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(r.Argv[0], r.Argv[1:]...)
+	cmd.Dir = req.Root
+	cmd.Env = append(os.Environ(), r.Env...)
+	cmd.Stderr = r.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("l4: starting %s: %v", r.Argv[0], err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	defer func() {
+		stdin.Close()
+		select {
+		case <-exited:
+		case <-time.After(2 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	}()
+	c := &client{s: s, req: req, prior: files, next: files.Clone()}
+	log := r.Log
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	conn := acp.NewClientSideConnection(c, stdin, &kindFilter{r: bufio.NewReader(stdout), log: log})
+	conn.SetLogger(log)
+	// A crashed agent never answers: fail its calls as soon as it exits.
+	cctx, ccancel := context.WithCancelCause(ctx)
+	defer ccancel(nil)
+	go func() {
+		select {
+		case <-exited:
+			ccancel(errors.New("the remote agent exited"))
+		case <-conn.Done():
+			ccancel(errors.New("the remote agent closed its connection"))
+		case <-cctx.Done():
+		}
+	}()
+	fail := func(what string, err error) error {
+		if cause := context.Cause(cctx); cause != nil && ctx.Err() == nil {
+			return fmt.Errorf("l4: %s: %v", what, cause)
+		}
+		if ctx.Err() == context.DeadlineExceeded {
+			return fmt.Errorf("l4: %s: the remote agent did not answer within %s", what, timeout)
+		}
+		return fmt.Errorf("l4: %s: %v", what, err)
+	}
+	ir, err := conn.Initialize(cctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber,
+		ClientInfo:         &acp.Implementation{Name: "joule", Version: "acp-client"},
+		ClientCapabilities: acp.ClientCapabilities{Fs: acp.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}}})
+	if err != nil {
+		return nil, fail("initialize", err)
+	}
+	if ir.ProtocolVersion != acp.ProtocolVersionNumber {
+		return nil, fmt.Errorf("%w: it answered protocol version %d; joule speaks %d", ErrProtocol, ir.ProtocolVersion, acp.ProtocolVersionNumber)
+	}
+	ns, err := conn.NewSession(cctx, acp.NewSessionRequest{Cwd: req.Root, McpServers: []acp.McpServer{}})
+	if err != nil {
+		return nil, fail("session/new", err)
+	}
+	c.remoteSession = ns.SessionId
+	pr, err := conn.Prompt(cctx, acp.PromptRequest{SessionId: ns.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock(req.Prompt)}})
+	if err != nil {
+		if ctx.Err() != nil && errors.Is(ctx.Err(), context.Canceled) {
+			return nil, ctx.Err()
+		}
+		return nil, fail("session/prompt", err)
+	}
+	switch pr.StopReason {
+	case acp.StopReasonEndTurn:
+	case acp.StopReasonCancelled:
+		return nil, context.Canceled
+	default:
+		return nil, fmt.Errorf("l4: the remote agent stopped: %s", pr.StopReason)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	note := "the remote agent answered"
+	if pr.Usage != nil {
+		s.ed.Usage(*pr.Usage)
+		note += fmt.Sprintf(" (reported usage: %d input, %d output tokens)", pr.Usage.InputTokens, pr.Usage.OutputTokens)
+	}
+	op, err := l1.NewOp(c.prior, c.next, core.PublicKey(r.Key.Public().(ed25519.PublicKey)), strings.TrimSpace(req.Prompt), core.L4)
+	if errors.Is(err, l1.ErrNoChange) {
+		return &tiers.Resolution{Answer: note}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	signed, err := core.SignOp(r.Key, op)
+	if err != nil {
+		return nil, err
+	}
+	return &tiers.Resolution{Op: signed, Answer: fmt.Sprintf("%s and changed %d file(s)", note, len(op.Edits))}, nil
+}
+
+// client is joule as the remote agent's ACP client.
+type client struct {
+	s             *stage
+	req           *tiers.Request
+	remoteSession acp.SessionId
+
+	mu    sync.Mutex
+	prior core.Files
+	next  core.Files // the remote's writes, held until the op is sealed
+}
+
+var _ acp.Client = (*client)(nil)
+
+// rel maps an absolute path the remote names to a workspace path.
+func (c *client) rel(p string) (string, error) {
+	if !filepath.IsAbs(p) {
+		return "", acp.NewInvalidParams(map[string]any{"path": "paths must be absolute"})
+	}
+	r, err := filepath.Rel(c.req.Root, filepath.Clean(p))
+	if err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+		return "", nil
+	}
+	return filepath.ToSlash(r), nil
+}
+
+func (c *client) decide(ctx context.Context, tool string, input map[string]any) gate.Result {
+	b, _ := json.Marshal(input)
+	return c.s.r.Gate.Decide(ctx, &gate.Event{SessionID: c.req.Session, Tool: tool, Input: b, Cwd: c.req.Root})
+}
+
+func denied(r gate.Result) error {
+	return acp.NewInvalidRequest(map[string]any{"error": fmt.Sprintf("joule's grant denies this (%s): %s", r.Code, r.Reason)})
+}
+
+func (c *client) ReadTextFile(ctx context.Context, p acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
+	if r := c.decide(ctx, "Read", map[string]any{"file_path": p.Path}); r.Decision == gate.Deny {
+		return acp.ReadTextFileResponse{}, denied(r)
+	}
+	rel, err := c.rel(p.Path)
+	if err != nil {
+		return acp.ReadTextFileResponse{}, err
+	}
+	var b []byte
+	c.mu.Lock()
+	b, ok := c.next[rel]
+	c.mu.Unlock()
+	if rel == "" || !ok {
+		if b, err = os.ReadFile(p.Path); err != nil {
+			return acp.ReadTextFileResponse{}, acp.NewInvalidParams(map[string]any{"path": err.Error()})
+		}
+	}
+	return acp.ReadTextFileResponse{Content: lines(string(b), p.Line, p.Limit)}, nil
+}
+
+func lines(s string, line, limit *int) string {
+	if line == nil && limit == nil {
+		return s
+	}
+	ls := strings.SplitAfter(s, "\n")
+	start := 0
+	if line != nil && *line > 1 {
+		start = min(*line-1, len(ls))
+	}
+	end := len(ls)
+	if limit != nil && *limit >= 0 {
+		end = min(start+*limit, len(ls))
+	}
+	return strings.Join(ls[start:end], "")
+}
+
+func (c *client) WriteTextFile(ctx context.Context, p acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
+	rel, err := c.rel(p.Path)
+	if err != nil {
+		return acp.WriteTextFileResponse{}, err
+	}
+	if rel == "" {
+		return acp.WriteTextFileResponse{}, acp.NewInvalidParams(map[string]any{"path": fmt.Sprintf("%s is outside the workspace %s", p.Path, c.req.Root)})
+	}
+	if err := core.ValidatePath(rel); err != nil {
+		return acp.WriteTextFileResponse{}, acp.NewInvalidParams(map[string]any{"path": err.Error()})
+	}
+	c.mu.Lock()
+	_, exists := c.next[rel]
+	c.mu.Unlock()
+	tool := "Edit"
+	if !exists {
+		tool = "Write"
+	}
+	r := c.decide(ctx, tool, map[string]any{"file_path": p.Path})
+	switch r.Decision {
+	case gate.Deny:
+		return acp.WriteTextFileResponse{}, denied(r)
+	case gate.Ask:
+		ok, err := c.askEditor(ctx, acp.ToolCallUpdate{ToolCallId: acp.ToolCallId("l4-write-" + rel), Title: acp.Ptr("write " + rel),
+			Kind: acp.Ptr(acp.ToolKindEdit), Locations: []acp.ToolCallLocation{{Path: p.Path}}})
+		if err != nil {
+			return acp.WriteTextFileResponse{}, err
+		}
+		if !ok {
+			return acp.WriteTextFileResponse{}, acp.NewInvalidRequest(map[string]any{"error": "the user rejected the write"})
+		}
+	}
+	c.mu.Lock()
+	c.next[rel] = []byte(p.Content)
+	c.mu.Unlock()
+	return acp.WriteTextFileResponse{}, nil
+}
+
+func (c *client) askEditor(ctx context.Context, call acp.ToolCallUpdate) (bool, error) {
+	resp, err := c.s.ed.Permission(ctx, acp.RequestPermissionRequest{ToolCall: call, Options: []acp.PermissionOption{
+		{OptionId: "allow", Name: "Allow once", Kind: acp.PermissionOptionKindAllowOnce},
+		{OptionId: "reject", Name: "Reject", Kind: acp.PermissionOptionKindRejectOnce}}})
+	if err != nil {
+		return false, err
+	}
+	return resp.Outcome.Selected != nil && resp.Outcome.Selected.OptionId == "allow", nil
+}
+
+// event maps a remote tool call onto the gate's vocabulary (Claude Code's
+// tool names) from its kind, raw input and locations.
+func event(call acp.ToolCallUpdate) (string, map[string]any) {
+	raw, _ := call.RawInput.(map[string]any)
+	str := func(k string) string { s, _ := raw[k].(string); return s }
+	path := str("file_path")
+	if path == "" {
+		path = str("path")
+	}
+	if path == "" && len(call.Locations) > 0 {
+		path = call.Locations[0].Path
+	}
+	kind := acp.ToolKindOther
+	if call.Kind != nil {
+		kind = *call.Kind
+	}
+	switch kind {
+	case acp.ToolKindExecute:
+		if cmd := str("command"); cmd != "" {
+			return "Bash", map[string]any{"command": cmd}
+		}
+	case acp.ToolKindEdit, acp.ToolKindDelete, acp.ToolKindMove:
+		if path != "" {
+			return "Edit", map[string]any{"file_path": path}
+		}
+	case acp.ToolKindRead:
+		if path != "" {
+			return "Read", map[string]any{"file_path": path}
+		}
+	case acp.ToolKindFetch:
+		if u := str("url"); u != "" {
+			return "WebFetch", map[string]any{"url": u}
+		}
+	case acp.ToolKindSearch:
+		return "Grep", map[string]any{"pattern": str("pattern"), "path": path}
+	}
+	// Unknown shapes are judged by name only, as an unknown tool.
+	name := "remote"
+	if call.Title != nil {
+		name = "remote:" + strings.Fields(*call.Title + " x")[0]
+	}
+	return name, map[string]any{}
+}
+
+// RequestPermission puts the remote's request to the gate: allow answers
+// it, deny rejects it, ask relays it to the editor with the remote's options.
+func (c *client) RequestPermission(ctx context.Context, p acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+	tool, input := event(p.ToolCall)
+	r := c.decide(ctx, tool, input)
+	pick := func(kinds ...acp.PermissionOptionKind) acp.RequestPermissionResponse {
+		for _, k := range kinds {
+			for _, o := range p.Options {
+				if o.Kind == k {
+					return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{Selected: &acp.RequestPermissionOutcomeSelected{OptionId: o.OptionId}}}
+				}
+			}
+		}
+		return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{Cancelled: &acp.RequestPermissionOutcomeCancelled{}}}
+	}
+	switch r.Decision {
+	case gate.Allow:
+		return pick(acp.PermissionOptionKindAllowOnce, acp.PermissionOptionKindAllowAlways), nil
+	case gate.Ask:
+		return c.s.ed.Permission(ctx, acp.RequestPermissionRequest{ToolCall: p.ToolCall, Options: p.Options})
+	}
+	_ = c.s.ed.Update(ctx, acp.UpdateAgentThoughtText(fmt.Sprintf("joule denied the remote agent's %s (%s): %s", tool, r.Code, r.Reason)))
+	return pick(acp.PermissionOptionKindRejectOnce, acp.PermissionOptionKindRejectAlways), nil
+}
+
+// SessionUpdate relays the remote's updates to the editor unchanged; kinds
+// this SDK does not know were dropped before decoding (kindFilter).
+func (c *client) SessionUpdate(ctx context.Context, n acp.SessionNotification) error {
+	return c.s.ed.Update(ctx, n.Update)
+}
+
+var errNoTerminal = acp.NewMethodNotFound("terminal/*: joule does not offer terminals to a remote agent")
+
+func (c *client) CreateTerminal(ctx context.Context, p acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error) {
+	return acp.CreateTerminalResponse{}, errNoTerminal
+}
+func (c *client) KillTerminal(ctx context.Context, p acp.KillTerminalRequest) (acp.KillTerminalResponse, error) {
+	return acp.KillTerminalResponse{}, errNoTerminal
+}
+func (c *client) TerminalOutput(ctx context.Context, p acp.TerminalOutputRequest) (acp.TerminalOutputResponse, error) {
+	return acp.TerminalOutputResponse{}, errNoTerminal
+}
+func (c *client) ReleaseTerminal(ctx context.Context, p acp.ReleaseTerminalRequest) (acp.ReleaseTerminalResponse, error) {
+	return acp.ReleaseTerminalResponse{}, errNoTerminal
+}
+func (c *client) WaitForTerminalExit(ctx context.Context, p acp.WaitForTerminalExitRequest) (acp.WaitForTerminalExitResponse, error) {
+	return acp.WaitForTerminalExitResponse{}, errNoTerminal
+}
+
+// knownKinds are the session update kinds acp-go-sdk v0.13.0 decodes. The
+// SDK decodes an unknown kind by shape into a wrong one, so a newer agent's
+// updates of other kinds are dropped here rather than relayed mislabelled.
+var knownKinds = map[string]bool{
+	"user_message_chunk": true, "agent_message_chunk": true, "agent_thought_chunk": true, "tool_call": true,
+	"tool_call_update": true, "plan": true, "available_commands_update": true, "current_mode_update": true,
+	"config_option_update": true, "session_info_update": true, "usage_update": true,
+}
+
+// kindFilter passes the remote's stdout through line by line, dropping
+// session/update notifications of kinds the SDK does not know.
+type kindFilter struct {
+	r   *bufio.Reader
+	log *slog.Logger
+	buf []byte
+}
+
+func (f *kindFilter) Read(p []byte) (int, error) {
+	for len(f.buf) == 0 {
+		line, err := f.r.ReadBytes('\n')
+		if len(line) > 0 && !f.drop(line) {
+			f.buf = line
+		}
+		if err != nil {
+			if len(f.buf) > 0 {
+				break
+			}
+			return 0, err
+		}
+	}
+	n := copy(p, f.buf)
+	f.buf = f.buf[n:]
+	return n, nil
+}
+
+func (f *kindFilter) drop(line []byte) bool {
+	if !bytes.Contains(line, []byte(`"session/update"`)) {
+		return false
+	}
+	var m struct {
+		Method string `json:"method"`
+		Params struct {
+			Update struct {
+				Kind string `json:"sessionUpdate"`
+			} `json:"update"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(line, &m) != nil || m.Method != "session/update" || knownKinds[m.Params.Update.Kind] {
+		return false
+	}
+	f.log.Warn("dropped a remote session update of a kind this joule does not know", "kind", m.Params.Update.Kind)
+	return true
+}
