@@ -154,11 +154,24 @@ func Open(path string, opts ...Option) (*Store, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.lockTimeout)
 	defer cancel()
-	if err := s.init(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("store: open %q: %w", abs, err)
+	// Switching a new file to WAL needs an exclusive lock, and SQLite
+	// answers BUSY at once, without its busy handler, when another process
+	// is doing the same: so several hooks starting together on a fresh
+	// home retry here, within the lock timeout, rather than fail.
+	for {
+		err := s.init(ctx)
+		if err == nil {
+			return s, nil
+		}
+		if !errors.Is(err, ErrLocked) || ctx.Err() != nil {
+			db.Close()
+			return nil, fmt.Errorf("store: open %q: %w", abs, err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Duration(5+rand.IntN(45)) * time.Millisecond):
+		}
 	}
-	return s, nil
 }
 
 // dsn builds the modernc.org/sqlite URI. The driver applies the busy timeout

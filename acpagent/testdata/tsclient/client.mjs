@@ -35,10 +35,12 @@ function start(args) {
       if (u.sessionUpdate === "agent_message_chunk" && u.content.type === "text") text += u.content.text + "\n";
     });
   // The SDK runs notification handlers asynchronously, so a prompt's
-  // response can overtake its last updates: wait for them to settle.
+  // response can overtake its updates, even all of them: wait until this
+  // prompt's message text has arrived (every prompt ends with a summary
+  // line) and the updates have been quiet for 600 ms, at most 10 s.
   const settle = async () => {
     const start = Date.now();
-    while (Date.now() - last < 600 && Date.now() - start < 10000) await new Promise((r) => setTimeout(r, 50));
+    while ((text === "" || Date.now() - last < 600) && Date.now() - start < 10000) await new Promise((r) => setTimeout(r, 50));
   };
   return { child, stream, app, settle, take: () => { const t = text; text = ""; return t; } };
 }
