@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/joulehook/joule/core"
 	"github.com/joulehook/joule/core/grant"
 	"github.com/joulehook/joule/energy"
 	"github.com/joulehook/joule/energy/otlp"
@@ -170,15 +171,12 @@ listener also receives OTLP/HTTP telemetry (/v1/metrics, /v1/logs,
 	if err := noArgs(fs); err != nil {
 		return err
 	}
-	ep, err := openEndpoint()
+	m, err := openMetering()
 	if err != nil {
 		return err
 	}
-	defer ep.Close()
-	mf, table, err := loadMeter(ep.home)
-	if err != nil {
-		return err
-	}
+	defer m.ep.Close()
+	mf, table, recorder, grants := m.file, m.table, m.recorder, m.grants
 	var ups [3]*url.URL
 	for i, u := range []struct{ name, flag, file, def string }{
 		{"anthropic", *anthropic, mf.Upstreams.Anthropic, proxy.DefaultAnthropicURL},
@@ -189,19 +187,10 @@ listener also receives OTLP/HTTP telemetry (/v1/metrics, /v1/logs,
 			return err
 		}
 	}
-	sealer, err := ep.id.Sealer()
-	if err != nil {
-		return err
-	}
-	grants, err := ep.grantSource()
-	if err != nil {
-		return err
-	}
 	logf := newLogf(e, *quiet)
-	recorder := &energy.Recorder{Store: ep.store, Sealer: sealer}
 	p, err := proxy.New(proxy.Config{
 		Anthropic: ups[0], OpenAI: ups[1], Ollama: ups[2],
-		Table: table, Ledger: ep.store, Recorder: recorder, Grants: grants,
+		Table: table, Ledger: m.ep.store, Recorder: recorder, Grants: grants,
 		Session: *session, MaxBody: *maxBody, HeaderTimeout: *headerTimeout, Logf: logf,
 	})
 	if err != nil {
@@ -209,7 +198,7 @@ listener also receives OTLP/HTTP telemetry (/v1/metrics, /v1/logs,
 	}
 	var h http.Handler = p
 	if *withOTLP {
-		h = withTelemetry(p, &otlp.Receiver{Table: table, Recorder: recorder, Ledger: ep.store, Grants: grants, Session: *session, Logf: logf})
+		h = withTelemetry(p, &otlp.Receiver{Table: table, Recorder: recorder, Ledger: m.ep.store, Grants: grants, Session: *session, Logf: logf})
 	}
 	return serve(ctx, e, "proxy", *listen, h, p.Wait)
 }
@@ -233,26 +222,45 @@ http://LISTEN.`)
 	if err := noArgs(fs); err != nil {
 		return err
 	}
-	ep, err := openEndpoint()
+	m, err := openMetering()
 	if err != nil {
 		return err
 	}
-	defer ep.Close()
-	_, table, err := loadMeter(ep.home)
-	if err != nil {
-		return err
-	}
-	sealer, err := ep.id.Sealer()
-	if err != nil {
-		return err
-	}
-	grants, err := ep.grantSource()
-	if err != nil {
-		return err
-	}
-	r := &otlp.Receiver{Table: table, Recorder: &energy.Recorder{Store: ep.store, Sealer: sealer}, Ledger: ep.store, Grants: grants,
+	defer m.ep.Close()
+	r := &otlp.Receiver{Table: m.table, Recorder: m.recorder, Ledger: m.ep.store, Grants: m.grants,
 		Session: *session, Logf: newLogf(e, *quiet)}
 	return serve(ctx, e, "otel", *listen, r, func() {})
+}
+
+// metering is what both meters (the proxy and OTLP ingest) work from.
+type metering struct {
+	ep       *endpoint
+	file     *meterFile
+	table    *energy.Table
+	recorder *energy.Recorder
+	grants   func(ctx context.Context, session string) ([]string, error)
+}
+
+// openMetering opens $JOULE_HOME and its meter configuration; the caller
+// closes m.ep.
+func openMetering() (*metering, error) {
+	ep, err := openEndpoint()
+	if err != nil {
+		return nil, err
+	}
+	m := &metering{ep: ep}
+	if m.file, m.table, err = loadMeter(ep.home); err == nil {
+		var sealer *core.Sealer
+		if sealer, err = ep.id.Sealer(); err == nil {
+			m.recorder = &energy.Recorder{Store: ep.store, Sealer: sealer}
+			m.grants, err = ep.grantSource()
+		}
+	}
+	if err != nil {
+		ep.Close()
+		return nil, err
+	}
+	return m, nil
 }
 
 // withTelemetry serves OTLP's paths from r and everything else from p.
