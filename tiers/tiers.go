@@ -15,6 +15,21 @@ type Request struct {
 	Session string
 	Prompt  string // the user's request, as typed
 	Root    string // the workspace the request applies to
+
+	// Context is what cheaper tiers learned without closing the request
+	// (L2's retrieved code), handed on to the tiers after them, best first.
+	Context []Snippet
+}
+
+// Snippet is one piece of workspace code a tier found relevant to a request.
+type Snippet struct {
+	Path      string  // slash-separated, relative to Request.Root
+	StartLine int     // 1-based, inclusive
+	EndLine   int     // 1-based, inclusive
+	Symbol    string  // the declaration it holds, e.g. "(*Server).Serve"; empty for plain text
+	Text      string  // the lines themselves
+	Score     float64 // the retriever's fused score; higher is better
+	Why       string  // how it was found, e.g. "bm25+vector", "lexical only: no embedding model"
 }
 
 // Resolution is what a stage that closes a request produces: a coding op

@@ -20,12 +20,19 @@ const ConfigFile = "config.json"
 type config struct {
 	Costs       gate.Costs
 	LockTimeout time.Duration // how long a decision waits for the store's write lock; 0: the store's default
+
+	// Sections other commands parse themselves (see tiersconfig.go and
+	// storeconfig.go): kept raw so each stays next to its command.
+	Tiers json.RawMessage
+	Store string // where the ledger and receipts live: a path or a postgres:// URL
 }
 
 // configFile is its JSON shape: energies as strings with units ("50mJ").
 type configFile struct {
 	Costs       map[string]string `json:"costs"`
 	LockTimeout string            `json:"lock_timeout"`
+	Tiers       json.RawMessage   `json:"tiers,omitempty"`
+	Store       string            `json:"store,omitempty"`
 }
 
 func loadConfig(home string) (*config, error) {
@@ -43,7 +50,7 @@ func loadConfig(home string) (*config, error) {
 	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}
-	cfg := &config{Costs: gate.Costs{}}
+	cfg := &config{Costs: gate.Costs{}, Tiers: f.Tiers, Store: f.Store}
 	if f.LockTimeout != "" {
 		d, err := time.ParseDuration(f.LockTimeout)
 		if err != nil || d <= 0 {
