@@ -236,7 +236,7 @@ func runInit(ctx context.Context, e *env, args []string) error {
 	} else {
 		fmt.Fprintf(e.stdout, "using key      %s (%s)\n", ep.id.Steward, ep.id.Public())
 	}
-	fmt.Fprintf(e.stdout, "store          %s\n", filepath.Join(ep.home, StoreFile))
+	fmt.Fprintf(e.stdout, "store          %s\n", ep.store.Path())
 	printGrantSummary(e, s, g.BudgetUJ)
 	fmt.Fprintln(e.stdout, "active         yes: every session now decides against this grant")
 	return nil

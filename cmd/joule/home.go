@@ -61,7 +61,11 @@ func openEndpoint() (*endpoint, error) {
 	if cfg.LockTimeout > 0 {
 		opts = append(opts, store.WithLockTimeout(cfg.LockTimeout))
 	}
-	st, err := store.Open(filepath.Join(home, StoreFile), opts...)
+	loc, err := storeLocation(home, cfg)
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.Open(loc, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -180,7 +180,7 @@ func (g *Gate) LoadChain(ctx context.Context, id string) (grant.Chain, error) {
 }
 
 func isStoreFailure(err error) bool {
-	return errors.Is(err, store.ErrLocked) || errors.Is(err, store.ErrCorrupt) || errors.Is(err, store.ErrNotStore) || errors.Is(err, store.ErrTooNew)
+	return errors.Is(err, store.ErrLocked) || errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrCorrupt) || errors.Is(err, store.ErrNotStore) || errors.Is(err, store.ErrTooNew)
 }
 
 func storeFailure(err error) Result {

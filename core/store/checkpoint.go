@@ -106,7 +106,12 @@ func (s *Store) Checkpoint(ctx context.Context, origin string, signer note.Signe
 		return nil, errors.New("store: checkpoint: nil signer")
 	}
 	var signed []byte
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx conn) error {
+		// On PostgreSQL, checkpoints are ordered with the appends, so a
+		// later checkpoint never has a smaller size.
+		if err := lockLog(ctx, tx); err != nil {
+			return err
+		}
 		size, err := logSize(ctx, tx)
 		if err != nil {
 			return err
@@ -138,7 +143,7 @@ func (s *Store) Checkpoint(ctx context.Context, origin string, signer note.Signe
 // an error wrapping ErrNotFound if there is none.
 func (s *Store) LatestCheckpoint(ctx context.Context) ([]byte, error) {
 	var msg []byte
-	err := s.db.QueryRowContext(ctx, `SELECT note FROM checkpoints ORDER BY id DESC LIMIT 1`).Scan(&msg)
+	err := s.conn().QueryRowContext(ctx, `SELECT note FROM checkpoints ORDER BY id DESC LIMIT 1`).Scan(&msg)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("store: latest checkpoint: %w", ErrNotFound)
 	}

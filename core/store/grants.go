@@ -6,7 +6,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // GrantRecord is a grant as the store keeps it. Signed is the opaque signed
@@ -73,7 +75,7 @@ func (s *Store) PutGrant(ctx context.Context, rec GrantRecord) error {
 	if created.IsZero() {
 		created = s.now()
 	}
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx conn) error {
 		old, err := loadGrant(ctx, tx, rec.ID)
 		switch {
 		case err == nil:
@@ -89,10 +91,25 @@ func (s *Store) PutGrant(ctx context.Context, rec GrantRecord) error {
 				return fmt.Errorf("parent %w", err)
 			}
 		}
-		_, err = tx.ExecContext(ctx,
-			`INSERT INTO grants (id, parent, signed, budget_uj, created_ns) VALUES (?, ?, ?, ?, ?)`,
+		// On PostgreSQL another client may insert the same id between
+		// the read above and this insert: then compare with its row.
+		res, err := tx.ExecContext(ctx,
+			`INSERT INTO grants (id, parent, signed, budget_uj, created_ns) VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
 			rec.ID, nullable(rec.Parent), rec.Signed, int64(rec.BudgetUJ), unixNano(created))
-		return err
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return err
+		}
+		old, err = loadGrant(ctx, tx, rec.ID)
+		if err != nil {
+			return err
+		}
+		if old.Parent != rec.Parent || old.BudgetUJ != rec.BudgetUJ || !bytes.Equal(old.Signed, rec.Signed) {
+			return fmt.Errorf("%w: a different grant has this id", ErrConflict)
+		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("store: put grant %q: %w", rec.ID, err)
@@ -105,7 +122,7 @@ func (s *Store) Grant(ctx context.Context, id string) (GrantRecord, error) {
 	if err := checkID("grant", id); err != nil {
 		return GrantRecord{}, fmt.Errorf("store: %w", err)
 	}
-	g, err := loadGrant(ctx, s.db, id)
+	g, err := loadGrant(ctx, s.conn(), id)
 	if err != nil {
 		return GrantRecord{}, fmt.Errorf("store: %w", s.classify(err))
 	}
@@ -114,7 +131,7 @@ func (s *Store) Grant(ctx context.Context, id string) (GrantRecord, error) {
 
 // Grants returns every grant, oldest first.
 func (s *Store) Grants(ctx context.Context) ([]GrantRecord, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+grantColumns+` FROM grants ORDER BY created_ns, id`)
+	rows, err := s.conn().QueryContext(ctx, `SELECT `+grantColumns+` FROM grants ORDER BY created_ns, id`)
 	if err != nil {
 		return nil, fmt.Errorf("store: grants: %w", s.classify(err))
 	}
@@ -140,7 +157,7 @@ func (s *Store) Revoke(ctx context.Context, id string) error {
 	if err := checkID("grant", id); err != nil {
 		return fmt.Errorf("store: revoke: %w", err)
 	}
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx conn) error {
 		res, err := tx.ExecContext(ctx, `UPDATE grants SET revoked = 1 WHERE id = ?`, id)
 		if err != nil {
 			return err
@@ -163,7 +180,7 @@ func (s *Store) Ledger(ctx context.Context, grantID string) ([]LedgerEntry, erro
 	if err := checkID("grant", grantID); err != nil {
 		return nil, fmt.Errorf("store: ledger: %w", err)
 	}
-	rows, err := s.db.QueryContext(ctx,
+	rows, err := s.conn().QueryContext(ctx,
 		`SELECT amount_uj, entry, reservation, created_ns FROM ledger WHERE grant_id = ? ORDER BY id`, grantID)
 	if err != nil {
 		return nil, fmt.Errorf("store: ledger of grant %q: %w", grantID, s.classify(err))
@@ -208,7 +225,11 @@ func (s *Store) SetSetting(ctx context.Context, key, value string) error {
 	if err := checkID("setting", key); err != nil {
 		return fmt.Errorf("store: set setting: %w", err)
 	}
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	if s.pg && (!utf8.ValidString(value) || strings.ContainsRune(value, 0)) {
+		// PostgreSQL's text holds neither; SQLite's does.
+		return fmt.Errorf("store: set setting %q: value is not valid UTF-8 or contains NUL, which PostgreSQL cannot store", key)
+	}
+	err := s.write(ctx, func(ctx context.Context, tx conn) error {
 		_, err := tx.ExecContext(ctx,
 			`INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
 			key, value)
@@ -227,7 +248,7 @@ func (s *Store) Setting(ctx context.Context, key string) (string, error) {
 		return "", fmt.Errorf("store: setting: %w", err)
 	}
 	var v string
-	err := s.db.QueryRowContext(ctx, `SELECT value FROM settings WHERE key = ?`, key).Scan(&v)
+	err := s.conn().QueryRowContext(ctx, `SELECT value FROM settings WHERE key = ?`, key).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", fmt.Errorf("store: setting %q: %w", key, ErrNotFound)
 	}

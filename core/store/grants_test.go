@@ -9,8 +9,10 @@ import (
 	"time"
 )
 
-func TestPutGrant(t *testing.T) {
-	s := openTest(t, WithClock(fixedClock()))
+func TestPutGrant(t *testing.T) { forBackends(t, testPutGrant) }
+
+func testPutGrant(t *testing.T, b backend) {
+	s := b.open(t, WithClock(fixedClock()))
 	ctx := context.Background()
 	putGrant(t, s, "root", "", 1000)
 	tests := []struct {
@@ -63,9 +65,11 @@ func TestPutGrant(t *testing.T) {
 	}
 }
 
-func TestGrantsAndRevoke(t *testing.T) {
+func TestGrantsAndRevoke(t *testing.T) { forBackends(t, testGrantsAndRevoke) }
+
+func testGrantsAndRevoke(t *testing.T, b backend) {
 	clock := fixedClock()
-	s := openTest(t, WithClock(clock))
+	s := b.open(t, WithClock(clock))
 	ctx := context.Background()
 	created := time.Date(2020, 5, 6, 7, 8, 9, 0, time.UTC)
 	if err := s.PutGrant(ctx, GrantRecord{ID: "b-old", Signed: []byte("x"), BudgetUJ: 5, Created: created}); err != nil {
@@ -129,8 +133,10 @@ func TestRemainingUJ(t *testing.T) {
 	}
 }
 
-func TestLedger(t *testing.T) {
-	s := openTest(t)
+func TestLedger(t *testing.T) { forBackends(t, testLedger) }
+
+func testLedger(t *testing.T, b backend) {
+	s := b.open(t)
 	ctx := context.Background()
 	putGrant(t, s, "root", "", 1000)
 	putGrant(t, s, "leaf", "root", 100)

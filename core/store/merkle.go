@@ -2,9 +2,8 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
+	"strings"
 
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -21,18 +20,45 @@ type hashReader struct {
 
 func (r hashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 	out := make([]tlog.Hash, len(indexes))
+	if len(indexes) == 0 {
+		return out, nil
+	}
+	// One query for all of them: on PostgreSQL each query is a round trip.
+	var q strings.Builder
+	q.WriteString(`SELECT id, hash FROM tlog_hashes WHERE id IN (?`)
+	q.WriteString(strings.Repeat(", ?", len(indexes)-1))
+	q.WriteString(`)`)
+	args := make([]any, len(indexes))
 	for i, id := range indexes {
-		var b []byte
-		err := r.q.QueryRowContext(r.ctx, `SELECT hash FROM tlog_hashes WHERE id = ?`, id).Scan(&b)
-		if errors.Is(err, sql.ErrNoRows) {
+		args[i] = id
+	}
+	rows, err := r.q.QueryContext(r.ctx, q.String(), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	found := make(map[int64]tlog.Hash, len(indexes))
+	for rows.Next() {
+		var (
+			id int64
+			b  []byte
+		)
+		if err := rows.Scan(&id, &b); err != nil {
+			return nil, err
+		}
+		if found[id], err = hash32("stored tree hash", b); err != nil {
+			return nil, err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for i, id := range indexes {
+		h, ok := found[id]
+		if !ok {
 			return nil, corruptf("stored tree hash %d is missing", id)
 		}
-		if err != nil {
-			return nil, err
-		}
-		if out[i], err = hash32("stored tree hash", b); err != nil {
-			return nil, err
-		}
+		out[i] = h
 	}
 	return out, nil
 }
@@ -40,37 +66,48 @@ func (r hashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 // logSize returns the number of leaves, checking that the stored hashes
 // match it so a damaged log is never extended.
 func logSize(ctx context.Context, q querier) (int64, error) {
+	// One statement, so PostgreSQL reads both from one snapshot even
+	// outside a transaction; each is one step down a primary key index.
 	var size, stored int64
-	if err := q.QueryRowContext(ctx, `SELECT COALESCE(MAX(idx) + 1, 0) FROM entries`).Scan(&size); err != nil {
+	if err := q.QueryRowContext(ctx, `SELECT
+		(SELECT COALESCE(MAX(idx) + 1, 0) FROM entries),
+		(SELECT COALESCE(MAX(id) + 1, 0) FROM tlog_hashes)`).Scan(&size, &stored); err != nil {
 		return 0, err
 	}
-	if err := q.QueryRowContext(ctx, `SELECT COALESCE(MAX(id) + 1, 0) FROM tlog_hashes`).Scan(&stored); err != nil {
+	if err := checkStored(size, stored); err != nil {
 		return 0, err
-	}
-	if want := tlog.StoredHashCount(size); stored != want {
-		return 0, corruptf("log has %d entries and %d stored tree hashes, want %d", size, stored, want)
 	}
 	return size, nil
 }
 
+// checkStored checks the number of stored tree hashes against the number
+// of leaves, so a damaged log is never extended.
+func checkStored(size, stored int64) error {
+	if want := tlog.StoredHashCount(size); stored != want {
+		return corruptf("log has %d entries and %d stored tree hashes, want %d", size, stored, want)
+	}
+	return nil
+}
+
 // appendLeaf stores the tree hashes that leaf idx completes.
-func appendLeaf(ctx context.Context, tx *sql.Tx, idx int64, data []byte) error {
+func appendLeaf(ctx context.Context, tx conn, idx int64, data []byte) error {
 	hashes, err := tlog.StoredHashes(idx, data, hashReader{ctx, tx})
 	if err != nil {
 		return err
 	}
 	base := tlog.StoredHashIndex(0, idx)
+	// One statement for all of them.
+	args := make([]any, 0, 2*len(hashes))
 	for i, h := range hashes {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO tlog_hashes (id, hash) VALUES (?, ?)`, base+int64(i), h[:]); err != nil {
-			return err
-		}
+		args = append(args, base+int64(i), h[:])
 	}
-	return nil
+	_, err = tx.ExecContext(ctx, `INSERT INTO tlog_hashes (id, hash) VALUES (?, ?)`+strings.Repeat(", (?, ?)", len(hashes)-1), args...)
+	return err
 }
 
 // LogSize returns the number of receipts in the Merkle log.
 func (s *Store) LogSize(ctx context.Context) (int64, error) {
-	n, err := logSize(ctx, s.db)
+	n, err := logSize(ctx, s.conn())
 	if err != nil {
 		return 0, fmt.Errorf("store: log size: %w", s.classify(err))
 	}
@@ -80,7 +117,7 @@ func (s *Store) LogSize(ctx context.Context) (int64, error) {
 // TreeHash returns the root hash of the log's first n leaves.
 func (s *Store) TreeHash(ctx context.Context, n int64) (tlog.Hash, error) {
 	var h tlog.Hash
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx conn) error {
 		if err := checkTreeSize(ctx, tx, n); err != nil {
 			return err
 		}
@@ -98,7 +135,7 @@ func (s *Store) TreeHash(ctx context.Context, n int64) (tlog.Hash, error) {
 // contains the leaf at index (check it with tlog.CheckRecord).
 func (s *Store) ProveRecord(ctx context.Context, index, treeSize int64) (tlog.RecordProof, error) {
 	var p tlog.RecordProof
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx conn) error {
 		if index < 0 || index >= treeSize {
 			return fmt.Errorf("index %d is outside the tree of size %d", index, treeSize)
 		}
@@ -119,7 +156,7 @@ func (s *Store) ProveRecord(ctx context.Context, index, treeSize int64) (tlog.Re
 // the tree of size oldSize (check it with tlog.CheckTree).
 func (s *Store) ProveTree(ctx context.Context, oldSize, newSize int64) (tlog.TreeProof, error) {
 	var p tlog.TreeProof
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx conn) error {
 		if oldSize < 1 || oldSize > newSize {
 			return fmt.Errorf("old size %d must be in [1, new size %d]", oldSize, newSize)
 		}

@@ -11,8 +11,10 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 )
 
-func TestTreeHashAndProofs(t *testing.T) {
-	s := openTest(t)
+func TestTreeHashAndProofs(t *testing.T) { forBackends(t, testTreeHashAndProofs) }
+
+func testTreeHashAndProofs(t *testing.T, b backend) {
+	s := b.open(t)
 	ctx := context.Background()
 	var leaves [][]byte
 	for i := range 21 { // every shape up to 21 leaves, past 16 and its edges
@@ -63,8 +65,10 @@ func TestTreeHashAndProofs(t *testing.T) {
 	}
 }
 
-func TestProofArgumentErrors(t *testing.T) {
-	s := openTest(t)
+func TestProofArgumentErrors(t *testing.T) { forBackends(t, testProofArgumentErrors) }
+
+func testProofArgumentErrors(t *testing.T, b backend) {
+	s := b.open(t)
 	ctx := context.Background()
 	for range 4 {
 		seal(t, s, "s", nil, 0, "x")
@@ -90,8 +94,10 @@ func TestProofArgumentErrors(t *testing.T) {
 	}
 }
 
-func TestCheckpointGolden(t *testing.T) {
-	s := openTest(t, WithClock(fixedClock()))
+func TestCheckpointGolden(t *testing.T) { forBackends(t, testCheckpointGolden) }
+
+func testCheckpointGolden(t *testing.T, b backend) {
+	s := b.open(t, WithClock(fixedClock()))
 	ctx := context.Background()
 	if _, err := s.LatestCheckpoint(ctx); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("LatestCheckpoint on an empty store: %v, want ErrNotFound", err)
@@ -146,8 +152,10 @@ func TestCheckpointGolden(t *testing.T) {
 	checkConsistent(t, s)
 }
 
-func TestCheckpointRejects(t *testing.T) {
-	s := openTest(t)
+func TestCheckpointRejects(t *testing.T) { forBackends(t, testCheckpointRejects) }
+
+func testCheckpointRejects(t *testing.T, b backend) {
+	s := b.open(t)
 	ctx := context.Background()
 	tests := []struct {
 		name   string

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -147,11 +146,13 @@ const (
 	parentSeals     = 5
 )
 
-func TestMultiProcessSeal(t *testing.T) {
+func TestMultiProcessSeal(t *testing.T) { forBackends(t, testMultiProcessSeal) }
+
+func testMultiProcessSeal(t *testing.T, be backend) {
 	if testing.Short() {
 		t.Skip("spawns 16 processes")
 	}
-	path := filepath.Join(t.TempDir(), "joule.db")
+	path := be.fresh(t)
 	s, err := Open(path, WithLockTimeout(time.Minute))
 	if err != nil {
 		t.Fatal(err)
@@ -298,8 +299,10 @@ func openCheckpoint(t *testing.T, msg []byte, v note.Verifier) Checkpoint {
 
 // TestCrashDuringSeal kills a sealing child with SIGKILL and checks that
 // every seal it reported survived and the store is consistent.
-func TestCrashDuringSeal(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "joule.db")
+func TestCrashDuringSeal(t *testing.T) { forBackends(t, testCrashDuringSeal) }
+
+func testCrashDuringSeal(t *testing.T, b backend) {
+	path := b.fresh(t)
 	s, err := Open(path)
 	if err != nil {
 		t.Fatal(err)

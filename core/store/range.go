@@ -15,7 +15,7 @@ func (s *Store) SessionRange(ctx context.Context, id string, afterSeq uint64, li
 	if limit <= 0 {
 		return nil, nil
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT `+entryColumns+` FROM entries WHERE session = ? AND seq > ? ORDER BY seq LIMIT ?`, id, int64(afterSeq), limit)
+	rows, err := s.conn().QueryContext(ctx, `SELECT `+entryColumns+` FROM entries WHERE session = ? AND seq > ? ORDER BY seq LIMIT ?`, id, int64(afterSeq), limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: session %q range: %w", id, s.classify(err))
 	}

@@ -6,8 +6,10 @@ import (
 	"testing"
 )
 
-func TestSessionRange(t *testing.T) {
-	s := openTest(t)
+func TestSessionRange(t *testing.T) { forBackends(t, testSessionRange) }
+
+func testSessionRange(t *testing.T, b backend) {
+	s := b.open(t)
 	for i := 1; i <= 7; i++ {
 		seal(t, s, "a", nil, 0, fmt.Sprintf("a%d", i))
 		if i%2 == 0 {

@@ -21,7 +21,7 @@ type SessionInfo struct {
 
 // Sessions returns every session, oldest first.
 func (s *Store) Sessions(ctx context.Context) ([]SessionInfo, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, last_seq, head, first_ns, last_ns FROM sessions ORDER BY first_ns, id`)
+	rows, err := s.conn().QueryContext(ctx, `SELECT id, last_seq, head, first_ns, last_ns FROM sessions ORDER BY first_ns, id`)
 	if err != nil {
 		return nil, fmt.Errorf("store: sessions: %w", s.classify(err))
 	}
@@ -59,7 +59,7 @@ func (s *Store) Session(ctx context.Context, id string) ([]Entry, error) {
 	if err := checkID("session", id); err != nil {
 		return nil, fmt.Errorf("store: session: %w", err)
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT `+entryColumns+` FROM entries WHERE session = ? ORDER BY seq`, id)
+	rows, err := s.conn().QueryContext(ctx, `SELECT `+entryColumns+` FROM entries WHERE session = ? ORDER BY seq`, id)
 	if err != nil {
 		return nil, fmt.Errorf("store: session %q: %w", id, s.classify(err))
 	}
@@ -83,7 +83,7 @@ func (s *Store) Session(ctx context.Context, id string) ([]Entry, error) {
 
 // EntryAt returns the receipt at a Merkle log index.
 func (s *Store) EntryAt(ctx context.Context, index int64) (Entry, error) {
-	e, err := scanEntry(s.db.QueryRowContext(ctx, `SELECT `+entryColumns+` FROM entries WHERE idx = ?`, index))
+	e, err := scanEntry(s.conn().QueryRowContext(ctx, `SELECT `+entryColumns+` FROM entries WHERE idx = ?`, index))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Entry{}, fmt.Errorf("store: entry at log index %d: %w", index, ErrNotFound)
 	}
@@ -95,7 +95,7 @@ func (s *Store) EntryAt(ctx context.Context, index int64) (Entry, error) {
 
 // EntryByHash returns the receipt whose chain hash is h.
 func (s *Store) EntryByHash(ctx context.Context, h [32]byte) (Entry, error) {
-	e, err := scanEntry(s.db.QueryRowContext(ctx, `SELECT `+entryColumns+` FROM entries WHERE hash = ?`, h[:]))
+	e, err := scanEntry(s.conn().QueryRowContext(ctx, `SELECT `+entryColumns+` FROM entries WHERE hash = ?`, h[:]))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Entry{}, fmt.Errorf("store: entry with hash %x: %w", h, ErrNotFound)
 	}

@@ -18,8 +18,12 @@ func (s *Store) Reserve(ctx context.Context, grants []string, amountUJ uint64) (
 		return 0, fmt.Errorf("store: reserve: %w", err)
 	}
 	var id int64
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		links, debitErr, err := checkDebit(ctx, tx, grants, amountUJ)
+	err := s.write(ctx, func(ctx context.Context, tx conn) error {
+		locked, err := lockGrants(ctx, tx, grants)
+		if err != nil {
+			return err
+		}
+		links, debitErr, err := checkDebit(ctx, tx, grants, amountUJ, locked)
 		if err != nil {
 			return err
 		}
@@ -69,7 +73,7 @@ func (s *Store) Settle(ctx context.Context, id int64, actualUJ uint64) error {
 	if err := checkAmount("actual amount", actualUJ); err != nil {
 		return fmt.Errorf("store: settle reservation %d: %w", id, err)
 	}
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx conn) error {
 		return s.endReservation(ctx, tx, id, &actualUJ)
 	})
 	if err != nil {
@@ -80,7 +84,7 @@ func (s *Store) Settle(ctx context.Context, id int64, actualUJ uint64) error {
 
 // Release ends reservation id without charging anything.
 func (s *Store) Release(ctx context.Context, id int64) error {
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx conn) error {
 		return s.endReservation(ctx, tx, id, nil)
 	})
 	if err != nil {
@@ -94,7 +98,7 @@ func (s *Store) Release(ctx context.Context, id int64) error {
 // many it released.
 func (s *Store) ReleaseBefore(ctx context.Context, t time.Time) (int, error) {
 	var n int
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx conn) error {
 		n = 0
 		rows, err := tx.QueryContext(ctx, `SELECT id FROM reservations WHERE created_ns < ? ORDER BY id`, unixNano(t))
 		if err != nil {
@@ -114,11 +118,17 @@ func (s *Store) ReleaseBefore(ctx context.Context, t time.Time) (int, error) {
 			return err
 		}
 		for _, id := range ids {
-			if err := s.endReservation(ctx, tx, id, nil); err != nil {
+			err := s.endReservation(ctx, tx, id, nil)
+			if tx.pg && errors.Is(err, ErrNotFound) {
+				// Settled or released by another client since the
+				// query above: not ours to count.
+				continue
+			}
+			if err != nil {
 				return err
 			}
+			n++
 		}
-		n = len(ids)
 		return nil
 	})
 	if err != nil {
@@ -129,7 +139,23 @@ func (s *Store) ReleaseBefore(ctx context.Context, t time.Time) (int, error) {
 
 // endReservation removes reservation id and its hold on each grant,
 // charging *actual to each when actual is not nil.
-func (s *Store) endReservation(ctx context.Context, tx *sql.Tx, id int64, actual *uint64) error {
+func (s *Store) endReservation(ctx context.Context, tx conn, id int64, actual *uint64) error {
+	return s.drawReservation(ctx, tx, id, nil, actual)
+}
+
+// drawReservation takes *release µJ off reservation id's hold (all of it,
+// ending the reservation, when release is nil) and charges *actual to each
+// of its grants when actual is not nil.
+func (s *Store) drawReservation(ctx context.Context, tx conn, id int64, release, actual *uint64) error {
+	if tx.pg {
+		held, err := reservationGrants(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if _, err := lockGrants(ctx, tx, held); err != nil {
+			return err
+		}
+	}
 	var amount int64
 	err := tx.QueryRowContext(ctx, `SELECT amount_uj FROM reservations WHERE id = ?`, id).Scan(&amount)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -141,6 +167,10 @@ func (s *Store) endReservation(ctx context.Context, tx *sql.Tx, id int64, actual
 	held, err := uj("reservation amount_uj", amount)
 	if err != nil {
 		return err
+	}
+	taken := held
+	if release != nil {
+		taken = min(*release, held)
 	}
 	rows, err := tx.QueryContext(ctx, `
 		SELECT g.id, g.spent_uj, g.reserved_uj FROM reservation_grants r JOIN grants g ON g.id = r.grant_id
@@ -174,7 +204,7 @@ func (s *Store) endReservation(ctx context.Context, tx *sql.Tx, id int64, actual
 		if reserved < held {
 			return corruptf("grant %q reserves %d µJ, less than reservation %d's %d µJ", l.id, reserved, id, held)
 		}
-		reserved -= held
+		reserved -= taken
 		if actual != nil {
 			var ok bool
 			if spent, ok = addAmounts(spent, *actual); !ok {
@@ -193,6 +223,29 @@ func (s *Store) endReservation(ctx context.Context, tx *sql.Tx, id int64, actual
 			}
 		}
 	}
+	if release != nil {
+		_, err = tx.ExecContext(ctx, `UPDATE reservations SET amount_uj = ? WHERE id = ?`, int64(held-taken), id)
+		return err
+	}
 	_, err = tx.ExecContext(ctx, `DELETE FROM reservations WHERE id = ?`, id)
 	return err
+}
+
+// reservationGrants lists the grants reservation id holds, to lock them
+// before reading the reservation. An unknown reservation holds none.
+func reservationGrants(ctx context.Context, tx conn, id int64) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT grant_id FROM reservation_grants WHERE reservation = ? ORDER BY grant_id`, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var g string
+		if err := rows.Scan(&g); err != nil {
+			return nil, err
+		}
+		ids = append(ids, g)
+	}
+	return ids, rows.Err()
 }

@@ -9,12 +9,15 @@ import (
 	"time"
 )
 
-func TestReserveSettleRelease(t *testing.T) {
+func TestReserveSettleRelease(t *testing.T) { forBackends(t, testReserveSettleRelease) }
+
+func testReserveSettleRelease(t *testing.T, b backend) {
 	type step struct {
-		op      string // reserve, settle, release, seal
+		op      string // reserve, settle, release, seal, draw
 		grants  []string
 		amount  uint64
-		resv    int // index into reservations made so far, for settle/release
+		resv    int // index into reservations made so far, for settle/release/draw
+		charge  uint64
 		wantErr error
 		wantMsg string
 	}
@@ -97,6 +100,36 @@ func TestReserveSettleRelease(t *testing.T) {
 			want: map[string]state{"leaf": {0, 5, 95}},
 		},
 		{
+			name: "draws share a lease that stays open",
+			steps: []step{
+				{op: "reserve", grants: []string{"leaf", "root"}, amount: 60},
+				{op: "draw", resv: 0, amount: 20, charge: 15},
+				{op: "draw", resv: 0, amount: 20, charge: 25},
+				{op: "draw", resv: 0, amount: 30, charge: 5}, // more than is left: takes the 20 left
+				{op: "release", resv: 0},
+			},
+			want: map[string]state{"leaf": {45, 0, 55}, "root": {45, 0, 955}},
+		},
+		{
+			name: "a draw charges past the budget: the call happened",
+			steps: []step{
+				{op: "reserve", grants: []string{"leaf"}, amount: 90},
+				{op: "draw", resv: 0, amount: 90, charge: 120},
+				{op: "seal", grants: []string{"leaf"}, amount: 1, wantErr: &BudgetError{}},
+				{op: "settle", resv: 0, amount: 0},
+			},
+			want: map[string]state{"leaf": {120, 0, 0}},
+		},
+		{
+			name: "draw from nothing",
+			steps: []step{
+				{op: "reserve", grants: []string{"leaf"}, amount: 10},
+				{op: "release", resv: 0},
+				{op: "draw", resv: 0, amount: 5, charge: 5, wantErr: ErrNotFound},
+			},
+			want: map[string]state{"leaf": {0, 0, 100}},
+		},
+		{
 			name: "all or nothing across links",
 			steps: []step{
 				{op: "reserve", grants: []string{"root"}, amount: 950},
@@ -107,7 +140,7 @@ func TestReserveSettleRelease(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := openTest(t)
+			s := b.open(t)
 			ctx := context.Background()
 			putGrant(t, s, "root", "", 1000)
 			putGrant(t, s, "leaf", "root", 100)
@@ -124,6 +157,9 @@ func TestReserveSettleRelease(t *testing.T) {
 					err = s.Settle(ctx, ids[st.resv], st.amount)
 				case "release":
 					err = s.Release(ctx, ids[st.resv])
+				case "draw":
+					_, err = s.Seal(ctx, SealRequest{Session: "s", Draw: &Draw{Reservation: ids[st.resv], ReleaseUJ: st.amount, ChargeUJ: st.charge},
+						Build: func(pos Position, _ error) ([]byte, bool, error) { return envelopeFor(pos, "draw"), false, nil }})
 				case "revoke":
 					err = s.Revoke(ctx, st.grants[0])
 				case "seal":
@@ -178,9 +214,11 @@ func checkStepErr(t *testing.T, step int, err, want error, msg string) {
 	}
 }
 
-func TestReleaseBefore(t *testing.T) {
+func TestReleaseBefore(t *testing.T) { forBackends(t, testReleaseBefore) }
+
+func testReleaseBefore(t *testing.T, b backend) {
 	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-	s := openTest(t, WithClock(func() time.Time { return now }))
+	s := b.open(t, WithClock(func() time.Time { return now }))
 	ctx := context.Background()
 	putGrant(t, s, "g", "", 100)
 	old1, _ := s.Reserve(ctx, []string{"g"}, 10)
@@ -220,8 +258,10 @@ func TestReleaseBefore(t *testing.T) {
 
 // TestSealSettles: a reservation settled with its receipt is settled exactly
 // when the receipt lands, and a bad reservation writes neither.
-func TestSealSettles(t *testing.T) {
-	s := openTest(t)
+func TestSealSettles(t *testing.T) { forBackends(t, testSealSettles) }
+
+func testSealSettles(t *testing.T, b backend) {
+	s := b.open(t)
 	ctx := context.Background()
 	putGrant(t, s, "g", "", 1000)
 	id, err := s.Reserve(ctx, []string{"g"}, 600)

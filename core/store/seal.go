@@ -5,8 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
+	"golang.org/x/mod/sumdb/tlog"
 	"lukechampine.com/blake3"
 )
 
@@ -48,6 +51,18 @@ type SealRequest struct {
 	// without its receipt, nor receipted without its charge.
 	Settle   *int64
 	SettleUJ uint64
+	// Draw, when set, charges one call's share of a reservation that
+	// stays open for others (a lease), in the same transaction.
+	Draw *Draw
+}
+
+// Draw takes ReleaseUJ off a reservation's hold (never below zero) and
+// charges ChargeUJ to each of its grants: a call admitted against a lease
+// reserved once for many calls. The reservation stays until Settle or
+// Release, even when drawn down to zero.
+type Draw struct {
+	Reservation         int64
+	ReleaseUJ, ChargeUJ uint64
 }
 
 // buildError marks an error returned by SealRequest.Build, which is passed
@@ -57,57 +72,121 @@ type buildError struct{ err error }
 func (e buildError) Error() string { return "build receipt: " + e.err.Error() }
 func (e buildError) Unwrap() error { return e.err }
 
-// Seal runs one decision in one immediate transaction: it checks the debit,
+// Seal runs one decision in one write transaction: it checks the debit,
 // calls Build with the session's next position, appends the envelope to the
 // session chain and the Merkle log, applies the debit if Build keeps it,
 // and commits. Nothing is written if any step fails.
+//
+// Concurrent Seals of one Store are committed together (group commit: see
+// group.go): one transaction and one sync for many decisions, each of which
+// still gets its own debit outcome and position, and fails or succeeds on
+// its own. Seal returns only once its decision is committed.
 func (s *Store) Seal(ctx context.Context, req SealRequest) (Entry, error) {
 	if err := req.check(); err != nil {
 		return Entry{}, fmt.Errorf("store: seal: %w", err)
 	}
-	var sealed Entry
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		now := s.now()
-		links, debitErr, err := checkDebit(ctx, tx, req.Debit, req.AmountUJ)
-		if err != nil {
-			return err
-		}
-		pos, err := nextPosition(ctx, tx, req.Session)
-		if err != nil {
-			return err
-		}
-		env, keep, err := req.Build(pos, debitErr)
-		if err != nil {
-			return buildError{err}
-		}
-		if len(env) == 0 {
-			return errors.New("build returned an empty envelope")
-		}
-		if len(env) > MaxEnvelopeSize {
-			return fmt.Errorf("envelope is %d bytes, limit %d", len(env), MaxEnvelopeSize)
-		}
-		e := Entry{Position: pos, Hash: blake3.Sum256(env), Envelope: env, Time: now}
-		if err := appendEntry(ctx, tx, e); err != nil {
-			return err
-		}
-		if debitErr == nil && keep {
-			if err := debit(ctx, tx, links, req.AmountUJ, e.Index, now); err != nil {
-				return err
-			}
-		}
-		if req.Settle != nil {
-			actual := req.SettleUJ
-			if err := s.endReservation(ctx, tx, *req.Settle, &actual); err != nil {
-				return err
-			}
-		}
-		sealed = e
-		return nil
-	})
+	e, err := s.group.seal(ctx, s, req)
 	if err != nil {
 		return Entry{}, fmt.Errorf("store: seal session %q: %w", req.Session, err)
 	}
-	return sealed, nil
+	return e, nil
+}
+
+// sealOne is Seal alone in its transaction.
+func (s *Store) sealOne(ctx context.Context, req SealRequest) (Entry, error) {
+	var sealed Entry
+	err := s.write(ctx, func(ctx context.Context, tx conn) error {
+		locked, err := lockSeal(ctx, tx, []SealRequest{req})
+		if err != nil {
+			return err
+		}
+		sealed, err = s.sealTx(ctx, tx, req, locked)
+		return err
+	})
+	return sealed, err
+}
+
+// sealTx seals req inside tx, whose locks lockSeal took. locked holds the
+// debited grants as read under their locks, or is nil to read them now.
+func (s *Store) sealTx(ctx context.Context, tx conn, req SealRequest, locked map[string]GrantRecord) (Entry, error) {
+	now := s.now()
+	links, debitErr, err := checkDebit(ctx, tx, req.Debit, req.AmountUJ, locked)
+	if err != nil {
+		return Entry{}, err
+	}
+	pos, err := nextPosition(ctx, tx, req.Session)
+	if err != nil {
+		return Entry{}, err
+	}
+	env, keep, err := callBuild(req.Build, pos, debitErr)
+	if err != nil {
+		return Entry{}, buildError{err}
+	}
+	if len(env) == 0 {
+		return Entry{}, errors.New("build returned an empty envelope")
+	}
+	if len(env) > MaxEnvelopeSize {
+		return Entry{}, fmt.Errorf("envelope is %d bytes, limit %d", len(env), MaxEnvelopeSize)
+	}
+	e := Entry{Position: pos, Hash: blake3.Sum256(env), Envelope: env, Time: now}
+	if err := appendEntry(ctx, tx, e); err != nil {
+		return Entry{}, err
+	}
+	if debitErr == nil && keep {
+		if err := debit(ctx, tx, links, req.AmountUJ, e.Index, now); err != nil {
+			return Entry{}, err
+		}
+	}
+	if req.Settle != nil {
+		actual := req.SettleUJ
+		if err := s.endReservation(ctx, tx, *req.Settle, &actual); err != nil {
+			return Entry{}, err
+		}
+	}
+	if d := req.Draw; d != nil {
+		release, charge := d.ReleaseUJ, d.ChargeUJ
+		if err := s.drawReservation(ctx, tx, d.Reservation, &release, &charge); err != nil {
+			return Entry{}, err
+		}
+	}
+	return e, nil
+}
+
+// callBuild runs a Build, turning a panic into its error: it may run on
+// another caller's goroutine (group commit), where a panic would take the
+// process down instead of reaching the caller that could recover it.
+func callBuild(build func(Position, error) ([]byte, bool, error), pos Position, debitErr error) (env []byte, keep bool, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			env, keep, err = nil, false, fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return build(pos, debitErr)
+}
+
+// lockSeal takes, on PostgreSQL, the locks a group of Seals needs in the
+// store's one lock order: every debited grant and those of every settled
+// reservation, then the log head. It returns the locked grants.
+func lockSeal(ctx context.Context, tx conn, reqs []SealRequest) (map[string]GrantRecord, error) {
+	if !tx.pg {
+		return nil, nil
+	}
+	var ids []string
+	for _, req := range reqs {
+		ids = append(ids, req.Debit...)
+		for _, id := range req.reservations() {
+			held, err := reservationGrants(ctx, tx, id)
+			if err != nil {
+				return nil, err
+			}
+			ids = append(ids, held...)
+		}
+	}
+	locked, err := lockGrants(ctx, tx, ids)
+	if err != nil {
+		return nil, err
+	}
+	return locked, lockLog(ctx, tx)
 }
 
 func (r SealRequest) check() error {
@@ -123,7 +202,30 @@ func (r SealRequest) check() error {
 	if err := checkAmount("settled amount", r.SettleUJ); err != nil {
 		return err
 	}
+	if r.Draw != nil {
+		if r.Settle != nil && *r.Settle == r.Draw.Reservation {
+			return errors.New("a reservation cannot be settled and drawn in one seal")
+		}
+		if err := checkAmount("drawn release", r.Draw.ReleaseUJ); err != nil {
+			return err
+		}
+		if err := checkAmount("drawn charge", r.Draw.ChargeUJ); err != nil {
+			return err
+		}
+	}
 	return checkGrantList(r.Debit)
+}
+
+// reservations lists the reservations the seal settles or draws from.
+func (r SealRequest) reservations() []int64 {
+	var ids []int64
+	if r.Settle != nil {
+		ids = append(ids, *r.Settle)
+	}
+	if r.Draw != nil {
+		ids = append(ids, r.Draw.Reservation)
+	}
+	return ids
 }
 
 func checkGrantList(ids []string) error {
@@ -142,9 +244,19 @@ func checkGrantList(ids []string) error {
 
 // checkDebit loads the grants and reports, as debitErr, the first one that
 // cannot pay amount. err is reserved for failures of the store itself.
-func checkDebit(ctx context.Context, q querier, ids []string, amount uint64) (links []GrantRecord, debitErr, err error) {
+// locked, when not nil, holds the grants as lockGrants read them.
+func checkDebit(ctx context.Context, q querier, ids []string, amount uint64, locked map[string]GrantRecord) (links []GrantRecord, debitErr, err error) {
 	for _, id := range ids {
-		g, err := loadGrant(ctx, q, id)
+		var g GrantRecord
+		var err error
+		if locked != nil {
+			var ok bool
+			if g, ok = locked[id]; !ok {
+				err = fmt.Errorf("grant %q: %w", id, ErrNotFound)
+			}
+		} else {
+			g, err = loadGrant(ctx, q, id)
+		}
 		if errors.Is(err, ErrNotFound) {
 			return nil, err, nil
 		}
@@ -164,7 +276,7 @@ func checkDebit(ctx context.Context, q querier, ids []string, amount uint64) (li
 
 // debit charges amount to every grant in links and records it in the
 // ledger against log index idx.
-func debit(ctx context.Context, tx *sql.Tx, links []GrantRecord, amount uint64, idx int64, now time.Time) error {
+func debit(ctx context.Context, tx conn, links []GrantRecord, amount uint64, idx int64, now time.Time) error {
 	if amount == 0 {
 		return nil
 	}
@@ -172,6 +284,15 @@ func debit(ctx context.Context, tx *sql.Tx, links []GrantRecord, amount uint64, 
 		spent, ok := addAmounts(g.SpentUJ, amount)
 		if !ok {
 			return fmt.Errorf("grant %q: spent %d µJ + %d µJ overflows", g.ID, g.SpentUJ, amount)
+		}
+		if tx.pg {
+			// One round trip for both writes.
+			if _, err := tx.ExecContext(ctx, `WITH spend AS (UPDATE grants SET spent_uj = ? WHERE id = ?)
+				INSERT INTO ledger (grant_id, amount_uj, entry, created_ns) VALUES (?, ?, ?, ?)`,
+				int64(spent), g.ID, g.ID, int64(amount), idx, unixNano(now)); err != nil {
+				return err
+			}
+			continue
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE grants SET spent_uj = ? WHERE id = ?`, int64(spent), g.ID); err != nil {
 			return err
@@ -185,30 +306,34 @@ func debit(ctx context.Context, tx *sql.Tx, links []GrantRecord, amount uint64, 
 	return nil
 }
 
-// nextPosition reads the session head and the log size. Both come from the
-// database inside the caller's write transaction, never from memory.
-func nextPosition(ctx context.Context, tx *sql.Tx, session string) (Position, error) {
+// nextPosition reads the session head and the log size, in one statement.
+// Both come from the database inside the caller's write transaction, never
+// from memory.
+func nextPosition(ctx context.Context, tx conn, session string) (Position, error) {
 	pos := Position{Session: session, Seq: 1}
 	var (
-		last int64
-		head []byte
+		last         sql.NullInt64
+		head         []byte
+		size, stored int64
 	)
-	err := tx.QueryRowContext(ctx, `SELECT last_seq, head FROM sessions WHERE id = ?`, session).Scan(&last, &head)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-	case err != nil:
+	err := tx.QueryRowContext(ctx, `SELECT
+		(SELECT last_seq FROM sessions WHERE id = ?),
+		(SELECT head FROM sessions WHERE id = ?),
+		(SELECT COALESCE(MAX(idx) + 1, 0) FROM entries),
+		(SELECT COALESCE(MAX(id) + 1, 0) FROM tlog_hashes)`, session, session).Scan(&last, &head, &size, &stored)
+	if err != nil {
 		return Position{}, err
-	default:
-		if last < 1 {
-			return Position{}, corruptf("session %q has last sequence %d", session, last)
+	}
+	if last.Valid {
+		if last.Int64 < 1 {
+			return Position{}, corruptf("session %q has last sequence %d", session, last.Int64)
 		}
-		pos.Seq = uint64(last) + 1
+		pos.Seq = uint64(last.Int64) + 1
 		if pos.Prev, err = hash32("session head", head); err != nil {
 			return Position{}, err
 		}
 	}
-	size, err := logSize(ctx, tx)
-	if err != nil {
+	if err := checkStored(size, stored); err != nil {
 		return Position{}, err
 	}
 	pos.Index = size
@@ -216,26 +341,100 @@ func nextPosition(ctx context.Context, tx *sql.Tx, session string) (Position, er
 }
 
 // appendEntry writes e to its session chain and to the Merkle log.
-func appendEntry(ctx context.Context, tx *sql.Tx, e Entry) error {
-	var dup int64
-	err := tx.QueryRowContext(ctx, `SELECT idx FROM entries WHERE hash = ?`, e.Hash[:]).Scan(&dup)
-	if err == nil {
-		return fmt.Errorf("%w: envelope already sealed at log index %d", ErrConflict, dup)
-	}
-	if !errors.Is(err, sql.ErrNoRows) {
-		return err
-	}
+func appendEntry(ctx context.Context, tx conn, e Entry) error {
 	now := unixNano(e.Time)
+	if tx.pg {
+		return appendEntryPG(ctx, tx, e, now)
+	}
 	if _, err := tx.ExecContext(ctx, `
 		INSERT INTO sessions (id, last_seq, head, first_ns, last_ns) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET last_seq = excluded.last_seq, head = excluded.head, last_ns = excluded.last_ns`,
 		e.Session, int64(e.Seq), e.Hash[:], now, now); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx,
-		`INSERT INTO entries (idx, session, seq, prev, hash, envelope, created_ns) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		e.Index, e.Session, int64(e.Seq), e.Prev[:], e.Hash[:], e.Envelope, now); err != nil {
+	// A duplicate envelope inserts nothing (and the caller's transaction
+	// rolls back the session update); asking only then saves a query.
+	res, err := tx.ExecContext(ctx,
+		`INSERT INTO entries (idx, session, seq, prev, hash, envelope, created_ns) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (hash) DO NOTHING`,
+		e.Index, e.Session, int64(e.Seq), e.Prev[:], e.Hash[:], e.Envelope, now)
+	if err != nil {
 		return err
 	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		var dup int64
+		if err := tx.QueryRowContext(ctx, `SELECT idx FROM entries WHERE hash = ?`, e.Hash[:]).Scan(&dup); err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: envelope already sealed at log index %d", ErrConflict, dup)
+	}
 	return appendLeaf(ctx, tx, e.Index, e.Envelope)
+}
+
+// appendEntryPG is appendEntry in two round trips instead of four: read the
+// tree hashes the leaf needs, then write the session head, the entry and
+// the new tree hashes in one statement. Foreign keys are checked at the end
+// of the statement, when the session row is there.
+func appendEntryPG(ctx context.Context, tx conn, e Entry, now int64) error {
+	hashes, err := tlog.StoredHashes(e.Index, e.Envelope, hashReader{ctx, tx})
+	if err != nil {
+		return err
+	}
+	base := tlog.StoredHashIndex(0, e.Index)
+	args := []any{e.Session, int64(e.Seq), e.Hash[:], now,
+		e.Index, e.Prev[:], e.Envelope}
+	var values strings.Builder
+	for i, h := range hashes {
+		if i > 0 {
+			values.WriteString(", ")
+		}
+		values.WriteString("(?, ?)")
+		args = append(args, base+int64(i), h[:])
+	}
+	var inserted int64
+	err = tx.QueryRowContext(ctx, `
+		WITH head AS (
+			INSERT INTO sessions (id, last_seq, head, first_ns, last_ns) VALUES ($1, $2, $3, $4, $4)
+			ON CONFLICT (id) DO UPDATE SET last_seq = excluded.last_seq, head = excluded.head, last_ns = excluded.last_ns),
+		entry AS (
+			INSERT INTO entries (idx, session, seq, prev, hash, envelope, created_ns) VALUES ($5, $1, $2, $6, $3, $7, $4)
+			ON CONFLICT (hash) DO NOTHING RETURNING idx),
+		tree AS (
+			INSERT INTO tlog_hashes (id, hash) SELECT id, hash FROM (VALUES `+pgValues(values.String(), 8)+`) AS v (id, hash)
+			WHERE EXISTS (SELECT 1 FROM entry))
+		SELECT count(*) FROM entry`, args...).Scan(&inserted)
+	if err != nil {
+		return err
+	}
+	if inserted == 0 {
+		var dup int64
+		if err := tx.QueryRowContext(ctx, `SELECT idx FROM entries WHERE hash = ?`, e.Hash[:]).Scan(&dup); err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: envelope already sealed at log index %d", ErrConflict, dup)
+	}
+	return nil
+}
+
+// pgValues numbers the ? placeholders of a VALUES list from first on, for
+// a statement whose earlier parameters are numbered by hand.
+func pgValues(list string, first int) string {
+	var b strings.Builder
+	n := first
+	for i := 0; i < len(list); i++ {
+		if list[i] == '?' {
+			b.WriteString("$" + strconv.Itoa(n))
+			if n%2 == 0 {
+				b.WriteString("::bigint")
+			} else {
+				b.WriteString("::bytea")
+			}
+			n++
+			continue
+		}
+		b.WriteByte(list[i])
+	}
+	return b.String()
 }

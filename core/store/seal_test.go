@@ -13,7 +13,9 @@ import (
 	"lukechampine.com/blake3"
 )
 
-func TestSealDebits(t *testing.T) {
+func TestSealDebits(t *testing.T) { forBackends(t, testSealDebits) }
+
+func testSealDebits(t *testing.T, b backend) {
 	errBuild := errors.New("signer offline")
 	tests := []struct {
 		name      string
@@ -36,7 +38,7 @@ func TestSealDebits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := openTest(t)
+			s := b.open(t)
 			ctx := context.Background()
 			putGrant(t, s, "root", "", 100)
 			putGrant(t, s, "leaf", "root", 100)
@@ -96,8 +98,10 @@ func TestSealDebits(t *testing.T) {
 	}
 }
 
-func TestSealOverRootBudget(t *testing.T) {
-	s := openTest(t)
+func TestSealOverRootBudget(t *testing.T) { forBackends(t, testSealOverRootBudget) }
+
+func testSealOverRootBudget(t *testing.T, b backend) {
+	s := b.open(t)
 	ctx := context.Background()
 	putGrant(t, s, "root", "", 100)
 	putGrant(t, s, "a", "root", 100)
@@ -125,8 +129,10 @@ func TestSealOverRootBudget(t *testing.T) {
 	}
 }
 
-func TestSealRejectsBadRequests(t *testing.T) {
-	s := openTest(t)
+func TestSealRejectsBadRequests(t *testing.T) { forBackends(t, testSealRejectsBadRequests) }
+
+func testSealRejectsBadRequests(t *testing.T, b backend) {
+	s := b.open(t)
 	putGrant(t, s, "g", "", 10)
 	seal(t, s, "s", nil, 0, "first")
 	build := allowBuild("x")
@@ -162,8 +168,10 @@ func TestSealRejectsBadRequests(t *testing.T) {
 	checkConsistent(t, s)
 }
 
-func TestSealChainsAndReads(t *testing.T) {
-	s := openTest(t, WithClock(fixedClock()))
+func TestSealChainsAndReads(t *testing.T) { forBackends(t, testSealChainsAndReads) }
+
+func testSealChainsAndReads(t *testing.T, b backend) {
+	s := b.open(t, WithClock(fixedClock()))
 	ctx := context.Background()
 	var all []Entry
 	for i := range 9 {
@@ -217,15 +225,14 @@ func TestSealChainsAndReads(t *testing.T) {
 
 // TestSealConcurrentGoroutines seals from many goroutines through two
 // Store values on one file: the budget pays for exactly paid seals.
-func TestSealConcurrentGoroutines(t *testing.T) {
+func TestSealConcurrentGoroutines(t *testing.T) { forBackends(t, testSealConcurrentGoroutines) }
+
+func testSealConcurrentGoroutines(t *testing.T, b backend) {
 	// A generous lock timeout: this test is about correctness under
 	// contention, and a loaded machine must not turn it into ErrLocked.
-	s1 := openTest(t, WithLockTimeout(time.Minute))
-	s2, err := Open(s1.Path(), WithLockTimeout(time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	loc := b.fresh(t)
+	s1 := b.openAt(t, loc, WithLockTimeout(time.Minute))
+	s2 := b.openAt(t, loc, WithLockTimeout(time.Minute))
 	const (
 		workers = 8
 		each    = 25

@@ -1,13 +1,17 @@
-// Package store is joule's embedded durable store: one SQLite file shared by
-// every joule process on the machine, holding grants and their ledger, the
-// per-session receipt chains, and one local Merkle log over every receipt.
+// Package store is joule's durable store: grants and their ledger, the
+// per-session receipt chains, and one Merkle log over every receipt, kept in
+// one SQLite file shared by every joule process on a machine or, for a team,
+// in one PostgreSQL database shared by every machine.
 //
-// Every write is one BEGIN IMMEDIATE transaction, so concurrent processes
-// queue for the write lock instead of deadlocking on a lock upgrade, and
-// every commit is fsynced (WAL, synchronous=FULL) before a method returns:
-// an answered decision survives kill -9 and power loss. Sequence numbers,
-// log indexes and budgets are read and written inside that transaction,
-// never cached in process memory.
+// On SQLite every write is one BEGIN IMMEDIATE transaction, so concurrent
+// processes queue for the write lock instead of deadlocking on a lock
+// upgrade, and every commit is fsynced (WAL, synchronous=FULL) before a
+// method returns: an answered decision survives kill -9 and power loss. On
+// PostgreSQL a write takes row locks on the grants it touches and, to append
+// to the log, on the single log head row, always in that order. Either way
+// sequence numbers, log indexes and budgets are read and written inside the
+// transaction, never cached in process memory. Concurrent Seals of one
+// process share a transaction and its sync (group commit, group.go).
 package store
 
 import (
@@ -48,6 +52,9 @@ var (
 	// ErrNotStore reports a healthy SQLite database that belongs to some
 	// other application.
 	ErrNotStore = errors.New("not a joule store")
+	// ErrUnavailable reports a PostgreSQL server that cannot be reached or
+	// went away mid-transaction. The gate must treat it as deny.
+	ErrUnavailable = errors.New("store unavailable")
 	// ErrTooNew reports a database written by a newer joule whose schema
 	// this build does not know.
 	ErrTooNew = errors.New("database schema is newer than this joule")
@@ -77,15 +84,19 @@ const MaxEnvelopeSize = 4 << 20
 const maxIDLen = 512
 
 // Store is an open store. Its methods are safe for concurrent use by many
-// goroutines, and many processes may open the same file at once.
+// goroutines, and many processes (on PostgreSQL, many machines) may open the
+// same store at once.
 type Store struct {
 	db          *sql.DB
-	path        string
+	path        string // the SQLite file, or the PostgreSQL URL without its password
+	pg          bool
 	lockTimeout time.Duration
 	now         func() time.Time
 	// writeGate lets one goroutine of this process at a time contend for the
 	// file's write lock, so goroutines queue in Go instead of polling SQLite.
 	writeGate chan struct{}
+	// group gathers concurrent Seals into one transaction (group.go).
+	group sealGroup
 }
 
 type config struct {
@@ -107,20 +118,18 @@ func WithClock(now func() time.Time) Option {
 	return func(c *config) { c.now = now }
 }
 
-// Open opens the store at path, creating the file (mode 0600) and its parent
-// directory (mode 0700) if missing and migrating the schema to the current
-// version. A file that is not a joule store, or was written by a newer
-// joule, is refused.
+// Open opens the store at path and migrates its schema to the current
+// version. A postgres:// or postgresql:// URL opens a PostgreSQL database
+// (see OpenPostgres); anything else is the path of a SQLite file, created
+// (mode 0600, parent directory 0700) if missing. A database that is not a
+// joule store, or was written by a newer joule, is refused.
 func Open(path string, opts ...Option) (*Store, error) {
-	cfg := config{lockTimeout: DefaultLockTimeout, now: time.Now}
-	for _, o := range opts {
-		o(&cfg)
+	if IsURL(path) {
+		return OpenPostgres(path, opts...)
 	}
-	if cfg.lockTimeout <= 0 {
-		return nil, fmt.Errorf("store: lock timeout %v is not positive", cfg.lockTimeout)
-	}
-	if cfg.now == nil {
-		return nil, errors.New("store: nil clock")
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
 	}
 	if path == "" {
 		return nil, errors.New("store: empty path")
@@ -174,6 +183,27 @@ func Open(path string, opts ...Option) (*Store, error) {
 	}
 }
 
+func newConfig(opts []Option) (config, error) {
+	cfg := config{lockTimeout: DefaultLockTimeout, now: time.Now}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.lockTimeout <= 0 {
+		return cfg, fmt.Errorf("store: lock timeout %v is not positive", cfg.lockTimeout)
+	}
+	if cfg.now == nil {
+		return cfg, errors.New("store: nil clock")
+	}
+	return cfg, nil
+}
+
+// IsURL reports whether location names a PostgreSQL database rather than
+// a SQLite file.
+func IsURL(location string) bool {
+	l := strings.ToLower(location)
+	return strings.HasPrefix(l, "postgres://") || strings.HasPrefix(l, "postgresql://")
+}
+
 // dsn builds the modernc.org/sqlite URI. The driver applies the busy timeout
 // before the other pragmas, and _txlock=immediate makes every non-read-only
 // transaction BEGIN IMMEDIATE.
@@ -211,8 +241,17 @@ func (s *Store) Close() error {
 	return s.db.Close()
 }
 
-// Path returns the absolute path of the database file.
+// Path returns the absolute path of the SQLite file, or the PostgreSQL URL
+// with its password removed.
 func (s *Store) Path() string { return s.path }
+
+// Backend names the database: "sqlite" or "postgres".
+func (s *Store) Backend() string {
+	if s.pg {
+		return "postgres"
+	}
+	return "sqlite"
+}
 
 // querier is what both *sql.DB and *sql.Tx offer.
 type querier interface {
@@ -221,38 +260,49 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// write runs fn in one BEGIN IMMEDIATE transaction and commits it. A busy
-// database is retried with jitter until the lock timeout; fn may therefore
-// run more than once and must have no effects outside tx.
-func (s *Store) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+// write runs fn in one write transaction (BEGIN IMMEDIATE on SQLite) and
+// commits it. A busy database, and on PostgreSQL a serialization failure,
+// a deadlock or a connection lost before COMMIT, is retried with jitter
+// until the lock timeout; fn may therefore run more than once and must
+// have no effects outside tx.
+func (s *Store) write(ctx context.Context, fn func(ctx context.Context, tx conn) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	lockCtx, cancel := context.WithTimeout(ctx, s.lockTimeout)
 	defer cancel()
-	select {
-	case s.writeGate <- struct{}{}:
-	case <-lockCtx.Done():
-		if ctx.Err() != nil {
-			return ctx.Err()
+	// PostgreSQL queues writers on row locks in the server, and many of
+	// them proceed at once on disjoint grants; SQLite has one write lock.
+	if !s.pg {
+		select {
+		case s.writeGate <- struct{}{}:
+		case <-lockCtx.Done():
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return s.locked(lockCtx.Err())
 		}
-		return s.locked(lockCtx.Err())
+		defer func() { <-s.writeGate }()
 	}
-	defer func() { <-s.writeGate }()
 
-	for {
+	for attempt := 0; ; attempt++ {
 		err := s.writeOnce(lockCtx, fn)
 		if err == nil {
 			return nil
 		}
 		if ctx.Err() == nil && lockCtx.Err() != nil {
+			if s.pg && pgConnLost(err) {
+				return unavailable(err)
+			}
 			return s.locked(err)
 		}
-		if !isBusy(err) {
+		if !s.retry(err, attempt) {
 			return s.classify(err)
 		}
 		// SQLite returns SQLITE_BUSY without waiting in a few cases (WAL
-		// recovery, a snapshot that moved); retry the whole transaction.
+		// recovery, a snapshot that moved); PostgreSQL aborts one side of
+		// a deadlock, and a pooled connection may have died with a server
+		// restart. Retry the whole transaction.
 		backoff := time.Duration(1+rand.IntN(20)) * time.Millisecond
 		t := time.NewTimer(backoff)
 		select {
@@ -271,7 +321,36 @@ func (s *Store) locked(cause error) error {
 	return fmt.Errorf("%w: held by others past the %v lock timeout: %w", ErrLocked, s.lockTimeout, cause)
 }
 
-func (s *Store) writeOnce(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+// retry reports whether a failed write transaction is tried again.
+func (s *Store) retry(err error, attempt int) bool {
+	if !s.pg {
+		return isBusy(err)
+	}
+	var ce commitError
+	switch {
+	case pgRetry(err):
+		return true
+	case errors.As(err, &ce), pgDialFailed(err):
+		// A COMMIT whose answer was lost may have committed: running fn
+		// again could seal the decision twice. A server that refuses
+		// connections is down: deny now rather than at the lock timeout.
+		return false
+	case pgConnLost(err):
+		// The pool handed out a connection that died with a server
+		// restart; a fresh one is dialled on the next attempt.
+		return attempt < 3
+	}
+	return false
+}
+
+// commitError marks a failure of COMMIT itself, whose outcome is unknown
+// when the connection was lost.
+type commitError struct{ err error }
+
+func (e commitError) Error() string { return "commit: " + e.err.Error() }
+func (e commitError) Unwrap() error { return e.err }
+
+func (s *Store) writeOnce(ctx context.Context, fn func(ctx context.Context, tx conn) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -282,24 +361,30 @@ func (s *Store) writeOnce(ctx context.Context, fn func(ctx context.Context, tx *
 			tx.Rollback()
 		}
 	}()
-	if err := fn(ctx, tx); err != nil {
+	if err := fn(ctx, conn{tx, s.pg}); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
-		return err
+		committed = true // nothing left to roll back
+		return commitError{err}
 	}
 	committed = true
 	return nil
 }
 
-// read runs fn in one read transaction, so its queries see one snapshot.
-func (s *Store) read(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+// read runs fn in one read transaction, so its queries see one snapshot
+// (PostgreSQL needs REPEATABLE READ for that; SQLite gives it anyway).
+func (s *Store) read(ctx context.Context, fn func(tx conn) error) error {
+	opts := &sql.TxOptions{ReadOnly: true}
+	if s.pg {
+		opts.Isolation = sql.LevelRepeatableRead
+	}
+	tx, err := s.db.BeginTx(ctx, opts)
 	if err != nil {
 		return s.classify(err)
 	}
 	defer tx.Rollback()
-	if err := fn(tx); err != nil {
+	if err := fn(conn{tx, s.pg}); err != nil {
 		return s.classify(err)
 	}
 	return nil
@@ -323,8 +408,11 @@ func (s *Store) classify(err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, ErrLocked) || errors.Is(err, ErrCorrupt) {
+	if errors.Is(err, ErrLocked) || errors.Is(err, ErrCorrupt) || errors.Is(err, ErrUnavailable) {
 		return err
+	}
+	if s.pg {
+		return s.classifyPG(err)
 	}
 	if isBusy(err) {
 		return s.locked(err)

@@ -44,8 +44,10 @@ func TestOpenCreatesPrivateFiles(t *testing.T) {
 	}
 }
 
-func TestOpenReopensExisting(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "joule.db")
+func TestOpenReopensExisting(t *testing.T) { forBackends(t, testOpenReopensExisting) }
+
+func testOpenReopensExisting(t *testing.T, b backend) {
+	path := b.fresh(t)
 	s, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -308,8 +310,10 @@ func TestConcurrentOpenOfNewFile(t *testing.T) {
 	checkConsistent(t, s)
 }
 
-func TestSettings(t *testing.T) {
-	s := openTest(t)
+func TestSettings(t *testing.T) { forBackends(t, testSettings) }
+
+func testSettings(t *testing.T, b backend) {
+	s := b.open(t)
 	ctx := context.Background()
 	tests := []struct {
 		name, key, value string
@@ -366,10 +370,12 @@ func holdWriteLock(t *testing.T, path string) (release func()) {
 	}
 }
 
-func TestLockedStoreFailsClosed(t *testing.T) {
-	s := openTest(t, WithLockTimeout(300*time.Millisecond))
+func TestLockedStoreFailsClosed(t *testing.T) { forBackends(t, testLockedStoreFailsClosed) }
+
+func testLockedStoreFailsClosed(t *testing.T, b backend) {
+	s := b.open(t, WithLockTimeout(300*time.Millisecond))
 	putGrant(t, s, "g", "", 100)
-	release := holdWriteLock(t, s.Path())
+	release := b.holdWriteLock(t, s, "g")
 
 	start := time.Now()
 	_, err := s.Seal(context.Background(), SealRequest{Session: "s", Debit: []string{"g"}, AmountUJ: 1, Build: allowBuild("x")})
@@ -404,7 +410,7 @@ func TestWritesBeginImmediate(t *testing.T) {
 	started, finish := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- s.write(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
+		done <- s.write(context.Background(), func(ctx context.Context, tx conn) error {
 			close(started)
 			<-finish
 			return nil

@@ -10,17 +10,22 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 )
 
-// Verify checks the whole store, reading every row: SQLite's own integrity
-// and foreign keys, each session chain (sequences 1..n, every Prev the
+// Verify checks the whole store, reading every row in one snapshot: the
+// database's own integrity and foreign keys (SQLite's quick_check; on
+// PostgreSQL the schema and orphan rows), each session chain (sequences 1..n, every Prev the
 // previous Hash, every Hash the BLAKE3 of its envelope), the Merkle log
 // (every stored hash recomputed from the envelopes), every grant's spent and
 // reserved against its ledger and reservations, and every checkpoint's root.
 // It returns nil or an error wrapping ErrCorrupt that names the first fault.
 // Its cost grows with the store; the hot paths do not call it.
 func (s *Store) Verify(ctx context.Context) error {
-	err := s.read(ctx, func(tx *sql.Tx) error {
-		for _, check := range []func(context.Context, *sql.Tx) error{
-			verifySQLite, verifyEntries, verifyGrants, verifyCheckpoints,
+	err := s.read(ctx, func(tx conn) error {
+		database := verifySQLite
+		if s.pg {
+			database = verifyPostgres
+		}
+		for _, check := range []func(context.Context, conn) error{
+			database, verifyEntries, verifyGrants, verifyCheckpoints,
 		} {
 			if err := check(ctx, tx); err != nil {
 				return err
@@ -34,7 +39,7 @@ func (s *Store) Verify(ctx context.Context) error {
 	return nil
 }
 
-func verifySQLite(ctx context.Context, tx *sql.Tx) error {
+func verifySQLite(ctx context.Context, tx conn) error {
 	var result string
 	if err := tx.QueryRowContext(ctx, `PRAGMA quick_check(1)`).Scan(&result); err != nil {
 		return err
@@ -67,58 +72,32 @@ type chainHead struct {
 	hash [32]byte
 }
 
-func verifyEntries(ctx context.Context, tx *sql.Tx) error {
+func verifyEntries(ctx context.Context, tx conn) error {
 	size, err := logSize(ctx, tx)
 	if err != nil {
 		return err
 	}
 	reader := hashReader{ctx, tx}
 	heads := make(map[string]chainHead)
-	rows, err := tx.QueryContext(ctx, `SELECT `+entryColumns+` FROM entries ORDER BY idx`)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
+	// Entries are read a page at a time, and each page closed before its
+	// tree hashes are queried: a PostgreSQL connection runs one query at
+	// a time.
+	const page = 512
 	var n int64
-	for ; rows.Next(); n++ {
-		e, err := scanEntry(rows)
+	for {
+		batch, err := entryPage(ctx, tx, n, page)
 		if err != nil {
 			return err
 		}
-		if e.Index != n {
-			return corruptf("log index %d is missing", n)
-		}
-		head := heads[e.Session]
-		if e.Seq != head.seq+1 {
-			return corruptf("session %q: entry %d has sequence %d after %d", e.Session, e.Index, e.Seq, head.seq)
-		}
-		if e.Prev != head.hash {
-			return corruptf("session %q: sequence %d does not link to sequence %d", e.Session, e.Seq, head.seq)
-		}
-		heads[e.Session] = chainHead{e.Seq, e.Hash}
-		// Stored hashes of earlier leaves were checked already, so
-		// recomputing leaf n from them checks the hashes it added.
-		want, err := tlog.StoredHashes(n, e.Envelope, reader)
-		if err != nil {
-			return err
-		}
-		base := tlog.StoredHashIndex(0, n)
-		indexes := make([]int64, len(want))
-		for i := range indexes {
-			indexes[i] = base + int64(i)
-		}
-		got, err := reader.ReadHashes(indexes)
-		if err != nil {
-			return err
-		}
-		for i := range want {
-			if got[i] != want[i] {
-				return corruptf("stored tree hash %d does not match leaf %d", indexes[i], n)
+		for _, e := range batch {
+			if err := verifyEntry(e, n, heads, reader); err != nil {
+				return err
 			}
+			n++
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return err
+		if len(batch) < page {
+			break
+		}
 	}
 	if n != size {
 		return corruptf("log size %d but %d entries", size, n)
@@ -126,7 +105,61 @@ func verifyEntries(ctx context.Context, tx *sql.Tx) error {
 	return verifySessions(ctx, tx, heads)
 }
 
-func verifySessions(ctx context.Context, tx *sql.Tx, heads map[string]chainHead) error {
+func entryPage(ctx context.Context, tx conn, from int64, limit int) ([]Entry, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT `+entryColumns+` FROM entries WHERE idx >= ? ORDER BY idx LIMIT ?`, from, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Entry
+	for rows.Next() {
+		e, err := scanEntry(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// verifyEntry checks entry e, expected at log index n, against its
+// session's chain so far and the stored tree hashes it added.
+func verifyEntry(e Entry, n int64, heads map[string]chainHead, reader hashReader) error {
+	if e.Index != n {
+		return corruptf("log index %d is missing", n)
+	}
+	head := heads[e.Session]
+	if e.Seq != head.seq+1 {
+		return corruptf("session %q: entry %d has sequence %d after %d", e.Session, e.Index, e.Seq, head.seq)
+	}
+	if e.Prev != head.hash {
+		return corruptf("session %q: sequence %d does not link to sequence %d", e.Session, e.Seq, head.seq)
+	}
+	heads[e.Session] = chainHead{e.Seq, e.Hash}
+	// Stored hashes of earlier leaves were checked already, so
+	// recomputing leaf n from them checks the hashes it added.
+	want, err := tlog.StoredHashes(n, e.Envelope, reader)
+	if err != nil {
+		return err
+	}
+	base := tlog.StoredHashIndex(0, n)
+	indexes := make([]int64, len(want))
+	for i := range indexes {
+		indexes[i] = base + int64(i)
+	}
+	got, err := reader.ReadHashes(indexes)
+	if err != nil {
+		return err
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			return corruptf("stored tree hash %d does not match leaf %d", indexes[i], n)
+		}
+	}
+	return nil
+}
+
+func verifySessions(ctx context.Context, tx conn, heads map[string]chainHead) error {
 	rows, err := tx.QueryContext(ctx, `SELECT id, last_seq, head FROM sessions`)
 	if err != nil {
 		return err
@@ -164,12 +197,12 @@ func verifySessions(ctx context.Context, tx *sql.Tx, heads map[string]chainHead)
 	return nil
 }
 
-func verifyGrants(ctx context.Context, tx *sql.Tx) error {
+func verifyGrants(ctx context.Context, tx conn) error {
 	rows, err := tx.QueryContext(ctx, `
 		SELECT g.id, g.spent_uj, g.reserved_uj,
-			(SELECT COALESCE(SUM(amount_uj), 0) FROM ledger WHERE grant_id = g.id),
-			(SELECT COALESCE(SUM(r.amount_uj), 0) FROM reservation_grants rg
-				JOIN reservations r ON r.id = rg.reservation WHERE rg.grant_id = g.id)
+			CAST((SELECT COALESCE(SUM(amount_uj), 0) FROM ledger WHERE grant_id = g.id) AS BIGINT),
+			CAST((SELECT COALESCE(SUM(r.amount_uj), 0) FROM reservation_grants rg
+				JOIN reservations r ON r.id = rg.reservation WHERE rg.grant_id = g.id) AS BIGINT)
 		FROM grants g`)
 	if err != nil {
 		return err
@@ -193,24 +226,36 @@ func verifyGrants(ctx context.Context, tx *sql.Tx) error {
 	return rows.Err()
 }
 
-func verifyCheckpoints(ctx context.Context, tx *sql.Tx) error {
+func verifyCheckpoints(ctx context.Context, tx conn) error {
 	size, err := logSize(ctx, tx)
 	if err != nil {
 		return err
 	}
+	type checkpointRow struct {
+		id, n      int64
+		root, text []byte
+	}
+	// Read them all first: checking one queries tree hashes, and a
+	// PostgreSQL connection runs one query at a time.
 	rows, err := tx.QueryContext(ctx, `SELECT id, size, root, note FROM checkpoints ORDER BY id`)
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
+	var cps []checkpointRow
 	for rows.Next() {
-		var (
-			id, n      int64
-			root, text []byte
-		)
-		if err := rows.Scan(&id, &n, &root, &text); err != nil {
+		var c checkpointRow
+		if err := rows.Scan(&c.id, &c.n, &c.root, &c.text); err != nil {
+			rows.Close()
 			return err
 		}
+		cps = append(cps, c)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, cp := range cps {
+		id, n, root, text := cp.id, cp.n, cp.root, cp.text
 		if n < 0 || n > size {
 			return corruptf("checkpoint %d has size %d beyond the log's %d", id, n, size)
 		}
@@ -237,5 +282,5 @@ func verifyCheckpoints(ctx context.Context, tx *sql.Tx) error {
 			return corruptf("checkpoint %d note says size %d, row says %d", id, c.Size, n)
 		}
 	}
-	return rows.Err()
+	return nil
 }

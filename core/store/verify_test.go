@@ -10,7 +10,9 @@ import (
 // TestVerifyDetectsTampering damages a healthy store one way at a time,
 // directly in SQL, and expects Verify (and where stated, the hot path) to
 // refuse it.
-func TestVerifyDetectsTampering(t *testing.T) {
+func TestVerifyDetectsTampering(t *testing.T) { forBackends(t, testVerifyDetectsTampering) }
+
+func testVerifyDetectsTampering(t *testing.T, b backend) {
 	tests := []struct {
 		name     string
 		sql      string
@@ -31,7 +33,7 @@ func TestVerifyDetectsTampering(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := openTest(t)
+			s := b.open(t)
 			ctx := context.Background()
 			putGrant(t, s, "g", "", 1000)
 			for i := range 8 {
@@ -44,7 +46,7 @@ func TestVerifyDetectsTampering(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkConsistent(t, s)
-			_, err := s.db.Exec(tt.sql)
+			_, err := rawExec(s, tt.sql)
 			if tt.want == "" {
 				if err == nil {
 					t.Fatal("schema accepted a malformed hash")
