@@ -21,6 +21,7 @@ import (
 	"github.com/joulehook/joule/tiers"
 	"github.com/joulehook/joule/tiers/l0"
 	"github.com/joulehook/joule/tiers/l1"
+	"github.com/joulehook/joule/tiers/l3"
 	"github.com/joulehook/joule/tiers/l4"
 )
 
@@ -29,7 +30,10 @@ type Options struct {
 	Gate    *gate.Gate         // decides writes and tier consultations, seals every receipt
 	Key     ed25519.PrivateKey // the endpoint key: author of every op
 	Cache   *l0.Cache          // nil: no L0
+	NoL1    bool               // L1 is turned off in the tiers config
 	Remote  RemoteStage        // nil: no L4
+	Index   *Indexes           // nil: no L2
+	Local   *l3.Stage          // nil: no L3; each turn runs a copy reading the turn's tree
 	OpsDir  string             // where JCR-1 receipts of applied ops are kept; "" keeps none
 	Metered bool               // the remote agent's model calls go through joule proxy
 	Version string

@@ -83,6 +83,14 @@ type fixture struct {
 
 func newFixture(t *testing.T, g *grant.Grant) *fixture {
 	t.Helper()
+	cl := &client{text: map[acp.SessionId]*strings.Builder{}}
+	return newFixtureWith(t, g, cl, cl, acp.ClientCapabilities{}, nil)
+}
+
+// newFixtureWith connects an agent to editor ed (said reads its messages),
+// which announces caps; remote, if set, is the agent's L4.
+func newFixtureWith(t *testing.T, g *grant.Grant, ed acp.Client, cl *client, caps acp.ClientCapabilities, remote func(*gate.Gate, *identity.Identity, string) RemoteStage) *fixture {
+	t.Helper()
 	dir, _ := filepath.EvalSymlinks(t.TempDir())
 	ws := filepath.Join(dir, "ws")
 	home := filepath.Join(dir, "home")
@@ -114,15 +122,18 @@ func newFixture(t *testing.T, g *grant.Grant) *fixture {
 		t.Fatal(err)
 	}
 	ops := filepath.Join(home, "ops")
-	a := New(Options{Gate: gt, Key: id.Key, Cache: cache, OpsDir: ops, Version: "test"})
+	opt := Options{Gate: gt, Key: id.Key, Cache: cache, OpsDir: ops, Version: "test"}
+	if remote != nil {
+		opt.Remote = remote(gt, id, ws)
+	}
+	a := New(opt)
 	cr, aw := io.Pipe()
 	ar, cw := io.Pipe()
 	sctx, cancel := context.WithCancel(context.Background())
 	go a.Serve(sctx, ar, aw)
-	cl := &client{text: map[acp.SessionId]*strings.Builder{}}
-	conn := acp.NewClientSideConnection(cl, cw, cr)
+	conn := acp.NewClientSideConnection(ed, cw, cr)
 	t.Cleanup(func() { cancel(); cw.Close(); aw.Close() })
-	if _, err := conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber}); err != nil {
+	if _, err := conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber, ClientCapabilities: caps}); err != nil {
 		t.Fatal(err)
 	}
 	return &fixture{conn: conn, cl: cl, ws: ws, g: gt, id: id, ops: ops}

@@ -43,11 +43,19 @@ type turn struct {
 	s *session
 
 	once  sync.Once
-	files core.Files
+	fmu   sync.Mutex
+	files core.Files // the disk, overlaid with the editor buffers read (see Buffer)
 	err   error
 
-	mu    sync.Mutex
-	usage *acp.Usage // what a remote agent reported, if any
+	mu      sync.Mutex
+	usage   *acp.Usage // what a remote agent reported, if any
+	metered bool       // the remote's model calls went through joule proxy
+}
+
+func (t *turn) Metered() {
+	t.mu.Lock()
+	t.metered = true
+	t.mu.Unlock()
 }
 
 func (t *turn) Usage(u acp.Usage) {
@@ -62,7 +70,7 @@ func (t *turn) Usage(u acp.Usage) {
 // figure for those tokens at the frontier class's rates.
 func (t *turn) work(uj uint64) (receipts.Efficiency, string) {
 	t.mu.Lock()
-	u := t.usage
+	u, metered := t.usage, t.metered || t.a.opt.Metered
 	t.mu.Unlock()
 	e := receipts.Efficiency{EstimatedUJ: uj}
 	if u == nil {
@@ -81,7 +89,7 @@ func (t *turn) work(uj uint64) (receipts.Efficiency, string) {
 		in -= cached + write
 	}
 	e.InputTokens, e.CachedInputTokens, e.CacheWriteTokens, e.OutputTokens = in, cached, write, uint64(u.OutputTokens)
-	if t.a.opt.Metered {
+	if metered {
 		return e, "; the remote's tokens are as it reported them, their energy is in the proxy's receipts"
 	}
 	eu := energy.Usage{Input: in, CachedInput: cached, CacheWrite: write, Output: e.OutputTokens}
@@ -110,9 +118,12 @@ func (t *turn) Ask(ctx context.Context, call acp.ToolCallUpdate) (bool, error) {
 	return resp.Outcome.Selected != nil && resp.Outcome.Selected.OptionId == "allow", nil
 }
 
-// Files reads the workspace once per turn: every stage sees one tree state.
+// Files reads the workspace once per turn: every stage sees one tree state
+// (with the editor buffers read so far, see Buffer).
 func (t *turn) Files(ctx context.Context) (core.Files, error) {
 	t.once.Do(func() { t.files, t.err = core.ReadDir(t.s.cwd) })
+	t.fmu.Lock()
+	defer t.fmu.Unlock()
 	return t.files, t.err
 }
 
@@ -147,7 +158,22 @@ func (a *Agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResp
 		return acp.PromptResponse{}, acp.NewInternalError(map[string]any{"error": err.Error()})
 	}
 	_ = t.Update(ctx, plan(names, nil, ""))
-	res, err := c.WithGate(gate.TierGate{Gate: a.opt.Gate}).Run(ctx, &tiers.Request{Session: string(s.id), Prompt: text, Root: s.cwd})
+	c = c.WithGate(&memoGate{inner: gate.TierGate{Gate: a.opt.Gate}})
+	req := &tiers.Request{Session: string(s.id), Prompt: text, Root: s.cwd}
+	if err := t.preload(ctx, text); err != nil {
+		if ctx.Err() != nil {
+			return cancelled()
+		}
+		t.say(ctx, fmt.Sprintf("Reading the editor's buffers failed: %v. Nothing was changed.", err))
+		return endTurn()
+	}
+	res, err := c.Run(ctx, req)
+	if err == nil && ctx.Err() == nil {
+		if res, err = t.onBuffers(ctx, c, req, res); err != nil && ctx.Err() == nil {
+			t.say(ctx, fmt.Sprintf("The editor's buffers: %v.", err))
+			return endTurn()
+		}
+	}
 	if ctx.Err() != nil {
 		return cancelled()
 	}
@@ -192,13 +218,28 @@ func (a *Agent) stages(t *turn) ([]tiers.Stage, []core.Tier) {
 	if a.opt.Cache != nil {
 		st = append(st, &l0.Stage{Cache: a.opt.Cache, Author: a.opt.Key.Public().(ed25519.PublicKey), Snapshot: t.snapshot})
 	}
-	st = append(st, &l1.Stage{Key: a.opt.Key, Snapshot: t.snapshot})
+	if !a.opt.NoL1 {
+		st = append(st, &l1.Stage{Key: a.opt.Key, Snapshot: t.snapshot})
+	}
+	var ix *indexStage
+	if a.opt.Index != nil {
+		ix = &indexStage{x: a.opt.Index, t: t}
+		st = append(st, ix)
+	}
+	if a.opt.Local != nil {
+		l := *a.opt.Local
+		l.Snapshot = t.snapshot
+		st = append(st, &l)
+	}
 	if a.opt.Remote != nil {
 		st = append(st, a.opt.Remote.Stage(t))
 	}
 	names := make([]core.Tier, len(st))
 	for i, s := range st {
 		names[i] = s.Tier()
+	}
+	if ix != nil {
+		ix.names = names
 	}
 	return st, names
 }
@@ -308,6 +349,12 @@ func (a *Agent) apply(ctx context.Context, t *turn, text string, res *tiers.Resu
 	files, err := t.Files(ctx)
 	if err != nil {
 		return acp.PromptResponse{}, acp.NewInternalError(map[string]any{"error": err.Error()})
+	}
+	// The op must build on exactly the tree this turn holds (the disk and
+	// the editor buffers read): anything else is not what it was computed on.
+	if tree, err := files.Tree(); err != nil || tree.ID() != sop.Op.Prior {
+		t.say(ctx, fmt.Sprintf("%s produced an op computed on another tree state than the workspace's. Nothing was changed.", res.Closing))
+		return endTurn()
 	}
 	next, err := core.Apply(files, &sop.Op)
 	if err != nil {
@@ -419,8 +466,9 @@ func (a *Agent) gateWrite(ctx context.Context, t *turn, callID acp.ToolCallId, t
 // write puts every changed file in place: through the editor when it
 // offers fs/write_text_file (so its buffers and undo follow), else on disk,
 // each file staged next to its target and then renamed over it. Before
-// anything is written, a file the editor holds with unsaved changes is
-// refused: its buffer is not the tree the op was computed on.
+// anything is written, a file whose editor buffer is no longer the content
+// the op was computed on (edited meanwhile) is refused, and so is writing
+// an unsaved buffer's file on disk.
 func (a *Agent) write(ctx context.Context, t *turn, prior, next core.Files, paths []string) error {
 	caps := a.clientCaps()
 	if caps.Fs.ReadTextFile {
@@ -435,7 +483,14 @@ func (a *Agent) write(ctx context.Context, t *turn, prior, next core.Files, path
 				return fmt.Errorf("reading %s through the editor: %v; nothing was changed", p, err)
 			}
 			if r.Content != string(old) {
-				return fmt.Errorf("%s has unsaved changes in the editor; save or revert it and ask again. Nothing was changed", p)
+				return fmt.Errorf("%s changed in the editor while the request was worked on; ask again. Nothing was changed", p)
+			}
+		}
+	}
+	if !caps.Fs.WriteTextFile && caps.Fs.ReadTextFile {
+		for _, p := range paths {
+			if disk, err := os.ReadFile(filepath.Join(t.s.cwd, filepath.FromSlash(p))); err == nil && string(disk) != string(prior[p]) {
+				return fmt.Errorf("%s has unsaved changes in the editor, which does not offer fs/write_text_file: save it and ask again. Nothing was changed", p)
 			}
 		}
 	}

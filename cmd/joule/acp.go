@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"crypto/ed25519"
+	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -14,12 +16,14 @@ import (
 
 	"github.com/joulehook/joule/acpagent"
 	"github.com/joulehook/joule/core/gate"
+	"github.com/joulehook/joule/energy"
 	"github.com/joulehook/joule/tiers/l0"
+	"github.com/joulehook/joule/tiers/l2"
 	"github.com/joulehook/joule/tiers/l4"
 )
 
 func init() {
-	register(&command{name: "acp", summary: "serve an editor (Zed, JetBrains, Neovim) as an ACP agent over stdio: the gated L0/L1/L4 cascade", run: runACP})
+	register(&command{name: "acp", summary: "serve an editor (Zed, JetBrains, Neovim) as an ACP agent over stdio: the gated L0–L4 cascade", run: runACP})
 }
 
 // OpsDir holds the JCR-1 receipts of the ops joule acp applied, in $JOULE_HOME.
@@ -35,7 +39,13 @@ prompt runs the cascade L0 (cache of signed ops) → L1 (lawful edits: /rename,
 'npx @zed-industries/claude-code-acp'), stopping at the first tier that closes
 it. Every tier consultation and every file write is decided by the active
 grant and sealed; every change is a signed coding op with receipts. See
-docs/acp.md.`
+docs/acp.md.
+
+The "tiers" section of $JOULE_HOME/config.json (docs/models.md) turns tiers
+on and off and configures L2 (retrieval over the workspace index, with an
+optional embedding model), L3 (a local model through Ollama or an
+OpenAI-compatible server such as vLLM) and L4's default command and
+timeout; flags win over it. 'joule doctor' reports what is reachable.`
 
 func runACP(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "acp", acpUsage)
@@ -50,6 +60,8 @@ func runACP(ctx context.Context, e *env, args []string) error {
 	if err := noArgs(fs); err != nil {
 		return err
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	ep, err := openEndpoint()
 	if err != nil {
 		return err
@@ -58,6 +70,23 @@ func runACP(ctx context.Context, e *env, args []string) error {
 	g, err := ep.gate()
 	if err != nil {
 		return err
+	}
+	cfg, err := loadConfig(ep.home)
+	if err != nil {
+		return err
+	}
+	tc, err := parseTiers(cfg.Tiers)
+	if err != nil {
+		return fmt.Errorf("%s: %v", filepath.Join(ep.home, ConfigFile), err)
+	}
+	if !set["remote"] && *remote == "" && tc.enabled("l4") {
+		*remote = tc.L4.Command
+	}
+	if !set["remote-timeout"] {
+		*remoteTimeout = tc.L4.Timeout
+	}
+	if tc.On != nil && !tc.On["l4"] && !set["remote"] {
+		*remote = ""
 	}
 	logw := e.stderr
 	if *logFile != "" {
@@ -70,10 +99,44 @@ func runACP(ctx context.Context, e *env, args []string) error {
 	}
 	opt := acpagent.Options{Gate: g, Key: ep.id.Key, OpsDir: filepath.Join(ep.home, OpsDir), Version: version(),
 		Log: slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	if !*noCache {
+	if !*noCache && tc.enabled("l0") {
 		if opt.Cache, err = l0.Open(filepath.Join(ep.home, l0.Dir)); err != nil {
 			return err
 		}
+	}
+	opt.NoL1 = !tc.enabled("l1")
+	if tc.enabled("l2") {
+		emb, rt, err := tc.embedder(ep.home)
+		if err != nil {
+			return err
+		}
+		x := &acpagent.Indexes{Home: ep.home, Context: tc.L2.Context, Progress: logw}
+		if emb != nil {
+			x.Options = append(x.Options, l2.WithEmbedder(emb))
+		}
+		opt.Log.Info("l2", "embedder", rt.Note)
+		defer x.Close()
+		opt.Index = x
+	}
+	if tc.enabled("l3") {
+		_, table, err := loadMeter(ep.home)
+		if err != nil {
+			return err
+		}
+		grants, err := ep.grantSource()
+		if err != nil {
+			return err
+		}
+		ids := func(ctx context.Context, session string) []string {
+			ids, _ := grants(ctx, session)
+			return ids
+		}
+		st, rt, err := tc.localStage(ep.home, ep.id.Key, table, &energy.Recorder{Store: ep.store, Sealer: g.Sealer}, ep.store, ids)
+		if err != nil {
+			return err
+		}
+		opt.Log.Info("l3", "model", tc.L3.Model, "route", rt.Note)
+		opt.Local = st
 	}
 	if *remote != "" {
 		r, err := newRemote(*remote, logw, g, ep.id.Key, *proxyURL)
@@ -84,6 +147,9 @@ func runACP(ctx context.Context, e *env, args []string) error {
 		r.Timeout = *remoteTimeout
 		opt.Remote = r
 		opt.Metered = *proxyURL != ""
+		if *proxyURL == "" {
+			r.Proxy = discoverProxy(ep.home, opt.Log)
+		}
 	}
 	return acpagent.New(opt).Serve(ctx, e.stdin, e.stdout)
 }

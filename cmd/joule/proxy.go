@@ -200,7 +200,17 @@ listener also receives OTLP/HTTP telemetry (/v1/metrics, /v1/logs,
 	if *withOTLP {
 		h = withTelemetry(p, &otlp.Receiver{Table: table, Recorder: recorder, Ledger: m.ep.store, Grants: grants, Session: *session, Logf: logf})
 	}
-	return serve(ctx, e, "proxy", *listen, h, p.Wait)
+	// Announce the address so local tiers (L2, L3) route through the proxy.
+	announce := func(addr net.Addr) func() {
+		remove, err := proxy.Announce(m.ep.home, proxy.Announcement{Addr: addr.String(), PID: os.Getpid(),
+			Upstreams: map[string]string{"anthropic": ups[0].String(), "openai": ups[1].String(), "ollama": ups[2].String()}})
+		if err != nil {
+			fmt.Fprintf(e.stderr, "joule: proxy: cannot announce the address in %s: %v\n", m.ep.home, err)
+			return func() {}
+		}
+		return remove
+	}
+	return serve(ctx, e, "proxy", *listen, h, p.Wait, announce)
 }
 
 func runOtel(ctx context.Context, e *env, args []string) error {
@@ -287,7 +297,7 @@ func newLogf(e *env, quiet bool) func(string, ...any) {
 
 // serve listens, prints the address (so a script can use port 0), and
 // shuts down on SIGINT or SIGTERM after calls in flight are sealed.
-func serve(ctx context.Context, e *env, name, listen string, h http.Handler, wait func()) error {
+func serve(ctx context.Context, e *env, name, listen string, h http.Handler, wait func(), onListen ...func(net.Addr) (cleanup func())) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ln, err := net.Listen("tcp", listen)
@@ -295,6 +305,11 @@ func serve(ctx context.Context, e *env, name, listen string, h http.Handler, wai
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 5 * time.Minute, ErrorLog: nil}
+	// Announced before the address is printed: whoever reads the line can
+	// rely on the announcement.
+	for _, f := range onListen {
+		defer f(ln.Addr())()
+	}
 	fmt.Fprintf(e.stdout, "joule %s listening on http://%s\n", name, ln.Addr())
 	if f, ok := e.stdout.(interface{ Sync() error }); ok {
 		f.Sync()

@@ -111,3 +111,31 @@ func BenchmarkL0HitVsL1(b *testing.B) {
 	}
 	reportRatio(b, raw, "l1")
 }
+
+// BenchmarkFormatImportsVsGofmt formats text/template/parse (copied from the
+// toolchain) with goimports (/format --imports) against gofmt (/format), the
+// baseline measured in the same run: what organizing imports costs.
+func BenchmarkFormatImportsVsGofmt(b *testing.B) {
+	root, _ := filepath.EvalSymlinks(b.TempDir())
+	if err := mkfile(filepath.Join(root, "go.mod"), "module example.com/std\n\ngo 1.24\n"); err != nil {
+		b.Fatal(err)
+	}
+	copyStd(b, root, "text/template/parse")
+	files, err := core.ReadDir(root)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	raw := timeRaw(b, func() {
+		if _, _, err := formatFiles(ctx, root, files, Format{GoOnly: true}); err != nil {
+			b.Fatal(err)
+		}
+	})
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, _, err := formatFiles(ctx, root, files, Format{Imports: true, GoOnly: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportRatio(b, raw, "gofmt")
+}

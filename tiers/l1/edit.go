@@ -3,7 +3,6 @@ package l1
 import (
 	"bytes"
 	"fmt"
-	"go/format"
 	"path"
 	"regexp"
 	"strconv"
@@ -49,32 +48,6 @@ func skipped(rel string) bool {
 		}
 	}
 	return false
-}
-
-func gofmt(files core.Files, c Format) (core.Files, string, error) {
-	if err := validGlob(c.Glob); err != nil {
-		return nil, "", err
-	}
-	next := files.Clone()
-	n, changed := 0, 0
-	for _, p := range files.Paths() {
-		if !strings.HasSuffix(p, ".go") || !match(c.Glob, p) || (c.Glob == "" && skipped(p)) {
-			continue
-		}
-		n++
-		out, err := format.Source(files[p])
-		if err != nil {
-			return nil, "", fmt.Errorf("gofmt %s: %v", p, err)
-		}
-		if !bytes.Equal(out, files[p]) {
-			next[p] = out
-			changed++
-		}
-	}
-	if n == 0 {
-		return nil, "", fmt.Errorf("no Go file matches %q", c.Glob)
-	}
-	return next, fmt.Sprintf("gofmt: %d of %d Go files reformatted", changed, n), nil
 }
 
 func replace(files core.Files, c Replace) (core.Files, string, error) {

@@ -13,11 +13,18 @@ import (
 type Command interface{ verb() string }
 
 // Rename renames a Go identifier. Target is NAME, PKG.NAME, TYPE.MEMBER or
-// FILE:LINE:COL (COL counted in bytes, 1-based, as gopls takes it).
+// FILE:LINE:COL (COL counted in bytes, 1-based, as gopls takes it); or a
+// package: "package NAME|PATH|DIR", or FILE:LINE:COL on a package clause.
 type Rename struct{ Target, To string }
 
-// Format formats files matching Glob ("" = the whole workspace).
-type Format struct{ Glob string }
+// Format formats files matching Glob ("" = the whole workspace): Go with
+// gofmt, or goimports when Imports is set; shell scripts with shfmt; other
+// languages with the user's formatter on PATH, unless GoOnly.
+type Format struct {
+	Glob    string
+	Imports bool // goimports: add missing and remove unused imports (Go files only)
+	GoOnly  bool // "gofmt …": Go files only
+}
 
 // Replace replaces Old by New in files matching Glob; Regex makes Old a Go
 // regular expression and New a template ($1 …).
@@ -44,8 +51,8 @@ var ErrUsage = errors.New("usage")
 // Commands are the slash commands the grammar understands, for an editor's
 // command palette.
 var Commands = []struct{ Name, Description, Hint string }{
-	{"rename", "Rename a Go identifier everywhere it is used (type-checked)", "OLD NEW (OLD: name, pkg.Name, Type.Member or file.go:line:col)"},
-	{"format", "Format Go files with gofmt", "[GLOB]"},
+	{"rename", "Rename a Go identifier everywhere it is used (type-checked), or a package's name", "OLD NEW (OLD: name, pkg.Name, Type.Member, file.go:line:col, or package NAME)"},
+	{"format", "Format files: Go with gofmt (--imports: goimports), shell with shfmt, others with prettier, black/ruff, rustfmt, clang-format when installed", "[--imports] [GLOB]"},
 	{"replace", "Replace text in files matching a glob; /re/ for a regular expression", "OLD NEW [GLOB]"},
 	{"diff", "Apply a unified diff given after the command", "<unified diff>"},
 	{"find", "List every line holding some text", "TEXT"},
@@ -53,7 +60,9 @@ var Commands = []struct{ Name, Description, Hint string }{
 
 var (
 	reRename  = regexp.MustCompile(`^(?i:rename)\s+(\S+)\s+(?i:to)\s+(\S+?)\.?$`)
-	reFormat  = regexp.MustCompile(`^(?i:format|gofmt)(?:\s+(?i:the\s+)?(?i:(repo|repository|workspace|project|code|everything|all files|module)|(\S+)))?\.?$`)
+	rePkg     = regexp.MustCompile(`^(?i:rename)\s+(?i:the\s+)?(?i:package)\s+(\S+)\s+(?i:to)\s+(\S+?)\.?$`)
+	reFormat  = regexp.MustCompile(`^(?i:(format)|(gofmt)|(goimports))(?:\s+(?i:the\s+)?(?i:(repo|repository|workspace|project|code|everything|all files|module)|(\S+?)))?\.?$`)
+	reImports = regexp.MustCompile(`^(?i:organi[sz]e|fix)\s+(?i:the\s+)?(?i:go\s+)?(?i:imports)(?:\s+(?i:in)\s+(?i:the\s+)?(?i:(repo|repository|workspace|project|code|module)|(\S+?)))?\.?$`)
 	reReplace = regexp.MustCompile(`^(?i:replace)\s+(.+?)\s+(?i:with|by)\s+(.+?)(?:\s+(?i:in)\s+(\S+))?$`)
 	reFind    = regexp.MustCompile(`^(?i:find|grep)\s+(.+)$`)
 )
@@ -75,11 +84,17 @@ func Parse(prompt string) (Command, error) {
 	if strings.Contains(p, "\n") {
 		return nil, nil
 	}
+	if m := rePkg.FindStringSubmatch(p); m != nil {
+		return Rename{Target: pkgPrefix + unquote(m[1]), To: unquote(m[2])}, nil
+	}
 	if m := reRename.FindStringSubmatch(p); m != nil {
 		return Rename{Target: unquote(m[1]), To: unquote(m[2])}, nil
 	}
 	if m := reFormat.FindStringSubmatch(p); m != nil {
-		return Format{Glob: m[2]}, nil
+		return Format{Glob: m[5], GoOnly: m[2] != "" || m[3] != "", Imports: m[3] != ""}, nil
+	}
+	if m := reImports.FindStringSubmatch(p); m != nil {
+		return Format{Glob: m[2], Imports: true, GoOnly: true}, nil
 	}
 	if m := reReplace.FindStringSubmatch(p); m != nil {
 		old, ok1 := quoted(m[1])
@@ -116,15 +131,24 @@ func parseSlash(p string) (Command, error) {
 	}
 	switch name {
 	case "rename":
+		if len(args) > 0 && args[0] == "package" { // a keyword: never an identifier
+			if len(args) != 3 {
+				return nil, usage()
+			}
+			return Rename{Target: pkgPrefix + args[1], To: args[2]}, nil
+		}
 		if len(args) != 2 {
 			return nil, usage()
 		}
 		return Rename{Target: args[0], To: args[1]}, nil
 	case "format":
-		if len(args) > 1 {
+		f := Format{}
+		if len(args) > 0 && (args[0] == "--imports" || args[0] == "-imports") {
+			f.Imports, args = true, args[1:]
+		}
+		if len(args) > 1 || (len(args) == 1 && strings.HasPrefix(args[0], "-")) {
 			return nil, usage()
 		}
-		f := Format{}
 		if len(args) == 1 {
 			f.Glob = args[0]
 		}

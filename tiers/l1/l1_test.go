@@ -25,9 +25,23 @@ func TestParse(t *testing.T) {
 		{"Rename `pkg.Foo` to `Bar`.", Rename{"pkg.Foo", "Bar"}, false},
 		{"/rename a.go:3:6 Bar", Rename{"a.go:3:6", "Bar"}, false},
 		{"/rename Foo", nil, true},
+		{"rename package lib to util", Rename{"package lib", "util"}, false},
+		{"Rename the package `example.com/m/lib` to util.", Rename{"package example.com/m/lib", "util"}, false},
+		{"/rename package lib util", Rename{"package lib", "util"}, false},
+		{"/rename package lib", nil, true},
 		{"format the repo", Format{}, false},
 		{"format ./cmd/**", Format{Glob: "./cmd/**"}, false},
 		{"/format *.go", Format{Glob: "*.go"}, false},
+		{"/format --imports", Format{Imports: true}, false},
+		{"/format --imports cmd/**", Format{Glob: "cmd/**", Imports: true}, false},
+		{"/format --bogus", nil, true},
+		{"/format a b", nil, true},
+		{"gofmt the repo", Format{GoOnly: true}, false},
+		{"goimports cmd/**", Format{Glob: "cmd/**", Imports: true, GoOnly: true}, false},
+		{"organize imports", Format{Imports: true, GoOnly: true}, false},
+		{"Organise the imports in lib/**.", Format{Glob: "lib/**", Imports: true, GoOnly: true}, false},
+		{"fix imports in the repo", Format{Imports: true, GoOnly: true}, false},
+		{"organize my imports please", nil, false},
 		{`replace "foo" with "bar" in *.md`, Replace{Old: "foo", New: "bar", Glob: "*.md"}, false},
 		{`replace foo with bar`, nil, false}, // unquoted: not certain
 		{`/replace /f(o+)/ b$1 *.txt`, Replace{Old: "f(o+)", New: "b$1", Glob: "*.txt", Regex: true}, false},
@@ -143,7 +157,7 @@ func TestReplaceAndFormat(t *testing.T) {
 	if _, _, err := replace(files, Replace{Old: "(", Regex: true}); err == nil {
 		t.Fatal("a bad regexp was accepted")
 	}
-	next, _, err = gofmt(files, Format{})
+	next, _, err = formatFiles(context.Background(), t.TempDir(), files, Format{GoOnly: true})
 	if err != nil || string(next["a.go"]) != "package a\n\nfunc F() {}\n" || string(next["testdata/x.go"]) != "package x\nfunc  G() {}\n" {
 		t.Fatalf("gofmt: %q %q %v", next["a.go"], next["testdata/x.go"], err)
 	}
@@ -311,5 +325,177 @@ func TestStage(t *testing.T) {
 	res, err = s.TryResolve(ctx, &tiers.Request{Prompt: "format the repo", Root: root})
 	if err != nil || res.Op != nil || !strings.Contains(res.Answer, "nothing to change") {
 		t.Fatalf("format of a formatted repo: %+v %v", res, err)
+	}
+}
+
+// TestRenameOverlay: a snapshot whose Go file differs from the disk (an
+// editor's unsaved buffer) is type-checked as the snapshot says, so a
+// reference that exists only in the buffer is renamed too, and a buffer
+// that no longer type-checks is refused.
+func TestRenameOverlay(t *testing.T) {
+	root := module(t, twoPackages)
+	files, err := core.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := files.Clone()
+	buf["main.go"] = []byte(strings.Replace(string(files["main.go"]), "\t_ = w\n", "\t_ = w\n\tvar extra *lib.Counter\n\t_ = extra\n", 1))
+	next, _, err := rename(context.Background(), root, buf, Rename{"Counter", "Tally"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(next["main.go"]), "var extra *lib.Tally") || strings.Contains(string(next["main.go"]), "Counter") {
+		t.Fatalf("the buffer-only reference was not renamed:\n%s", next["main.go"])
+	}
+	if disk, _ := os.ReadFile(filepath.Join(root, "main.go")); string(disk) != string(files["main.go"]) {
+		t.Fatal("the disk was written")
+	}
+	broken := files.Clone()
+	broken["main.go"] = append(broken["main.go"], []byte("func broken() { undefined() }\n")...)
+	if _, _, err := rename(context.Background(), root, broken, Rename{"Counter", "Tally"}); err == nil || !strings.Contains(err.Error(), "does not type-check") {
+		t.Fatalf("a broken buffer: %v", err)
+	}
+}
+
+// TestRenamePackage: the package clause of every file (in-package and
+// external tests too), the qualified uses in importers without an explicit
+// import name, an explicit name where the new one is taken; and refusals.
+func TestRenamePackage(t *testing.T) {
+	mod := map[string]string{
+		"go.mod":            "module example.com/m\n\ngo 1.22\n",
+		"lib/lib.go":        "// Package lib is a library.\npackage lib\n\nfunc F() int { return 1 }\n",
+		"lib/lib_test.go":   "package lib\n\nimport \"testing\"\n\nfunc TestF(t *testing.T) { F() }\n",
+		"lib/x_test.go":     "package lib_test\n\nimport (\n\t\"testing\"\n\n\t\"example.com/m/lib\"\n)\n\nfunc TestX(t *testing.T) { lib.F() }\n",
+		"lib/skip_plan9.go": "//go:build plan9\n\npackage lib\n",
+		"main.go":           "package main\n\nimport \"example.com/m/lib\"\n\nfunc main() { _ = lib.F() + lib.F() }\n",
+		"taken/taken.go":    "package taken\n\nimport \"example.com/m/lib\"\n\nvar util = lib.F()\n",
+		"named/named.go":    "package named\n\nimport l \"example.com/m/lib\"\n\nvar X = l.F()\n",
+		"shadow/shadow.go":  "package shadow\n\nimport \"example.com/m/lib\"\n\nfunc G() int {\n\tlen := 2\n\treturn lib.F() + len\n}\n",
+		"uses/uses.go":      "package uses\n\nimport \"example.com/m/lib\"\n\nfunc H(s string) int {\n\tn := cap([]byte(s))\n\treturn lib.F() + n\n}\n",
+	}
+	root := module(t, mod)
+	files, err := core.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, sum, err := rename(context.Background(), root, files, Rename{Target: "package lib", To: "util"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"lib/lib.go":        "// Package lib is a library.\npackage util\n\nfunc F() int { return 1 }\n",
+		"lib/lib_test.go":   "package util\n\nimport \"testing\"\n\nfunc TestF(t *testing.T) { F() }\n",
+		"lib/x_test.go":     "package util_test\n\nimport (\n\t\"testing\"\n\n\t\"example.com/m/lib\"\n)\n\nfunc TestX(t *testing.T) { util.F() }\n",
+		"lib/skip_plan9.go": "//go:build plan9\n\npackage util\n",
+		"main.go":           "package main\n\nimport \"example.com/m/lib\"\n\nfunc main() { _ = util.F() + util.F() }\n",
+		"taken/taken.go":    "package taken\n\nimport util1 \"example.com/m/lib\"\n\nvar util = util1.F()\n",
+		"named/named.go":    mod["named/named.go"],
+		"shadow/shadow.go":  "package shadow\n\nimport \"example.com/m/lib\"\n\nfunc G() int {\n\tlen := 2\n\treturn util.F() + len\n}\n",
+	}
+	for p, w := range want {
+		if string(next[p]) != w {
+			t.Errorf("%s:\n got %q\nwant %q", p, next[p], w)
+		}
+	}
+	if !strings.Contains(sum, "directory lib and import path example.com/m/lib unchanged") {
+		t.Errorf("summary %q", sum)
+	}
+	// By position on a package clause, and by directory.
+	if n2, _, err := rename(context.Background(), root, files, Rename{Target: "lib/lib.go:2:9", To: "util"}); err != nil || string(n2["main.go"]) != want["main.go"] {
+		t.Errorf("by position: %v", err)
+	}
+	if n3, _, err := rename(context.Background(), root, files, Rename{Target: "package ./lib", To: "util"}); err != nil || string(n3["main.go"]) != want["main.go"] {
+		t.Errorf("by directory: %v", err)
+	}
+	for _, tt := range []struct {
+		target, to, err string
+	}{
+		{"package lib", "len", "would refer to the variable len"},
+		{"package lib", "cap", "would hide the predeclared cap"},
+		{"package lib", "n", "would refer to the variable n"},
+		{"package lib", "a/b", "cannot move files"},
+		{"package lib", "9x", "not a valid package name"},
+		{"package lib", "main", "not a name for an importable package"},
+		{"package lib", "lib", "already called lib"},
+		{"package main", "app", "main package"},
+		{"package nope", "x", "no package nope"},
+		{"lib/x_test.go:1:9", "y", "external test package"},
+	} {
+		if _, _, err := rename(context.Background(), root, files, Rename{Target: tt.target, To: tt.to}); err == nil || !strings.Contains(err.Error(), tt.err) {
+			t.Errorf("%s → %s: %v, want %q", tt.target, tt.to, err, tt.err)
+		}
+	}
+}
+
+// TestRenameInterfaceMethod: renaming an interface method renames the
+// concrete methods coupled to it by the code's assignments, and only those;
+// a coupled concrete method is refused with the interface method to rename.
+func TestRenameInterfaceMethod(t *testing.T) {
+	root := module(t, map[string]string{
+		"go.mod": "module example.com/m\n\ngo 1.22\n",
+		"shape/shape.go": `package shape
+
+// Shape has an area.
+type Shape interface {
+	// Area is the surface.
+	Area() float64
+}
+
+// Square is a shape.
+type Square struct{ S float64 }
+
+// Area of the square.
+func (q Square) Area() float64 { return q.S * q.S }
+
+// Lone has an Area method but is never used as a Shape.
+type Lone struct{}
+
+func (Lone) Area() float64 { return 0 }
+
+// Total sums areas.
+func Total(ss ...Shape) float64 {
+	t := 0.0
+	for _, s := range ss {
+		t += s.Area()
+	}
+	return t
+}
+`,
+		"main.go": `package main
+
+import "example.com/m/shape"
+
+type circle struct{ r float64 }
+
+func (c *circle) Area() float64 { return 3 * c.r * c.r }
+
+func main() { _ = shape.Total(shape.Square{S: 1}, &circle{2}) }
+`,
+	})
+	files, _ := core.ReadDir(root)
+	next, sum, err := rename(context.Background(), root, files, Rename{Target: "Shape.Area", To: "Size"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, subs := range map[string][]string{
+		"shape/shape.go": {"\t// Size is the surface.\n\tSize() float64", "func (q Square) Size()", "t += s.Size()", "func (Lone) Area()"},
+		"main.go":        {"func (c *circle) Size()"},
+	} {
+		for _, s := range subs {
+			if !strings.Contains(string(next[p]), s) {
+				t.Errorf("%s lacks %q:\n%s", p, s, next[p])
+			}
+		}
+	}
+	t.Log(sum)
+	for _, tt := range []struct{ target, to, err string }{
+		{"Square.Area", "Size", "no longer assignable to example.com/m/shape.Shape (rename Shape.Area to change both)"},
+		{"main.go:7:18", "Size", "no longer assignable"},
+		{"Lone.Area", "Size", ""}, // not coupled: renamed alone
+	} {
+		_, _, err := rename(context.Background(), root, files, Rename{Target: tt.target, To: tt.to})
+		if tt.err == "" && err != nil || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) {
+			t.Errorf("%s → %s: %v, want %q", tt.target, tt.to, err, tt.err)
+		}
 	}
 }

@@ -1,11 +1,13 @@
 package l1
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"go/ast"
 	"go/token"
 	"go/types"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -36,16 +38,17 @@ const loadMode = packages.NeedName | packages.NeedFiles | packages.NeedCompiledG
 // rename renames one Go identifier everywhere the type checker says it is
 // used in the module at root, tests included, and nowhere else.
 func rename(ctx context.Context, root string, files core.Files, c Rename) (core.Files, string, error) {
-	if !token.IsIdentifier(c.To) || c.To == "_" {
+	if (!token.IsIdentifier(c.To) || c.To == "_") && !strings.HasPrefix(c.Target, pkgPrefix) {
 		return nil, "", fmt.Errorf("rename: %q is not a valid Go identifier", c.To)
 	}
 	real, err := filepath.EvalSymlinks(root)
 	if err != nil {
 		return nil, "", err
 	}
-	// The packages are read from disk; every site is checked against the
-	// snapshot before it is edited, so a file changed meanwhile is refused.
-	cfg := &packages.Config{Context: ctx, Mode: loadMode, Dir: real, Tests: true, Fset: token.NewFileSet()}
+	// The packages are read from disk, overlaid with the snapshot's Go files
+	// where they differ (an editor's unsaved buffers); every site is checked
+	// against the snapshot before it is edited.
+	cfg := &packages.Config{Context: ctx, Mode: loadMode, Dir: real, Tests: true, Fset: token.NewFileSet(), Overlay: overlay(real, files)}
 	pkgs, err := packages.Load(cfg, "./...")
 	if err != nil {
 		return nil, "", fmt.Errorf("rename: loading packages: %v", err)
@@ -58,6 +61,11 @@ func rename(ctx context.Context, root string, files core.Files, c Rename) (core.
 			return nil, "", fmt.Errorf("rename: package %s does not type-check: %v (a rename needs full type information)", p.PkgPath, p.Errors[0])
 		}
 	}
+	if p, ok, err := packageTarget(cfg.Fset, pkgs, real, c.Target); err != nil {
+		return nil, "", err
+	} else if ok {
+		return renamePackage(cfg.Fset, pkgs, real, files, p, c.To)
+	}
 	target, err := findTarget(cfg.Fset, pkgs, real, c.Target)
 	if err != nil {
 		return nil, "", err
@@ -67,6 +75,18 @@ func rename(ctx context.Context, root string, files core.Files, c Rename) (core.
 	}
 	keys := map[key]bool{target.key: true}
 	addEmbedded(cfg.Fset, pkgs, keys)
+	linked := []types.Object{target.obj}
+	if m, ok := target.obj.(*types.Func); ok && m.Signature().Recv() != nil {
+		objs, err := coupled(cfg.Fset, pkgs, m, target.key, keys, c.To)
+		if err != nil {
+			return nil, "", err
+		}
+		for k, o := range objs {
+			if k != target.key {
+				linked = append(linked, o)
+			}
+		}
+	}
 	sites := map[string]map[int]bool{} // file → byte offsets of the old name
 	add := func(f string, off int) {
 		if sites[f] == nil {
@@ -98,7 +118,9 @@ func rename(ctx context.Context, root string, files core.Files, c Rename) (core.
 			}
 		}
 	}
-	docLinkSites(pkgs, target.obj, add)
+	for _, o := range linked {
+		docLinkSites(pkgs, o, add)
+	}
 	if otherPkg && !token.IsExported(c.To) && token.IsExported(target.obj.Name()) {
 		return nil, "", fmt.Errorf("rename: %s is used in other packages; unexported %s would not be visible there", target.obj.Name(), c.To)
 	}
@@ -134,6 +156,26 @@ func rename(ctx context.Context, root string, files core.Files, c Rename) (core.
 		n += len(sorted)
 	}
 	return next, fmt.Sprintf("renamed %s to %s: %d occurrence(s) in %d file(s)", target.obj.Name(), c.To, n, len(sites)), nil
+}
+
+// overlay maps each Go file of the snapshot whose content is not what the
+// disk holds to that content, so the type checker sees the snapshot.
+func overlay(root string, files core.Files) map[string][]byte {
+	var m map[string][]byte
+	for p, b := range files {
+		if !strings.HasSuffix(p, ".go") {
+			continue
+		}
+		abs := filepath.Join(root, filepath.FromSlash(p))
+		if disk, err := os.ReadFile(abs); err == nil && bytes.Equal(disk, b) {
+			continue
+		}
+		if m == nil {
+			m = map[string][]byte{}
+		}
+		m[abs] = b
+	}
+	return m
 }
 
 type targetObj struct {
@@ -267,26 +309,16 @@ func typeName(t types.Type) string {
 }
 
 func checkTarget(fset *token.FileSet, obj types.Object, target string) (*targetObj, error) {
-	switch o := obj.(type) {
+	switch obj.(type) {
 	case *types.PkgName:
 		return nil, fmt.Errorf("rename: %s is an import name; renaming imports and packages is not supported", target)
 	case *types.Builtin, *types.Nil:
 		return nil, fmt.Errorf("rename: %s is predeclared", target)
-	case *types.Func:
-		if o.Signature().Recv() != nil && isInterfaceMethod(o) {
-			return nil, fmt.Errorf("rename: %s is an interface method; renaming it would change which types satisfy the interface (not supported)", target)
-		}
 	}
 	if obj.Pkg() == nil || !obj.Pos().IsValid() {
 		return nil, fmt.Errorf("rename: %s is not declared in this module", target)
 	}
 	return &targetObj{obj: obj, key: keyOf(fset, obj.Pos())}, nil
-}
-
-func isInterfaceMethod(f *types.Func) bool {
-	recv := f.Signature().Recv()
-	_, ok := recv.Type().Underlying().(*types.Interface)
-	return ok
 }
 
 // checkConflict refuses a rename that would change what some identifier
@@ -301,10 +333,7 @@ func checkConflict(p *packages.Package, id *ast.Ident, obj types.Object, to stri
 		if o, _, _ := types.LookupFieldOrMethod(recv, true, f.Pkg(), to); o != nil {
 			return fmt.Errorf("rename: %s already has a member %s", typeName(recv), to)
 		}
-		if implementsByName(p, f) {
-			return fmt.Errorf("rename: method %s satisfies an interface method in %s; renaming it would break that (not supported)", f.Name(), p.PkgPath)
-		}
-		return nil
+		return nil // interfaces: see coupled
 	}
 	if obj.Parent() == nil {
 		return nil
@@ -342,24 +371,6 @@ func scopeWithin(s, outer *types.Scope) bool {
 	for ; s != nil; s = s.Parent() {
 		if s == outer {
 			return true
-		}
-	}
-	return false
-}
-
-// implementsByName reports whether some interface in p has a method named
-// like f with f's signature.
-func implementsByName(p *packages.Package, f *types.Func) bool {
-	for _, tv := range p.TypesInfo.Types {
-		it, ok := tv.Type.Underlying().(*types.Interface)
-		if !ok {
-			continue
-		}
-		for i := 0; i < it.NumMethods(); i++ {
-			m := it.Method(i)
-			if m.Name() == f.Name() && types.Identical(m.Type().(*types.Signature).Params(), f.Signature().Params()) {
-				return true
-			}
 		}
 	}
 	return false

@@ -54,7 +54,7 @@ func (s *Stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 	case Rename:
 		next, summary, err = rename(ctx, req.Root, files, c)
 	case Format:
-		next, summary, err = gofmt(files, c)
+		next, summary, err = formatFiles(ctx, req.Root, files, c)
 	case Replace:
 		next, summary, err = replace(files, c)
 	case Patch:

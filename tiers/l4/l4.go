@@ -38,19 +38,44 @@ type Editor interface {
 	Permission(ctx context.Context, req acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error)
 	// Files is the tree state the request applies to.
 	Files(ctx context.Context) (core.Files, error)
+	// Buffer is a workspace file (slash-separated, relative) as the editor
+	// holds it, unsaved changes included; ok is false if it does not exist.
+	// A buffer that differs from Files becomes part of the tree state.
+	Buffer(ctx context.Context, rel string) (b []byte, ok bool, err error)
 	// Usage records the token usage the remote agent reported for its turn.
 	Usage(u acp.Usage)
+	// Terminals is the editor's terminal capability, nil when it offers none.
+	Terminals() Terminals
+	// Metered records that the remote's model calls were pointed at joule
+	// proxy, which meters them: its reported usage is not estimated again.
+	Metered()
 }
 
 // Remote launches and drives a remote ACP agent.
 type Remote struct {
-	Argv    []string   // the agent's command line
-	Env     []string   // extra environment (e.g. base URLs pointing at joule proxy)
+	Argv []string // the agent's command line
+	Env  []string // extra environment (e.g. ProxyEnv of a fixed proxy URL)
+	// Proxy, when set, returns the base URL of a running joule proxy ("" when
+	// none runs); it is asked at each launch and the agent's model traffic
+	// is pointed at the proxy with ProxyEnv.
+	Proxy   func() string
 	Gate    *gate.Gate // decides its permission requests, reads and writes
 	Key     ed25519.PrivateKey
 	Timeout time.Duration // longest a prompt may run; 0 means 30 minutes
-	Stderr  io.Writer     // the agent's stderr; nil discards it
-	Log     *slog.Logger
+	// CommandTimeout bounds each command joule runs itself for the remote
+	// (when the editor offers no terminal); 0 means DefaultCommandTimeout.
+	CommandTimeout time.Duration
+	Stderr         io.Writer // the agent's stderr; nil discards it
+	Log            *slog.Logger
+}
+
+// ProxyEnv points a remote agent's model traffic at joule proxy's base URL:
+// Anthropic's API (Claude Code and its ACP adapter) and OpenAI's (Codex and
+// most others). Gemini CLI's GOOGLE_GEMINI_BASE_URL is left alone: the
+// proxy does not speak the Gemini API.
+func ProxyEnv(base string) []string {
+	base = strings.TrimSuffix(strings.TrimSuffix(base, "/"), "/v1")
+	return []string{"ANTHROPIC_BASE_URL=" + base, "OPENAI_BASE_URL=" + base + "/v1"}
 }
 
 // Stage returns the L4 stage for one prompt turn of one editor session.
@@ -87,6 +112,12 @@ func (s *stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 	cmd := exec.Command(r.Argv[0], r.Argv[1:]...)
 	cmd.Dir = req.Root
 	cmd.Env = append(os.Environ(), r.Env...)
+	if r.Proxy != nil {
+		if u := r.Proxy(); u != "" {
+			cmd.Env = append(cmd.Env, ProxyEnv(u)...)
+			s.ed.Metered()
+		}
+	}
 	cmd.Stderr = r.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -110,7 +141,8 @@ func (s *stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 			<-exited
 		}
 	}()
-	c := &client{s: s, req: req, prior: files, next: files.Clone()}
+	c := &client{s: s, req: req, prior: files, writes: core.Files{}}
+	defer c.releaseAll(context.WithoutCancel(ctx))
 	log := r.Log
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -140,7 +172,7 @@ func (s *stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 	}
 	ir, err := conn.Initialize(cctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber,
 		ClientInfo:         &acp.Implementation{Name: "joule", Version: "acp-client"},
-		ClientCapabilities: acp.ClientCapabilities{Fs: acp.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}}})
+		ClientCapabilities: acp.ClientCapabilities{Fs: acp.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}, Terminal: true}})
 	if err != nil {
 		return nil, fail("initialize", err)
 	}
@@ -168,12 +200,26 @@ func (s *stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// The op builds on the tree as the editor holds it: each written file's
+	// buffer (a write replaces the whole file), then the writes.
+	for rel := range c.writes {
+		if _, _, err := s.ed.Buffer(ctx, rel); err != nil {
+			return nil, err
+		}
+	}
+	if c.prior, err = s.ed.Files(ctx); err != nil {
+		return nil, err
+	}
+	next := c.prior.Clone()
+	for rel, b := range c.writes {
+		next[rel] = b
+	}
 	note := "the remote agent answered"
 	if pr.Usage != nil {
 		s.ed.Usage(*pr.Usage)
 		note += fmt.Sprintf(" (reported usage: %d input, %d output tokens)", pr.Usage.InputTokens, pr.Usage.OutputTokens)
 	}
-	op, err := l1.NewOp(c.prior, c.next, core.PublicKey(r.Key.Public().(ed25519.PublicKey)), strings.TrimSpace(req.Prompt), core.L4)
+	op, err := l1.NewOp(c.prior, next, core.PublicKey(r.Key.Public().(ed25519.PublicKey)), strings.TrimSpace(req.Prompt), core.L4)
 	if errors.Is(err, l1.ErrNoChange) {
 		return &tiers.Resolution{Answer: note}, nil
 	}
@@ -193,9 +239,11 @@ type client struct {
 	req           *tiers.Request
 	remoteSession acp.SessionId
 
-	mu    sync.Mutex
-	prior core.Files
-	next  core.Files // the remote's writes, held until the op is sealed
+	mu     sync.Mutex
+	prior  core.Files // the tree the turn started from
+	writes core.Files // the remote's writes, held until the op is sealed
+
+	terms terminals
 }
 
 var _ acp.Client = (*client)(nil)
@@ -229,13 +277,24 @@ func (c *client) ReadTextFile(ctx context.Context, p acp.ReadTextFileRequest) (a
 	if err != nil {
 		return acp.ReadTextFileResponse{}, err
 	}
-	var b []byte
 	c.mu.Lock()
-	b, ok := c.next[rel]
+	b, ok := c.writes[rel]
 	c.mu.Unlock()
-	if rel == "" || !ok {
+	switch {
+	case ok:
+	case rel == "": // outside the workspace, as the grant allowed
 		if b, err = os.ReadFile(p.Path); err != nil {
 			return acp.ReadTextFileResponse{}, acp.NewInvalidParams(map[string]any{"path": err.Error()})
+		}
+	default: // the editor's buffer, so unsaved changes are seen
+		if core.ValidatePath(rel) != nil {
+			return acp.ReadTextFileResponse{}, acp.NewInvalidParams(map[string]any{"path": fmt.Sprintf("%s is not a workspace file joule can read", p.Path)})
+		}
+		if b, ok, err = c.s.ed.Buffer(ctx, rel); err != nil {
+			return acp.ReadTextFileResponse{}, acp.NewInternalError(map[string]any{"error": err.Error()})
+		}
+		if !ok {
+			return acp.ReadTextFileResponse{}, acp.NewInvalidParams(map[string]any{"path": fmt.Sprintf("%s: no such file", p.Path)})
 		}
 	}
 	return acp.ReadTextFileResponse{Content: lines(string(b), p.Line, p.Limit)}, nil
@@ -269,7 +328,10 @@ func (c *client) WriteTextFile(ctx context.Context, p acp.WriteTextFileRequest) 
 		return acp.WriteTextFileResponse{}, acp.NewInvalidParams(map[string]any{"path": err.Error()})
 	}
 	c.mu.Lock()
-	_, exists := c.next[rel]
+	_, exists := c.writes[rel]
+	if !exists {
+		_, exists = c.prior[rel]
+	}
 	c.mu.Unlock()
 	tool := "Edit"
 	if !exists {
@@ -290,7 +352,7 @@ func (c *client) WriteTextFile(ctx context.Context, p acp.WriteTextFileRequest) 
 		}
 	}
 	c.mu.Lock()
-	c.next[rel] = []byte(p.Content)
+	c.writes[rel] = []byte(p.Content)
 	c.mu.Unlock()
 	return acp.WriteTextFileResponse{}, nil
 }
@@ -378,24 +440,6 @@ func (c *client) RequestPermission(ctx context.Context, p acp.RequestPermissionR
 // this SDK does not know were dropped before decoding (kindFilter).
 func (c *client) SessionUpdate(ctx context.Context, n acp.SessionNotification) error {
 	return c.s.ed.Update(ctx, n.Update)
-}
-
-var errNoTerminal = acp.NewMethodNotFound("terminal/*: joule does not offer terminals to a remote agent")
-
-func (c *client) CreateTerminal(ctx context.Context, p acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error) {
-	return acp.CreateTerminalResponse{}, errNoTerminal
-}
-func (c *client) KillTerminal(ctx context.Context, p acp.KillTerminalRequest) (acp.KillTerminalResponse, error) {
-	return acp.KillTerminalResponse{}, errNoTerminal
-}
-func (c *client) TerminalOutput(ctx context.Context, p acp.TerminalOutputRequest) (acp.TerminalOutputResponse, error) {
-	return acp.TerminalOutputResponse{}, errNoTerminal
-}
-func (c *client) ReleaseTerminal(ctx context.Context, p acp.ReleaseTerminalRequest) (acp.ReleaseTerminalResponse, error) {
-	return acp.ReleaseTerminalResponse{}, errNoTerminal
-}
-func (c *client) WaitForTerminalExit(ctx context.Context, p acp.WaitForTerminalExitRequest) (acp.WaitForTerminalExitResponse, error) {
-	return acp.WaitForTerminalExitResponse{}, errNoTerminal
 }
 
 // knownKinds are the session update kinds acp-go-sdk v0.13.0 decodes. The

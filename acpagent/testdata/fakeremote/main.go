@@ -7,6 +7,13 @@
 //	crash             exit mid-prompt
 //	hang              never answer
 //	deny PATH         ask permission to edit PATH and report the outcome
+//	term [-limit N] [-kill] [-cwd DIR] [-line] CMD ARGS…
+//	                  run CMD in a client terminal (killed at once with
+//	                  -kill; -line sends CMD ARGS… as one command line),
+//	                  wait for it, report its exit and output
+//	leave CMD ARGS…   start CMD in a terminal and end the turn without
+//	                  releasing it
+//	env NAME…         report these environment variables
 //
 // FAKEREMOTE_PROTOCOL overrides the protocol version it answers.
 package main
@@ -103,6 +110,21 @@ func (a *agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResp
 			break
 		}
 		a.say(ctx, sid, "remote: wrote "+f[1])
+	case "term":
+		a.term(ctx, sid, f[1:])
+	case "leave":
+		t, err := a.conn.CreateTerminal(ctx, acp.CreateTerminalRequest{SessionId: sid, Command: f[1], Args: f[2:]})
+		if err != nil {
+			a.say(ctx, sid, "remote: terminal refused: "+err.Error())
+			break
+		}
+		a.say(ctx, sid, "remote: left terminal "+t.TerminalId+" running")
+	case "env":
+		var vs []string
+		for _, n := range f[1:] {
+			vs = append(vs, n+"="+os.Getenv(n))
+		}
+		a.say(ctx, sid, "remote: env "+strings.Join(vs, " "))
 	case "crash":
 		a.say(ctx, sid, "remote: about to crash")
 		os.Exit(3)
@@ -113,6 +135,67 @@ func (a *agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResp
 		return acp.PromptResponse{StopReason: acp.StopReasonRefusal}, nil
 	}
 	return acp.PromptResponse{StopReason: acp.StopReasonEndTurn, Usage: &acp.Usage{InputTokens: 120, OutputTokens: 30, TotalTokens: 150}}, nil
+}
+
+func (a *agent) term(ctx context.Context, sid acp.SessionId, f []string) {
+	req := acp.CreateTerminalRequest{SessionId: sid}
+	kill, line := false, false
+	for len(f) > 1 && strings.HasPrefix(f[0], "-") {
+		switch f[0] {
+		case "-line":
+			line, f = true, f[1:]
+		case "-kill":
+			kill, f = true, f[1:]
+		case "-limit":
+			n, _ := strconv.Atoi(f[1])
+			req.OutputByteLimit, f = &n, f[2:]
+		case "-cwd":
+			dir := f[1]
+			req.Cwd, f = &dir, f[2:]
+		default:
+			f = f[1:]
+		}
+	}
+	if len(f) == 0 {
+		a.say(ctx, sid, "remote: term needs a command")
+		return
+	}
+	req.Command, req.Args = f[0], f[1:]
+	if line {
+		req.Command, req.Args = strings.Join(f, " "), nil
+	}
+	t, err := a.conn.CreateTerminal(ctx, req)
+	if err != nil {
+		a.say(ctx, sid, "remote: terminal refused: "+err.Error())
+		return
+	}
+	if kill {
+		if _, err := a.conn.KillTerminal(ctx, acp.KillTerminalRequest{SessionId: sid, TerminalId: t.TerminalId}); err != nil {
+			a.say(ctx, sid, "remote: kill failed: "+err.Error())
+		}
+	}
+	w, err := a.conn.WaitForTerminalExit(ctx, acp.WaitForTerminalExitRequest{SessionId: sid, TerminalId: t.TerminalId})
+	if err != nil {
+		a.say(ctx, sid, "remote: wait failed: "+err.Error())
+		return
+	}
+	o, err := a.conn.TerminalOutput(ctx, acp.TerminalOutputRequest{SessionId: sid, TerminalId: t.TerminalId})
+	if err != nil {
+		a.say(ctx, sid, "remote: output failed: "+err.Error())
+		return
+	}
+	if _, err := a.conn.ReleaseTerminal(ctx, acp.ReleaseTerminalRequest{SessionId: sid, TerminalId: t.TerminalId}); err != nil {
+		a.say(ctx, sid, "remote: release failed: "+err.Error())
+	}
+	_, err = a.conn.TerminalOutput(ctx, acp.TerminalOutputRequest{SessionId: sid, TerminalId: t.TerminalId})
+	exit := "?"
+	switch {
+	case w.Signal != nil:
+		exit = "signal:" + *w.Signal
+	case w.ExitCode != nil:
+		exit = strconv.Itoa(*w.ExitCode)
+	}
+	a.say(ctx, sid, fmt.Sprintf("remote: terminal %s exit=%s truncated=%v output=%q released=%v", t.TerminalId, exit, o.Truncated, o.Output, err != nil))
 }
 
 func (a *agent) Cancel(context.Context, acp.CancelNotification) error { return nil }

@@ -1,0 +1,435 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ollama/ollama/api"
+	openai "github.com/sashabaranov/go-openai"
+	"mvdan.cc/sh/v3/shell"
+
+	"github.com/joulehook/joule/core/grant"
+	"github.com/joulehook/joule/core/identity"
+	"github.com/joulehook/joule/energy"
+	"github.com/joulehook/joule/energy/proxy"
+	"github.com/joulehook/joule/tiers/l2"
+)
+
+func init() {
+	register(&command{name: "doctor", summary: "report whether each configured piece (store, key, grant, index, models, proxy, toolchain, energy counters) is reachable and working", run: runDoctor})
+}
+
+// finding is one line of the doctor's report.
+type finding struct {
+	Check  string `json:"check"`
+	Status string `json:"status"` // ok, warn or fail
+	Detail string `json:"detail"`
+	Hint   string `json:"hint,omitempty"`
+}
+
+const (
+	statusOK   = "ok"
+	statusWarn = "warn"
+	statusFail = "fail"
+)
+
+type doctor struct {
+	left     *uint64 // what the active grant chain can still pay, when known
+	findings []finding
+	timeout  time.Duration
+	hc       *http.Client
+}
+
+func (d *doctor) add(check, status, detail, hint string) {
+	d.findings = append(d.findings, finding{Check: check, Status: status, Detail: detail, Hint: hint})
+}
+
+func runDoctor(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "doctor", `doctor [--json] [--root DIR] [--timeout 5s] [--probe-counters]
+
+Checks what joule needs, one line each with ok, warn or fail and a hint:
+the key and store in $JOULE_HOME, the active grant and its remaining
+budget, the configuration (config.json, meter.json), the L2 index of the
+workspace (DIR, default the current directory) and its embedding model,
+the L3 model, the L4 command, joule proxy, go and gopls on PATH, and the
+energy counters. Exits 1 when any check fails. See docs/models.md.`)
+	asJSON := fs.Bool("json", false, "print the findings as a JSON array")
+	root := fs.String("root", ".", "the workspace whose L2 index to check")
+	timeout := fs.Duration("timeout", 5*time.Second, "longest wait for each server")
+	probe := fs.Bool("probe-counters", false, "prove each energy counter live under load (takes a few seconds)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	d := &doctor{timeout: *timeout, hc: &http.Client{Timeout: *timeout}}
+	d.run(ctx, *root, *probe)
+	if *asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(d.findings); err != nil {
+			return err
+		}
+	} else {
+		for _, f := range d.findings {
+			line := fmt.Sprintf("%-4s  %-10s  %s", f.Status, f.Check, f.Detail)
+			if f.Hint != "" && f.Status != statusOK {
+				line += "\n                  hint: " + f.Hint
+			}
+			fmt.Fprintln(e.stdout, line)
+		}
+	}
+	for _, f := range d.findings {
+		if f.Status == statusFail {
+			return &exitError{1}
+		}
+	}
+	return nil
+}
+
+func (d *doctor) run(ctx context.Context, root string, probe bool) {
+	home, err := identity.Home()
+	if err != nil {
+		d.add("home", statusFail, err.Error(), "set JOULE_HOME or HOME")
+		return
+	}
+	if _, err := identity.Load(home); err != nil {
+		d.add("key", statusFail, fmt.Sprintf("no endpoint key in %s: %v", home, err), "run 'joule init' (or 'joule keygen')")
+		return
+	}
+	d.add("key", statusOK, "endpoint key in "+home, "")
+	cfg, err := loadConfig(home)
+	if err != nil {
+		d.add("config", statusFail, err.Error(), "fix "+filepath.Join(home, ConfigFile)+" (docs/models.md)")
+		return
+	}
+	tc, err := parseTiers(cfg.Tiers)
+	if err != nil {
+		d.add("config", statusFail, fmt.Sprintf("%s: %v", filepath.Join(home, ConfigFile), err), "see docs/models.md for the tiers section")
+		return
+	}
+	_, table, err := loadMeter(home)
+	if err != nil {
+		d.add("config", statusFail, err.Error(), "see docs/meter.md")
+		return
+	}
+	d.add("config", statusOK, "config.json and meter.json parse; tiers on: "+strings.Join(onTiers(tc), " "), "")
+	ep, err := openEndpoint()
+	if err != nil {
+		d.add("store", statusFail, err.Error(), "check the store setting in config.json and that $JOULE_HOME is writable")
+	} else {
+		defer ep.Close()
+		d.add("store", statusOK, "the store opens", "")
+		d.grant(ctx, ep)
+	}
+	d.index(ctx, home, root, tc)
+	d.l3(ctx, home, tc, table)
+	d.l4(tc)
+	d.proxy(home)
+	d.tools(tc)
+	d.counters(ctx, probe)
+}
+
+func onTiers(tc *tiersConfig) []string {
+	var on []string
+	for _, t := range tierNames {
+		if tc.enabled(t) {
+			on = append(on, t)
+		}
+	}
+	return on
+}
+
+func (d *doctor) grant(ctx context.Context, ep *endpoint) {
+	g, err := ep.gate()
+	if err != nil {
+		d.add("grant", statusFail, err.Error(), "")
+		return
+	}
+	chain, err := g.ActiveChain(ctx, "")
+	if err != nil {
+		d.add("grant", statusFail, err.Error(), "run 'joule init' or 'joule grant use ID'")
+		return
+	}
+	if err := chain.Check("", time.Now()); err != nil {
+		d.add("grant", statusFail, fmt.Sprintf("the active grant %s is not in force: %v", chain.Leaf().ID, err), "issue a new one with 'joule grant issue' and 'joule grant use'")
+		return
+	}
+	var left uint64 = 1<<64 - 1
+	for _, id := range chain.IDs() {
+		rec, err := ep.store.Grant(ctx, id)
+		if err != nil {
+			d.add("grant", statusFail, fmt.Sprintf("grant %s: %v", id, err), "")
+			return
+		}
+		left = min(left, rec.RemainingUJ())
+	}
+	d.left = &left
+	leaf := chain.Leaf()
+	detail := fmt.Sprintf("active grant %s valid until %s; %s left", leaf.ID, time.Unix(leaf.Grant.NotAfter, 0).UTC().Format(time.RFC3339), grant.FormatEnergy(left))
+	if left < 10_000_000 { // less than one L4 consultation
+		d.add("grant", statusWarn, detail, "the budget is nearly spent: issue a larger grant")
+		return
+	}
+	d.add("grant", statusOK, detail, "")
+}
+
+func (d *doctor) index(ctx context.Context, home, root string, tc *tiersConfig) {
+	if !tc.enabled("l2") {
+		d.add("l2", statusOK, "off in the tiers config", "")
+		return
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		d.add("l2 index", statusFail, err.Error(), "")
+		return
+	}
+	path := l2.DefaultPath(home, abs) // where joule acp and joule index keep it
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		d.add("l2 index", statusWarn, "no index of "+abs+" yet", "it is built on the first prompt 'joule acp' puts to L2")
+	} else if ix, err := l2.Open(path, abs); err != nil {
+		d.add("l2 index", statusFail, fmt.Sprintf("%s: %v", path, err), "delete the file: the index is a cache and is rebuilt")
+	} else {
+		st, err := ix.Status(ctx)
+		ix.Close()
+		switch {
+		case err != nil:
+			d.add("l2 index", statusFail, err.Error(), "delete "+path+": the index is a cache and is rebuilt")
+		default:
+			newer := newestChange(abs, st.Updated)
+			detail := fmt.Sprintf("%s: %d files, %d chunks, %d embedded, updated %s", abs, st.Files, st.Chunks, st.Vectors, st.Updated.UTC().Format(time.RFC3339))
+			if newer != "" {
+				d.add("l2 index", statusWarn, detail+"; "+newer+" changed since", "it is brought up to date on the next prompt L2 sees")
+			} else {
+				d.add("l2 index", statusOK, detail+"; fresh", "")
+			}
+		}
+	}
+	e := tc.L2.Embedder
+	if e == nil {
+		d.add("embedder", statusWarn, "none configured: L2 is "+l2.LexicalOnly, "set tiers.l2.embedder (e.g. ollama, nomic-embed-text)")
+		return
+	}
+	rt := routeOf(home, *e)
+	if e.Provider == "ollama" {
+		d.ollamaModel(ctx, "embedder", rt, e.Model)
+		return
+	}
+	emb, _, err := tc.embedder(home)
+	if err != nil {
+		d.add("embedder", statusFail, err.Error(), "export the variable named by tiers.l2.embedder.api_key_env")
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, d.timeout)
+	defer cancel()
+	vs, err := emb.Embed(cctx, []string{"joule doctor"})
+	if err != nil {
+		d.add("embedder", statusFail, fmt.Sprintf("%s at %s: %v", e.Model, rt.BaseURL, err), "start the embedding server and check tiers.l2.embedder")
+		return
+	}
+	d.add("embedder", statusOK, fmt.Sprintf("%s at %s embeds (%d dimensions), %s", e.Model, rt.BaseURL, len(vs[0]), rt.Note), "")
+}
+
+// newestChange names a file under root modified after t, if any.
+func newestChange(root string, t time.Time) string {
+	var found string
+	errStop := errors.New("stop")
+	filepath.WalkDir(root, func(p string, de fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if de.IsDir() {
+			if n := de.Name(); p != root && (strings.HasPrefix(n, ".") || n == "node_modules" || n == "vendor") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if fi, err := de.Info(); err == nil && fi.ModTime().After(t) {
+			found, _ = filepath.Rel(root, p)
+			return errStop
+		}
+		return nil
+	})
+	return found
+}
+
+// ollamaModel checks that the Ollama server answers /api/tags and has model.
+func (d *doctor) ollamaModel(ctx context.Context, check string, rt route, model string) {
+	u, err := url.Parse(rt.BaseURL)
+	if err != nil {
+		d.add(check, statusFail, err.Error(), "")
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, d.timeout)
+	defer cancel()
+	list, err := api.NewClient(u, d.hc).List(cctx)
+	if err != nil {
+		d.add(check, statusFail, fmt.Sprintf("Ollama at %s is not reachable: %v", rt.BaseURL, err), "start it ('ollama serve') or fix base_url")
+		return
+	}
+	var names []string
+	for _, m := range list.Models {
+		names = append(names, m.Name, m.Model)
+	}
+	if !slices.Contains(names, model) && !slices.Contains(names, model+":latest") {
+		d.add(check, statusFail, fmt.Sprintf("Ollama at %s does not have %s", rt.BaseURL, model), "run 'ollama pull "+model+"'")
+		return
+	}
+	d.add(check, statusOK, fmt.Sprintf("%s present at %s, %s", model, rt.BaseURL, rt.Note), "")
+}
+
+func (d *doctor) l3(ctx context.Context, home string, tc *tiersConfig, table *energy.Table) {
+	if !tc.enabled("l3") {
+		d.add("l3", statusOK, "off (no tiers.l3 model configured)", "")
+		return
+	}
+	e := tc.L3.endpointConfig
+	rt := routeOf(home, e)
+	if e.Provider == "ollama" {
+		d.ollamaModel(ctx, "l3 model", rt, e.Model)
+	} else {
+		key, err := e.APIKey()
+		if err != nil {
+			d.add("l3 model", statusFail, err.Error(), "export the variable named by tiers.l3.api_key_env")
+		} else {
+			cfg := openai.DefaultConfig(key)
+			cfg.BaseURL, cfg.HTTPClient = strings.TrimRight(rt.BaseURL, "/"), d.hc
+			cctx, cancel := context.WithTimeout(ctx, d.timeout)
+			list, err := openai.NewClientWithConfig(cfg).ListModels(cctx)
+			cancel()
+			switch {
+			case err != nil:
+				d.add("l3 model", statusFail, fmt.Sprintf("the server at %s is not reachable: %v", rt.BaseURL, err), "start it (e.g. 'vllm serve MODEL') or fix tiers.l3.base_url")
+			case !slices.ContainsFunc(list.Models, func(m openai.Model) bool { return m.ID == e.Model }):
+				d.add("l3 model", statusFail, fmt.Sprintf("the server at %s does not serve %s", rt.BaseURL, e.Model), "check tiers.l3.model against GET /v1/models")
+			default:
+				d.add("l3 model", statusOK, fmt.Sprintf("%s served at %s, %s", e.Model, rt.BaseURL, rt.Note), "")
+			}
+		}
+	}
+	maxOut := uint64(tc.L3.MaxOutput)
+	if maxOut == 0 {
+		maxOut = table.MaxOutput(e.Model)
+	}
+	// A direct call reserves its prompt (up to max_context bytes, at 1
+	// token per 2 bytes) plus its output cap.
+	maxCtx := tc.L3.MaxContext
+	if maxCtx == 0 {
+		maxCtx = 64 << 10
+	}
+	worst := table.Energy(e.Model, energy.Usage{Input: uint64(maxCtx/2 + 2048), Output: maxOut}).UJ
+	if d.left != nil && !rt.Metered && *d.left < worst {
+		d.add("l3 budget", statusWarn, fmt.Sprintf("one L3 call may reserve up to %s; the active grant has %s left", grant.FormatEnergy(worst), grant.FormatEnergy(*d.left)),
+			"issue a larger grant, or lower tiers.l3.max_output")
+	}
+	_, _, prov, basis := table.RatesFor(e.Model)
+	if prov == "ModelBased" {
+		d.add("l3 energy", statusOK, fmt.Sprintf("%s is calibrated (%s): receipts are ModelBased", e.Model, basis), "")
+	} else {
+		d.add("l3 energy", statusWarn, fmt.Sprintf("no calibration for %s: receipts are Estimator (%s)", e.Model, basis), "add a calibration to meter.json (docs/models.md)")
+	}
+	if len(tc.L3.Check) > 0 {
+		if _, err := exec.LookPath(tc.L3.Check[0]); err != nil {
+			d.add("l3 check", statusFail, fmt.Sprintf("check command %q is not on PATH", tc.L3.Check[0]), "fix tiers.l3.check")
+		} else {
+			d.add("l3 check", statusOK, "check command: "+strings.Join(tc.L3.Check, " "), "")
+		}
+	}
+}
+
+func (d *doctor) l4(tc *tiersConfig) {
+	cmd := os.Getenv("JOULE_ACP_REMOTE")
+	if cmd == "" && tc.enabled("l4") {
+		cmd = tc.L4.Command
+	}
+	if cmd == "" {
+		d.add("l4", statusOK, "off (no remote agent configured)", "")
+		return
+	}
+	argv, err := shell.Fields(cmd, func(string) string { return "" })
+	if err != nil || len(argv) == 0 {
+		d.add("l4", statusFail, fmt.Sprintf("%q is not a command line", cmd), "fix tiers.l4.command")
+		return
+	}
+	if _, err := exec.LookPath(argv[0]); err != nil {
+		d.add("l4", statusFail, fmt.Sprintf("%s is not on PATH", argv[0]), "install the remote agent or fix tiers.l4.command")
+		return
+	}
+	d.add("l4", statusOK, "remote agent: "+cmd, "")
+}
+
+func (d *doctor) proxy(home string) {
+	a, err := proxy.Discover(home)
+	switch {
+	case err != nil:
+		d.add("proxy", statusWarn, err.Error(), "delete the file; a running proxy rewrites it")
+	case a == nil:
+		d.add("proxy", statusWarn, "joule proxy is not running: local model calls are sealed by the tiers themselves", "run 'joule proxy' to meter and refuse model calls at the grant")
+	default:
+		c, err := net.DialTimeout("tcp", a.Addr, d.timeout)
+		if err != nil {
+			d.add("proxy", statusFail, fmt.Sprintf("joule proxy (pid %d) announced %s but does not accept connections: %v", a.PID, a.Addr, err), "restart 'joule proxy'")
+			return
+		}
+		c.Close()
+		d.add("proxy", statusOK, fmt.Sprintf("joule proxy running at %s (pid %d)", a.Addr, a.PID), "")
+	}
+}
+
+func (d *doctor) tools(tc *tiersConfig) {
+	if p, err := exec.LookPath("go"); err != nil {
+		st := statusWarn
+		if tc.enabled("l3") {
+			st = statusFail // L3 validates Go edits with the toolchain
+		}
+		d.add("go", st, "go is not on PATH", "install Go: L3 builds and vets Go edits with it, L1 uses it for renames")
+	} else {
+		d.add("go", statusOK, p, "")
+	}
+	if p, err := exec.LookPath("gopls"); err != nil {
+		d.add("gopls", statusWarn, "gopls is not on PATH: L1 renames fall back to its own type-checked rename", "go install golang.org/x/tools/gopls@latest")
+	} else {
+		d.add("gopls", statusOK, p, "")
+	}
+}
+
+func (d *doctor) counters(ctx context.Context, probe bool) {
+	cs, err := energy.Discover()
+	if len(cs) == 0 {
+		why := "none found"
+		if err != nil {
+			why = err.Error()
+		}
+		d.add("counters", statusWarn, "no hardware energy counter ("+strings.ReplaceAll(why, "\n", "; ")+"): figures are Estimator or ModelBased", "RAPL needs read access to /sys/class/powercap; NVML needs an NVIDIA driver")
+		return
+	}
+	var names []string
+	for _, c := range cs {
+		names = append(names, c.Name())
+	}
+	if !probe {
+		d.add("counters", statusOK, "found "+strings.Join(names, ", ")+" (not probed; --probe-counters proves them live)", "")
+		return
+	}
+	m := energy.NewMeter(ctx, cs, nil, energy.ProbeOptions{Idle: 500 * time.Millisecond, Load: time.Second})
+	for _, lv := range m.Evidence() {
+		if lv.Live {
+			d.add("counter", statusOK, fmt.Sprintf("%s live: %s", lv.Counter, lv.Reason), "")
+		} else {
+			d.add("counter", statusWarn, fmt.Sprintf("%s not live: %s", lv.Counter, lv.Reason), "receipts fall back to Estimator")
+		}
+	}
+}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fakeModelServer answers Ollama's /api/tags and the OpenAI /v1/models
+// listing with the models given.
+func fakeModelServer(t *testing.T, models ...string) string {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/tags", func(w http.ResponseWriter, r *http.Request) {
+		var ms []map[string]any
+		for _, m := range models {
+			ms = append(ms, map[string]any{"name": m, "model": m, "size": 1})
+		}
+		json.NewEncoder(w).Encode(map[string]any{"models": ms})
+	})
+	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
+		var ms []map[string]any
+		for _, m := range models {
+			ms = append(ms, map[string]any{"id": m, "object": "model", "owned_by": "vllm"})
+		}
+		json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": ms})
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func closedURL(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return "http://" + ln.Addr().String()
+}
+
+func TestDoctor(t *testing.T) {
+	up := fakeModelServer(t, "qwen2.5-coder:7b", "nomic-embed-text:latest")
+	down := closedURL(t)
+	for _, tc := range []struct {
+		name  string
+		tiers string
+		meter string
+		code  int
+		want  map[string]string // check → status
+		says  []string          // substrings of the text report
+	}{
+		{name: "no tiers config", code: 0,
+			want: map[string]string{"key": "ok", "config": "ok", "store": "ok", "grant": "ok", "l2 index": "warn", "embedder": "warn", "l3": "ok", "l4": "ok", "proxy": "warn", "go": "ok"}},
+		{name: "servers up", code: 0,
+			tiers: fmt.Sprintf(`{"l2": {"embedder": {"provider": "ollama", "base_url": %q, "model": "nomic-embed-text"}}, "l3": {"provider": "ollama", "base_url": %q, "model": "qwen2.5-coder:7b"}}`, up, up),
+			want:  map[string]string{"embedder": "ok", "l3 model": "ok", "l3 energy": "warn", "l3 budget": "warn"}, says: []string{"one L3 call may reserve up to"}},
+		{name: "calibrated", code: 0,
+			tiers: fmt.Sprintf(`{"l3": {"provider": "openai", "base_url": %q, "model": "qwen2.5-coder:7b"}}`, up+"/v1"),
+			meter: `{"calibrations": [{"model": "qwen2.5-coder:7b", "id": "rtx4090-2026-11", "rates": {"input": "10mJ", "cached": "1mJ", "output": "200mJ"}}]}`,
+			want:  map[string]string{"l3 model": "ok", "l3 energy": "ok"}, says: []string{"ModelBased"}},
+		{name: "model not pulled", code: 1,
+			tiers: fmt.Sprintf(`{"l3": {"provider": "ollama", "base_url": %q, "model": "llama3.2"}}`, up),
+			want:  map[string]string{"l3 model": "fail"}, says: []string{"ollama pull llama3.2"}},
+		{name: "servers down", code: 1,
+			tiers: fmt.Sprintf(`{"l2": {"embedder": {"provider": "ollama", "base_url": %q, "model": "nomic-embed-text"}}, "l3": {"provider": "openai", "base_url": %q, "model": "m"}}`, down, down+"/v1"),
+			want:  map[string]string{"embedder": "fail", "l3 model": "fail"}, says: []string{"not reachable"}},
+		{name: "missing key variable", code: 1,
+			tiers: fmt.Sprintf(`{"l3": {"provider": "openai", "base_url": %q, "model": "m", "api_key_env": "JOULE_DOCTOR_TEST_UNSET"}}`, up+"/v1"),
+			want:  map[string]string{"l3 model": "fail"}, says: []string{"JOULE_DOCTOR_TEST_UNSET"}},
+		{name: "bad config", code: 1, tiers: `{"l3": {"provider": "ollama", "model": "m", "colour": "blue"}}`,
+			want: map[string]string{"config": "fail"}, says: []string{"tiers.l3.colour: unknown field"}},
+		{name: "l4 not installed", code: 1, tiers: `{"l4": {"command": "no-such-agent-binary --acp"}}`,
+			want: map[string]string{"l4": "fail"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env, ws := initHome(t)
+			home := strings.TrimPrefix(env[0], "JOULE_HOME=")
+			if tc.tiers != "" {
+				if err := os.WriteFile(filepath.Join(home, ConfigFile), []byte(`{"tiers": `+tc.tiers+`}`), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.meter != "" {
+				os.WriteFile(filepath.Join(home, MeterFile), []byte(tc.meter), 0o600)
+			}
+			r := joule(t, nil, env, "doctor", "--json", "--root", ws, "--timeout", "3s")
+			if r.code != tc.code {
+				t.Fatalf("exit %d, want %d\n%s%s", r.code, tc.code, r.stdout, r.stderr)
+			}
+			var fs []finding
+			if err := json.Unmarshal([]byte(r.stdout), &fs); err != nil {
+				t.Fatalf("--json output: %v\n%s", err, r.stdout)
+			}
+			got := map[string]string{}
+			for _, f := range fs {
+				if f.Status != statusOK && f.Status != statusWarn && f.Status != statusFail {
+					t.Errorf("status %q", f.Status)
+				}
+				if f.Status != statusOK && f.Hint == "" {
+					t.Errorf("%s is %s without a hint", f.Check, f.Status)
+				}
+				got[f.Check] = f.Status
+			}
+			for check, st := range tc.want {
+				if got[check] != st {
+					t.Errorf("%s = %q, want %q\n%s", check, got[check], st, r.stdout)
+				}
+			}
+			text := joule(t, nil, env, "doctor", "--root", ws, "--timeout", "3s")
+			if text.code != tc.code {
+				t.Fatalf("text report exit %d, want %d", text.code, tc.code)
+			}
+			for _, s := range tc.says {
+				if !strings.Contains(text.stdout, s) {
+					t.Errorf("report lacks %q:\n%s", s, text.stdout)
+				}
+			}
+		})
+	}
+}
