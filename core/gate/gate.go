@@ -75,7 +75,19 @@ func (g *Gate) DecideJSON(ctx context.Context, b []byte) Result {
 }
 
 // Decide decides one parsed event and seals the decision.
-func (g *Gate) Decide(ctx context.Context, ev *Event) Result {
+func (g *Gate) Decide(ctx context.Context, ev *Event) Result { return g.decide(ctx, ev, "") }
+
+// DecideNoAsk is Decide for a host that cannot put an ask to a person for
+// this call (JouleHook §3.2): an ask verdict is sealed as the deny the host
+// will carry out, saying why, so the receipt records what the host was told.
+func (g *Gate) DecideNoAsk(ctx context.Context, ev *Event, host string) Result {
+	if host == "" {
+		host = "this host"
+	}
+	return g.decide(ctx, ev, host)
+}
+
+func (g *Gate) decide(ctx context.Context, ev *Event, cannotAsk string) Result {
 	chain, err := g.ActiveChain(ctx, ev.SessionID)
 	if err != nil {
 		code := CodeNoActiveGrant
@@ -94,6 +106,9 @@ func (g *Gate) Decide(ctx context.Context, ev *Event) Result {
 		return g.seal(ctx, ev, ev.Input, deny(CodeGrantInvalid, "%v", err), chain)
 	}
 	v := Decide(ev, policy)
+	if v.Decision == Ask && cannotAsk != "" {
+		v = deny(v.Code, "the grant says to ask a person, but %s cannot ask from a hook, so joule denies: %s", cannotAsk, v.Reason)
+	}
 	return g.seal(ctx, ev, ev.Input, v, chain)
 }
 
