@@ -200,7 +200,7 @@ listener also receives OTLP/HTTP telemetry (/v1/metrics, /v1/logs,
 	if *withOTLP {
 		h = withTelemetry(p, &otlp.Receiver{Table: table, Recorder: recorder, Ledger: m.ep.store, Grants: grants, Session: *session, Logf: logf})
 	}
-	return serve(ctx, e, "proxy", *listen, h, p.Wait)
+	return serve(ctx, e, "proxy", *listen, h, p.Close)
 }
 
 func runOtel(ctx context.Context, e *env, args []string) error {

@@ -130,6 +130,13 @@ func (s *Store) ReleaseBefore(ctx context.Context, t time.Time) (int, error) {
 // endReservation removes reservation id and its hold on each grant,
 // charging *actual to each when actual is not nil.
 func (s *Store) endReservation(ctx context.Context, tx *sql.Tx, id int64, actual *uint64) error {
+	return s.drawReservation(ctx, tx, id, nil, actual)
+}
+
+// drawReservation takes *release µJ off reservation id's hold (all of it,
+// ending the reservation, when release is nil) and charges *actual to each
+// of its grants when actual is not nil.
+func (s *Store) drawReservation(ctx context.Context, tx *sql.Tx, id int64, release, actual *uint64) error {
 	var amount int64
 	err := tx.QueryRowContext(ctx, `SELECT amount_uj FROM reservations WHERE id = ?`, id).Scan(&amount)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -141,6 +148,10 @@ func (s *Store) endReservation(ctx context.Context, tx *sql.Tx, id int64, actual
 	held, err := uj("reservation amount_uj", amount)
 	if err != nil {
 		return err
+	}
+	taken := held
+	if release != nil {
+		taken = min(*release, held)
 	}
 	rows, err := tx.QueryContext(ctx, `
 		SELECT g.id, g.spent_uj, g.reserved_uj FROM reservation_grants r JOIN grants g ON g.id = r.grant_id
@@ -174,7 +185,7 @@ func (s *Store) endReservation(ctx context.Context, tx *sql.Tx, id int64, actual
 		if reserved < held {
 			return corruptf("grant %q reserves %d µJ, less than reservation %d's %d µJ", l.id, reserved, id, held)
 		}
-		reserved -= held
+		reserved -= taken
 		if actual != nil {
 			var ok bool
 			if spent, ok = addAmounts(spent, *actual); !ok {
@@ -192,6 +203,10 @@ func (s *Store) endReservation(ctx context.Context, tx *sql.Tx, id int64, actual
 				return err
 			}
 		}
+	}
+	if release != nil {
+		_, err = tx.ExecContext(ctx, `UPDATE reservations SET amount_uj = ? WHERE id = ?`, int64(held-taken), id)
+		return err
 	}
 	_, err = tx.ExecContext(ctx, `DELETE FROM reservations WHERE id = ?`, id)
 	return err

@@ -11,10 +11,11 @@ import (
 
 func TestReserveSettleRelease(t *testing.T) {
 	type step struct {
-		op      string // reserve, settle, release, seal
+		op      string // reserve, settle, release, seal, draw
 		grants  []string
 		amount  uint64
-		resv    int // index into reservations made so far, for settle/release
+		resv    int // index into reservations made so far, for settle/release/draw
+		charge  uint64
 		wantErr error
 		wantMsg string
 	}
@@ -97,6 +98,36 @@ func TestReserveSettleRelease(t *testing.T) {
 			want: map[string]state{"leaf": {0, 5, 95}},
 		},
 		{
+			name: "draws share a lease that stays open",
+			steps: []step{
+				{op: "reserve", grants: []string{"leaf", "root"}, amount: 60},
+				{op: "draw", resv: 0, amount: 20, charge: 15},
+				{op: "draw", resv: 0, amount: 20, charge: 25},
+				{op: "draw", resv: 0, amount: 30, charge: 5}, // more than is left: takes the 20 left
+				{op: "release", resv: 0},
+			},
+			want: map[string]state{"leaf": {45, 0, 55}, "root": {45, 0, 955}},
+		},
+		{
+			name: "a draw charges past the budget: the call happened",
+			steps: []step{
+				{op: "reserve", grants: []string{"leaf"}, amount: 90},
+				{op: "draw", resv: 0, amount: 90, charge: 120},
+				{op: "seal", grants: []string{"leaf"}, amount: 1, wantErr: &BudgetError{}},
+				{op: "settle", resv: 0, amount: 0},
+			},
+			want: map[string]state{"leaf": {120, 0, 0}},
+		},
+		{
+			name: "draw from nothing",
+			steps: []step{
+				{op: "reserve", grants: []string{"leaf"}, amount: 10},
+				{op: "release", resv: 0},
+				{op: "draw", resv: 0, amount: 5, charge: 5, wantErr: ErrNotFound},
+			},
+			want: map[string]state{"leaf": {0, 0, 100}},
+		},
+		{
 			name: "all or nothing across links",
 			steps: []step{
 				{op: "reserve", grants: []string{"root"}, amount: 950},
@@ -124,6 +155,9 @@ func TestReserveSettleRelease(t *testing.T) {
 					err = s.Settle(ctx, ids[st.resv], st.amount)
 				case "release":
 					err = s.Release(ctx, ids[st.resv])
+				case "draw":
+					_, err = s.Seal(ctx, SealRequest{Session: "s", Draw: &Draw{Reservation: ids[st.resv], ReleaseUJ: st.amount, ChargeUJ: st.charge},
+						Build: func(pos Position, _ error) ([]byte, bool, error) { return envelopeFor(pos, "draw"), false, nil }})
 				case "revoke":
 					err = s.Revoke(ctx, st.grants[0])
 				case "seal":

@@ -48,6 +48,18 @@ type SealRequest struct {
 	// without its receipt, nor receipted without its charge.
 	Settle   *int64
 	SettleUJ uint64
+	// Draw, when set, charges one call's share of a reservation that
+	// stays open for others (a lease), in the same transaction.
+	Draw *Draw
+}
+
+// Draw takes ReleaseUJ off a reservation's hold (never below zero) and
+// charges ChargeUJ to each of its grants: a call admitted against a lease
+// reserved once for many calls. The reservation stays until Settle or
+// Release, even when drawn down to zero.
+type Draw struct {
+	Reservation         int64
+	ReleaseUJ, ChargeUJ uint64
 }
 
 // buildError marks an error returned by SealRequest.Build, which is passed
@@ -101,6 +113,12 @@ func (s *Store) Seal(ctx context.Context, req SealRequest) (Entry, error) {
 				return err
 			}
 		}
+		if d := req.Draw; d != nil {
+			release, charge := d.ReleaseUJ, d.ChargeUJ
+			if err := s.drawReservation(ctx, tx, d.Reservation, &release, &charge); err != nil {
+				return err
+			}
+		}
 		sealed = e
 		return nil
 	})
@@ -122,6 +140,17 @@ func (r SealRequest) check() error {
 	}
 	if err := checkAmount("settled amount", r.SettleUJ); err != nil {
 		return err
+	}
+	if r.Draw != nil {
+		if r.Settle != nil && *r.Settle == r.Draw.Reservation {
+			return errors.New("a reservation cannot be settled and drawn in one seal")
+		}
+		if err := checkAmount("drawn release", r.Draw.ReleaseUJ); err != nil {
+			return err
+		}
+		if err := checkAmount("drawn charge", r.Draw.ChargeUJ); err != nil {
+			return err
+		}
 	}
 	return checkGrantList(r.Debit)
 }
