@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
 	"sync/atomic"
 	"testing"
 )
@@ -25,13 +26,14 @@ func BenchmarkSeal(b *testing.B) {
 	}
 }
 
-// BenchmarkSealParallel measures seals from many goroutines of one process
-// into a few sessions against one grant.
+// BenchmarkSealParallel measures seals from 32 goroutines of one process
+// (a busy resident server or proxy) into a few sessions against one grant.
 func BenchmarkSealParallel(b *testing.B) {
 	s := openTest(b)
 	putGrant(b, s, "g", "", math.MaxInt64)
 	ctx := context.Background()
 	var n atomic.Int64
+	b.SetParallelism(max(1, 32/runtime.GOMAXPROCS(0)))
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		session := fmt.Sprintf("bench-%d", n.Add(1)%4)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"lukechampine.com/blake3"
@@ -73,59 +74,190 @@ func (e buildError) Unwrap() error { return e.err }
 // calls Build with the session's next position, appends the envelope to the
 // session chain and the Merkle log, applies the debit if Build keeps it,
 // and commits. Nothing is written if any step fails.
+//
+// Concurrent Seals of one process share a transaction (group commit): each
+// runs inside its own savepoint, so one that fails leaves the others
+// intact, and each returns only once the shared commit is durable.
 func (s *Store) Seal(ctx context.Context, req SealRequest) (Entry, error) {
 	if err := req.check(); err != nil {
 		return Entry{}, fmt.Errorf("store: seal: %w", err)
 	}
-	var sealed Entry
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		now := s.now()
-		links, debitErr, err := checkDebit(ctx, tx, req.Debit, req.AmountUJ)
-		if err != nil {
-			return err
-		}
-		pos, err := nextPosition(ctx, tx, req.Session)
-		if err != nil {
-			return err
-		}
-		env, keep, err := req.Build(pos, debitErr)
-		if err != nil {
-			return buildError{err}
-		}
-		if len(env) == 0 {
-			return errors.New("build returned an empty envelope")
-		}
-		if len(env) > MaxEnvelopeSize {
-			return fmt.Errorf("envelope is %d bytes, limit %d", len(env), MaxEnvelopeSize)
-		}
-		e := Entry{Position: pos, Hash: blake3.Sum256(env), Envelope: env, Time: now}
-		if err := appendEntry(ctx, tx, e); err != nil {
-			return err
-		}
-		if debitErr == nil && keep {
-			if err := debit(ctx, tx, links, req.AmountUJ, e.Index, now); err != nil {
-				return err
-			}
-		}
-		if req.Settle != nil {
-			actual := req.SettleUJ
-			if err := s.endReservation(ctx, tx, *req.Settle, &actual); err != nil {
-				return err
-			}
-		}
-		if d := req.Draw; d != nil {
-			release, charge := d.ReleaseUJ, d.ChargeUJ
-			if err := s.drawReservation(ctx, tx, d.Reservation, &release, &charge); err != nil {
-				return err
-			}
-		}
-		sealed = e
-		return nil
-	})
-	if err != nil {
+	if err := ctx.Err(); err != nil {
 		return Entry{}, fmt.Errorf("store: seal session %q: %w", req.Session, err)
 	}
-	return sealed, nil
+	p := &pending{ctx: ctx, req: req, done: make(chan struct{})}
+	s.group.mu.Lock()
+	s.group.queue = append(s.group.queue, p)
+	lead := !s.group.leading
+	s.group.leading = true
+	s.group.mu.Unlock()
+	if lead {
+		s.commitGroups()
+	}
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		// The seal may still commit; the caller has stopped waiting.
+		return Entry{}, fmt.Errorf("store: seal session %q: %w", req.Session, ctx.Err())
+	}
+	if p.err != nil {
+		return Entry{}, fmt.Errorf("store: seal session %q: %w", req.Session, p.err)
+	}
+	return p.entry, nil
+}
+
+// maxGroup bounds how many seals share one transaction.
+const maxGroup = 256
+
+// group is the queue of seals waiting for a transaction, and whether some
+// goroutine is committing them.
+type group struct {
+	mu      sync.Mutex
+	queue   []*pending
+	leading bool
+}
+
+type pending struct {
+	ctx   context.Context
+	req   SealRequest
+	done  chan struct{}
+	entry Entry
+	err   error
+}
+
+// commitGroups commits queued seals, a group per transaction, until the
+// queue is empty. The goroutine that found nobody committing runs the
+// first group; if more are waiting when it is done, a new goroutine takes
+// over so the first caller is not held up by later ones.
+func (s *Store) commitGroups() {
+	s.group.mu.Lock()
+	n := min(len(s.group.queue), maxGroup)
+	batch := s.group.queue[:n:n]
+	s.group.queue = s.group.queue[n:]
+	s.group.mu.Unlock()
+
+	s.commitGroup(batch)
+
+	s.group.mu.Lock()
+	more := len(s.group.queue) > 0
+	if !more {
+		s.group.leading = false
+	}
+	s.group.mu.Unlock()
+	if more {
+		go s.commitGroups()
+	}
+}
+
+func (s *Store) commitGroup(batch []*pending) {
+	// A caller that gave up before its seal began is skipped; one that
+	// gives up later still gets its receipt sealed.
+	live := batch[:0:0]
+	for _, p := range batch {
+		if err := p.ctx.Err(); err != nil {
+			p.err = err
+			close(p.done)
+			continue
+		}
+		live = append(live, p)
+	}
+	if len(live) == 0 {
+		return
+	}
+	// The transaction outlives any one caller's context.
+	ctx := context.WithoutCancel(live[0].ctx)
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		for _, p := range live {
+			p.entry, p.err = Entry{}, nil
+			if len(live) == 1 {
+				p.entry, p.err = s.sealIn(ctx, tx, p.req)
+				if p.err != nil {
+					return p.err
+				}
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, "SAVEPOINT seal"); err != nil {
+				return err
+			}
+			p.entry, p.err = s.sealIn(ctx, tx, p.req)
+			if p.err != nil {
+				if isBusy(p.err) {
+					return p.err // retry the whole group
+				}
+				if _, err := tx.ExecContext(ctx, "ROLLBACK TO seal"); err != nil {
+					return err
+				}
+			}
+			if _, err := tx.ExecContext(ctx, "RELEASE seal"); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for _, p := range live {
+		if err != nil && (p.err == nil || len(live) > 1) {
+			p.err, p.entry = err, Entry{}
+		}
+		if p.err != nil {
+			p.err = s.classifySeal(p.err)
+		}
+		close(p.done)
+	}
+}
+
+// classifySeal keeps Build's own errors as they are and turns driver
+// errors into the store's sentinels.
+func (s *Store) classifySeal(err error) error {
+	var be buildError
+	if errors.As(err, &be) {
+		return err
+	}
+	return s.classify(err)
+}
+
+// sealIn seals req inside tx.
+func (s *Store) sealIn(ctx context.Context, tx *sql.Tx, req SealRequest) (Entry, error) {
+	now := s.now()
+	links, debitErr, err := checkDebit(ctx, tx, req.Debit, req.AmountUJ)
+	if err != nil {
+		return Entry{}, err
+	}
+	pos, err := nextPosition(ctx, tx, req.Session)
+	if err != nil {
+		return Entry{}, err
+	}
+	env, keep, err := req.Build(pos, debitErr)
+	if err != nil {
+		return Entry{}, buildError{err}
+	}
+	if len(env) == 0 {
+		return Entry{}, errors.New("build returned an empty envelope")
+	}
+	if len(env) > MaxEnvelopeSize {
+		return Entry{}, fmt.Errorf("envelope is %d bytes, limit %d", len(env), MaxEnvelopeSize)
+	}
+	e := Entry{Position: pos, Hash: blake3.Sum256(env), Envelope: env, Time: now}
+	if err := appendEntry(ctx, tx, e); err != nil {
+		return Entry{}, err
+	}
+	if debitErr == nil && keep {
+		if err := debit(ctx, tx, links, req.AmountUJ, e.Index, now); err != nil {
+			return Entry{}, err
+		}
+	}
+	if req.Settle != nil {
+		actual := req.SettleUJ
+		if err := s.endReservation(ctx, tx, *req.Settle, &actual); err != nil {
+			return Entry{}, err
+		}
+	}
+	if d := req.Draw; d != nil {
+		release, charge := d.ReleaseUJ, d.ChargeUJ
+		if err := s.drawReservation(ctx, tx, d.Reservation, &release, &charge); err != nil {
+			return Entry{}, err
+		}
+	}
+	return e, nil
 }
 
 func (r SealRequest) check() error {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"sync"
@@ -278,4 +279,71 @@ func TestSealConcurrentGoroutines(t *testing.T) {
 	if entries := checkConsistent(t, s1); len(entries) != workers*each {
 		t.Errorf("%d entries, want %d", len(entries), workers*each)
 	}
+}
+
+// TestGroupCommitIsolatesFailures: concurrent seals share transactions;
+// one whose Build fails writes nothing and takes nothing from the others,
+// debits stay exact, and every chain stays gapless.
+func TestGroupCommitIsolatesFailures(t *testing.T) {
+	s := openTest(t)
+	putGrant(t, s, "g", "", 30)
+	ctx := context.Background()
+	const n = 96
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	kept := make([]bool, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = s.Seal(ctx, SealRequest{Session: fmt.Sprintf("s%d", i%3), Debit: []string{"g"}, AmountUJ: 1,
+				Build: func(pos Position, debitErr error) ([]byte, bool, error) {
+					if i%4 == 0 {
+						return nil, false, fmt.Errorf("build %d fails", i)
+					}
+					kept[i] = debitErr == nil
+					return envelopeFor(pos, fmt.Sprint(i)), debitErr == nil, nil
+				}})
+		}()
+	}
+	wg.Wait()
+	sealed, debited := 0, 0
+	for i, err := range errs {
+		switch {
+		case i%4 == 0:
+			if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("build %d fails", i)) {
+				t.Errorf("seal %d: %v, want its own build error", i, err)
+			}
+		case err != nil:
+			t.Errorf("seal %d: %v", i, err)
+		default:
+			sealed++
+			if kept[i] {
+				debited++
+			}
+		}
+	}
+	if sealed != n-n/4 || debited != 30 {
+		t.Errorf("sealed %d (want %d), debited %d (want 30)", sealed, n-n/4, debited)
+	}
+	if g, _ := s.Grant(ctx, "g"); g.SpentUJ != 30 {
+		t.Errorf("spent %d, want 30", g.SpentUJ)
+	}
+	total := 0
+	for k := 0; k < 3; k++ {
+		entries, err := s.Session(ctx, fmt.Sprintf("s%d", k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, e := range entries {
+			if e.Seq != uint64(j+1) {
+				t.Fatalf("session s%d: entry %d has seq %d", k, j, e.Seq)
+			}
+		}
+		total += len(entries)
+	}
+	if total != sealed {
+		t.Errorf("%d entries in the store, %d seals reported", total, sealed)
+	}
+	checkConsistent(t, s)
 }

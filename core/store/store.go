@@ -86,6 +86,7 @@ type Store struct {
 	// writeGate lets one goroutine of this process at a time contend for the
 	// file's write lock, so goroutines queue in Go instead of polling SQLite.
 	writeGate chan struct{}
+	group     group // seals waiting to share a transaction
 }
 
 type config struct {
