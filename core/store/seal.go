@@ -107,7 +107,7 @@ func (s *Store) Seal(ctx context.Context, req SealRequest) (Entry, error) {
 }
 
 // maxGroup bounds how many seals share one transaction.
-const maxGroup = 256
+const maxGroup = 64
 
 // group is the queue of seals waiting for a transaction, and whether some
 // goroutine is committing them.

@@ -19,8 +19,9 @@ import (
 // grants never see budget this proxy has promised away.
 const (
 	// leaseCalls is how many calls of the estimate at hand a new lease is
-	// sized for.
-	leaseCalls = 32
+	// sized for. The next lease is reserved in the background once half of
+	// the current one is promised, so calls rarely wait for the store.
+	leaseCalls = 64
 	// leaseIdle is how long an unused lease holds budget before it is
 	// given back.
 	leaseIdle = 2 * time.Second
@@ -30,13 +31,24 @@ const (
 // against it.
 type lease struct {
 	key     string
-	grants  []string
 	id      int64  // the store reservation
 	size    uint64 // what the reservation still holds in the store
 	held    uint64 // estimates of admitted calls not yet sealed
 	calls   int    // admitted calls not yet sealed
 	retired bool   // no more admissions; released once calls reaches 0
 	used    time.Time
+}
+
+func (l *lease) free() uint64 { return l.size - l.held }
+
+// chain is the leasing state of one grant chain.
+type chain struct {
+	grants []string
+	cur    *lease        // admitting calls
+	next   *lease        // reserved ahead, admitting once cur is short
+	refill chan struct{} // non-nil while a reservation is being made; closed when done
+	err    error         // what the last reservation made for a waiting call failed with
+	tight  time.Time     // until then, reserve per call: the budget is nearly spent
 }
 
 // ticket is one admitted call's claim on a lease.
@@ -51,62 +63,164 @@ type leases struct {
 	logf   func(string, ...any)
 
 	mu     sync.Mutex
-	active map[string]*lease
-	tight  map[string]time.Time // chains reserving per call until then
+	chains map[string]*chain
 	stop   chan struct{}
 	closed sync.Once
-	bg     sync.WaitGroup // the reaper and releases in flight
+	reaper sync.WaitGroup
+	bg     sync.WaitGroup // reservations and releases in flight
 }
 
 func newLeases(ledger Ledger, logf func(string, ...any)) *leases {
-	ls := &leases{ledger: ledger, logf: logf, active: map[string]*lease{}, tight: map[string]time.Time{}, stop: make(chan struct{})}
-	ls.bg.Add(1)
+	ls := &leases{ledger: ledger, logf: logf, chains: map[string]*chain{}, stop: make(chan struct{})}
+	ls.reaper.Add(1)
 	go ls.reap()
 	return ls
 }
 
-// admit claims est µJ for a call paid by grants. It reserves a new lease
-// only when the current one cannot cover the call; a call the grants
+// admit claims est µJ for a call paid by grants. It waits for the store
+// only when no lease of the chain can cover the call; a call the grants
 // cannot pay fails with the store's *BudgetError.
 func (ls *leases) admit(ctx context.Context, grants []string, est uint64) (ticket, error) {
 	key := strings.Join(grants, "\x00")
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	if l := ls.active[key]; l != nil && l.size-l.held >= est {
-		l.held += est
-		l.calls++
-		l.used = time.Now()
-		return ticket{l, est}, nil
+	var c *chain
+	waited := false
+	for {
+		if c == nil || ls.chains[key] != c {
+			// New, or given back while this call waited.
+			if c = ls.chains[key]; c == nil {
+				c = &chain{grants: grants}
+				ls.chains[key] = c
+			}
+		}
+		if l := c.cur; l != nil && l.free() >= est {
+			l.held += est
+			l.calls++
+			l.used = time.Now()
+			if l.free() < l.size/2 && c.next == nil && c.refill == nil && time.Now().After(c.tight) {
+				ls.reserveLocked(c, key, est, false)
+			}
+			return ticket{l, est}, nil
+		}
+		if c.next != nil {
+			if c.cur != nil {
+				ls.retireLocked(c.cur)
+			}
+			c.cur, c.next = c.next, nil
+			continue
+		}
+		if c.refill == nil {
+			if waited && c.err != nil {
+				err := c.err
+				c.err = nil
+				return ticket{}, err
+			}
+			ls.reserveLocked(c, key, est, true)
+		}
+		done := c.refill
+		waited = true
+		ls.mu.Unlock()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			ls.mu.Lock()
+			return ticket{}, ctx.Err()
+		}
+		ls.mu.Lock()
 	}
-	// The reservation is made under the lock so that concurrent calls of
-	// one chain wait for one new lease instead of each making their own.
+}
+
+// reserveLocked reserves the chain's next lease in the background. needed
+// says a call is waiting for it: then a failure is reported to that call,
+// and the proxy's own idle lease is given back first if that is what
+// stands in the way.
+func (ls *leases) reserveLocked(c *chain, key string, est uint64, needed bool) {
+	done := make(chan struct{})
+	c.refill, c.err = done, nil
+	chunk := est * leaseCalls
 	// Near the end of a budget a lease would strand what it does not use,
 	// so there each call reserves exactly its own estimate, as if there
 	// were no leases at all.
-	chunk := est * leaseCalls
-	if chunk/leaseCalls != est || time.Now().Before(ls.tight[key]) {
+	if chunk/leaseCalls != est || time.Now().Before(c.tight) {
 		chunk = est
 	}
-	id, err := ls.ledger.Reserve(ctx, grants, chunk)
-	var be *store.BudgetError
-	if errors.As(err, &be) && chunk > est {
-		ls.tight[key] = time.Now().Add(leaseIdle)
-		chunk = est
-		id, err = ls.ledger.Reserve(ctx, grants, chunk)
+	idle := c.cur
+	ls.bg.Add(1)
+	go func() {
+		defer ls.bg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), lockedRetryFor)
+		defer cancel()
+		reserve := func(amount uint64) (id int64, err error) {
+			err = retryLocked(func() (err error) { id, err = ls.ledger.Reserve(ctx, c.grants, amount); return err })
+			return id, err
+		}
+		id, err := reserve(chunk)
+		var be *store.BudgetError
+		if errors.As(err, &be) && chunk > est {
+			ls.mu.Lock()
+			c.tight = time.Now().Add(leaseIdle)
+			ls.mu.Unlock()
+			if !needed {
+				ls.finishReserve(c, nil, nil, done)
+				return
+			}
+			chunk = est
+			id, err = reserve(chunk)
+		}
+		if errors.As(err, &be) && needed && ls.giveBackIdle(c, idle) {
+			id, err = reserve(chunk)
+		}
+		if err != nil {
+			if needed {
+				ls.finishReserve(c, nil, err, done)
+			} else {
+				ls.logf("reserve the next lease: %v", err)
+				ls.finishReserve(c, nil, nil, done)
+			}
+			return
+		}
+		ls.finishReserve(c, &lease{key: key, id: id, size: chunk, used: time.Now()}, nil, done)
+	}()
+}
+
+func (ls *leases) finishReserve(c *chain, l *lease, err error, done chan struct{}) {
+	ls.mu.Lock()
+	if l != nil {
+		if c.next != nil || ls.chains[l.key] != c {
+			// Given back meanwhile: this one is not wanted either.
+			l.retired = true
+			ls.mu.Unlock()
+			ls.release(l)
+			ls.mu.Lock()
+		} else {
+			c.next = l
+		}
 	}
-	if errors.As(err, &be) && ls.releaseIdleLocked(ctx, key) {
-		// This proxy's own lease held what the call needs.
-		id, err = ls.ledger.Reserve(ctx, grants, chunk)
+	c.err = err
+	c.refill = nil
+	ls.mu.Unlock()
+	close(done)
+}
+
+// giveBackIdle releases the chain's current lease if nothing is in flight
+// on it, reporting whether it did.
+func (ls *leases) giveBackIdle(c *chain, l *lease) bool {
+	ls.mu.Lock()
+	if l == nil || c.cur != l || l.calls > 0 {
+		ls.mu.Unlock()
+		return false
 	}
-	if err != nil {
-		return ticket{}, err
+	c.cur = nil
+	l.retired = true
+	ls.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), lockedRetryFor)
+	defer cancel()
+	if err := retryLocked(func() error { return ls.ledger.Release(ctx, l.id) }); err != nil {
+		ls.logf("release lease %d: %v", l.id, err)
+		return false
 	}
-	if old := ls.active[key]; old != nil {
-		ls.retireLocked(old)
-	}
-	l := &lease{key: key, grants: grants, id: id, size: chunk, held: est, calls: 1, used: time.Now()}
-	ls.active[key] = l
-	return ticket{l, est}, nil
+	return true
 }
 
 // draw is what the call's receipt takes from its lease.
@@ -131,11 +245,10 @@ func (ls *leases) done(t ticket, drawn bool) {
 	}
 }
 
+// retireLocked stops admissions on l and releases it once its calls are
+// sealed (now, in the background, if there are none).
 func (ls *leases) retireLocked(l *lease) {
 	l.retired = true
-	if ls.active[l.key] == l {
-		delete(ls.active, l.key)
-	}
 	if l.calls == 0 {
 		ls.bg.Add(1)
 		go func() {
@@ -143,22 +256,6 @@ func (ls *leases) retireLocked(l *lease) {
 			ls.release(l)
 		}()
 	}
-}
-
-// releaseIdleLocked retires the chain's lease if nothing is in flight on
-// it and releases it now, reporting whether it did.
-func (ls *leases) releaseIdleLocked(ctx context.Context, key string) bool {
-	l := ls.active[key]
-	if l == nil || l.calls > 0 {
-		return false
-	}
-	delete(ls.active, key)
-	l.retired = true
-	if err := ls.ledger.Release(ctx, l.id); err != nil {
-		ls.logf("release lease %d: %v", l.id, err)
-		return false
-	}
-	return true
 }
 
 func (ls *leases) release(l *lease) {
@@ -173,7 +270,7 @@ func (ls *leases) release(l *lease) {
 // reap gives back leases nobody has used for leaseIdle, so budget a proxy
 // no longer needs returns to everyone else.
 func (ls *leases) reap() {
-	defer ls.bg.Done()
+	defer ls.reaper.Done()
 	tick := time.NewTicker(leaseIdle / 2)
 	defer tick.Stop()
 	for {
@@ -183,36 +280,41 @@ func (ls *leases) reap() {
 		case <-tick.C:
 		}
 		ls.mu.Lock()
-		for _, l := range ls.active {
-			if time.Since(l.used) >= leaseIdle {
-				ls.retireLocked(l)
+		for key, c := range ls.chains {
+			if c.refill != nil || c.cur != nil && time.Since(c.cur.used) < leaseIdle {
+				continue
 			}
+			ls.dropLocked(key, c)
 		}
 		ls.mu.Unlock()
 	}
+}
+
+// dropLocked retires every lease of the chain and forgets it.
+func (ls *leases) dropLocked(key string, c *chain) {
+	for _, l := range []*lease{c.cur, c.next} {
+		if l != nil {
+			ls.retireLocked(l)
+		}
+	}
+	c.cur, c.next = nil, nil
+	delete(ls.chains, key)
 }
 
 // giveBack retires every lease; those with calls in flight are released
 // when their last call is sealed, the others now.
 func (ls *leases) giveBack() {
 	ls.mu.Lock()
-	var idle []*lease
-	for _, l := range ls.active {
-		l.retired = true
-		delete(ls.active, l.key)
-		if l.calls == 0 {
-			idle = append(idle, l)
-		}
+	for key, c := range ls.chains {
+		ls.dropLocked(key, c)
 	}
 	ls.mu.Unlock()
-	for _, l := range idle {
-		ls.release(l)
-	}
+	ls.bg.Wait() // the releases just started, and any reservation in flight
 }
 
 // close stops the reaper and gives every lease back.
 func (ls *leases) close() {
 	ls.closed.Do(func() { close(ls.stop) })
+	ls.reaper.Wait()
 	ls.giveBack()
-	ls.bg.Wait()
 }
