@@ -25,6 +25,11 @@ const (
 	// leaseIdle is how long an unused lease holds budget before it is
 	// given back.
 	leaseIdle = 2 * time.Second
+	// LeaseMaxAge bounds how long any lease admits calls, so a reservation
+	// older than StaleLease can only be a crashed proxy's (or one under a
+	// single call that has streamed for an hour).
+	LeaseMaxAge = time.Minute
+	StaleLease  = 60 * LeaseMaxAge
 )
 
 // lease is one durable reservation, shared in memory by the calls admitted
@@ -37,6 +42,7 @@ type lease struct {
 	calls   int    // admitted calls not yet sealed
 	retired bool   // no more admissions; released once calls reaches 0
 	used    time.Time
+	made    time.Time
 }
 
 func (l *lease) free() uint64 { return l.size - l.held }
@@ -94,7 +100,7 @@ func (ls *leases) admit(ctx context.Context, grants []string, est uint64) (ticke
 				ls.chains[key] = c
 			}
 		}
-		if l := c.cur; l != nil && l.free() >= est {
+		if l := c.cur; l != nil && l.free() >= est && time.Since(l.made) < LeaseMaxAge {
 			l.held += est
 			l.calls++
 			l.used = time.Now()
@@ -180,7 +186,8 @@ func (ls *leases) reserveLocked(c *chain, key string, est uint64, needed bool) {
 			}
 			return
 		}
-		ls.finishReserve(c, &lease{key: key, id: id, size: chunk, used: time.Now()}, nil, done)
+		now := time.Now()
+		ls.finishReserve(c, &lease{key: key, id: id, size: chunk, used: now, made: now}, nil, done)
 	}()
 }
 
