@@ -28,6 +28,9 @@ type Record struct {
 	// its receipt, nor receipted without its charge.
 	Reservation *int64
 	SettleUJ    uint64
+	// Draw, when set, charges the call's share of a lease in the same
+	// transaction that seals the receipt.
+	Draw *store.Draw
 }
 
 // Recorder seals efficiency/1 receipts into a store's session chains.
@@ -74,7 +77,7 @@ func (r *Recorder) Seal(ctx context.Context, rec Record) (store.Entry, *receipts
 		eff.Grants = []string{}
 	}
 	var sealed receipts.Efficiency
-	e, err := r.Store.Seal(ctx, store.SealRequest{Session: rec.Session, Settle: rec.Reservation, SettleUJ: rec.SettleUJ, Build: func(pos store.Position, _ error) ([]byte, bool, error) {
+	e, err := r.Store.Seal(ctx, store.SealRequest{Session: rec.Session, Settle: rec.Reservation, SettleUJ: rec.SettleUJ, Draw: rec.Draw, Build: func(pos store.Position, _ error) ([]byte, bool, error) {
 		c := *eff
 		c.Session, c.Sequence, c.Prev = pos.Session, pos.Seq, core.ID(pos.Prev)
 		nonce, err := core.NewNonce()

@@ -64,7 +64,7 @@ func newFixture(t testing.TB, limits Limits) *fixture {
 	f.id = id
 	f.gate = openGate(t, f.home, id)
 	is, _ := grant.NewIssuer(id.Steward, id.Key)
-	sg, err := is.Sign(&grant.Grant{Subject: grant.AnySubject, Roots: []string{f.ws}, Allow: testAllow, Deny: []string{"Bash(rm:*)"},
+	sg, err := is.Sign(&grant.Grant{Subject: grant.AnySubject, Roots: []string{f.ws}, Allow: testAllow, Ask: []string{"Bash(git push:*)"}, Deny: []string{"Bash(rm:*)"},
 		Tiers: []string{}, BudgetUJ: 1 << 40, NotBefore: time.Now().Add(-time.Hour).Unix(), NotAfter: time.Now().Add(time.Hour).Unix()})
 	if err != nil {
 		t.Fatal(err)
@@ -789,5 +789,25 @@ func TestForgedReceiptIsReported(t *testing.T) {
 	list, _ := f.read(t, "joule://sessions/forged/receipts")
 	if items := list["receipts"].([]any); items[1].(map[string]any)["error"] == nil {
 		t.Errorf("list does not flag the forged receipt: %v", items[1])
+	}
+}
+
+// TestAskSealedAsDeny: the server cannot hold a call for a person, so a
+// call the grant says to ask about is denied, and the receipt says deny.
+func TestAskSealedAsDeny(t *testing.T) {
+	f := newFixture(t, Limits{})
+	res := f.call(t, ToolCommand, map[string]any{"command": "git push origin main"})
+	if !res.IsError {
+		t.Fatalf("git push ran: %+v", res)
+	}
+	rl, _ := f.read(t, "joule://sessions/s1/receipts")
+	items := rl["receipts"].([]any)
+	last := items[len(items)-1].(map[string]any)
+	if last["decision"] != gate.Deny || last["code"] != gate.CodeAskRule || last["energy_uj"].(float64) != 0 {
+		t.Fatalf("receipt: %v", last)
+	}
+	full, _ := f.read(t, last["uri"].(string))
+	if r, _ := full["receipt"].(map[string]any); r == nil || !strings.Contains(fmt.Sprint(r["reason"]), "MCP server cannot ask") {
+		t.Fatalf("receipt reason: %v", full)
 	}
 }

@@ -124,7 +124,9 @@ func (s *Server) decide(ctx context.Context, tool string, input any) (decided, b
 	if err != nil {
 		return decided{Decision: gate.Deny, Code: gate.CodeMalformed, Reason: err.Error()}, false
 	}
-	res := s.cfg.Gate.Decide(ctx, &gate.Event{SessionID: s.cfg.Session, Tool: tool, Input: b, Cwd: s.ws.root})
+	// The server has no way to hold a call for a person, so an ask is
+	// sealed as the deny it becomes.
+	res := s.cfg.Gate.DecideNoAsk(ctx, &gate.Event{SessionID: s.cfg.Session, Tool: tool, Input: b, Cwd: s.ws.root}, "joule's MCP server")
 	d := decided{Decision: res.Decision, Code: res.Code, Reason: res.Reason, Session: res.Session, Sequence: res.Sequence, Receipt: res.Receipt, DebitUJ: res.DebitUJ}
 	if res.Sequence > 0 {
 		d.URI = receiptURI(res.Session, res.Sequence)
@@ -144,9 +146,6 @@ func (d decided) line() string {
 // denied is the result of a call the gate did not allow.
 func denied(d decided) *mcp.CallToolResult {
 	msg := fmt.Sprintf("denied by the joule gate (%s): %s", d.Code, d.Reason)
-	if d.Decision == gate.Ask {
-		msg = fmt.Sprintf("held by the joule gate for a human (%s): %s; this server cannot ask, so the call did not run", d.Code, d.Reason)
-	}
 	r := mcp.NewToolResultError(msg)
 	r.Content = append(r.Content, mcp.NewTextContent(d.line()))
 	r.StructuredContent = map[string]any{"gate": d}

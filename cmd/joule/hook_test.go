@@ -256,3 +256,39 @@ func TestHookNoHome(t *testing.T) {
 		}
 	}
 }
+
+// TestHookAskSealedAsAnswered: the default grant asks before git push. A
+// host that can put that to a person gets ask; one that cannot gets deny,
+// and in both cases the sealed receipt records what the host was told.
+func TestHookAskSealedAsAnswered(t *testing.T) {
+	env, ws := initHome(t)
+	cannotAsk := map[string]bool{"codex": true, "windsurf": true, "cline": true, "opencode": true}
+	for i, h := range hostCases {
+		r := jouleIn(t, ws, []byte(h.call(ws, h.shell, `{"command":"git push origin main"}`)), env, "hook", h.host)
+		show := joule(t, nil, env, "receipts", "show", fmt.Sprint(i))
+		if show.code != 0 {
+			t.Fatalf("%s: receipts show %d: %+v", h.host, i, show)
+		}
+		var shown struct {
+			Receipt struct {
+				Decision string `json:"decision"`
+				Code     string `json:"code"`
+				Reason   string `json:"reason"`
+				DebitUJ  uint64 `json:"debit_uj"`
+			} `json:"receipt"`
+		}
+		if err := json.Unmarshal([]byte(show.stdout), &shown); err != nil {
+			t.Fatalf("%s: receipts show: %v\n%s", h.host, err, show.stdout)
+		}
+		rec := shown.Receipt
+		if cannotAsk[h.host] {
+			if !h.denied(r) || rec.Decision != "deny" || rec.Code != "ask-rule" || rec.DebitUJ != 0 || !strings.Contains(rec.Reason, h.host+" cannot ask") {
+				t.Errorf("%s: host answer %+v, receipt %+v: want deny sealed as deny (ask-rule, no debit)", h.host, r, rec)
+			}
+			continue
+		}
+		if h.allowed(r) || h.denied(r) && rec.Decision != "deny" || rec.Decision != "ask" && rec.Decision != "deny" {
+			t.Errorf("%s: host answer %+v, receipt %+v", h.host, r, rec)
+		}
+	}
+}

@@ -188,6 +188,13 @@ listener also receives OTLP/HTTP telemetry (/v1/metrics, /v1/logs,
 		}
 	}
 	logf := newLogf(e, *quiet)
+	// A proxy that was killed left its leases reserved; no live lease is
+	// this old (proxy.LeaseMaxAge), so they can only be such leftovers.
+	if n, err := m.ep.store.ReleaseBefore(ctx, time.Now().Add(-proxy.StaleLease)); err != nil {
+		return fmt.Errorf("proxy: releasing stale leases: %w", err)
+	} else if n > 0 {
+		fmt.Fprintf(e.stderr, "joule proxy: released %d stale reservation(s) left by a proxy that did not shut down\n", n)
+	}
 	p, err := proxy.New(proxy.Config{
 		Anthropic: ups[0], OpenAI: ups[1], Ollama: ups[2],
 		Table: table, Ledger: m.ep.store, Recorder: recorder, Grants: grants,
@@ -210,7 +217,7 @@ listener also receives OTLP/HTTP telemetry (/v1/metrics, /v1/logs,
 		}
 		return remove
 	}
-	return serve(ctx, e, "proxy", *listen, h, p.Wait, announce)
+	return serve(ctx, e, "proxy", *listen, h, p.Close, announce)
 }
 
 func runOtel(ctx context.Context, e *env, args []string) error {

@@ -155,7 +155,7 @@ func demoProxy(ctx context.Context, e *env, home string, say func(string, ...any
 		return fmt.Errorf("demo: the proxied call failed: HTTP %d", resp.StatusCode)
 	}
 	say("   streamed  %d events, first byte after %v: %q", events, ttfb.Round(time.Millisecond), text.String())
-	p.Wait()
+	p.Close()
 
 	entries, err := st.Session(ctx, demoSession)
 	if err != nil {

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/joulehook/joule/core"
@@ -75,7 +77,19 @@ func (g *Gate) DecideJSON(ctx context.Context, b []byte) Result {
 }
 
 // Decide decides one parsed event and seals the decision.
-func (g *Gate) Decide(ctx context.Context, ev *Event) Result {
+func (g *Gate) Decide(ctx context.Context, ev *Event) Result { return g.decide(ctx, ev, "") }
+
+// DecideNoAsk is Decide for a host that cannot put an ask to a person for
+// this call (JouleHook §3.2): an ask verdict is sealed as the deny the host
+// will carry out, saying why, so the receipt records what the host was told.
+func (g *Gate) DecideNoAsk(ctx context.Context, ev *Event, host string) Result {
+	if host == "" {
+		host = "this host"
+	}
+	return g.decide(ctx, ev, host)
+}
+
+func (g *Gate) decide(ctx context.Context, ev *Event, cannotAsk string) Result {
 	chain, err := g.ActiveChain(ctx, ev.SessionID)
 	if err != nil {
 		code := CodeNoActiveGrant
@@ -94,21 +108,19 @@ func (g *Gate) Decide(ctx context.Context, ev *Event) Result {
 		return g.seal(ctx, ev, ev.Input, deny(CodeGrantInvalid, "%v", err), chain)
 	}
 	v := Decide(ev, policy)
+	if v.Decision == Ask && cannotAsk != "" {
+		v = deny(v.Code, "the grant says to ask a person, but %s cannot ask from a hook, so joule denies: %s", cannotAsk, v.Reason)
+	}
 	return g.seal(ctx, ev, ev.Input, v, chain)
 }
 
 // Policy builds the decision policy for a chain.
 func (g *Gate) Policy(chain grant.Chain) (*Policy, error) {
-	home := resolveOr(g.Home)
 	var roots []string
 	if len(chain) > 0 {
 		roots = chain.Leaf().Grant.Roots
 	}
-	jh := resolveOr(g.JouleHome)
-	var protected []string
-	for _, p := range ProtectedPaths(jh, home, roots) {
-		protected = append(protected, resolveOr(p))
-	}
+	home, jh, protected := resolvedPaths(g.Home, g.JouleHome, roots, time.Now())
 	costs := g.Costs
 	if costs == nil {
 		costs = DefaultCosts
@@ -119,6 +131,36 @@ func (g *Gate) Policy(chain grant.Chain) (*Policy, error) {
 	}
 	p.Private = []string{jh}
 	return p, nil
+}
+
+// Resolving the protected paths lstats every component of a few dozen
+// paths, which was a quarter of a resident server's CPU per decision. They
+// name the user's own configuration, outside any workspace a grant opens,
+// so a resident gate re-resolves them at most every pathsTTL.
+const pathsTTL = 2 * time.Second
+
+type resolved struct {
+	home, jouleHome string
+	protected       []string
+	at              time.Time
+}
+
+var pathCache sync.Map // key → resolved
+
+func resolvedPaths(home, jouleHome string, roots []string, now time.Time) (string, string, []string) {
+	key := home + "\x00" + jouleHome + "\x00" + strings.Join(roots, "\x00")
+	if v, ok := pathCache.Load(key); ok {
+		r := v.(resolved)
+		if d := now.Sub(r.at); d >= 0 && d < pathsTTL {
+			return r.home, r.jouleHome, slices.Clip(r.protected)
+		}
+	}
+	r := resolved{home: resolveOr(home), jouleHome: resolveOr(jouleHome), at: now}
+	for _, p := range ProtectedPaths(r.jouleHome, r.home, roots) {
+		r.protected = append(r.protected, resolveOr(p))
+	}
+	pathCache.Store(key, r)
+	return r.home, r.jouleHome, slices.Clip(r.protected)
 }
 
 func resolveOr(p string) string {

@@ -42,10 +42,11 @@ const (
 // SessionHeaders name the session of a call, first present wins.
 var SessionHeaders = []string{"X-Claude-Code-Session-Id", "X-Joule-Session", "X-Session-Id"}
 
-// Ledger is the budget side of the store the proxy needs.
+// Ledger is the budget side of the store the proxy needs: it reserves
+// leases that calls draw from as their receipts are sealed.
 type Ledger interface {
 	Reserve(ctx context.Context, grants []string, amountUJ uint64) (int64, error)
-	Settle(ctx context.Context, id int64, actualUJ uint64) error
+	Release(ctx context.Context, id int64) error
 }
 
 // Config configures a Proxy.
@@ -75,6 +76,7 @@ type Proxy struct {
 	up       [3]*url.URL
 	reverse  *httputil.ReverseProxy
 	inflight sync.WaitGroup
+	leases   *leases
 }
 
 // New checks cfg and builds a Proxy.
@@ -98,6 +100,7 @@ func New(cfg Config) (*Proxy, error) {
 		cfg.HeaderTimeout = DefaultHeaderTimeout
 	}
 	p := &Proxy{cfg: cfg}
+	p.leases = newLeases(cfg.Ledger, p.logf)
 	defaults := [3]string{DefaultAnthropicURL, DefaultOpenAIURL, DefaultOllamaURL}
 	for i, u := range []*url.URL{cfg.Anthropic, cfg.OpenAI, cfg.Ollama} {
 		if u == nil {
@@ -137,6 +140,21 @@ func New(cfg Config) (*Proxy, error) {
 // Wait blocks until every call in flight has sealed its receipt.
 func (p *Proxy) Wait() { p.inflight.Wait() }
 
+// Close waits for the calls in flight and gives back every lease, so the
+// budget it held is free for others at once rather than when the leases
+// would have been found stale.
+func (p *Proxy) Close() {
+	p.inflight.Wait()
+	p.leases.close()
+}
+
+// GiveBack waits for the calls in flight and releases every lease, leaving
+// nothing reserved in the store; later calls reserve new ones.
+func (p *Proxy) GiveBack() {
+	p.inflight.Wait()
+	p.leases.giveBack()
+}
+
 // logWriter sends the reverse proxy's own complaints to Logf.
 type logWriter struct{ p *Proxy }
 
@@ -161,7 +179,7 @@ type call struct {
 	model      string
 	grants     []string
 	reserved   uint64
-	resID      int64
+	ticket     ticket
 	inputEst   uint64 // input tokens estimated from the body
 	stream     bool
 	start      time.Time
@@ -227,7 +245,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, rt.family, errNoGrant, "joule proxy: no active grant: run 'joule init' or 'joule grant use ID'")
 		return
 	}
-	if c.resID, err = p.cfg.Ledger.Reserve(ctx, c.grants, c.reserved); err != nil {
+	if c.ticket, err = p.leases.admit(ctx, c.grants, c.reserved); err != nil {
 		var be *store.BudgetError
 		if errors.As(err, &be) {
 			writeError(w, rt.family, errBudget, fmt.Sprintf(
@@ -454,17 +472,19 @@ func (p *Proxy) finish(c *call, m *meter, t *tap, failure error) {
 			e   store.Entry
 			eff *receipts.Efficiency
 		)
-		// Settle and seal in one transaction; only if that fails for a
-		// reason other than the lock (the reservation is gone) is the
-		// receipt sealed alone, saying so.
-		withSettle := rec
-		withSettle.Reservation, withSettle.SettleUJ = &c.resID, settle
-		err := retryLocked(func() (err error) { e, eff, err = p.cfg.Recorder.Seal(ctx, withSettle); return err })
+		// Charge and seal in one transaction; only if that fails for a
+		// reason other than the lock (the lease is gone) is the receipt
+		// sealed alone, saying so.
+		withDraw := rec
+		withDraw.Draw = c.ticket.draw(settle)
+		err := retryLocked(func() (err error) { e, eff, err = p.cfg.Recorder.Seal(ctx, withDraw); return err })
+		drawn := err == nil
 		if err != nil && !errors.Is(err, store.ErrLocked) {
-			p.logf("settle reservation %d with its receipt: %v", c.resID, err)
-			rec.Note = strings.TrimSpace(rec.Note + "; settling the reservation failed: " + err.Error())
+			p.logf("charge lease %d with its receipt: %v", c.ticket.l.id, err)
+			rec.Note = strings.TrimSpace(rec.Note + "; charging the call's lease failed: " + err.Error())
 			err = retryLocked(func() (err error) { e, eff, err = p.cfg.Recorder.Seal(ctx, rec); return err })
 		}
+		p.leases.done(c.ticket, drawn)
 		if err != nil {
 			p.logf("seal receipt for session %s: %v", c.session, err)
 			return

@@ -203,6 +203,7 @@ func newRigIn(t testing.TB, dir string, budget uint64, mod ...func(*Config)) *ri
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(p.Close)
 	srv := httptest.NewServer(p)
 	t.Cleanup(srv.Close)
 	return &rig{t: t, st: st, proxy: p, srv: srv, grantID: s.ID.String(), verifier: verifier, steward: steward, up: up}
@@ -252,9 +253,11 @@ func (r *rig) receipts(session string) []*receipts.Efficiency {
 	return out
 }
 
+// grant is the rig's grant once every call is sealed and the proxy has
+// given its leases back: anything still reserved then is a leak.
 func (r *rig) grant() store.GrantRecord {
 	r.t.Helper()
-	r.proxy.Wait()
+	r.proxy.GiveBack()
 	g, err := r.st.Grant(context.Background(), r.grantID)
 	if err != nil {
 		r.t.Fatal(err)
@@ -465,6 +468,7 @@ func TestConcurrentBudget(t *testing.T) {
 		writeJSON(w, `{"model":"llama3.2","message":{"role":"assistant","content":"Hi"},"done":true,"prompt_eval_count":26,"eval_count":3}`)
 	}
 	const n = 20
+	var refused atomic.Int64
 	codes := make(chan int, n)
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
@@ -478,6 +482,9 @@ func TestConcurrentBudget(t *testing.T) {
 			}
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
+			if resp.StatusCode == http.StatusPaymentRequired {
+				refused.Add(1)
+			}
 			codes <- resp.StatusCode
 		}()
 	}
@@ -485,11 +492,12 @@ func TestConcurrentBudget(t *testing.T) {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		g, _ := r.st.Grant(context.Background(), r.grantID)
-		if arrived.Load() == 5 && g.ReservedUJ == 5*per {
+		if arrived.Load() == 5 && refused.Load() == n-5 && g.ReservedUJ == 5*per {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("arrived %d, reserved %d", arrived.Load(), g.ReservedUJ)
+			close(release)
+			t.Fatalf("arrived %d, refused %d, reserved %d", arrived.Load(), refused.Load(), g.ReservedUJ)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -175,3 +175,7 @@ func (Adapter) Answer(call *hook.Call, res gate.Result) hook.Output {
 	}
 	return hook.Output{Stdout: hook.Marshal(output{Cancel: true, ErrorMessage: hook.Reason(res)})}
 }
+
+// CanAsk implements hook.AskLimiter: Cline's review flag has no effect on
+// file hooks, so it never asks.
+func (Adapter) CanAsk(*hook.Call) bool { return false }

@@ -148,3 +148,7 @@ func (Adapter) Answer(call *hook.Call, res gate.Result) hook.Output {
 	}
 	return hook.Output{Stdout: hook.Marshal(output{specific{HookEventName: PreToolUse, PermissionDecision: gate.Deny, PermissionDecisionReason: hook.Reason(res)}})}
 }
+
+// CanAsk implements hook.AskLimiter: only PermissionRequest shows Codex's
+// own approval prompt; PreToolUse has no ask.
+func (Adapter) CanAsk(call *hook.Call) bool { return call.Hook == PermissionRequest }

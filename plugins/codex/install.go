@@ -5,13 +5,14 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/BurntSushi/toml"
+
 	"github.com/joulehook/joule/plugins/hook"
 )
 
 // Installer writes Codex's hooks.json (PreToolUse and PermissionRequest on
-// every tool) and checks the trust Codex demands before it runs a hook.
-// joule's MCP server goes into config.toml, which this installer does not
-// edit: it prints the `codex mcp add` line instead.
+// every tool) and joule's MCP server in config.toml, and checks the trust
+// Codex demands before it runs a hook.
 type Installer struct{}
 
 var _ hook.Installer = Installer{}
@@ -45,7 +46,11 @@ func (Installer) Plan(s hook.Scope, uninstall bool) ([]hook.Change, error) {
 		return nil, err
 	}
 	hook.PruneEmpty(f.Doc, "hooks")
-	return []hook.Change{f.Change(uninstall)}, nil
+	cfg, err := planConfig(s, uninstall)
+	if err != nil {
+		return nil, err
+	}
+	return []hook.Change{f.Change(uninstall), cfg}, nil
 }
 
 // Check implements hook.Installer: the hooks are in place, hooks are not
@@ -75,6 +80,21 @@ func (Installer) Check(s hook.Scope) []hook.Finding {
 	} else {
 		out = append(out, hook.Finding{Text: "start codex, open /hooks and trust joule's hooks: Codex skips an untrusted hook without a word"})
 	}
-	out = append(out, hook.Finding{OK: true, Text: "for joule's MCP server run: codex mcp add joule -- " + hook.ShellQuote(s.Joule) + " mcp"})
+	var doc struct {
+		MCPServers map[string]mcpServer `toml:"mcp_servers"`
+	}
+	if _, err := toml.Decode(text, &doc); err != nil {
+		out = append(out, hook.Finding{Text: filepath.Join(codexHome(s), "config.toml") + " does not parse: " + err.Error()})
+	} else if m, ok := doc.MCPServers["joule"]; ok && m.Command == s.Joule {
+		out = append(out, hook.Finding{OK: true, Text: "joule's MCP server in " + configPath(s)})
+	} else if p := configPath(s); p != filepath.Join(codexHome(s), "config.toml") {
+		if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), beginMarker) {
+			out = append(out, hook.Finding{OK: true, Text: "joule's MCP server in " + p + " (Codex reads a project's config only once you trust the project)"})
+		} else {
+			out = append(out, hook.Finding{Text: "joule's MCP server is not in " + p + ": run joule install codex again"})
+		}
+	} else {
+		out = append(out, hook.Finding{Text: "joule's MCP server is not in " + p + ": run joule install codex again"})
+	}
 	return out
 }

@@ -175,3 +175,6 @@ func (Adapter) Answer(call *hook.Call, res gate.Result) hook.Output {
 	reason := hook.Reason(res)
 	return hook.Output{Stdout: hook.Marshal(output{gate.Deny, reason, reason})}
 }
+
+// CanAsk implements hook.AskLimiter: beforeReadFile can only allow or deny.
+func (Adapter) CanAsk(call *hook.Call) bool { return call.Hook != BeforeRead }

@@ -41,9 +41,17 @@ type Adapter interface {
 	Answer(call *Call, res gate.Result) Output
 }
 
+// AskLimiter is implemented by adapters whose host cannot put an ask to a
+// person for some calls. Run then has the gate seal such an ask as the deny
+// the host carries out, so the receipt and the host agree.
+type AskLimiter interface {
+	CanAsk(call *Call) bool
+}
+
 // Decider is the gate as an adapter needs it; *gate.Gate implements it.
 type Decider interface {
 	Decide(ctx context.Context, ev *gate.Event) gate.Result
+	DecideNoAsk(ctx context.Context, ev *gate.Event, host string) gate.Result
 	Refuse(ctx context.Context, session, tool, cwd string, payload []byte, code, reason string) gate.Result
 }
 
@@ -74,6 +82,9 @@ func Run(ctx context.Context, a Adapter, d Decider, payload []byte) (out Output)
 	if err := call.Event.Validate(); err != nil {
 		ev := call.Event
 		return a.Answer(call, d.Refuse(ctx, ev.SessionID, ev.Tool, ev.Cwd, payload, gate.CodeMalformed, "joule cannot read this "+a.Host()+" hook payload: "+err.Error()))
+	}
+	if l, ok := a.(AskLimiter); ok && !l.CanAsk(call) {
+		return a.Answer(call, d.DecideNoAsk(ctx, call.Event, a.Host()))
 	}
 	return a.Answer(call, d.Decide(ctx, call.Event))
 }

@@ -60,6 +60,9 @@ type fixedGate struct{}
 func (fixedGate) Decide(context.Context, *gate.Event) gate.Result {
 	return gate.Result{Decision: gate.Allow}
 }
+func (fixedGate) DecideNoAsk(context.Context, *gate.Event, string) gate.Result {
+	return gate.Result{Decision: gate.Allow}
+}
 func (fixedGate) Refuse(context.Context, string, string, string, []byte, string, string) gate.Result {
 	return gate.Result{Decision: gate.Deny}
 }

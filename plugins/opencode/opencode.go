@@ -139,3 +139,6 @@ func (Adapter) Answer(call *hook.Call, res gate.Result) hook.Output {
 	}
 	return hook.Output{Stdout: hook.Marshal(answer{Decision: gate.Deny, Reason: hook.Reason(res)})}
 }
+
+// CanAsk implements hook.AskLimiter: tool.execute.before cannot ask.
+func (Adapter) CanAsk(*hook.Call) bool { return false }

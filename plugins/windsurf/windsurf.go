@@ -133,3 +133,6 @@ func (Adapter) Answer(call *hook.Call, res gate.Result) hook.Output {
 	}
 	return hook.Output{Stderr: hook.Reason(res) + "\n", Exit: 2}
 }
+
+// CanAsk implements hook.AskLimiter: Cascade has no reliable ask.
+func (Adapter) CanAsk(*hook.Call) bool { return false }
