@@ -4,7 +4,7 @@ BIN     := bin/joule
 PKGS    := ./...
 FUZZTIME ?= 20s
 
-.PHONY: all build run test test-short bench lint fuzz vectors clean
+.PHONY: all build run test test-short bench bench-cascade lint fuzz vectors clean
 
 all: build
 
@@ -29,6 +29,12 @@ test-short:
 # Benchmarks; each prints its ratio against a baseline measured in the same run.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 $(PKGS)
+
+# The cascade benchmark on the Go toolchain's own sources: per tier what
+# closed, how much of it correctly, and the joules, beside all-L4. Writes
+# bench/cascade/out/ (CASCADE_FLAGS: -n, -seed, -out, -goroot, ...).
+bench-cascade:
+	$(GO) run ./bench/cascade $(CASCADE_FLAGS)
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt wants to change:"; echo "$$out"; exit 1; fi
