@@ -341,3 +341,20 @@ func bstrHead(n int) []byte {
 	u := uint64(n)
 	return []byte{0x5b, byte(u >> 56), byte(u >> 48), byte(u >> 40), byte(u >> 32), byte(u >> 24), byte(u >> 16), byte(u >> 8), byte(u)}
 }
+
+// EnvelopeSteward returns the steward an envelope's kid names, without
+// verifying anything: it picks the key to verify with.
+func EnvelopeSteward(envelope []byte) (string, error) {
+	if len(envelope) == 0 || envelope[0] != 0xd2 {
+		return "", rejectf("envelope-schema", "not a tagged COSE_Sign1 (tag 18)")
+	}
+	var msg cose.Sign1Message
+	if err := msg.UnmarshalCBOR(envelope); err != nil {
+		return "", rejectf("envelope-schema", "%v", err)
+	}
+	kid, ok := msg.Headers.Protected[cose.HeaderLabelKeyID].([]byte)
+	if !ok || len(kid) == 0 {
+		return "", rejectf("kid-mismatch", "the protected header names no steward (kid)")
+	}
+	return string(kid), nil
+}

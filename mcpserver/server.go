@@ -22,6 +22,7 @@ import (
 
 	"github.com/joulehook/joule/core"
 	"github.com/joulehook/joule/core/gate"
+	"github.com/joulehook/joule/core/receipts"
 	"github.com/joulehook/joule/core/store"
 )
 
@@ -29,7 +30,11 @@ import (
 type Config struct {
 	Gate     *gate.Gate
 	Verifier *core.Verifier
-	Steward  string
+	// Keys, when set, verifies receipts sealed by any of its stewards (a
+	// team's shared log, where other machines seal too); Verifier then
+	// still serves this endpoint's own key to clients.
+	Keys    receipts.Keys
+	Steward string
 	// VerifierKey is the signed-note verifier key ("<steward>+<hash>+<key>").
 	VerifierKey string
 	// PublicKey is the raw Ed25519 public key.
@@ -254,4 +259,12 @@ func escape(s string) string {
 // receiptURI is the resource URI of one receipt.
 func receiptURI(session string, seq uint64) string {
 	return fmt.Sprintf("%s/receipts/%d", sessionURI(session), seq)
+}
+
+// openReceipt verifies and decodes one envelope with the server's keys.
+func (s *Server) openReceipt(envelope []byte) (*receipts.Any, error) {
+	if s.cfg.Keys != nil {
+		return s.cfg.Keys.Open(envelope)
+	}
+	return receipts.Open(s.cfg.Verifier, s.cfg.Steward, envelope)
 }

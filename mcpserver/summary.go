@@ -8,7 +8,6 @@ import (
 
 	"github.com/joulehook/joule/core"
 	"github.com/joulehook/joule/core/gate"
-	"github.com/joulehook/joule/core/receipts"
 )
 
 // Summary is a session's account: what its receipts add up to, and what
@@ -154,7 +153,7 @@ func (f *fold) add(s *Server, seq uint64, hash, prev [32]byte, envelope []byte, 
 	sum.Last = t
 	ok := prev == f.last
 	f.last = hash
-	a, err := receipts.Open(s.cfg.Verifier, s.cfg.Steward, envelope)
+	a, err := s.openReceipt(envelope)
 	switch {
 	case f.err != "":
 	case err != nil:

@@ -12,6 +12,7 @@ import (
 	"github.com/joulehook/joule/core/gate"
 	"github.com/joulehook/joule/core/grant"
 	"github.com/joulehook/joule/core/identity"
+	"github.com/joulehook/joule/core/receipts"
 	"github.com/joulehook/joule/core/store"
 )
 
@@ -115,6 +116,10 @@ func (ep *endpoint) gate() (*gate.Gate, error) {
 	home, _ := os.UserHomeDir()
 	return &gate.Gate{Store: ep.store, Sealer: sealer, Trust: ep.trust, JouleHome: ep.home, Home: home, Costs: gate.DefaultCosts.Merge(cfg.Costs)}, nil
 }
+
+// keys verifies receipts sealed by this endpoint or by any trusted issuer:
+// on a team's shared store, other machines seal into the same log.
+func (ep *endpoint) keys() (receipts.Keys, error) { return receipts.NewKeys(ep.trust) }
 
 func (ep *endpoint) verifier() (*core.Verifier, error) {
 	pub := ep.id.Public()

@@ -76,13 +76,17 @@ func runMCP(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	keys, err := ep.keys()
+	if err != nil {
+		return err
+	}
 	v, err := ep.verifier()
 	if err != nil {
 		return err
 	}
 	pub := ep.id.Public()
 	srv, err := mcpserver.New(mcpserver.Config{
-		Gate: g, Verifier: v, Steward: ep.id.Steward, VerifierKey: ep.id.VerifierKey, PublicKey: pub[:],
+		Gate: g, Verifier: v, Keys: keys, Steward: ep.id.Steward, VerifierKey: ep.id.VerifierKey, PublicKey: pub[:],
 		LogOrigin: logOrigin(ep.id.Steward), NoteSigner: ep.id.NoteSigner,
 		Workspace: ws, Session: *session, Version: version(),
 	})

@@ -78,17 +78,17 @@ func runReceipts(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer ep.Close()
-	v, err := ep.verifier()
+	keys, err := ep.keys()
 	if err != nil {
 		return err
 	}
 	switch sub {
 	case "ls":
-		return receiptsList(ctx, e, ep, v, fs.Args())
+		return receiptsList(ctx, e, ep, keys, fs.Args())
 	case "show":
-		return receiptsShow(ctx, e, ep, v, fs.Args())
+		return receiptsShow(ctx, e, ep, keys, fs.Args())
 	case "verify":
-		return receiptsVerify(ctx, e, ep, v, fs.Args())
+		return receiptsVerify(ctx, e, ep, keys, fs.Args())
 	case "export":
 		if fs.NArg() != 1 {
 			return usagef("receipts export: want one session id")
@@ -123,7 +123,7 @@ func runReceipts(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-func receiptsList(ctx context.Context, e *env, ep *endpoint, v *core.Verifier, args []string) error {
+func receiptsList(ctx context.Context, e *env, ep *endpoint, keys receipts.Keys, args []string) error {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	if len(args) == 0 {
 		sessions, err := ep.store.Sessions(ctx)
@@ -142,7 +142,7 @@ func receiptsList(ctx context.Context, e *env, ep *endpoint, v *core.Verifier, a
 	}
 	fmt.Fprintln(tw, "SEQ\tINDEX\tKIND\tDECISION\tCODE\tDEBIT\tSUMMARY")
 	for _, en := range entries {
-		a, err := receipts.Open(v, ep.id.Steward, en.Envelope)
+		a, err := keys.Open(en.Envelope)
 		if err != nil {
 			fmt.Fprintf(tw, "%d\t%d\tINVALID\t\t\t\t%v\n", en.Seq, en.Index, err)
 			continue
@@ -157,7 +157,7 @@ func receiptsList(ctx context.Context, e *env, ep *endpoint, v *core.Verifier, a
 	return tw.Flush()
 }
 
-func receiptsShow(ctx context.Context, e *env, ep *endpoint, v *core.Verifier, args []string) error {
+func receiptsShow(ctx context.Context, e *env, ep *endpoint, keys receipts.Keys, args []string) error {
 	var en store.Entry
 	var err error
 	switch len(args) {
@@ -187,7 +187,7 @@ func receiptsShow(ctx context.Context, e *env, ep *endpoint, v *core.Verifier, a
 		return err
 	}
 	out := map[string]any{"session": en.Session, "sequence": en.Seq, "index": en.Index, "hash": core.ID(en.Hash).String(), "envelope_hex": fmt.Sprintf("%x", en.Envelope)}
-	if a, err := receipts.Open(v, ep.id.Steward, en.Envelope); err != nil {
+	if a, err := keys.Open(en.Envelope); err != nil {
 		out["verified"] = false
 		out["error"] = err.Error()
 	} else {
@@ -199,7 +199,7 @@ func receiptsShow(ctx context.Context, e *env, ep *endpoint, v *core.Verifier, a
 	return nil
 }
 
-func receiptsVerify(ctx context.Context, e *env, ep *endpoint, v *core.Verifier, args []string) error {
+func receiptsVerify(ctx context.Context, e *env, ep *endpoint, keys receipts.Keys, args []string) error {
 	sessions, err := ep.store.Sessions(ctx)
 	if err != nil {
 		return err
@@ -219,7 +219,7 @@ func receiptsVerify(ctx context.Context, e *env, ep *endpoint, v *core.Verifier,
 			envs[i] = en.Envelope
 		}
 		total += len(envs)
-		if _, err := receipts.VerifyChain(v, ep.id.Steward, envs); err != nil {
+		if _, err := keys.VerifyChain(envs); err != nil {
 			fmt.Fprintf(e.stdout, "FAIL session %s: %v\n", s.ID, err)
 			failed++
 			continue

@@ -167,3 +167,67 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestKeysVerifyMixedChain: on a shared log one session's chain may be
+// sealed by several machines, each with its own key. Keys verifies each
+// receipt with the key its kid names, and names a steward it cannot trust.
+func TestKeysVerifyMixedChain(t *testing.T) {
+	mk := func(name string) (*core.Sealer, core.PublicKey) {
+		seed := core.Sum([]byte(name))
+		key := ed25519.NewKeyFromSeed(seed[:])
+		s, err := core.NewSealer(name, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pub core.PublicKey
+		copy(pub[:], key.Public().(ed25519.PublicKey))
+		return s, pub
+	}
+	a, aPub := mk("gw-a.example")
+	b, bPub := mk("gw-b.example")
+	var envs [][]byte
+	var prev core.ID
+	for i := 1; i <= 4; i++ {
+		s, name := a, "gw-a.example"
+		if i%2 == 0 {
+			s, name = b, "gw-b.example"
+		}
+		d := decision(uint64(i), prev)
+		d.Steward = name
+		payload, err := Encode(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env, err := s.SealPayload(payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		envs = append(envs, env)
+		prev = core.Sum(env)
+	}
+	both, err := NewKeys(map[string]core.PublicKey{"gw-a.example": aPub, "gw-b.example": bPub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := both.VerifyChain(envs); err != nil || len(got) != 4 {
+		t.Fatalf("mixed chain: %d, %v", len(got), err)
+	}
+	onlyA, _ := NewKeys(map[string]core.PublicKey{"gw-a.example": aPub})
+	_, err = onlyA.VerifyChain(envs)
+	if ce, ok := err.(*ChainError); !ok || ce.Position != 2 || !strings.Contains(ce.Reason, `"gw-b.example"`) {
+		t.Fatalf("untrusted steward: %v", err)
+	}
+	// A key filed under the wrong name verifies nothing.
+	swapped, _ := NewKeys(map[string]core.PublicKey{"gw-a.example": bPub, "gw-b.example": aPub})
+	if _, err := swapped.VerifyChain(envs); err == nil {
+		t.Fatal("keys under the wrong stewards verified the chain")
+	}
+	for i := range envs[1] {
+		c := append([][]byte(nil), envs...)
+		c[1] = bytes.Clone(envs[1])
+		c[1][i] ^= 0x01
+		if _, err := both.VerifyChain(c); err == nil {
+			t.Fatalf("byte %d of receipt 2 flipped, chain still verifies", i)
+		}
+	}
+}
