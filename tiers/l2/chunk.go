@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Chunk is one structural piece of a file: a declaration, a block, a
@@ -60,7 +61,7 @@ func ChunkFile(name string, src []byte) []Chunk {
 		// Unparsable Go still declares its names in its package, so that
 		// a qualified lookup sees them and stays ambiguous.
 		cs := chunkBlocks(src)
-		if m := packageRE.FindSubmatch(src); m != nil {
+		if m := packageRE().FindSubmatch(src); m != nil {
 			for i := range cs {
 				for j := range cs[i].Defs {
 					cs[i].Defs[j].Pkg = string(m[1])
@@ -339,9 +340,9 @@ func splitLines(src []byte) []string {
 	return lines
 }
 
-var packageRE = regexp.MustCompile(`(?m)^package\s+([\p{L}_][\p{L}\p{N}_]*)`)
+var packageRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^package\s+([\p{L}_][\p{L}\p{N}_]*)`) })
 
-var headingRE = regexp.MustCompile(`^ {0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$`)
+var headingRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^ {0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$`) })
 
 // chunkMarkdown splits Markdown at ATX headings outside fenced code.
 func chunkMarkdown(src []byte) []Chunk {
@@ -366,7 +367,7 @@ func chunkMarkdown(src []byte) []Chunk {
 			fence = t[:3]
 			continue
 		}
-		if m := headingRE.FindStringSubmatch(l); m != nil {
+		if m := headingRE().FindStringSubmatch(l); m != nil {
 			flush(i)
 			start, sym = i, m[1]+" "+m[2]
 		}
@@ -377,22 +378,28 @@ func chunkMarkdown(src []byte) []Chunk {
 
 // symbolRE recognises a named top-level definition in common languages; it
 // only names chunks and feeds the symbol table, so it is deliberately narrow.
-var symbolRE = []struct {
+type symbolForm struct {
 	re   *regexp.Regexp
 	kind string
-}{
-	{regexp.MustCompile(`^(?:async\s+)?def\s+([A-Za-z_]\w*)\s*[\(:\[]`), "def"},
-	{regexp.MustCompile(`^func\s+(?:\([^)]*\)\s*)?([\p{L}_][\p{L}\p{N}_]*)\s*[\(\[<]`), "function"}, // Go that does not parse, Swift
-	{regexp.MustCompile(`^class\s+([A-Za-z_$][\w$]*)`), "class"},
-	{regexp.MustCompile(`^(?:export\s+)?(?:default\s+)?(?:async\s+)?function\s*\*?\s*([A-Za-z_$][\w$]*)\s*[\(<]`), "function"},
-	{regexp.MustCompile(`^(?:export\s+)?(?:default\s+)?(?:abstract\s+)?class\s+([A-Za-z_$][\w$]*)`), "class"},
-	{regexp.MustCompile(`^(?:export\s+)?(?:interface|type|enum)\s+([A-Za-z_$][\w$]*)`), "type"},
-	{regexp.MustCompile(`^(?:pub(?:\([\w:]+\))?\s+)?(?:async\s+)?(?:unsafe\s+)?fn\s+([A-Za-z_]\w*)`), "function"},
-	{regexp.MustCompile(`^(?:pub(?:\([\w:]+\))?\s+)?(?:struct|enum|trait|union)\s+([A-Za-z_]\w*)`), "type"},
-	{regexp.MustCompile(`^(?:export\s+)?(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*=\s*(?:async\s+)?(?:function\b|\([^)]*\)\s*=>|[A-Za-z_$][\w$]*\s*=>)`), "function"},
-	{regexp.MustCompile(`^([A-Za-z_][\w-]*)\s*\(\)\s*\{`), "function"}, // shell
-	{regexp.MustCompile(`^(?:module|defmodule)\s+([A-Z][\w.:]*)`), "module"},
 }
+
+// Compiled on first use: a hook process that never chunks a file should
+// not pay for them at start-up.
+var symbolRE = sync.OnceValue(func() []symbolForm {
+	return []symbolForm{
+		{regexp.MustCompile(`^(?:async\s+)?def\s+([A-Za-z_]\w*)\s*[\(:\[]`), "def"},
+		{regexp.MustCompile(`^func\s+(?:\([^)]*\)\s*)?([\p{L}_][\p{L}\p{N}_]*)\s*[\(\[<]`), "function"}, // Go that does not parse, Swift
+		{regexp.MustCompile(`^class\s+([A-Za-z_$][\w$]*)`), "class"},
+		{regexp.MustCompile(`^(?:export\s+)?(?:default\s+)?(?:async\s+)?function\s*\*?\s*([A-Za-z_$][\w$]*)\s*[\(<]`), "function"},
+		{regexp.MustCompile(`^(?:export\s+)?(?:default\s+)?(?:abstract\s+)?class\s+([A-Za-z_$][\w$]*)`), "class"},
+		{regexp.MustCompile(`^(?:export\s+)?(?:interface|type|enum)\s+([A-Za-z_$][\w$]*)`), "type"},
+		{regexp.MustCompile(`^(?:pub(?:\([\w:]+\))?\s+)?(?:async\s+)?(?:unsafe\s+)?fn\s+([A-Za-z_]\w*)`), "function"},
+		{regexp.MustCompile(`^(?:pub(?:\([\w:]+\))?\s+)?(?:struct|enum|trait|union)\s+([A-Za-z_]\w*)`), "type"},
+		{regexp.MustCompile(`^(?:export\s+)?(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*=\s*(?:async\s+)?(?:function\b|\([^)]*\)\s*=>|[A-Za-z_$][\w$]*\s*=>)`), "function"},
+		{regexp.MustCompile(`^([A-Za-z_][\w-]*)\s*\(\)\s*\{`), "function"}, // shell
+		{regexp.MustCompile(`^(?:module|defmodule)\s+([A-Z][\w.:]*)`), "module"},
+	}
+})
 
 // blockSymbol names a block by its first top-level definition line, if
 // any: a short block joined to the next (an import line above a function)
@@ -403,7 +410,7 @@ func blockSymbol(lines []string) (string, string) {
 		if t == "" || l[0] == ' ' || l[0] == '\t' || isCommentLine(t) || strings.HasPrefix(t, "@") {
 			continue
 		}
-		for _, s := range symbolRE {
+		for _, s := range symbolRE() {
 			if m := s.re.FindStringSubmatch(t); m != nil {
 				return m[1], s.kind
 			}
@@ -571,7 +578,7 @@ func symbolLine(lines []string, sym string) int {
 		if l == "" || l[0] == ' ' || l[0] == '\t' {
 			continue
 		}
-		for _, s := range symbolRE {
+		for _, s := range symbolRE() {
 			if m := s.re.FindStringSubmatch(strings.TrimSpace(l)); m != nil && m[1] == sym {
 				return i
 			}

@@ -3,6 +3,7 @@ package l2
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Intent is what kind of lookup a prompt asks for.
@@ -43,21 +44,26 @@ const (
 	kindRE = `(?:(?:the\s+)?(?:func(?:tion)?|method|type|struct|interface|class|const(?:ant)?|var(?:iable)?|symbol|identifier)\s+)?`
 )
 
-var queryForms = []struct {
+type queryForm struct {
 	intent Intent
 	re     *regexp.Regexp
-}{
-	{DefinitionIntent, regexp.MustCompile(`(?i)^where(?:\s+is|\s+are|'s)\s+` + kindRE + nameRE + `(?:\s+(?:defined|declared))?$`)},
-	{DefinitionIntent, regexp.MustCompile(`(?i)^(?:(?:show|find|give)\s+(?:me\s+)?)?(?:the\s+)?(?:definition|declaration)\s+(?:of|for)\s+` + kindRE + nameRE + `$`)},
-	{DefinitionIntent, regexp.MustCompile(`(?i)^(?:go\s*to|jump\s+to)\s+(?:the\s+)?(?:definition\s+of\s+)?` + kindRE + nameRE + `$`)},
-	{DefinitionIntent, regexp.MustCompile(`(?i)^(?:find|locate)\s+` + kindRE + nameRE + `$`)},
-	{CallersIntent, regexp.MustCompile(`(?i)^(?:who|what)\s+(?:calls|uses|references)\s+` + kindRE + nameRE + `$`)},
-	{CallersIntent, regexp.MustCompile(`(?i)^(?:(?:find|show|list|give)\s+(?:me\s+)?)?(?:all\s+)?(?:the\s+)?(?:callers|call\s+sites|calls|usages|uses|references|refs)\s+(?:of|to|for)\s+` + kindRE + nameRE + `$`)},
-	{CallersIntent, regexp.MustCompile(`(?i)^where\s+(?:is|are)\s+` + kindRE + nameRE + `\s+(?:called|used|referenced)$`)},
-	{SearchIntent, regexp.MustCompile(`(?i)^(?:find|show|locate|where\s+is|where's)\s+(?:me\s+)?(?:the\s+)?(?:code|function|place|logic|part|file)\s+(?:that|which|where|for|to|in\s+which|handling)\s+(.+)$`)},
-	{SearchIntent, regexp.MustCompile(`(?i)^where\s+(?:do|does|did)\s+(?:we|it|the\s+code|the\s+program)\s+(.+)$`)},
-	{SearchIntent, regexp.MustCompile(`(?i)^where\s+(?:is|are)\s+(.+)\s+(?:handled|implemented|done|computed|parsed|checked|validated)$`)},
 }
+
+// Compiled on first use, not at every joule process's start.
+var queryForms = sync.OnceValue(func() []queryForm {
+	return []queryForm{
+		{DefinitionIntent, regexp.MustCompile(`(?i)^where(?:\s+is|\s+are|'s)\s+` + kindRE + nameRE + `(?:\s+(?:defined|declared))?$`)},
+		{DefinitionIntent, regexp.MustCompile(`(?i)^(?:(?:show|find|give)\s+(?:me\s+)?)?(?:the\s+)?(?:definition|declaration)\s+(?:of|for)\s+` + kindRE + nameRE + `$`)},
+		{DefinitionIntent, regexp.MustCompile(`(?i)^(?:go\s*to|jump\s+to)\s+(?:the\s+)?(?:definition\s+of\s+)?` + kindRE + nameRE + `$`)},
+		{DefinitionIntent, regexp.MustCompile(`(?i)^(?:find|locate)\s+` + kindRE + nameRE + `$`)},
+		{CallersIntent, regexp.MustCompile(`(?i)^(?:who|what)\s+(?:calls|uses|references)\s+` + kindRE + nameRE + `$`)},
+		{CallersIntent, regexp.MustCompile(`(?i)^(?:(?:find|show|list|give)\s+(?:me\s+)?)?(?:all\s+)?(?:the\s+)?(?:callers|call\s+sites|calls|usages|uses|references|refs)\s+(?:of|to|for)\s+` + kindRE + nameRE + `$`)},
+		{CallersIntent, regexp.MustCompile(`(?i)^where\s+(?:is|are)\s+` + kindRE + nameRE + `\s+(?:called|used|referenced)$`)},
+		{SearchIntent, regexp.MustCompile(`(?i)^(?:find|show|locate|where\s+is|where's)\s+(?:me\s+)?(?:the\s+)?(?:code|function|place|logic|part|file)\s+(?:that|which|where|for|to|in\s+which|handling)\s+(.+)$`)},
+		{SearchIntent, regexp.MustCompile(`(?i)^where\s+(?:do|does|did)\s+(?:we|it|the\s+code|the\s+program)\s+(.+)$`)},
+		{SearchIntent, regexp.MustCompile(`(?i)^where\s+(?:is|are)\s+(.+)\s+(?:handled|implemented|done|computed|parsed|checked|validated)$`)},
+	}
+})
 
 // ParseQuery reads a prompt as a lookup. Anything it does not recognise
 // whole is NoIntent: the cascade's later tiers handle it.
@@ -68,7 +74,7 @@ func ParseQuery(prompt string) Query {
 	if p == "" || len(p) > 500 {
 		return Query{}
 	}
-	for _, f := range queryForms {
+	for _, f := range queryForms() {
 		m := f.re.FindStringSubmatch(p)
 		if m == nil {
 			continue

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"golang.org/x/mod/modfile"
 )
@@ -270,7 +271,7 @@ func (ix *Index) docFreqs(ctx context.Context, terms []string) (map[string]int, 
 	return df, nil
 }
 
-var identRE = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
+var identRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`) })
 
 // symbolic ranks chunks declaring a name the query spells exactly: case-
 // sensitive matches first, then case-insensitive ones (struct fields and
@@ -278,7 +279,7 @@ var identRE = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
 func (ix *Index) symbolic(ctx context.Context, query string) ([]ranked, error) {
 	var names []string
 	seen := map[string]bool{}
-	words := identRE.FindAllString(query, -1)
+	words := identRE().FindAllString(query, -1)
 	for _, w := range words {
 		if len(w) < 3 || stopwords[strings.ToLower(w)] || seen[w] {
 			continue
@@ -380,8 +381,10 @@ type Name struct {
 }
 
 var (
-	identOnly = regexp.MustCompile(`^[\p{L}_][\p{L}\p{N}_]*$`)
-	recvForm  = regexp.MustCompile(`^\(\*?(?:([\p{L}_][\p{L}\p{N}_]*)\.)?([\p{L}_][\p{L}\p{N}_]*)\)\.([\p{L}_][\p{L}\p{N}_]*)$`)
+	identOnly = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[\p{L}_][\p{L}\p{N}_]*$`) })
+	recvForm  = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^\(\*?(?:([\p{L}_][\p{L}\p{N}_]*)\.)?([\p{L}_][\p{L}\p{N}_]*)\)\.([\p{L}_][\p{L}\p{N}_]*)$`)
+	})
 )
 
 // ParseName parses a symbol reference; it fails on anything else.
@@ -400,13 +403,13 @@ func ParseName(s string) (Name, error) {
 			return n, fmt.Errorf("l2: %q is not a symbol name", s)
 		}
 	}
-	if m := recvForm.FindStringSubmatch(s); m != nil {
+	if m := recvForm().FindStringSubmatch(s); m != nil {
 		n.Qual, n.Recv, n.Ident = m[1], m[2], m[3]
 		return n, nil
 	}
 	parts := strings.Split(s, ".")
 	for _, p := range parts {
-		if !identOnly.MatchString(p) {
+		if !identOnly().MatchString(p) {
 			return n, fmt.Errorf("l2: %q is not a symbol name", s)
 		}
 	}
