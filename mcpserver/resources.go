@@ -74,8 +74,10 @@ func arg(req mcp.ReadResourceRequest, name string) string {
 	return ""
 }
 
+// jsonContents is compact JSON: a resource is read by models more than by
+// people, and indentation is tokens a model pays for.
 func jsonContents(uri string, v any) ([]mcp.ResourceContents, error) {
-	b, err := json.MarshalIndent(v, "", "  ")
+	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}

@@ -101,7 +101,7 @@ func (b backend) holdWriteLock(t *testing.T, s *Store, ids ...string) (release f
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := conn{tx, true}
+	c := conn{q: tx, pg: true}
 	if _, err := lockGrants(context.Background(), c, ids); err != nil {
 		t.Fatal(err)
 	}

@@ -195,7 +195,7 @@ CREATE TABLE joule_schema (
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE joule_schema SET version = ? WHERE id = 1`, int64(len(migrations)))
 		return err
-	}(conn{sqlTx, true})
+	}(conn{q: sqlTx, pg: true})
 	if err != nil {
 		return err
 	}

@@ -97,6 +97,7 @@ type Store struct {
 	writeGate chan struct{}
 	// group gathers concurrent Seals into one transaction (group.go).
 	group sealGroup
+	stmts *stmtCache // SQLite only
 }
 
 type config struct {
@@ -170,6 +171,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 	for {
 		err := s.init(ctx)
 		if err == nil {
+			s.stmts = &stmtCache{db: db}
 			return s, nil
 		}
 		if !errors.Is(err, ErrLocked) || ctx.Err() != nil {
@@ -238,6 +240,9 @@ func (s *Store) init(ctx context.Context) error {
 
 // Close closes the store's connections.
 func (s *Store) Close() error {
+	if s.stmts != nil {
+		s.stmts.close()
+	}
 	return s.db.Close()
 }
 
@@ -361,7 +366,7 @@ func (s *Store) writeOnce(ctx context.Context, fn func(ctx context.Context, tx c
 			tx.Rollback()
 		}
 	}()
-	if err := fn(ctx, conn{tx, s.pg}); err != nil {
+	if err := fn(ctx, s.txConn(tx)); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
@@ -384,7 +389,7 @@ func (s *Store) read(ctx context.Context, fn func(tx conn) error) error {
 		return s.classify(err)
 	}
 	defer tx.Rollback()
-	if err := fn(conn{tx, s.pg}); err != nil {
+	if err := fn(s.txConn(tx)); err != nil {
 		return s.classify(err)
 	}
 	return nil
