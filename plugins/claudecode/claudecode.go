@@ -5,7 +5,6 @@ package claudecode
 
 import (
 	"encoding/json"
-	"errors"
 
 	"github.com/joulehook/joule/core/gate"
 	"github.com/joulehook/joule/plugins/hook"
@@ -27,45 +26,12 @@ var _ hook.Adapter = Adapter{}
 
 func (Adapter) Host() string { return Host }
 
-// payload is the part of Claude Code's hook input the gate needs
-// (BaseHookInput + PreToolUse in the agent SDK's types).
-type payload struct {
-	SessionID string          `json:"session_id"`
-	Cwd       string          `json:"cwd"`
-	HookEvent string          `json:"hook_event_name"`
-	ToolName  string          `json:"tool_name"`
-	ToolInput json.RawMessage `json:"tool_input"`
-	ToolUseID string          `json:"tool_use_id"`
-}
-
-// Parse maps a PreToolUse or PermissionRequest payload onto the ActionEvent:
-// Claude Code's tool vocabulary is the gate's, so tool and input pass through
-// unchanged; the tool_use_id, when present, is the content id.
+// Parse maps a PreToolUse or PermissionRequest payload (BaseHookInput +
+// PreToolUse in the agent SDK's types) onto the ActionEvent: Claude Code's
+// tool vocabulary is the gate's, so tool and input pass through unchanged;
+// the tool_use_id, when present, is the content id.
 func (Adapter) Parse(b []byte) (*hook.Call, error) {
-	var p payload
-	if err := hook.Decode(b, &p); err != nil {
-		return nil, err
-	}
-	call := &hook.Call{Hook: p.HookEvent, Input: p.ToolInput,
-		Event: &gate.Event{SessionID: p.SessionID, Tool: p.ToolName, Cwd: p.Cwd}}
-	switch p.HookEvent {
-	case PreToolUse, PermissionRequest:
-	default:
-		return call, &hook.UnknownEventError{Host: Host, Event: p.HookEvent}
-	}
-	if p.ToolName == "" {
-		return call, errors.New("tool_name is missing")
-	}
-	in, err := hook.InputObject(p.ToolInput, "tool_input")
-	if err != nil {
-		return call, err
-	}
-	call.Event.Input = in
-	if p.ToolUseID != "" {
-		id := p.ToolUseID
-		call.Event.ContentID = &id
-	}
-	return call, nil
+	return hook.ParseToolPayload(Host, b, &hook.ToolPayload{}, PreToolUse, PermissionRequest)
 }
 
 // hookOutput is Claude Code's SyncHookJSONOutput, the fields joule sets.

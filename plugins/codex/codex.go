@@ -5,7 +5,6 @@ package codex
 
 import (
 	"encoding/json"
-	"errors"
 	"path/filepath"
 	"strings"
 
@@ -29,40 +28,17 @@ var _ hook.Adapter = Adapter{}
 
 func (Adapter) Host() string { return Host }
 
-type payload struct {
-	SessionID string          `json:"session_id"`
-	Cwd       string          `json:"cwd"`
-	HookEvent string          `json:"hook_event_name"`
-	ToolName  string          `json:"tool_name"`
-	ToolInput json.RawMessage `json:"tool_input"`
-	ToolUseID string          `json:"tool_use_id"`
-}
-
-// Parse maps a Codex hook payload. apply_patch, whose tool_input.command is
-// a patch envelope, is judged as a Write of the one file it touches; a patch
-// touching several files keeps the name apply_patch, which only a grant
-// rule naming it allows.
+// Parse maps a Codex hook payload (Claude Code's schema). apply_patch, whose
+// tool_input.command is a patch envelope, is judged as a Write of the one
+// file it touches; a patch touching several files keeps the name
+// apply_patch, which only a grant rule naming it allows.
 func (Adapter) Parse(b []byte) (*hook.Call, error) {
-	var p payload
-	if err := hook.Decode(b, &p); err != nil {
-		return nil, err
-	}
-	call := &hook.Call{Hook: p.HookEvent, Input: p.ToolInput, Event: &gate.Event{SessionID: p.SessionID, Tool: p.ToolName, Cwd: p.Cwd}}
-	if p.HookEvent != PreToolUse && p.HookEvent != PermissionRequest {
-		return call, &hook.UnknownEventError{Host: Host, Event: p.HookEvent}
-	}
-	if p.ToolName == "" {
-		return call, errors.New("tool_name is missing")
-	}
-	in, err := hook.InputObject(p.ToolInput, "tool_input")
+	var p hook.ToolPayload
+	call, err := hook.ParseToolPayload(Host, b, &p, PreToolUse, PermissionRequest)
 	if err != nil {
 		return call, err
 	}
-	call.Event.Input = in
-	if p.ToolUseID != "" {
-		id := p.ToolUseID
-		call.Event.ContentID = &id
-	}
+	in := call.Event.Input
 	if p.ToolName == "apply_patch" {
 		var patch struct {
 			Command string `json:"command"`

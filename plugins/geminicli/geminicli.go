@@ -5,7 +5,6 @@ package geminicli
 
 import (
 	"encoding/json"
-	"errors"
 	"strings"
 
 	"github.com/joulehook/joule/core/gate"
@@ -41,11 +40,7 @@ var _ hook.Adapter = Adapter{}
 func (Adapter) Host() string { return Host }
 
 type payload struct {
-	SessionID  string          `json:"session_id"`
-	Cwd        string          `json:"cwd"`
-	HookEvent  string          `json:"hook_event_name"`
-	ToolName   string          `json:"tool_name"`
-	ToolInput  json.RawMessage `json:"tool_input"`
+	hook.ToolPayload
 	MCPContext *struct {
 		ServerName string `json:"server_name"`
 		ToolName   string `json:"tool_name"`
@@ -58,21 +53,13 @@ type payload struct {
 // per-call id, so there is no content id.
 func (Adapter) Parse(b []byte) (*hook.Call, error) {
 	var p payload
-	if err := hook.Decode(b, &p); err != nil {
-		return nil, err
-	}
-	call := &hook.Call{Hook: p.HookEvent, Input: p.ToolInput, Event: &gate.Event{SessionID: p.SessionID, Tool: p.ToolName, Cwd: p.Cwd}}
-	if p.HookEvent != BeforeTool {
-		return call, &hook.UnknownEventError{Host: Host, Event: p.HookEvent}
-	}
-	if p.ToolName == "" {
-		return call, errors.New("tool_name is missing")
-	}
-	in, err := hook.InputObject(p.ToolInput, "tool_input")
+	call, err := hook.ParseToolPayload(Host, b, &p, BeforeTool)
 	if err != nil {
 		return call, err
 	}
-	call.Event.Input = in
+	// Gemini gives no per-call id: a tool_use_id is not its field.
+	call.Event.ContentID = nil
+	in := call.Event.Input
 	switch {
 	case p.MCPContext != nil && p.MCPContext.ServerName != "" && p.MCPContext.ToolName != "":
 		call.Event.Tool = hook.MCPTool(p.MCPContext.ServerName, p.MCPContext.ToolName)

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/joulehook/joule/core/gate"
@@ -233,3 +234,47 @@ func Rename(input json.RawMessage, renames map[string]string) (json.RawMessage, 
 // MCPTool is the gate's name for an MCP tool: mcp__<server>__<tool>, the
 // vocabulary capability rules are written in.
 func MCPTool(server, tool string) string { return "mcp__" + server + "__" + tool }
+
+// ToolPayload is the tool-hook input Claude Code defined and Codex and
+// Gemini CLI copied: the base fields every one of them sends.
+type ToolPayload struct {
+	SessionID string          `json:"session_id"`
+	Cwd       string          `json:"cwd"`
+	HookEvent string          `json:"hook_event_name"`
+	ToolName  string          `json:"tool_name"`
+	ToolInput json.RawMessage `json:"tool_input"`
+	ToolUseID string          `json:"tool_use_id"`
+}
+
+// Tool returns p: a host's payload type embeds ToolPayload, adds its own
+// fields, and is parsed whole by ParseToolPayload.
+func (p *ToolPayload) Tool() *ToolPayload { return p }
+
+// ParseToolPayload decodes b into p (a *ToolPayload, or a host's payload
+// embedding one) and maps it onto a Call for one of events: tool and input
+// pass through, the tool_use_id is the content id. Any problem is an
+// error, with the partial Call naming what was known.
+func ParseToolPayload(host string, b []byte, p interface{ Tool() *ToolPayload }, events ...string) (*Call, error) {
+	if err := Decode(b, p); err != nil {
+		return nil, err
+	}
+	base := p.Tool()
+	call := &Call{Hook: base.HookEvent, Input: base.ToolInput,
+		Event: &gate.Event{SessionID: base.SessionID, Tool: base.ToolName, Cwd: base.Cwd}}
+	if !slices.Contains(events, base.HookEvent) {
+		return call, &UnknownEventError{Host: host, Event: base.HookEvent}
+	}
+	if base.ToolName == "" {
+		return call, errors.New("tool_name is missing")
+	}
+	in, err := InputObject(base.ToolInput, "tool_input")
+	if err != nil {
+		return call, err
+	}
+	call.Event.Input = in
+	if base.ToolUseID != "" {
+		id := base.ToolUseID
+		call.Event.ContentID = &id
+	}
+	return call, nil
+}
