@@ -1,6 +1,7 @@
-// Package hooktest checks host adapters against golden files: each real
-// payload shape in testdata/payloads is parsed, and every gate decision is
-// rendered, and the result compared with testdata/golden.
+// Package hooktest holds the tests host packages share: adapters checked
+// against golden files (each real payload shape in testdata/payloads is
+// parsed, every gate decision rendered, the result compared with
+// testdata/golden), and the install test of editors' agent_servers entry.
 package hooktest
 
 import (
