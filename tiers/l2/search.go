@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -480,15 +481,8 @@ func (ix *Index) Definitions(ctx context.Context, name string) ([]Hit, error) {
 	if ix.db == nil {
 		return nil, errClosed
 	}
-	n, err := ParseName(name)
-	if err != nil {
-		return nil, err
-	}
-	defs, err := ix.lookup(ctx, n)
-	if err != nil {
-		return nil, err
-	}
-	return ix.defHits(ctx, defs, len(defs))
+	hits, _, err := ix.resolve(ctx, name, math.MaxInt)
+	return hits, err
 }
 
 // defHits makes hits of the first limit definitions.
@@ -516,16 +510,21 @@ func (ix *Index) defHits(ctx context.Context, defs []defRow, limit int) ([]Hit, 
 // resolve looks a name up and makes hits of at most limit definitions,
 // returning how many there are in all.
 func (ix *Index) resolve(ctx context.Context, name string, limit int) ([]Hit, int, error) {
-	n, err := ParseName(name)
-	if err != nil {
-		return nil, 0, err
-	}
-	defs, err := ix.lookup(ctx, n)
+	defs, err := ix.lookupName(ctx, name)
 	if err != nil {
 		return nil, 0, err
 	}
 	hits, err := ix.defHits(ctx, defs, limit)
 	return hits, len(defs), err
+}
+
+// lookupName parses a symbol reference and finds its declarations.
+func (ix *Index) lookupName(ctx context.Context, name string) ([]defRow, error) {
+	n, err := ParseName(name)
+	if err != nil {
+		return nil, err
+	}
+	return ix.lookup(ctx, n)
 }
 
 func defSymbol(d defRow) string {
@@ -549,11 +548,7 @@ func (ix *Index) Callers(ctx context.Context, name string) ([]Hit, error) {
 	if ix.db == nil {
 		return nil, errClosed
 	}
-	n, err := ParseName(name)
-	if err != nil {
-		return nil, err
-	}
-	defs, err := ix.lookup(ctx, n)
+	defs, err := ix.lookupName(ctx, name)
 	if err != nil {
 		return nil, err
 	}
