@@ -287,8 +287,8 @@ func TestHookAskSealedAsAnswered(t *testing.T) {
 			}
 			continue
 		}
-		if h.allowed(r) || h.denied(r) && rec.Decision != "deny" || rec.Decision != "ask" && rec.Decision != "deny" {
-			t.Errorf("%s: host answer %+v, receipt %+v", h.host, r, rec)
+		if h.allowed(r) || h.denied(r) || rec.Decision != "ask" || rec.Code != "ask-rule" {
+			t.Errorf("%s: host answer %+v, receipt %+v: want the host's ask, sealed as ask", h.host, r, rec)
 		}
 	}
 }
