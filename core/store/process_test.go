@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -105,12 +106,69 @@ func TestHelperProcess(t *testing.T) {
 			}()
 		}
 		wg.Wait()
+	case "one":
+		// A hook process: one seal, then exit without closing the store.
+		sealOne("one", 1)
+		os.Exit(0)
 	default:
 		fmt.Fprintf(os.Stderr, "unknown helper mode %q\n", mode)
 		os.Exit(5)
 	}
 	s.Close()
 	os.Exit(0)
+}
+
+// TestWALBoundedAcrossProcesses runs one-shot processes one after another,
+// each sealing once and exiting without closing the store, as hooks do.
+// SQLite alone would let the log grow by every seal and make each process
+// read all of it; the store keeps it under walTruncateAt plus one write.
+func TestWALBoundedAcrossProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns 40 processes")
+	}
+	path := filepath.Join(t.TempDir(), "joule.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const procs = 40
+	putGrant(t, s, "g", "", procs)
+	s.Close()
+	var largest int64
+	truncated := false
+	for p := range procs {
+		if out, err := helperCmd(t, "one", path, p).Output(); err != nil {
+			t.Fatalf("child %d: %v %s", p, err, out)
+		}
+		fi, err := os.Stat(path + "-wal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		largest = max(largest, fi.Size())
+		truncated = truncated || fi.Size() < largest
+	}
+	// One seal writes a few pages; 64 KiB is ample headroom for it.
+	if limit := walTruncateAt + 64<<10; largest > limit {
+		t.Errorf("write-ahead log reached %d bytes, want at most %d", largest, limit)
+	}
+	if !truncated {
+		t.Errorf("write-ahead log never truncated in %d processes (largest %d bytes)", procs, largest)
+	}
+	s, err = Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Verify(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := s.Session(context.Background(), "one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != procs {
+		t.Errorf("session has %d receipts, want %d", len(entries), procs)
+	}
 }
 
 func helperCmd(t *testing.T, mode, path string, proc int) *exec.Cmd {

@@ -26,6 +26,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -98,6 +99,10 @@ type Store struct {
 	// group gathers concurrent Seals into one transaction (group.go).
 	group sealGroup
 	stmts *stmtCache // SQLite only
+	// walBusy is set while a goroutine checks the log's size (wal.go);
+	// walRetryAt is the size at which it tries again after a busy attempt.
+	walBusy    atomic.Bool
+	walRetryAt int64
 }
 
 type config struct {
@@ -216,6 +221,9 @@ func dsn(abs string, lockTimeout time.Duration) string {
 	q.Set("_synchronous", "FULL")
 	q.Set("_foreign_keys", "on")
 	q.Set("_txlock", "immediate")
+	// A log that SQLite restarts (a resident process keeps the WAL index
+	// alive) shrinks back to this size; see walTruncateAt for the rest.
+	q.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", walTruncateAt))
 	// A URI path must be escaped ('?', '#', '%') and absolute with forward
 	// slashes, which on Windows means "/C:/...".
 	p := filepath.ToSlash(abs)
@@ -293,6 +301,7 @@ func (s *Store) write(ctx context.Context, fn func(ctx context.Context, tx conn)
 	for attempt := 0; ; attempt++ {
 		err := s.writeOnce(lockCtx, fn)
 		if err == nil {
+			s.truncateWALIfLarge(ctx)
 			return nil
 		}
 		if ctx.Err() == nil && lockCtx.Err() != nil {
