@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/joulehook/joule/core"
@@ -166,7 +167,9 @@ type hunk struct {
 	oldN, newN int
 }
 
-var hunkHeader = regexp.MustCompile(`^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@`)
+var hunkHeader = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@`)
+})
 
 func diffPath(s, prefix string) string {
 	s = strings.TrimSpace(s)
@@ -197,7 +200,7 @@ func parseDiff(diff string) ([]*filePatch, error) {
 		fp := &filePatch{oldPath: diffPath(l[4:], "a/"), newPath: diffPath(lines[i+1][4:], "b/")}
 		i += 2
 		for i < len(lines) && strings.HasPrefix(lines[i], "@@") {
-			m := hunkHeader.FindStringSubmatch(lines[i])
+			m := hunkHeader().FindStringSubmatch(lines[i])
 			if m == nil {
 				return nil, fmt.Errorf("patch line %d: bad hunk header %q", i+1, lines[i])
 			}

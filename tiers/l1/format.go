@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/tools/imports"
@@ -63,7 +64,9 @@ var external = []struct {
 		func(_, abs string, _ core.Files, _ string) []string { return []string{"--assume-filename=" + abs} }}},
 }
 
-var reEdition = regexp.MustCompile(`(?m)^\s*edition\s*=\s*"(\d{4})"`)
+var reEdition = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?m)^\s*edition\s*=\s*"(\d{4})"`)
+})
 
 // rustEdition is the edition of the crate holding rel (its nearest
 // Cargo.toml), as cargo fmt would pass it; 2015 is rustfmt's own default.
@@ -74,7 +77,7 @@ func rustEdition(files core.Files, rel string) string {
 			p = d + "/Cargo.toml"
 		}
 		if b, ok := files[p]; ok {
-			if m := reEdition.FindSubmatch(b); m != nil {
+			if m := reEdition().FindSubmatch(b); m != nil {
 				return string(m[1])
 			}
 			return "2015"

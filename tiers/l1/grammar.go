@@ -7,6 +7,7 @@ import (
 	"errors"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Command is one request the grammar recognised with certainty.
@@ -58,14 +59,17 @@ var Commands = []struct{ Name, Description, Hint string }{
 	{"find", "List every line holding some text", "TEXT"},
 }
 
-var (
-	reRename  = regexp.MustCompile(`^(?i:rename)\s+(\S+)\s+(?i:to)\s+(\S+?)\.?$`)
-	rePkg     = regexp.MustCompile(`^(?i:rename)\s+(?i:the\s+)?(?i:package)\s+(\S+)\s+(?i:to)\s+(\S+?)\.?$`)
-	reFormat  = regexp.MustCompile(`^(?i:(format)|(gofmt)|(goimports))(?:\s+(?i:the\s+)?(?i:(repo|repository|workspace|project|code|everything|all files|module)|(\S+?)))?\.?$`)
-	reImports = regexp.MustCompile(`^(?i:organi[sz]e|fix)\s+(?i:the\s+)?(?i:go\s+)?(?i:imports)(?:\s+(?i:in)\s+(?i:the\s+)?(?i:(repo|repository|workspace|project|code|module)|(\S+?)))?\.?$`)
-	reReplace = regexp.MustCompile(`^(?i:replace)\s+(.+?)\s+(?i:with|by)\s+(.+?)(?:\s+(?i:in)\s+(\S+))?$`)
-	reFind    = regexp.MustCompile(`^(?i:find|grep)\s+(.+)$`)
-)
+// grammar holds the prompt patterns, compiled on first use: every joule
+// process links this package, and a hook process never parses a prompt.
+var grammar = sync.OnceValue(func() (g struct{ rename, pkg, format, imports, replace, find *regexp.Regexp }) {
+	g.rename = regexp.MustCompile(`^(?i:rename)\s+(\S+)\s+(?i:to)\s+(\S+?)\.?$`)
+	g.pkg = regexp.MustCompile(`^(?i:rename)\s+(?i:the\s+)?(?i:package)\s+(\S+)\s+(?i:to)\s+(\S+?)\.?$`)
+	g.format = regexp.MustCompile(`^(?i:(format)|(gofmt)|(goimports))(?:\s+(?i:the\s+)?(?i:(repo|repository|workspace|project|code|everything|all files|module)|(\S+?)))?\.?$`)
+	g.imports = regexp.MustCompile(`^(?i:organi[sz]e|fix)\s+(?i:the\s+)?(?i:go\s+)?(?i:imports)(?:\s+(?i:in)\s+(?i:the\s+)?(?i:(repo|repository|workspace|project|code|module)|(\S+?)))?\.?$`)
+	g.replace = regexp.MustCompile(`^(?i:replace)\s+(.+?)\s+(?i:with|by)\s+(.+?)(?:\s+(?i:in)\s+(\S+))?$`)
+	g.find = regexp.MustCompile(`^(?i:find|grep)\s+(.+)$`)
+	return g
+})
 
 // Parse recognises a request. It returns (nil, nil) for anything it does not
 // recognise with certainty, and an error wrapping ErrUsage for a slash
@@ -84,19 +88,20 @@ func Parse(prompt string) (Command, error) {
 	if strings.Contains(p, "\n") {
 		return nil, nil
 	}
-	if m := rePkg.FindStringSubmatch(p); m != nil {
+	g := grammar()
+	if m := g.pkg.FindStringSubmatch(p); m != nil {
 		return Rename{Target: pkgPrefix + unquote(m[1]), To: unquote(m[2])}, nil
 	}
-	if m := reRename.FindStringSubmatch(p); m != nil {
+	if m := g.rename.FindStringSubmatch(p); m != nil {
 		return Rename{Target: unquote(m[1]), To: unquote(m[2])}, nil
 	}
-	if m := reFormat.FindStringSubmatch(p); m != nil {
+	if m := g.format.FindStringSubmatch(p); m != nil {
 		return Format{Glob: m[5], GoOnly: m[2] != "" || m[3] != "", Imports: m[3] != ""}, nil
 	}
-	if m := reImports.FindStringSubmatch(p); m != nil {
+	if m := g.imports.FindStringSubmatch(p); m != nil {
 		return Format{Glob: m[2], Imports: true, GoOnly: true}, nil
 	}
-	if m := reReplace.FindStringSubmatch(p); m != nil {
+	if m := g.replace.FindStringSubmatch(p); m != nil {
 		old, ok1 := quoted(m[1])
 		nw, ok2 := quoted(m[2])
 		if !ok1 || !ok2 {
@@ -104,7 +109,7 @@ func Parse(prompt string) (Command, error) {
 		}
 		return Replace{Old: old, New: nw, Glob: m[3]}, nil
 	}
-	if m := reFind.FindStringSubmatch(p); m != nil {
+	if m := g.find.FindStringSubmatch(p); m != nil {
 		if t, ok := quoted(m[1]); ok {
 			return Find{Text: t}, nil
 		}
