@@ -8,8 +8,9 @@ FUZZTIME ?= 20s
 
 all: build
 
+# Static (no cgo): a hook process starts without the dynamic loader.
 build:
-	$(GO) build -trimpath -o $(BIN) ./cmd/joule
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/joule
 
 # The main job end to end, on embedded defaults: no server to install.
 run: build
