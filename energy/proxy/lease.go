@@ -19,9 +19,17 @@ import (
 // grants never see budget this proxy has promised away.
 const (
 	// leaseCalls is how many calls of the estimate at hand a new lease is
-	// sized for. The next lease is reserved in the background once half of
-	// the current one is promised, so calls rarely wait for the store.
+	// sized for at least. The next lease is reserved in the background once
+	// half of the current one is promised, so calls rarely wait for the
+	// store.
 	leaseCalls = 64
+	// A busy chain gets leases sized for the calls it admits in
+	// leaseHorizon, up to leaseMaxCalls: the background reservation then
+	// has half that long to get through the store's write lock, which a
+	// burst of receipts being sealed holds for tens of milliseconds at a
+	// time, before the current lease runs dry and calls wait for it.
+	leaseHorizon  = time.Second
+	leaseMaxCalls = 4096
 	// leaseIdle is how long an unused lease holds budget before it is
 	// given back.
 	leaseIdle = 2 * time.Second
@@ -55,6 +63,9 @@ type chain struct {
 	refill chan struct{} // non-nil while a reservation is being made; closed when done
 	err    error         // what the last reservation made for a waiting call failed with
 	tight  time.Time     // until then, reserve per call: the budget is nearly spent
+
+	admitted uint64    // calls admitted since rateFrom: the chain's pace
+	rateFrom time.Time // when the last reservation was started
 }
 
 // ticket is one admitted call's claim on a lease.
@@ -96,7 +107,7 @@ func (ls *leases) admit(ctx context.Context, grants []string, est uint64) (ticke
 		if c == nil || ls.chains[key] != c {
 			// New, or given back while this call waited.
 			if c = ls.chains[key]; c == nil {
-				c = &chain{grants: grants}
+				c = &chain{grants: grants, rateFrom: time.Now()}
 				ls.chains[key] = c
 			}
 		}
@@ -104,6 +115,7 @@ func (ls *leases) admit(ctx context.Context, grants []string, est uint64) (ticke
 			l.held += est
 			l.calls++
 			l.used = time.Now()
+			c.admitted++
 			if l.free() < l.size/2 && c.next == nil && c.refill == nil && time.Now().After(c.tight) {
 				ls.reserveLocked(c, key, est, false)
 			}
@@ -144,11 +156,12 @@ func (ls *leases) admit(ctx context.Context, grants []string, est uint64) (ticke
 func (ls *leases) reserveLocked(c *chain, key string, est uint64, needed bool) {
 	done := make(chan struct{})
 	c.refill, c.err = done, nil
-	chunk := est * leaseCalls
+	calls := c.leaseCalls(time.Now())
+	chunk := est * calls
 	// Near the end of a budget a lease would strand what it does not use,
 	// so there each call reserves exactly its own estimate, as if there
 	// were no leases at all.
-	if chunk/leaseCalls != est || time.Now().Before(c.tight) {
+	if chunk/calls != est || time.Now().Before(c.tight) {
 		chunk = est
 	}
 	idle := c.cur
@@ -163,6 +176,12 @@ func (ls *leases) reserveLocked(c *chain, key string, est uint64, needed bool) {
 		}
 		id, err := reserve(chunk)
 		var be *store.BudgetError
+		if small := est * leaseCalls; errors.As(err, &be) && chunk > small && small/leaseCalls == est {
+			// The chain's pace asked for more than the budget has left,
+			// which does not yet mean the budget is nearly spent.
+			chunk = small
+			id, err = reserve(chunk)
+		}
 		if errors.As(err, &be) && chunk > est {
 			ls.mu.Lock()
 			c.tight = time.Now().Add(leaseIdle)
@@ -189,6 +208,25 @@ func (ls *leases) reserveLocked(c *chain, key string, est uint64, needed bool) {
 		now := time.Now()
 		ls.finishReserve(c, &lease{key: key, id: id, size: chunk, used: now, made: now}, nil, done)
 	}()
+}
+
+// leaseCalls is how many calls the chain's next lease is sized for: what
+// it would admit in leaseHorizon at its pace since the previous
+// reservation, bounded to [leaseCalls, leaseMaxCalls]. A pace is only
+// trusted from half a minimal lease of calls, so one large call cannot
+// pass for a burst. Integer arithmetic: the size of a reservation is a
+// budget decision.
+func (c *chain) leaseCalls(now time.Time) uint64 {
+	n := uint64(leaseCalls)
+	if el := now.Sub(c.rateFrom); el > 0 && c.admitted >= leaseCalls/2 {
+		pace := uint64(leaseMaxCalls) // also keeps the product below from overflowing
+		if c.admitted <= leaseMaxCalls {
+			pace = c.admitted * uint64(leaseHorizon) / uint64(el)
+		}
+		n = min(max(n, pace), leaseMaxCalls)
+	}
+	c.admitted, c.rateFrom = 0, now
+	return n
 }
 
 func (ls *leases) finishReserve(c *chain, l *lease, err error, done chan struct{}) {

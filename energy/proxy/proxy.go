@@ -33,6 +33,7 @@ const (
 	DefaultMaxBody       = 32 << 20
 	DefaultHeaderTimeout = 10 * time.Minute
 	DefaultSession       = "proxy"
+	DefaultMaxUnsealed   = 256
 	DefaultAnthropicURL  = "https://api.anthropic.com"
 	DefaultOpenAIURL     = "https://api.openai.com"
 	DefaultOllamaURL     = "http://127.0.0.1:11434"
@@ -53,7 +54,7 @@ type Ledger interface {
 type Config struct {
 	Anthropic, OpenAI, Ollama *url.URL // upstreams; nil takes the default
 
-	Table    *energy.Table
+	Table    *energy.Table // must not change once the proxy is made
 	Ledger   Ledger
 	Recorder *energy.Recorder
 	// Grants returns the ids of the grant chain that pays for session's
@@ -63,7 +64,11 @@ type Config struct {
 	Session       string        // session for calls without a session header
 	MaxBody       int64         // largest request body; 0 is DefaultMaxBody
 	HeaderTimeout time.Duration // longest wait for the upstream's response headers
-	Transport     http.RoundTripper
+	// MaxUnsealed bounds the answered calls whose receipts are still being
+	// sealed; past it, a call's handler waits for the store before it
+	// returns. 0 is DefaultMaxUnsealed.
+	MaxUnsealed int
+	Transport   http.RoundTripper
 	// Logf, if set, gets one line per call: never headers, never bodies.
 	Logf func(format string, args ...any)
 	// Sealed, if set, is called with every receipt sealed.
@@ -77,6 +82,8 @@ type Proxy struct {
 	reverse  *httputil.ReverseProxy
 	inflight sync.WaitGroup
 	leases   *leases
+	unsealed chan struct{} // one token per answered call whose receipt is not yet sealed
+	models   *models
 }
 
 // New checks cfg and builds a Proxy.
@@ -99,7 +106,10 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.HeaderTimeout <= 0 {
 		cfg.HeaderTimeout = DefaultHeaderTimeout
 	}
-	p := &Proxy{cfg: cfg}
+	if cfg.MaxUnsealed <= 0 {
+		cfg.MaxUnsealed = DefaultMaxUnsealed
+	}
+	p := &Proxy{cfg: cfg, unsealed: make(chan struct{}, cfg.MaxUnsealed), models: newModels(cfg.Table)}
 	p.leases = newLeases(cfg.Ledger, p.logf)
 	defaults := [3]string{DefaultAnthropicURL, DefaultOpenAIURL, DefaultOllamaURL}
 	for i, u := range []*url.URL{cfg.Anthropic, cfg.OpenAI, cfg.Ollama} {
@@ -297,7 +307,7 @@ func (p *Proxy) parse(rt route, body []byte) (*call, map[string]json.RawMessage,
 	// A token is about four bytes of text; counting the whole body (JSON
 	// syntax included) errs high, as a ceiling should.
 	c.inputEst = uint64(len(body)+3) / 4
-	rates, _, _, _ := p.cfg.Table.RatesFor(c.model)
+	rates := p.models.get(c.model).rates
 	out := p.maxOut(rt, fields, c.model)
 	c.reserved = energy.Cap(rates.Of(energy.Usage{Input: c.inputEst, Output: out}))
 	return c, fields, nil
@@ -322,7 +332,7 @@ func (p *Proxy) maxOut(rt route, fields map[string]json.RawMessage, model string
 			return uint64(n)
 		}
 	}
-	return p.cfg.Table.MaxOutput(model)
+	return p.models.get(model).maxOut
 }
 
 // injectUsage asks a Chat Completions stream for its usage chunk when the
@@ -401,9 +411,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	c.status = resp.StatusCode
 	c.upstreamOK = resp.StatusCode >= 200 && resp.StatusCode < 300
 	m := &meter{}
-	// The receipt is sealed after the client has its last byte: a call's
-	// latency never includes the store's fsyncs for settling and sealing.
-	t := &tap{body: resp.Body, onEnd: func(t *tap) { go p.finish(c, m, t, nil) }}
+	t := &tap{body: resp.Body, onEnd: func(t *tap) { p.sealLater(func() { p.finish(c, m, t, nil) }) }}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch {
 	case mt == "text/event-stream":
@@ -456,6 +464,28 @@ func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error)
 	if c.route.metered {
 		p.finish(c, &meter{}, nil, fmt.Errorf("%s: %v", what, err))
 	}
+}
+
+// sealLater seals an answered call's receipt in the background, so that a
+// call's latency never includes the store's fsyncs, and receipts finished
+// together share one transaction (group commit).
+//
+// Nothing is lost by answering first. Until its receipt is sealed, the
+// call's estimate stays held in its lease, a durable reservation in the
+// store, so no other call, here or in another process, can spend it. Close
+// (which joule proxy runs on SIGINT and SIGTERM) waits for every receipt.
+// What a hard kill can leave unsealed is bounded: at most MaxUnsealed
+// answered calls plus those whose handlers are waiting here, at most one
+// per client connection, since a waiting handler's connection serves
+// nothing more until a receipt is sealed. Nor is such a loss silent: the kill leaves the lease
+// reserved in the store, and joule proxy, started again once the lease is
+// StaleLease old, releases it and reports that a proxy did not shut down.
+func (p *Proxy) sealLater(seal func()) {
+	p.unsealed <- struct{}{}
+	go func() {
+		defer func() { <-p.unsealed }()
+		seal()
+	}()
 }
 
 // finish settles the call's reservation to what it used and seals its
@@ -560,7 +590,7 @@ func (p *Proxy) account(c *call, m *meter, t *tap, failure error) (energy.Record
 	} else {
 		u = energy.Usage{}
 	}
-	est := p.cfg.Table.Energy(model, u)
+	est := p.models.get(model).energy(u)
 	if estimated && !u.Zero() {
 		est.Provenance = core.Estimator
 	}

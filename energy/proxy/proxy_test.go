@@ -46,6 +46,8 @@ type fakeUpstream struct {
 	reqs    []recorded
 	handler http.HandlerFunc // overrides the default behaviour when set
 	calls   atomic.Int64
+	forget  bool          // keep no record of requests (benchmarks: no heap growing with the run)
+	delay   time.Duration // how long each answer takes, as a model's would
 }
 
 type recorded struct {
@@ -56,9 +58,14 @@ type recorded struct {
 
 func (f *fakeUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.calls.Add(1)
+	if f.delay > 0 {
+		time.Sleep(f.delay)
+	}
 	body, _ := io.ReadAll(r.Body)
 	f.mu.Lock()
-	f.reqs = append(f.reqs, recorded{r.Method, r.URL.Path, r.URL.RawQuery, r.Header.Clone(), body})
+	if !f.forget {
+		f.reqs = append(f.reqs, recorded{r.Method, r.URL.Path, r.URL.RawQuery, r.Header.Clone(), body})
+	}
 	h := f.handler
 	f.mu.Unlock()
 	if h != nil {

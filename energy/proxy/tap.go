@@ -64,6 +64,9 @@ func (t *tap) Read(p []byte) (int, error) {
 		t.note(err)
 		return n, err
 	}
+	if len(p) == 0 {
+		return 0, nil
+	}
 	for len(t.out) == 0 {
 		if t.upstream {
 			if t.readErr != nil {
@@ -76,9 +79,10 @@ func (t *tap) Read(p []byte) (int, error) {
 			}
 			return 0, io.EOF
 		}
-		buf := make([]byte, 32<<10)
-		n, err := t.body.Read(buf)
-		t.consume(buf[:n])
+		// consume copies what it keeps, so p can hold the read until
+		// the events it completes are copied back into it below.
+		n, err := t.body.Read(p)
+		t.consume(p[:n])
 		t.note(err)
 	}
 	n := copy(p, t.out)

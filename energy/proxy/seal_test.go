@@ -1,0 +1,159 @@
+package proxy
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestEveryCallReceiptedByClose: receipts are sealed after the answer, in
+// the background; Close alone (no Wait) must leave every answered call with
+// exactly one receipt, and the ledger charged exactly what they say, with
+// nothing still reserved, however small the backlog bound.
+func TestEveryCallReceiptedByClose(t *testing.T) {
+	tests := []struct {
+		name        string
+		maxUnsealed int
+		clients     int
+		calls       int
+	}{
+		{"backlog of one", 1, 32, 200},
+		{"default backlog", 0, 32, 400},
+		{"one client", 4, 1, 50},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t, big, func(c *Config) { c.MaxUnsealed = tt.maxUnsealed })
+			client := benchClient(tt.clients)
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			for w := 0; w < tt.clients; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := next.Add(1); i <= int64(tt.calls); i = next.Add(1) {
+						req, _ := http.NewRequest("POST", r.srv.URL+"/v1/messages", strings.NewReader(benchBody))
+						req.Header.Set("X-Joule-Session", fmt.Sprintf("s%d", i%3))
+						resp, err := client.Do(req)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+						if resp.StatusCode != 200 {
+							t.Errorf("HTTP %d", resp.StatusCode)
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			r.proxy.Close()
+			var n int
+			var sum uint64
+			for s := range 3 {
+				for _, e := range r.receipts(fmt.Sprintf("s%d", s)) {
+					n++
+					sum += e.EstimatedUJ
+				}
+			}
+			if n != tt.calls {
+				t.Fatalf("%d receipts after Close for %d answered calls", n, tt.calls)
+			}
+			g, err := r.st.Grant(context.Background(), r.grantID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g.SpentUJ != sum || g.ReservedUJ != 0 {
+				t.Errorf("after Close: spent %d reserved %d; receipts charge %d", g.SpentUJ, g.ReservedUJ, sum)
+			}
+		})
+	}
+}
+
+// TestUnsealedBacklogBounded: while the store cannot be written, a client
+// gets at most MaxUnsealed answers whose receipts wait (plus the one whose
+// handler then waits for a slot); its next call is held until the store
+// takes the receipts, and then every call is receipted.
+func TestUnsealedBacklogBounded(t *testing.T) {
+	const maxUnsealed = 2
+	r := newRig(t, big, func(c *Config) { c.MaxUnsealed = maxUnsealed })
+	client := benchClient(1) // one connection: a waiting handler holds it
+	call := func() error {
+		resp, err := client.Post(r.srv.URL+"/v1/messages", "application/json", strings.NewReader(benchBody))
+		if err != nil {
+			return err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("HTTP %d", resp.StatusCode)
+		}
+		return nil
+	}
+	if err := call(); err != nil { // reserves the lease the next calls draw on
+		t.Fatal(err)
+	}
+	r.proxy.Wait()
+
+	// Another connection holds the database's write lock.
+	db, err := sql.Open("sqlite", r.st.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	locked := true
+	unlock := func() {
+		if locked {
+			locked = false
+			if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	defer unlock()
+
+	const calls = 8
+	var answered atomic.Int64
+	done := make(chan error, 1)
+	go func() {
+		for range calls {
+			if err := call(); err != nil {
+				done <- err
+				return
+			}
+			answered.Add(1)
+		}
+		done <- nil
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for answered.Load() < maxUnsealed && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond) // room for calls past the bound, were there no bound
+	if got := answered.Load(); got < maxUnsealed || got > maxUnsealed+1 {
+		t.Errorf("%d calls answered while no receipt could be sealed, want %d or %d", got, maxUnsealed, maxUnsealed+1)
+	}
+	unlock()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := len(r.receipts(DefaultSession)); got != calls+1 {
+		t.Errorf("%d receipts, want %d", got, calls+1)
+	}
+}
