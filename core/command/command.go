@@ -103,7 +103,7 @@ func Analyze(line string) (analysis *Analysis, err error) {
 	if e := precheck(line); e != nil {
 		return nil, e
 	}
-	a := &analyzer{vars: newVarFacts(), seenWrites: map[Write]bool{}}
+	a := &analyzer{vars: newVarFacts()}
 	defer func() {
 		// A panic here is a bug in this package or the parser; the gate
 		// must still fail closed rather than crash.
@@ -174,9 +174,19 @@ func precheck(line string) *UnanalyzableError {
 type analyzer struct {
 	out        Analysis
 	vars       *varFacts
-	seenWrites map[Write]bool
+	seenWrites map[Write]bool // made on the first write
 	err        *UnanalyzableError
+	// args is where the listed commands' argument vectors are cut from:
+	// one allocation for a typical line rather than one per command.
+	args []Word
 }
+
+// minArgs is the least the argument arena grows by once the line's own
+// count is used up (by the commands of sh -c strings, for example).
+const minArgs = 16
+
+// maxSizeHint caps what the first allocations are sized for.
+const maxSizeHint = 1024
 
 // fail records the first reason the line is unanalyzable; the walk stops
 // soon after.
@@ -217,6 +227,12 @@ func (a *analyzer) script(text string, fr frame, via string) {
 		return
 	}
 	fr.src = newSource(text, file)
+	if a.out.Commands == nil {
+		// The line's simple commands and their words are what a typical
+		// line lists: size for them once (a hostile line grows as it goes).
+		a.out.Commands = make([]Command, 0, min(fr.src.calls, maxSizeHint))
+		a.args = make([]Word, 0, min(fr.src.words, maxSizeHint))
+	}
 	a.stmts(file.Stmts, fr)
 }
 
@@ -232,10 +248,14 @@ func (a *analyzer) addCommand(words []word, wrappers []string) {
 		a.fail(CodeTooComplex, "the line runs more than %d commands", maxCommands)
 		return
 	}
-	args := make([]Word, len(words))
-	for i, w := range words {
-		args[i] = w.Word
+	if cap(a.args)-len(a.args) < len(words) {
+		a.args = make([]Word, 0, max(minArgs, len(words)))
 	}
+	start := len(a.args)
+	for _, w := range words {
+		a.args = append(a.args, w.Word)
+	}
+	args := a.args[start:len(a.args):len(a.args)]
 	var wr []string
 	if len(wrappers) > 0 {
 		wr = append([]string(nil), wrappers...)
@@ -247,6 +267,9 @@ func (a *analyzer) addCommand(words []word, wrappers []string) {
 func (a *analyzer) addWrite(w Write) {
 	if a.seenWrites[w] {
 		return
+	}
+	if a.seenWrites == nil {
+		a.seenWrites = map[Write]bool{}
 	}
 	if len(a.seenWrites) >= maxCommands {
 		a.fail(CodeTooComplex, "the line writes more than %d files", maxCommands)

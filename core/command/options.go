@@ -3,6 +3,7 @@ package command
 import (
 	"fmt"
 	"strings"
+	"sync"
 )
 
 type argKind int
@@ -14,8 +15,16 @@ const (
 	digitsArg           // the digits that follow in the same word (perl -l, -0)
 )
 
-// optSpec describes a program's options the way getopt does.
+// optSpec describes a program's options the way getopt does. The tables
+// are built from the getopt strings on first use: a process that never
+// parses a given program's options (most never parse any) does not pay for
+// building them at start-up.
 type optSpec struct {
+	shortSpec string
+	longSpec  []string
+	stopNames []string
+	once      sync.Once
+
 	short map[byte]argKind
 	long  map[string]argKind
 	// stopAfter lists options after which option parsing ends (python -c).
@@ -25,43 +34,52 @@ type optSpec struct {
 	permute bool
 }
 
-// spec builds an optSpec. short uses getopt letters: "k:" takes an
-// argument, "d::" takes the rest of the word, "l#" takes following digits.
-// Each long name ends in "=" when it takes an argument and "?" when it takes
-// one only after "=".
+// spec describes a program's options. short uses getopt letters: "k:" takes
+// an argument, "d::" takes the rest of the word, "l#" takes following
+// digits. Each long name ends in "=" when it takes an argument and "?" when
+// it takes one only after "=".
 func spec(short string, long ...string) *optSpec {
-	s := &optSpec{short: map[byte]argKind{}, long: map[string]argKind{}}
-	for i := 0; i < len(short); i++ {
-		c := short[i]
-		kind := noArg
-		switch {
-		case strings.HasPrefix(short[i+1:], "::"):
-			kind, i = optionalArg, i+2
-		case strings.HasPrefix(short[i+1:], ":"):
-			kind, i = requiredArg, i+1
-		case strings.HasPrefix(short[i+1:], "#"):
-			kind, i = digitsArg, i+1
+	return &optSpec{shortSpec: short, longSpec: long}
+}
+
+// build makes the tables; every method that reads them calls it first.
+func (s *optSpec) build() {
+	s.once.Do(func() {
+		s.short = make(map[byte]argKind, len(s.shortSpec))
+		s.long = make(map[string]argKind, len(s.longSpec))
+		short := s.shortSpec
+		for i := 0; i < len(short); i++ {
+			c := short[i]
+			kind := noArg
+			switch {
+			case strings.HasPrefix(short[i+1:], "::"):
+				kind, i = optionalArg, i+2
+			case strings.HasPrefix(short[i+1:], ":"):
+				kind, i = requiredArg, i+1
+			case strings.HasPrefix(short[i+1:], "#"):
+				kind, i = digitsArg, i+1
+			}
+			s.short[c] = kind
 		}
-		s.short[c] = kind
-	}
-	for _, l := range long {
-		switch {
-		case strings.HasSuffix(l, "="):
-			s.long[strings.TrimSuffix(l, "=")] = requiredArg
-		case strings.HasSuffix(l, "?"):
-			s.long[strings.TrimSuffix(l, "?")] = optionalArg
-		default:
-			s.long[l] = noArg
+		for _, l := range s.longSpec {
+			switch {
+			case strings.HasSuffix(l, "="):
+				s.long[strings.TrimSuffix(l, "=")] = requiredArg
+			case strings.HasSuffix(l, "?"):
+				s.long[strings.TrimSuffix(l, "?")] = optionalArg
+			default:
+				s.long[l] = noArg
+			}
 		}
-	}
-	return s
+		s.stopAfter = make(map[string]bool, len(s.stopNames))
+		for _, n := range s.stopNames {
+			s.stopAfter[n] = true
+		}
+	})
 }
 
 func (s *optSpec) stopping(names ...string) *optSpec {
-	s.stopAfter = map[string]bool{}
-	for _, n := range names {
-		s.stopAfter[n] = true
-	}
+	s.stopNames = names
 	return s
 }
 
@@ -107,6 +125,7 @@ func (p *parsedArgs) get(names ...string) *parsedOpt {
 // words that may be options, and arguments that may split into several
 // words make the result uncertain.
 func (s *optSpec) parse(args []word) parsedArgs {
+	s.build()
 	var p parsedArgs
 	for i := 0; i < len(args); i++ {
 		w := args[i]

@@ -16,12 +16,17 @@ type source struct {
 	// deep is set when the tree was too deep to scan: any part of it may
 	// change directory.
 	deep bool
+	// calls and words count the simple commands and their words, to size
+	// the analysis.
+	calls, words int
 }
 
 func newSource(text string, file *syntax.File) *source {
 	src := &source{text: text}
 	src.deep = walkLimited(file, func(n syntax.Node) bool {
 		if call, ok := n.(*syntax.CallExpr); ok {
+			src.calls++
+			src.words += len(call.Args)
 			if slices.ContainsFunc(call.Args, src.mayChangeDir) {
 				src.dirChanges = append(src.dirChanges, call.Pos().Offset())
 			}

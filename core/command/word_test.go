@@ -1,8 +1,11 @@
 package command
 
 import (
+	"fmt"
+	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -182,4 +185,66 @@ func TestHarmlessTarget(t *testing.T) {
 			t.Errorf("harmlessTarget(%q) = %v", p, !want)
 		}
 	}
+}
+
+// TestOptionWordShapes checks the hand-written matchers for nice's and
+// find's special words against the regular expressions they replace.
+func TestOptionWordShapes(t *testing.T) {
+	nice := regexp.MustCompile(`^-[-+]?[0-9]+$`)
+	newer := regexp.MustCompile(`^-newer[aBcmt][aBcmt]$`)
+	for _, w := range []string{"", "-", "--", "-+", "-5", "-10", "--5", "-+5", "-+-5", "-5x", "5", "-٣", " -5", "-5 ",
+		"-newer", "-newermt", "-newerBa", "-newerxy", "-newermtt", "-newerm", "newermt", "-neweraa", "-NEWERmt"} {
+		if got, want := legacyNice(w), nice.MatchString(w); got != want {
+			t.Errorf("legacyNice(%q) = %v, want %v", w, got, want)
+		}
+		if got, want := findNewer(w), newer.MatchString(w); got != want {
+			t.Errorf("findNewer(%q) = %v, want %v", w, got, want)
+		}
+	}
+}
+
+// TestAnalyzeConcurrent analyzes lines that build option tables on first
+// use from many goroutines at once (run with -race).
+func TestAnalyzeConcurrent(t *testing.T) {
+	lines := []string{"timeout -s KILL 5 ls", "sudo -u x ls", "env -i ls", "xargs -0 ls", "nice -n 5 ls", "nice -5 ls",
+		"python3 -c 'x'", "node -e x", "awk '{print}' f", "watch -n 1 ls", "flock -x f ls", "su -c ls", "perl -e 1"}
+	want := make([]string, len(lines))
+	for i, l := range lines {
+		want[i] = analysisString(Analyze(l))
+	}
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range lines {
+				i = (i + g) % len(lines)
+				if got := analysisString(Analyze(lines[i])); got != want[i] {
+					t.Errorf("%q: concurrent %s, sequential %s", lines[i], got, want[i])
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func analysisString(a *Analysis, err error) string { return fmt.Sprintf("%+v %v", a, err) }
+
+// TestSpecBuildsOnce parses with a fresh option table from many goroutines
+// at once (run with -race): the table is built once, on first use.
+func TestSpecBuildsOnce(t *testing.T) {
+	s := spec("k:s:fpv", "kill-after=", "signal=", "verbose").stopping("-f")
+	args := []word{literalWord("--sig=KILL"), literalWord("-k5"), literalWord("-f"), literalWord("ls")}
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p := s.parse(args)
+			if p.uncertain != "" || len(p.opts) != 3 || len(p.operands) != 1 || p.get("--signal").arg.Text != "KILL" {
+				t.Errorf("parse: %+v", p)
+			}
+		}()
+	}
+	wg.Wait()
 }

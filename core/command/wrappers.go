@@ -1,7 +1,6 @@
 package command
 
 import (
-	"regexp"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -88,11 +87,22 @@ func (a *analyzer) parseWrapper(name string, sp *optSpec, args []word) (parsedAr
 	return p, true
 }
 
-var legacyNice = regexp.MustCompile(`^-[-+]?[0-9]+$`)
+// legacyNice reports whether w is nice's historical adjustment: -N, --N
+// or -+N.
+func legacyNice(w string) bool {
+	if len(w) < 2 || w[0] != '-' {
+		return false
+	}
+	digits := w[1:]
+	if digits[0] == '-' || digits[0] == '+' {
+		digits = digits[1:]
+	}
+	return digits != "" && strings.Trim(digits, "0123456789") == ""
+}
 
 // nice also accepts the historical nice -10 cmd.
 func nice(a *analyzer, name string, args []word) (unwrapped, bool) {
-	if len(args) > 0 && args[0].Literal && legacyNice.MatchString(args[0].Text) {
+	if len(args) > 0 && args[0].Literal && legacyNice(args[0].Text) {
 		args = args[1:]
 	}
 	return runs(spec("n:", "adjustment=", "help", "version"), 0, "--help", "--version")(a, name, args)
@@ -462,7 +472,7 @@ func (a *analyzer) find(words []word, fr frame) {
 			if t == "-fprintf" {
 				i++
 			}
-		case findValues[t] || findNewer.MatchString(t):
+		case findValues[t] || findNewer(t):
 			if i+1 < len(args) && args[i+1].split {
 				a.fail(CodeWrapperOptions, "find %s is given %s, which may split into several words", t, quote(args[i+1].Text))
 				return
@@ -495,4 +505,8 @@ var findValues = map[string]bool{
 	"-regextype": true, "-files0-from": true,
 }
 
-var findNewer = regexp.MustCompile(`^-newer[aBcmt][aBcmt]$`)
+// findNewer reports whether w is find's -newerXY test, which takes a value.
+func findNewer(w string) bool {
+	rest, ok := strings.CutPrefix(w, "-newer")
+	return ok && len(rest) == 2 && strings.IndexByte("aBcmt", rest[0]) >= 0 && strings.IndexByte("aBcmt", rest[1]) >= 0
+}

@@ -1,7 +1,6 @@
 package gate
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -10,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/joulehook/joule/core"
 	"github.com/joulehook/joule/core/command"
 	"github.com/joulehook/joule/core/grant"
 	"github.com/joulehook/joule/core/rule"
@@ -101,7 +101,7 @@ func Decide(ev *Event, p *Policy) (v Verdict) {
 	}
 	j := &judge{ev: ev, p: p}
 	j.roots = p.Chain.Leaf().Grant.Roots
-	cwd, err := rule.Resolve("/", ev.Cwd)
+	cwd, err := rule.ResolveDir(ev.Cwd)
 	if err != nil {
 		return deny(CodeMalformed, "cwd: %v", err)
 	}
@@ -133,6 +133,33 @@ type judge struct {
 	p     *Policy
 	cwd   string
 	roots []string
+	seen  []resolution
+}
+
+// resolution is one path resolved against the working directory.
+type resolution struct {
+	path, abs string
+	err       error
+}
+
+// maxSeen bounds the resolutions a decision remembers, so that a line of
+// thousands of distinct paths costs no more than a linear scan of a few.
+const maxSeen = 32
+
+// resolve is rule.ResolveFrom(j.cwd, p), remembered for the rest of the
+// decision: a line often names a path twice (go build ./... && go test
+// ./...), and a decision should see one state of the file system anyway.
+func (j *judge) resolve(p string) (string, error) {
+	for _, r := range j.seen {
+		if r.path == p {
+			return r.abs, r.err
+		}
+	}
+	abs, err := rule.ResolveFrom(j.cwd, p)
+	if len(j.seen) < maxSeen {
+		j.seen = append(j.seen, resolution{p, abs, err})
+	}
+	return abs, err
 }
 
 func (j *judge) inRoots(abs string) bool {
@@ -142,8 +169,9 @@ func (j *judge) inRoots(abs string) bool {
 // outcome folds per-link verdicts: every link must allow; a deny anywhere
 // wins, then an ask; a link with no matching rule means not granted.
 type outcome struct {
-	denyBy, askBy, missing string
-	link                   int
+	denyBy, askBy string
+	link          int
+	missing       *core.ID // the first link without a matching rule
 }
 
 func (j *judge) fold(check func(rule.Set) rule.Verdict) outcome {
@@ -161,12 +189,24 @@ func (j *judge) fold(check func(rule.Set) rule.Verdict) outcome {
 			}
 		case rule.Allow:
 		default:
-			if o.missing == "" {
-				o.missing = fmt.Sprintf("grant %s", j.p.Chain[i].ID)
+			if o.missing == nil {
+				o.missing = &j.p.Chain[i].ID
 			}
 		}
 	}
 	return o
+}
+
+// rank is the rank (see rankOf) of the verdict the outcome turns into,
+// without building its reason.
+func (o outcome) rank() int {
+	switch {
+	case o.denyBy != "" || o.missing != nil:
+		return rankOf(Deny)
+	case o.askBy != "":
+		return rankOf(Ask)
+	}
+	return rankOf(Allow)
 }
 
 // verdict turns an outcome about what into a Verdict.
@@ -174,24 +214,39 @@ func (o outcome) verdict(what string) Verdict {
 	switch {
 	case o.denyBy != "":
 		return deny(CodeDenyRule, "%s is denied by rule %s", what, o.denyBy)
-	case o.missing != "":
-		return deny(CodeNotGranted, "%s is not granted by %s", what, o.missing)
+	case o.missing != nil:
+		return deny(CodeNotGranted, "%s is not granted by grant %s", what, *o.missing)
 	case o.askBy != "":
 		return Verdict{Decision: Ask, Code: CodeAskRule, Reason: fmt.Sprintf("%s needs approval (rule %s)", what, o.askBy)}
 	}
 	return Verdict{Decision: Allow, Code: CodeAllowed, Reason: what + " is granted"}
 }
 
-// strictest keeps the strictest of several verdicts: deny, then ask.
-func strictest(vs ...Verdict) Verdict {
-	best := Verdict{Decision: Allow, Code: CodeAllowed}
-	rank := map[string]int{Allow: 0, Ask: 1, Deny: 2}
-	for _, v := range vs {
-		if rank[v.Decision] > rank[best.Decision] {
-			best = v
-		}
+// rankOf orders decisions by strictness: deny, then ask, then allow.
+func rankOf(decision string) int {
+	switch decision {
+	case Deny:
+		return 2
+	case Ask:
+		return 1
 	}
-	return best
+	return 0
+}
+
+// strictest keeps the strictest of several verdicts, the first of equals.
+// A verdict is only offered once it is known to rank above the current one,
+// so that the reasons of verdicts that cannot win are never built.
+type strictest struct{ best Verdict }
+
+func newStrictest() strictest { return strictest{Verdict{Decision: Allow, Code: CodeAllowed}} }
+
+// beats reports whether a verdict of rank r would replace the current one.
+func (s *strictest) beats(r int) bool { return r > rankOf(s.best.Decision) }
+
+func (s *strictest) offer(v Verdict) {
+	if s.beats(rankOf(v.Decision)) {
+		s.best = v
+	}
 }
 
 func (j *judge) judge() Verdict {
@@ -200,7 +255,6 @@ func (j *judge) judge() Verdict {
 	if err != nil {
 		return deny(CodeMalformed, "%v", err)
 	}
-	whole := j.fold(func(s rule.Set) rule.Verdict { return s.CheckTool(tool) })
 	switch tool {
 	case "Bash":
 		cmd, err := stringField(m, "command", true)
@@ -226,7 +280,7 @@ func (j *judge) judge() Verdict {
 	if !strings.HasPrefix(tool, "mcp__") && !knownTools[tool] {
 		what = "unknown tool " + tool
 	}
-	return whole.verdict(what)
+	return j.fold(func(s rule.Set) rule.Verdict { return s.CheckTool(tool) }).verdict(what)
 }
 
 // knownTools are tools judged by name alone.
@@ -235,7 +289,7 @@ var knownTools = map[string]bool{"WebSearch": true, "Task": true, "TodoWrite": t
 // pathKeys names the input field that holds each file tool's target.
 var pathKeys = map[string]string{"Read": "file_path", "Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path", "NotebookEdit": "notebook_path", "Glob": "path", "Grep": "path"}
 
-func (j *judge) file(tool string, m map[string]json.RawMessage) Verdict {
+func (j *judge) file(tool string, m fields) Verdict {
 	key := pathKeys[tool]
 	required := tool != "Glob" && tool != "Grep"
 	p, err := stringField(m, key, required)
@@ -245,7 +299,7 @@ func (j *judge) file(tool string, m map[string]json.RawMessage) Verdict {
 	if p == "" {
 		p = j.cwd // Glob and Grep search the working directory by default
 	}
-	abs, err := rule.ResolveFrom(j.cwd, p)
+	abs, err := j.resolve(p)
 	if err != nil {
 		return deny(CodeMalformed, "input.%s: %v", key, err)
 	}
@@ -310,19 +364,25 @@ func (j *judge) bash(line string) Verdict {
 	if len(a.Commands) == 0 && len(a.Writes) == 0 {
 		return Verdict{Decision: Allow, Code: CodeAllowed, Reason: "the line runs no command"}
 	}
-	var vs []Verdict
+	st := newStrictest()
+	words := make([]rule.Word, 0, argCount(a.Commands))
 	for _, c := range a.Commands {
 		if len(c.Wrappers) == 0 && innocuous[c.Args[0].Text] {
 			continue
 		}
-		args := toWords(c.Args)
 		for _, w := range c.Args {
 			if v, bad := j.protectedWord(w); bad {
 				return v
 			}
 		}
-		what := "command " + quoteArgs(c.Args)
-		vs = append(vs, j.fold(func(s rule.Set) rule.Verdict { return s.CheckCommand(args) }).verdict(what))
+		start := len(words)
+		words = appendWords(words, c.Args)
+		args := words[start:len(words):len(words)]
+		// The reason names the command; it is built only for a verdict that
+		// can still decide the line.
+		if o := j.fold(func(s rule.Set) rule.Verdict { return s.CheckCommand(args) }); st.beats(o.rank()) {
+			st.offer(o.verdict("command " + quoteArgs(c.Args)))
+		}
 		// A wrapper may itself be denied or held (sudo, doas…).
 		for _, w := range c.Wrappers {
 			wrapped := append([]rule.Word{{Text: w, Literal: true}}, args...)
@@ -336,30 +396,39 @@ func (j *judge) bash(line string) Verdict {
 				}
 				return v
 			})
-			vs = append(vs, o.verdict(what+" under "+w))
+			if st.beats(o.rank()) {
+				st.offer(o.verdict("command " + quoteArgs(c.Args) + " under " + w))
+			}
 		}
 	}
 	for _, w := range a.Writes {
 		if !w.Literal {
-			vs = append(vs, deny(CodeUnanalyzable, "redirection to %q: the target is computed when the line runs", truncate(w.Path)))
+			if st.beats(rankOf(Deny)) {
+				st.offer(deny(CodeUnanalyzable, "redirection to %q: the target is computed when the line runs", truncate(w.Path)))
+			}
 			continue
 		}
-		abs, err := rule.ResolveFrom(j.cwd, w.Path)
+		abs, err := j.resolve(w.Path)
 		if err != nil {
-			vs = append(vs, deny(CodeMalformed, "redirection to %q: %v", truncate(w.Path), err))
+			if st.beats(rankOf(Deny)) {
+				st.offer(deny(CodeMalformed, "redirection to %q: %v", truncate(w.Path), err))
+			}
 			continue
 		}
 		if v, bad := j.protected(abs); bad {
 			return v
 		}
 		o := j.fold(func(s rule.Set) rule.Verdict { return s.CheckPath(rule.Write, abs, j.rootsFor(abs)) })
+		if !st.beats(o.rank()) {
+			continue
+		}
 		v := o.verdict("redirection writing " + abs)
 		if v.Decision == Deny && v.Code == CodeNotGranted && !j.inRoots(abs) {
 			v.Code = CodeOutside
 		}
-		vs = append(vs, v)
+		st.offer(v)
 	}
-	v := strictest(vs...)
+	v := st.best
 	if v.Decision == Allow {
 		v.Reason = fmt.Sprintf("all %d commands and %d writes are granted", len(a.Commands), len(a.Writes))
 	}
@@ -399,7 +468,7 @@ func (j *judge) protectedWord(w command.Word) (Verdict, bool) {
 	if i := strings.IndexByte(text, '='); i > 0 && strings.HasPrefix(text, "-") {
 		text = text[i+1:] // --file=path
 	}
-	abs, err := rule.ResolveFrom(j.cwd, text)
+	abs, err := j.resolve(text)
 	if err != nil {
 		return Verdict{}, false
 	}
@@ -416,10 +485,18 @@ func (j *judge) protectedWord(w command.Word) (Verdict, bool) {
 	return Verdict{}, false
 }
 
-func toWords(ws []command.Word) []rule.Word {
-	out := make([]rule.Word, len(ws))
-	for i, w := range ws {
-		out[i] = rule.Word{Text: w.Text, Literal: w.Literal}
+// argCount counts the words of cmds, to hold them all in one allocation.
+func argCount(cmds []command.Command) int {
+	n := 0
+	for _, c := range cmds {
+		n += len(c.Args)
+	}
+	return n
+}
+
+func appendWords(out []rule.Word, ws []command.Word) []rule.Word {
+	for _, w := range ws {
+		out = append(out, rule.Word{Text: w.Text, Literal: w.Literal})
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"context"
 	"crypto/ed25519"
 	"encoding/json"
 	"os"
@@ -398,6 +399,27 @@ func BenchmarkDecideFiveCommands(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		if v := Decide(ev, f.policy); v.Decision == "" {
 			b.Fatal("no decision")
+		}
+	}
+}
+
+// BenchmarkGateFiveCommands is the whole in-process decision behind one
+// hook call, beyond the pure verdict of BenchmarkDecideFiveCommands: parse
+// the event, load and verify the active grant from the store, judge, then
+// debit and seal the receipt in one SQLite transaction.
+func BenchmarkGateFiveCommands(b *testing.B) {
+	g := liveGrant()
+	g.Allow = testAllow
+	g.Ask, g.Deny = testAsk, testDeny
+	g.BudgetUJ = 1 << 60
+	gt, ws := storeGate(b, g, nil)
+	ev, _ := json.Marshal(map[string]any{"session_id": "s", "tool": "Bash", "cwd": ws,
+		"input": map[string]any{"command": "go build ./... && go test ./... | grep -v ok; git status; echo done"}})
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if r := gt.DecideJSON(ctx, ev); r.Decision != Allow || r.Receipt == "" {
+			b.Fatalf("%+v", r)
 		}
 	}
 }

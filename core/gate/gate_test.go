@@ -16,7 +16,7 @@ import (
 )
 
 // storeGate is a gate over a fresh store with one active grant.
-func storeGate(t *testing.T, g *grant.Grant, tamper func([]byte) []byte) (*Gate, string) {
+func storeGate(t testing.TB, g *grant.Grant, tamper func([]byte) []byte) (*Gate, string) {
 	t.Helper()
 	dir, _ := filepath.EvalSymlinks(t.TempDir())
 	ws := filepath.Join(dir, "ws")

@@ -163,3 +163,40 @@ func TestResolveFromMatchesResolve(t *testing.T) {
 		t.Error("~ accepted")
 	}
 }
+
+// TestResolveDir checks that ResolveDir answers exactly as Resolve("/", p)
+// on every shape of path, whether or not its one-call fast path applies.
+func TestResolveDir(t *testing.T) {
+	ws, _ := symlinkFixture(t)
+	src := ws + "/src"
+	for _, p := range []string{
+		"/", "/..", "//", ws, ws + "/", ws + "/./src//ok/", src + "/ok/..", src + "/ok/../../src",
+		src + "/dirlink", src + "/dirlink/..", src + "/rellink", src + "/inside", src + "/chain1",
+		src + "/filelink", src + "/filelink/..", src + "/dangling", src + "/loop1", src + "/loop1/x",
+		src + "/missing", src + "/missing/../ok", ws + "/../ws/src", ws + "/src/ok/" + strings.Repeat("n", 300),
+		"", "rel", "rel/../x", "~", "/a\x00b", "/\xff", "/" + strings.Repeat("a", maxPathLen),
+	} {
+		want, wantErr := Resolve("/", p)
+		got, err := ResolveDir(p)
+		if got != want || fmt.Sprint(err) != fmt.Sprint(wantErr) {
+			t.Errorf("ResolveDir(%q) = %q, %v; Resolve gives %q, %v", p, got, err, want, wantErr)
+		}
+	}
+}
+
+// FuzzResolveDir checks ResolveDir against Resolve on paths in and around a
+// workspace full of symlinks.
+func FuzzResolveDir(f *testing.F) {
+	ws, _ := symlinkFixture(f)
+	for _, s := range []string{"", ".", "src", "src/ok", "src/ok/..", "src/dirlink", "src/rellink/..", "src/filelink", "src/loop1", "../ws/src", "src/missing/.."} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, rel string) {
+		p := ws + "/" + rel
+		want, wantErr := Resolve("/", p)
+		got, err := ResolveDir(p)
+		if got != want || fmt.Sprint(err) != fmt.Sprint(wantErr) {
+			t.Fatalf("ResolveDir(%q) = %q, %v; Resolve gives %q, %v", p, got, err, want, wantErr)
+		}
+	})
+}
