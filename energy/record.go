@@ -31,6 +31,11 @@ type Record struct {
 	// Draw, when set, charges the call's share of a lease in the same
 	// transaction that seals the receipt.
 	Draw *store.Draw
+	// Nonce, when set, is the receipt's nonce (32 lowercase hex digits);
+	// otherwise a fresh one is drawn. A record journaled before it is
+	// sealed carries its nonce, so that a receipt sealed from the journal
+	// after a crash can be told from one already sealed.
+	Nonce string
 }
 
 // Recorder seals efficiency/1 receipts into a store's session chains.
@@ -80,11 +85,14 @@ func (r *Recorder) Seal(ctx context.Context, rec Record) (store.Entry, *receipts
 	e, err := r.Store.Seal(ctx, store.SealRequest{Session: rec.Session, Settle: rec.Reservation, SettleUJ: rec.SettleUJ, Draw: rec.Draw, Build: func(pos store.Position, _ error) ([]byte, bool, error) {
 		c := *eff
 		c.Session, c.Sequence, c.Prev = pos.Session, pos.Seq, core.ID(pos.Prev)
-		nonce, err := core.NewNonce()
-		if err != nil {
-			return nil, false, err
+		c.Nonce = rec.Nonce
+		if c.Nonce == "" {
+			nonce, err := core.NewNonce()
+			if err != nil {
+				return nil, false, err
+			}
+			c.Nonce = nonce
 		}
-		c.Nonce = nonce
 		payload, err := receipts.Encode(&c)
 		if err != nil {
 			return nil, false, err

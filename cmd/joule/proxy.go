@@ -188,8 +188,18 @@ listener also receives OTLP/HTTP telemetry (/v1/metrics, /v1/logs,
 		}
 	}
 	logf := newLogf(e, *quiet)
-	// A proxy that was killed left its leases reserved; no live lease is
-	// this old (proxy.LeaseMaxAge), so they can only be such leftovers.
+	// A proxy that was killed journaled the receipts it had answered but
+	// not sealed: seal them now, and give back its leases.
+	journal := filepath.Join(m.ep.home, proxy.JournalDir)
+	if r, err := proxy.Recover(ctx, journal, recorder, m.ep.store); err != nil {
+		return fmt.Errorf("proxy: recovering the journal of a proxy that did not shut down: %w", err)
+	} else if r.Journals > 0 {
+		fmt.Fprintf(e.stderr, "joule proxy: %d proxy(ies) did not shut down: sealed %d receipt(s) they had answered (%d were already sealed) and gave back %d lease(s)\n",
+			r.Journals, r.Sealed, r.Already, r.Leases)
+	}
+	// A proxy killed without a journal left its leases reserved; no live
+	// lease is this old (proxy.LeaseMaxAge), so they can only be such
+	// leftovers.
 	if n, err := m.ep.store.ReleaseBefore(ctx, time.Now().Add(-proxy.StaleLease)); err != nil {
 		return fmt.Errorf("proxy: releasing stale leases: %w", err)
 	} else if n > 0 {
@@ -199,6 +209,7 @@ listener also receives OTLP/HTTP telemetry (/v1/metrics, /v1/logs,
 		Anthropic: ups[0], OpenAI: ups[1], Ollama: ups[2],
 		Table: table, Ledger: m.ep.store, Recorder: recorder, Grants: grants,
 		Session: *session, MaxBody: *maxBody, HeaderTimeout: *headerTimeout, Logf: logf,
+		Journal: journal,
 	})
 	if err != nil {
 		return err

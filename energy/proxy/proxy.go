@@ -68,7 +68,11 @@ type Config struct {
 	// sealed; past it, a call's handler waits for the store before it
 	// returns. 0 is DefaultMaxUnsealed.
 	MaxUnsealed int
-	Transport   http.RoundTripper
+	// Journal is the directory of the proxy's journal (see journal.go),
+	// which lets the next proxy seal what this one answered if it is
+	// killed first; empty means none. Run Recover on it before New.
+	Journal   string
+	Transport http.RoundTripper
 	// Logf, if set, gets one line per call: never headers, never bodies.
 	Logf func(format string, args ...any)
 	// Sealed, if set, is called with every receipt sealed.
@@ -84,6 +88,7 @@ type Proxy struct {
 	leases   *leases
 	unsealed chan struct{} // one token per answered call whose receipt is not yet sealed
 	models   *models
+	journal  *journal // nil without Config.Journal
 }
 
 // New checks cfg and builds a Proxy.
@@ -111,6 +116,18 @@ func New(cfg Config) (*Proxy, error) {
 	}
 	p := &Proxy{cfg: cfg, unsealed: make(chan struct{}, cfg.MaxUnsealed), models: newModels(cfg.Table)}
 	p.leases = newLeases(cfg.Ledger, p.logf)
+	if cfg.Journal != "" {
+		j, err := openJournal(cfg.Journal)
+		switch {
+		case errors.Is(err, errors.ErrUnsupported):
+			p.logf("no journal on this system: receipts of calls answered when the proxy is killed are lost")
+		case err != nil:
+			p.leases.close()
+			return nil, fmt.Errorf("proxy: journal: %w", err)
+		default:
+			p.journal = j
+		}
+	}
 	defaults := [3]string{DefaultAnthropicURL, DefaultOpenAIURL, DefaultOllamaURL}
 	for i, u := range []*url.URL{cfg.Anthropic, cfg.OpenAI, cfg.Ollama} {
 		if u == nil {
@@ -156,6 +173,11 @@ func (p *Proxy) Wait() { p.inflight.Wait() }
 func (p *Proxy) Close() {
 	p.inflight.Wait()
 	p.leases.close()
+	if p.journal != nil {
+		if n := p.journal.close(); n > 0 {
+			p.logf("%d receipt(s) could not be sealed; the next joule proxy seals them from the journal", n)
+		}
+	}
 }
 
 // GiveBack waits for the calls in flight and releases every lease, leaving
@@ -474,12 +496,12 @@ func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error)
 // call's estimate stays held in its lease, a durable reservation in the
 // store, so no other call, here or in another process, can spend it. Close
 // (which joule proxy runs on SIGINT and SIGTERM) waits for every receipt.
-// What a hard kill can leave unsealed is bounded: at most MaxUnsealed
-// answered calls plus those whose handlers are waiting here, at most one
-// per client connection, since a waiting handler's connection serves
-// nothing more until a receipt is sealed. Nor is such a loss silent: the kill leaves the lease
-// reserved in the store, and joule proxy, started again once the lease is
-// StaleLease old, releases it and reports that a proxy did not shut down.
+// A proxy killed outright has journaled each receipt before sealing it
+// (journal.go): the next proxy seals what it finds there, and gives the
+// lease back. The answered calls awaiting a receipt are bounded by
+// MaxUnsealed plus those whose handlers are waiting here, at most one per
+// client connection, since a waiting handler's connection serves nothing
+// more until a receipt is sealed.
 func (p *Proxy) sealLater(seal func()) {
 	p.unsealed <- struct{}{}
 	go func() {
@@ -507,6 +529,16 @@ func (p *Proxy) finish(c *call, m *meter, t *tap, failure error) {
 		// sealed alone, saying so.
 		withDraw := rec
 		withDraw.Draw = c.ticket.draw(settle)
+		if p.journal != nil {
+			// Journaled before the store sees it: if this process dies
+			// before the receipt is sealed, the next proxy seals it.
+			if nonce, err := core.NewNonce(); err == nil {
+				rec.Nonce, withDraw.Nonce = nonce, nonce
+				if err := p.journal.begin(withDraw); err != nil {
+					p.logf("journal: %v", err)
+				}
+			}
+		}
 		err := retryLocked(func() (err error) { e, eff, err = p.cfg.Recorder.Seal(ctx, withDraw); return err })
 		drawn := err == nil
 		if err != nil && !errors.Is(err, store.ErrLocked) {
@@ -518,6 +550,11 @@ func (p *Proxy) finish(c *call, m *meter, t *tap, failure error) {
 		if err != nil {
 			p.logf("seal receipt for session %s: %v", c.session, err)
 			return
+		}
+		if p.journal != nil && rec.Nonce != "" {
+			if err := p.journal.done(rec.Nonce); err != nil {
+				p.logf("journal: %v", err)
+			}
 		}
 		p.logf("sealed %s %s session=%s seq=%d model=%s in=%d cached=%d write=%d out=%d %s %s %s in %v",
 			c.route.family, c.route.name, c.session, e.Seq, rec.Model, rec.Usage.Input, rec.Usage.CachedInput,

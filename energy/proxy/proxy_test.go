@@ -202,6 +202,7 @@ func newRigIn(t testing.TB, dir string, budget uint64, mod ...func(*Config)) *ri
 		Ledger:   st,
 		Recorder: &energy.Recorder{Store: st, Sealer: sealer},
 		Grants:   func(context.Context, string) ([]string, error) { return []string{s.ID.String()}, nil },
+		Journal:  filepath.Join(dir, JournalDir), // as joule proxy runs
 	}
 	for _, m := range mod {
 		m(&cfg)

@@ -1,0 +1,343 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/veraison/go-cose"
+
+	"github.com/joulehook/joule/core/receipts"
+	"github.com/joulehook/joule/core/store"
+	"github.com/joulehook/joule/energy"
+)
+
+// The proxy answers a call before it seals the call's receipt, so that no
+// call waits for the store's fsync. The journal makes that safe against a
+// proxy that is killed: before a receipt goes to the store, one write(2)
+// appends what it will say to the proxy's own journal file, and once it is
+// sealed a second write marks it done. The kernel keeps both through the
+// death of the process, so the next proxy to start seals whatever a dead one
+// answered but did not seal, exactly once (the receipt's nonce tells), and
+// gives back the dead proxy's leases. A power loss can still take the last
+// writes with it: syncing the journal per call would cost what answering
+// first saves.
+
+// JournalDir is the directory of the journals, inside $JOULE_HOME.
+const JournalDir = "proxy-journal"
+
+// journalCompactAt is the size past which a journal with nothing pending is
+// emptied.
+const journalCompactAt = 1 << 20
+
+// journalLine is one line of a journal: a receipt about to be sealed, or
+// the nonce of one that was.
+type journalLine struct {
+	Seal *pendingSeal `json:"seal,omitempty"`
+	Done string       `json:"done,omitempty"`
+}
+
+// pendingSeal is what a call's receipt will say, as the proxy passes it to
+// the recorder.
+type pendingSeal struct {
+	Written time.Time     `json:"written"`
+	Record  energy.Record `json:"record"`
+}
+
+// journal is one proxy's journal file, locked for as long as the proxy runs.
+type journal struct {
+	mu      sync.Mutex
+	f       *os.File
+	path    string
+	size    int64
+	pending map[string]bool // nonces written and not yet done
+}
+
+// openJournal creates a journal of this process in dir and locks it.
+func openJournal(dir string) (*journal, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	var id [6]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, strconv.Itoa(os.Getpid())+"-"+hex.EncodeToString(id[:])+".jsonl")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := lockFile(f); err != nil {
+		f.Close()
+		os.Remove(path)
+		return nil, fmt.Errorf("locking journal %s: %w", path, err)
+	}
+	return &journal{f: f, path: path, pending: map[string]bool{}}, nil
+}
+
+// begin journals rec, which must carry its nonce, before it is sealed.
+func (j *journal) begin(rec energy.Record) error {
+	return j.write(journalLine{Seal: &pendingSeal{Written: time.Now(), Record: rec}}, rec.Nonce, true)
+}
+
+// done marks the receipt of nonce sealed.
+func (j *journal) done(nonce string) error {
+	return j.write(journalLine{Done: nonce}, nonce, false)
+}
+
+func (j *journal) write(l journalLine, nonce string, pending bool) error {
+	b, err := json.Marshal(l)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f == nil {
+		return errors.New("journal closed")
+	}
+	// One write of one line: a process that dies leaves whole lines.
+	if _, err := j.f.Write(b); err != nil {
+		return err
+	}
+	j.size += int64(len(b))
+	if pending {
+		j.pending[nonce] = true
+		return nil
+	}
+	delete(j.pending, nonce)
+	if len(j.pending) == 0 && j.size > journalCompactAt {
+		// Nothing in it is needed any more.
+		if err := j.f.Truncate(0); err == nil {
+			j.size = 0
+		}
+	}
+	return nil
+}
+
+// close closes the journal and removes it when nothing in it is pending;
+// otherwise the next proxy seals what is.
+func (j *journal) close() (pending int) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f == nil {
+		return 0
+	}
+	pending = len(j.pending)
+	if pending == 0 {
+		os.Remove(j.path)
+	}
+	j.f.Close()
+	j.f = nil
+	return pending
+}
+
+// Recovered is what Recover did.
+type Recovered struct {
+	Journals int // journals of dead proxies read and removed
+	Sealed   int // receipts sealed from them
+	Already  int // receipts they listed that had been sealed before the proxy died
+	Leases   int // leases of dead proxies given back
+}
+
+// Recover seals the receipts that proxies which died left unsealed in their
+// journals in dir, each exactly once, then gives back those proxies' leases
+// and removes their journals. A journal whose proxy is still running is
+// locked and left alone. Run it before a proxy starts taking calls.
+func Recover(ctx context.Context, dir string, rec *energy.Recorder, ledger Ledger) (Recovered, error) {
+	var r Recovered
+	paths, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	if err != nil || len(paths) == 0 {
+		return r, err
+	}
+	sort.Strings(paths)
+	for _, path := range paths {
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // another proxy recovered it meanwhile
+		}
+		if err != nil {
+			return r, err
+		}
+		if err := lockFile(f); err != nil {
+			f.Close()
+			if errors.Is(err, errLocked) {
+				continue // a live proxy's
+			}
+			return r, fmt.Errorf("locking journal %s: %w", path, err)
+		}
+		err = recoverJournal(ctx, f, rec, ledger, &r)
+		if err == nil {
+			// Removed while locked: another proxy that opened it
+			// meanwhile finds it gone or locks an orphan with nothing in it.
+			err = os.Remove(path)
+			r.Journals++
+		}
+		f.Close()
+		if err != nil {
+			return r, fmt.Errorf("recovering journal %s: %w", path, err)
+		}
+	}
+	return r, nil
+}
+
+func recoverJournal(ctx context.Context, f *os.File, rec *energy.Recorder, ledger Ledger, r *Recovered) error {
+	var (
+		order   []string
+		pending = map[string]*pendingSeal{}
+		leases  = map[int64]bool{}
+	)
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var l journalLine
+		if err := json.Unmarshal(line, &l); err != nil {
+			// Only a torn last line (a power loss) can be damaged: what
+			// it named was never sealed from here nor marked done.
+			continue
+		}
+		switch {
+		case l.Seal != nil:
+			if !validNonce(l.Seal.Record.Nonce) {
+				continue
+			}
+			if pending[l.Seal.Record.Nonce] == nil {
+				order = append(order, l.Seal.Record.Nonce)
+			}
+			pending[l.Seal.Record.Nonce] = l.Seal
+			if d := l.Seal.Record.Draw; d != nil {
+				leases[d.Reservation] = true
+			}
+		case l.Done != "":
+			delete(pending, l.Done)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	for _, nonce := range order {
+		ps := pending[nonce]
+		if ps == nil {
+			continue
+		}
+		sealed, err := alreadySealed(ctx, rec.Store, ps)
+		if err != nil {
+			return err
+		}
+		if sealed {
+			r.Already++
+			continue
+		}
+		withDraw := ps.Record
+		_, _, err = rec.Seal(ctx, withDraw)
+		if err != nil && withDraw.Draw != nil && !errors.Is(err, store.ErrLocked) {
+			// The lease is gone (released as stale, say): seal the receipt
+			// alone, saying so, as a live proxy does.
+			alone := ps.Record
+			alone.Draw = nil
+			alone.Note = ps.Record.Note + "; sealed after the proxy died, and charging the call's lease failed: " + err.Error()
+			_, _, err = rec.Seal(ctx, alone)
+		}
+		if err != nil {
+			return err
+		}
+		r.Sealed++
+	}
+	for id := range leases {
+		if err := ledger.Release(ctx, id); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		r.Leases++
+	}
+	return nil
+}
+
+// alreadySealed reports whether the receipt of ps is in its session: it
+// would have been sealed after it was journaled, so only receipts sealed
+// since then are read, from the session's end.
+func alreadySealed(ctx context.Context, st *store.Store, ps *pendingSeal) (bool, error) {
+	session := ps.Record.Session
+	// Receipts are sealed in sequence order; find the first one sealed
+	// after the journal line was written (a minute of clock slack), by
+	// bisection, then read forward.
+	last, err := lastSeq(ctx, st, session)
+	if err != nil || last == 0 {
+		return false, err
+	}
+	since := ps.Written.Add(-time.Minute)
+	lo, hi := uint64(0), last // the answer is in (lo, hi]
+	for lo+1 < hi {
+		mid := lo + (hi-lo)/2
+		es, err := st.SessionRange(ctx, session, mid-1, 1)
+		if err != nil {
+			return false, err
+		}
+		if len(es) == 0 || !es[0].Time.Before(since) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	for after := lo; ; {
+		es, err := st.SessionRange(ctx, session, after, 256)
+		if err != nil || len(es) == 0 {
+			return false, err
+		}
+		for _, e := range es {
+			if nonceOf(e.Envelope) == ps.Record.Nonce {
+				return true, nil
+			}
+			after = e.Seq
+		}
+	}
+}
+
+func lastSeq(ctx context.Context, st *store.Store, session string) (uint64, error) {
+	infos, err := st.Sessions(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for _, in := range infos {
+		if in.ID == session {
+			return in.Count, nil
+		}
+	}
+	return 0, nil
+}
+
+// nonceOf is the nonce of an efficiency receipt's envelope, or "". The
+// envelope comes from this store; its signature is not what is asked here.
+func nonceOf(envelope []byte) string {
+	var msg cose.Sign1Message
+	if err := msg.UnmarshalCBOR(envelope); err != nil {
+		return ""
+	}
+	a, err := receipts.Decode(msg.Payload)
+	if err != nil || a.Efficiency == nil {
+		return ""
+	}
+	return a.Efficiency.Nonce
+}
+
+func validNonce(s string) bool {
+	if len(s) != 32 {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil
+}

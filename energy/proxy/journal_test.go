@@ -1,0 +1,223 @@
+package proxy
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/joulehook/joule/core"
+	"github.com/joulehook/joule/core/receipts"
+	"github.com/joulehook/joule/core/store"
+	"github.com/joulehook/joule/energy"
+)
+
+func journals(t *testing.T, dir string) []string {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return paths
+}
+
+// TestRecoverDeadJournal: a proxy that died had journaled three receipts
+// drawing on its lease, sealed one of them and marked none done, and its
+// last line was torn. Recover seals the other two, once, charges each
+// call's draw, gives the lease back, removes the journal, and leaves a
+// live proxy's journal alone.
+func TestRecoverDeadJournal(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no journal without flock")
+	}
+	dir := t.TempDir()
+	jdir := filepath.Join(dir, JournalDir)
+	r := newRigIn(t, dir, big, func(c *Config) { c.Journal = jdir })
+	r.do("POST", "/v1/messages", benchBody) // the live proxy's own journal and lease
+	r.proxy.Wait()
+	ctx := context.Background()
+	before, err := r.st.Grant(ctx, r.grantID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorder := r.proxy.cfg.Recorder
+
+	dead, err := openJournal(jdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease, err := r.st.Reserve(ctx, []string{r.grantID}, 10_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nonces []string
+	for i := range 3 {
+		nonce, err := core.NewNonce()
+		if err != nil {
+			t.Fatal(err)
+		}
+		nonces = append(nonces, nonce)
+		rec := energy.Record{
+			Session: "dead", Unit: "model-call", Model: "claude-test", Usage: energy.Usage{Input: 10, Output: uint64(i + 1)},
+			Estimate: energy.Estimate{UJ: 100, Provenance: core.Estimator}, Coverage: receipts.CoverageEnforced,
+			Complete: true, Grants: []string{r.grantID}, Time: time.Now(),
+			Draw: &store.Draw{Reservation: lease, ReleaseUJ: 300, ChargeUJ: 100}, Nonce: nonce,
+		}
+		if err := dead.begin(rec); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 { // sealed, then killed before it was marked done
+			if _, _, err := recorder.Seal(ctx, rec); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	dead.f.WriteString(`{"seal":{"written":"2026-`) // torn by a power loss
+	dead.f.Close()                                  // the process dies: its lock goes with it
+
+	got, err := Recover(ctx, jdir, recorder, r.st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Recovered{Journals: 1, Sealed: 2, Already: 1, Leases: 1}); got != want {
+		t.Errorf("Recover = %+v, want %+v", got, want)
+	}
+	if left := journals(t, jdir); len(left) != 1 || left[0] != r.proxy.journal.path {
+		t.Errorf("journals left %v, want only the live proxy's %s", left, r.proxy.journal.path)
+	}
+	seen := map[string]int{}
+	for _, e := range r.receipts("dead") {
+		seen[e.Nonce]++
+	}
+	for _, n := range nonces {
+		if seen[n] != 1 {
+			t.Errorf("receipt with nonce %s sealed %d times, want once", n, seen[n])
+		}
+	}
+	if len(seen) != len(nonces) {
+		t.Errorf("session has %d receipts, want %d", len(seen), len(nonces))
+	}
+	after, err := r.st.Grant(ctx, r.grantID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.SpentUJ-before.SpentUJ != 300 {
+		t.Errorf("spent %d µJ more, want 300 (three draws of 100)", after.SpentUJ-before.SpentUJ)
+	}
+	if after.ReservedUJ != before.ReservedUJ {
+		t.Errorf("reserved %d µJ after recovery, %d before the dead lease: it was not given back", after.ReservedUJ, before.ReservedUJ)
+	}
+	again, err := Recover(ctx, jdir, recorder, r.st)
+	if err != nil || again != (Recovered{}) {
+		t.Errorf("second Recover = %+v, %v; want nothing to do", again, err)
+	}
+}
+
+// TestRecoverLeaseGone: the dead proxy's lease was already released (found
+// stale): the receipt is still sealed, saying its lease could not be
+// charged.
+func TestRecoverLeaseGone(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no journal without flock")
+	}
+	dir := t.TempDir()
+	jdir := filepath.Join(dir, JournalDir)
+	r := newRigIn(t, dir, big)
+	ctx := context.Background()
+	dead, err := openJournal(jdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease, err := r.st.Reserve(ctx, []string{r.grantID}, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nonce, _ := core.NewNonce()
+	rec := energy.Record{Session: "gone", Unit: "model-call", Model: "m", Estimate: energy.Estimate{UJ: 5, Provenance: core.Estimator},
+		Coverage: receipts.CoverageEnforced, Grants: []string{r.grantID}, Time: time.Now(),
+		Draw: &store.Draw{Reservation: lease, ReleaseUJ: 10, ChargeUJ: 5}, Nonce: nonce}
+	if err := dead.begin(rec); err != nil {
+		t.Fatal(err)
+	}
+	dead.f.Close()
+	if err := r.st.Release(ctx, lease); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Recover(ctx, jdir, r.proxy.cfg.Recorder, r.st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Sealed != 1 {
+		t.Fatalf("Recover = %+v, want one sealed", got)
+	}
+	rs := r.receipts("gone")
+	if len(rs) != 1 || rs[0].Nonce != nonce || !strings.Contains(rs[0].Note, "charging the call's lease failed") {
+		t.Errorf("receipts %+v, want one with nonce %s saying its lease could not be charged", rs, nonce)
+	}
+}
+
+// TestJournalRemovedOnClose: a proxy that shuts down with every receipt
+// sealed leaves no journal behind, and one that marks receipts done keeps
+// its journal from growing without bound.
+func TestJournalRemovedOnClose(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no journal without flock")
+	}
+	jdir := filepath.Join(t.TempDir(), JournalDir)
+	r := newRig(t, big, func(c *Config) { c.Journal = jdir })
+	for range 5 {
+		r.do("POST", "/v1/messages", benchBody)
+	}
+	r.proxy.Wait()
+	b, err := os.ReadFile(r.proxy.journal.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), "\n"); n != 10 {
+		t.Errorf("journal has %d lines, want 10 (a seal and a done per call)", n)
+	}
+	if p := len(r.proxy.journal.pending); p != 0 {
+		t.Errorf("%d receipts pending after every call was sealed", p)
+	}
+	r.proxy.Close()
+	if left := journals(t, jdir); len(left) != 0 {
+		t.Errorf("journals left after Close: %v", left)
+	}
+}
+
+// TestJournalCompacts: with nothing pending, a journal past its size bound
+// is emptied.
+func TestJournalCompacts(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no journal without flock")
+	}
+	j, err := openJournal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.close()
+	rec := energy.Record{Session: "s", Note: strings.Repeat("x", 4096)}
+	for i := 0; j.size <= journalCompactAt; i++ {
+		rec.Nonce, _ = core.NewNonce()
+		if err := j.begin(rec); err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 1 { // every other one stays pending until the end
+			continue
+		}
+		if err := j.done(rec.Nonce); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for n := range j.pending {
+		if err := j.done(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fi, err := j.f.Stat(); err != nil || fi.Size() != 0 || j.size != 0 {
+		t.Errorf("journal is %d bytes (tracked %d) with nothing pending past the bound, want emptied", fi.Size(), j.size)
+	}
+}
