@@ -17,6 +17,7 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 
+	"github.com/joulehook/joule/core"
 	"github.com/joulehook/joule/core/gate"
 	"github.com/joulehook/joule/tiers"
 	"github.com/joulehook/joule/tiers/l0"
@@ -61,6 +62,9 @@ type Agent struct {
 type session struct {
 	id  acp.SessionId
 	cwd string
+	// disk reads the workspace for each turn, reading and hashing again
+	// only the files that changed since the last.
+	disk *core.DirCache
 
 	mu      sync.Mutex
 	running bool
@@ -149,7 +153,7 @@ func (a *Agent) connection() *acp.AgentSideConnection {
 func (a *Agent) addSession(id acp.SessionId, cwd string) *session {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	s := &session{id: id, cwd: cwd}
+	s := &session{id: id, cwd: cwd, disk: core.NewDirCache(cwd)}
 	a.sessions[id] = s
 	return s
 }

@@ -121,7 +121,7 @@ func (t *turn) Ask(ctx context.Context, call acp.ToolCallUpdate) (bool, error) {
 // Files reads the workspace once per turn: every stage sees one tree state
 // (with the editor buffers read so far, see Buffer).
 func (t *turn) Files(ctx context.Context) (core.Files, error) {
-	t.once.Do(func() { t.files, t.err = core.ReadDir(t.s.cwd) })
+	t.once.Do(func() { t.files, t.err = t.s.disk.Read() })
 	t.fmu.Lock()
 	defer t.fmu.Unlock()
 	return t.files, t.err
@@ -159,7 +159,7 @@ func (a *Agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResp
 	}
 	_ = t.Update(ctx, plan(names, nil, ""))
 	c = c.WithGate(&memoGate{inner: gate.TierGate{Gate: a.opt.Gate}})
-	req := &tiers.Request{Session: string(s.id), Prompt: text, Root: s.cwd}
+	req := &tiers.Request{Session: string(s.id), Prompt: text, Root: s.cwd, Sum: s.disk.Sum}
 	if err := t.preload(ctx, text); err != nil {
 		if ctx.Err() != nil {
 			return cancelled()
@@ -352,11 +352,11 @@ func (a *Agent) apply(ctx context.Context, t *turn, text string, res *tiers.Resu
 	}
 	// The op must build on exactly the tree this turn holds (the disk and
 	// the editor buffers read): anything else is not what it was computed on.
-	if tree, err := files.Tree(); err != nil || tree.ID() != sop.Op.Prior {
+	if tree, err := files.TreeWith(t.s.disk.Sum); err != nil || tree.ID() != sop.Op.Prior {
 		t.say(ctx, fmt.Sprintf("%s produced an op computed on another tree state than the workspace's. Nothing was changed.", res.Closing))
 		return endTurn()
 	}
-	next, err := core.Apply(files, &sop.Op)
+	next, err := core.ApplyWith(files, &sop.Op, t.s.disk.Sum)
 	if err != nil {
 		t.say(ctx, fmt.Sprintf("%s produced an op that does not apply to the workspace: %v. Nothing was changed.", res.Closing, err))
 		return endTurn()

@@ -30,11 +30,14 @@ const maxHunkSearch = 1 << 23
 
 // Apply applies op to files, which must be exactly the op's prior state, and
 // returns the successor state. files is not modified.
-func Apply(files Files, op *CodingOp) (Files, error) {
+func Apply(files Files, op *CodingOp) (Files, error) { return ApplyWith(files, op, nil) }
+
+// ApplyWith is Apply with the files' tree state summed by sum (nil means Sum).
+func ApplyWith(files Files, op *CodingOp, sum SumFunc) (Files, error) {
 	if err := op.Validate(); err != nil {
 		return nil, err
 	}
-	t, err := files.Tree()
+	t, err := files.TreeWith(sum)
 	if err != nil {
 		return nil, err
 	}

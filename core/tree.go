@@ -88,13 +88,25 @@ func ValidatePath(p string) error {
 type Files map[string][]byte
 
 // Tree returns the tree state of the files.
-func (f Files) Tree() (Tree, error) {
+func (f Files) Tree() (Tree, error) { return f.TreeWith(nil) }
+
+// SumFunc returns the BLAKE3-256 of the content of the file at path: Sum,
+// or a cache's answer for contents it has hashed before (DirCache.Sum).
+type SumFunc func(path string, content []byte) ID
+
+// TreeWith returns the tree state of the files, each summed by sum (nil
+// means Sum).
+func (f Files) TreeWith(sum SumFunc) (Tree, error) {
 	t := make(Tree, len(f))
 	for p, b := range f {
 		if err := ValidatePath(p); err != nil {
 			return nil, err
 		}
-		t[p] = Sum(b)
+		if sum != nil {
+			t[p] = sum(p, b)
+		} else {
+			t[p] = Sum(b)
+		}
 	}
 	return t, nil
 }

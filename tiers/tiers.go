@@ -19,7 +19,14 @@ type Request struct {
 	// Context is what cheaper tiers learned without closing the request
 	// (L2's retrieved code), handed on to the tiers after them, best first.
 	Context []Snippet
+
+	// Sum, when set, sums file contents for tree states: a cache of the
+	// workspace answers for the files it read (core.DirCache.Sum).
+	Sum core.SumFunc
 }
+
+// Tree returns the tree state of files, summed by r.Sum when set.
+func (r *Request) Tree(files core.Files) (core.Tree, error) { return files.TreeWith(r.Sum) }
 
 // Snippet is one piece of workspace code a tier found relevant to a request.
 type Snippet struct {

@@ -146,7 +146,7 @@ func (s *Stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 	if err != nil {
 		return nil, err
 	}
-	tree, err := files.Tree()
+	tree, err := req.Tree(files)
 	if err != nil {
 		return nil, err
 	}

@@ -69,7 +69,7 @@ func (s *Stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 		return nil, err
 	}
 	pub := s.Key.Public().(ed25519.PublicKey)
-	op, err := NewOp(files, next, core.PublicKey(pub), strings.TrimSpace(req.Prompt), core.L1)
+	op, err := NewOpWith(req.Sum, files, next, core.PublicKey(pub), strings.TrimSpace(req.Prompt), core.L1)
 	if errors.Is(err, ErrNoChange) {
 		return &tiers.Resolution{Answer: summary + " (nothing to change)"}, nil
 	}
@@ -91,7 +91,14 @@ var ErrNoChange = errors.New("no change")
 // files in sorted path order. It cannot delete a file (the wire format has no
 // deletion).
 func NewOp(prior, next core.Files, author core.PublicKey, intent string, tier core.Tier) (*core.CodingOp, error) {
-	tree, err := prior.Tree()
+	return NewOpWith(nil, prior, next, author, intent, tier)
+}
+
+// NewOpWith is NewOp with prior's tree state summed by sum (nil means
+// core.Sum): a tier hands on its request's Sum, so a cached workspace is
+// not hashed again.
+func NewOpWith(sum core.SumFunc, prior, next core.Files, author core.PublicKey, intent string, tier core.Tier) (*core.CodingOp, error) {
+	tree, err := prior.TreeWith(sum)
 	if err != nil {
 		return nil, err
 	}

@@ -256,7 +256,7 @@ func (s *Stage) maxCost(msgs []Message) uint64 {
 
 func (s *Stage) close(req *tiers.Request, prior, next core.Files, changed []string, model string, round int, spent []energy.Estimate, tokens energy.Usage, unknown bool) (*tiers.Resolution, error) {
 	pub := s.Key.Public().(ed25519.PublicKey)
-	op, err := l1.NewOp(prior, next, core.PublicKey(pub), strings.TrimSpace(req.Prompt), core.L3)
+	op, err := l1.NewOpWith(req.Sum, prior, next, core.PublicKey(pub), strings.TrimSpace(req.Prompt), core.L3)
 	if errors.Is(err, l1.ErrNoChange) {
 		return nil, &Miss{Reason: "the model's edit changes nothing once formatted", Calls: round + 1}
 	}

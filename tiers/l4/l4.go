@@ -219,7 +219,7 @@ func (s *stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 		s.ed.Usage(*pr.Usage)
 		note += fmt.Sprintf(" (reported usage: %d input, %d output tokens)", pr.Usage.InputTokens, pr.Usage.OutputTokens)
 	}
-	op, err := l1.NewOp(c.prior, next, core.PublicKey(r.Key.Public().(ed25519.PublicKey)), strings.TrimSpace(req.Prompt), core.L4)
+	op, err := l1.NewOpWith(req.Sum, c.prior, next, core.PublicKey(r.Key.Public().(ed25519.PublicKey)), strings.TrimSpace(req.Prompt), core.L4)
 	if errors.Is(err, l1.ErrNoChange) {
 		return &tiers.Resolution{Answer: note}, nil
 	}
