@@ -231,11 +231,18 @@ func (s *Server) NewDatabase(prefix string) (string, error) {
 }
 
 // URL is the connection URL of database name as Role.
-func (s *Server) URL(name string) string {
-	u := url.URL{Scheme: "postgres", User: url.UserPassword(Role, s.password),
+func (s *Server) URL(name string) string { return s.URLAs(name, Role, s.password) }
+
+// URLAs is the connection URL of database name as role, with its password.
+func (s *Server) URLAs(name, role, password string) string {
+	u := url.URL{Scheme: "postgres", User: url.UserPassword(role, password),
 		Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port)), Path: "/" + name, RawQuery: "sslmode=disable"}
 	return u.String()
 }
+
+// Exec runs one statement as the superuser in database db: roles and
+// privileges a test sets up as a database administrator would.
+func (s *Server) Exec(ctx context.Context, db, stmt string) error { return s.admin(ctx, db, stmt) }
 
 // Tool returns the path of a client tool such as pg_dump: the one beside
 // the server's binaries, else the one on PATH.
