@@ -774,7 +774,7 @@ func TestForgedReceiptIsReported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	forger := *f.gate
+	forger := &gate.Gate{Store: f.gate.Store, Trust: f.gate.Trust, JouleHome: f.gate.JouleHome, Home: f.gate.Home, Costs: f.gate.Costs, Now: f.gate.Now}
 	forger.Sealer, _ = mallory.Sealer()
 	forger.DecideJSON(ctx, []byte(fmt.Sprintf(`{"session_id":"forged","tool":"Read","input":{"file_path":"y"},"cwd":%q}`, f.ws)))
 	good, _ := f.read(t, "joule://sessions/forged/receipts/1")
