@@ -258,7 +258,7 @@ func TestRename(t *testing.T) {
 		{"member conflict", Rename{"Counter.Add", "n"}, nil, nil, "already has a member"},
 		{"unexporting a used name", Rename{"New", "newCounter"}, nil, nil, "other packages"},
 		{"unknown", Rename{"Nope", "X"}, nil, nil, "no declaration"},
-		{"import name", Rename{"main.go:3:8", "x"}, nil, nil, "no identifier"},
+		{"import path", Rename{"main.go:3:8", "x"}, nil, nil, "no identifier"},
 	}
 	root := module(t, twoPackages)
 	files, err := core.ReadDir(root)
@@ -292,6 +292,77 @@ func TestRename(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+var importNames = map[string]string{
+	"go.mod": "module example.com/m\n\ngo 1.22\n",
+	"lib/lib.go": `package lib
+
+func New() int { return 1 }
+`,
+	"main.go": `package main
+
+import (
+	"fmt"
+
+	l "example.com/m/lib"
+)
+
+func main() {
+	fmt.Println(l.New())
+	show()
+}
+
+func show() {
+	x := 2
+	fmt.Println(x + l.New())
+}
+`,
+	"other.go": `package main
+
+import l "example.com/m/lib"
+
+var y = l.New()
+`,
+}
+
+// TestRenameImportName: an import's explicit name is renamed in its file
+// only, by name when one file gives it or by position; the package's own
+// name, a name taken in the package and one a local would capture are
+// refused.
+func TestRenameImportName(t *testing.T) {
+	root := module(t, importNames)
+	files, err := core.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, _, err := rename(context.Background(), root, files, Rename{"main.go:6:2", "lib"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{`lib "example.com/m/lib"`, "fmt.Println(lib.New())", "fmt.Println(x + lib.New())"} {
+		if !strings.Contains(string(next["main.go"]), s) {
+			t.Errorf("main.go lacks %q:\n%s", s, next["main.go"])
+		}
+	}
+	if string(next["other.go"]) != string(files["other.go"]) {
+		t.Errorf("other.go, which names its own import, changed:\n%s", next["other.go"])
+	}
+	for _, tt := range []struct {
+		cmd Rename
+		err string
+	}{
+		{Rename{"l", "lb"}, "ambiguous"},                      // main.go and other.go each declare one
+		{Rename{"main.go:10:14", "show"}, "already declared"}, // a function of the package
+		{Rename{"main.go:10:14", "y"}, "already declared"},    // a variable of the package, in other.go
+		{Rename{"main.go:6:2", "x"}, "shadowed"},              // captured by show's x
+		{Rename{"main.go:10:2", "f"}, "name package fmt declares"},
+	} {
+		_, _, err := rename(context.Background(), root, files, tt.cmd)
+		if err == nil || !strings.Contains(err.Error(), tt.err) {
+			t.Errorf("%+v: error %v, want %q", tt.cmd, err, tt.err)
+		}
 	}
 }
 

@@ -73,6 +73,11 @@ func rename(ctx context.Context, root string, files core.Files, c Rename) (core.
 	if target.obj.Name() == c.To {
 		return nil, "", fmt.Errorf("rename: %s is already called %s", c.Target, c.To)
 	}
+	if pn, ok := target.obj.(*types.PkgName); ok {
+		if err := checkImportName(pkgs, pn, c.To); err != nil {
+			return nil, "", err
+		}
+	}
 	keys := map[key]bool{target.key: true}
 	addEmbedded(cfg.Fset, pkgs, keys)
 	linked := []types.Object{target.obj}
@@ -310,8 +315,6 @@ func typeName(t types.Type) string {
 
 func checkTarget(fset *token.FileSet, obj types.Object, target string) (*targetObj, error) {
 	switch obj.(type) {
-	case *types.PkgName:
-		return nil, fmt.Errorf("rename: %s is an import name; renaming imports and packages is not supported", target)
 	case *types.Builtin, *types.Nil:
 		return nil, fmt.Errorf("rename: %s is predeclared", target)
 	}
@@ -319,6 +322,28 @@ func checkTarget(fset *token.FileSet, obj types.Object, target string) (*targetO
 		return nil, fmt.Errorf("rename: %s is not declared in this module", target)
 	}
 	return &targetObj{obj: obj, key: keyOf(fset, obj.Pos())}, nil
+}
+
+// checkImportName allows renaming an import's explicit name (import l
+// "path"), which is declared in its file; the package's own name, which
+// uses borrow from the import path, would need a name added first. A file's
+// import name may not equal anything its package declares.
+func checkImportName(pkgs []*packages.Package, pn *types.PkgName, to string) error {
+	named := false
+	for _, p := range pkgs {
+		for _, obj := range p.TypesInfo.Defs {
+			if obj == pn {
+				named = true
+			}
+		}
+	}
+	if !named {
+		return fmt.Errorf("rename: %s is the name package %s declares, not a name this import gives it; name the import first (import %s %q)", pn.Name(), pn.Imported().Path(), to, pn.Imported().Path())
+	}
+	if prev := pn.Pkg().Scope().Lookup(to); prev != nil {
+		return fmt.Errorf("rename: %s is already declared in package %s, so no file of it can import under that name", to, pn.Pkg().Name())
+	}
+	return nil
 }
 
 // checkConflict refuses a rename that would change what some identifier
