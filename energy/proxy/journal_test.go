@@ -25,10 +25,11 @@ func journals(t *testing.T, dir string) []string {
 }
 
 // TestRecoverDeadJournal: a proxy that died had journaled three receipts
-// drawing on its lease, sealed one of them and marked none done, and its
-// last line was torn. Recover seals the other two, once, charges each
-// call's draw, gives the lease back, removes the journal, and leaves a
-// live proxy's journal alone.
+// drawing on its lease (one first as the worst case it was admitted at),
+// sealed one of them and marked none done, had admitted a fourth call whose
+// usage it never journaled, and its last line was torn. Recover seals the
+// others, once each, charges each call's last journaled draw, gives the
+// lease back, removes the journal, and leaves a live proxy's journal alone.
 func TestRecoverDeadJournal(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("no journal without flock")
@@ -66,6 +67,13 @@ func TestRecoverDeadJournal(t *testing.T) {
 			Complete: true, Grants: []string{r.grantID}, Time: time.Now(),
 			Draw: &store.Draw{Reservation: lease, ReleaseUJ: 300, ChargeUJ: 100}, Nonce: nonce,
 		}
+		if i == 1 { // admitted: the worst case, which the usage below replaces
+			worst := rec
+			worst.Draw = &store.Draw{Reservation: lease, ReleaseUJ: 300, ChargeUJ: 300}
+			if err := dead.begin(worst); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if err := dead.begin(rec); err != nil {
 			t.Fatal(err)
 		}
@@ -75,6 +83,16 @@ func TestRecoverDeadJournal(t *testing.T) {
 			}
 		}
 	}
+	// Admitted and answered, killed before its usage was journaled: sealed
+	// incomplete, charged its whole estimate.
+	worstNonce, _ := core.NewNonce()
+	nonces = append(nonces, worstNonce)
+	if err := dead.begin(energy.Record{Session: "dead", Unit: "model-call", Model: "claude-test",
+		Estimate: energy.Estimate{UJ: 50, Provenance: core.Estimator}, Coverage: receipts.CoverageEnforced,
+		Note: "the proxy stopped before this call ended", Grants: []string{r.grantID}, Time: time.Now(),
+		Draw: &store.Draw{Reservation: lease, ReleaseUJ: 50, ChargeUJ: 50}, Nonce: worstNonce}); err != nil {
+		t.Fatal(err)
+	}
 	dead.f.WriteString(`{"seal":{"written":"2026-`) // torn by a power loss
 	dead.f.Close()                                  // the process dies: its lock goes with it
 
@@ -82,7 +100,7 @@ func TestRecoverDeadJournal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (Recovered{Journals: 1, Sealed: 2, Already: 1, Leases: 1}); got != want {
+	if want := (Recovered{Journals: 1, Sealed: 3, Already: 1, Leases: 1}); got != want {
 		t.Errorf("Recover = %+v, want %+v", got, want)
 	}
 	if left := journals(t, jdir); len(left) != 1 || left[0] != r.proxy.journal.path {
@@ -104,8 +122,8 @@ func TestRecoverDeadJournal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if after.SpentUJ-before.SpentUJ != 300 {
-		t.Errorf("spent %d µJ more, want 300 (three draws of 100)", after.SpentUJ-before.SpentUJ)
+	if after.SpentUJ-before.SpentUJ != 350 {
+		t.Errorf("spent %d µJ more, want 350 (three calls' usage of 100, and 50 for one whose usage never came)", after.SpentUJ-before.SpentUJ)
 	}
 	if after.ReservedUJ != before.ReservedUJ {
 		t.Errorf("reserved %d µJ after recovery, %d before the dead lease: it was not given back", after.ReservedUJ, before.ReservedUJ)
@@ -176,8 +194,8 @@ func TestJournalRemovedOnClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(string(b), "\n"); n != 10 {
-		t.Errorf("journal has %d lines, want 10 (a seal and a done per call)", n)
+	if n := strings.Count(string(b), "\n"); n != 15 {
+		t.Errorf("journal has %d lines, want 15 (per call: admitted, used, done)", n)
 	}
 	if p := len(r.proxy.journal.pending); p != 0 {
 		t.Errorf("%d receipts pending after every call was sealed", p)

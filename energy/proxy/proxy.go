@@ -219,6 +219,7 @@ type call struct {
 	once       sync.Once
 	injected   bool // the proxy asked for stream usage the client did not
 	upstreamOK bool
+	nonce      string // its receipt's, when journaled
 }
 
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -302,6 +303,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	p.inflight.Add(1)
 	c.start = time.Now()
+	p.journalStart(c)
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	r.Header.Del("Content-Length")
@@ -510,6 +512,32 @@ func (p *Proxy) sealLater(seal func()) {
 	}()
 }
 
+// journalStart journals an admitted call before it is forwarded, as the
+// receipt it gets if this process dies before the call ends: incomplete,
+// charged its whole reserved estimate, since what it used is unknown. The
+// client can have its last byte before the receipt of what the call did use
+// is journaled; this line is why a kill in between loses nothing either.
+func (p *Proxy) journalStart(c *call) {
+	if p.journal == nil {
+		return
+	}
+	nonce, err := core.NewNonce()
+	if err != nil {
+		p.logf("journal: %v", err)
+		return
+	}
+	c.nonce = nonce
+	rec := energy.Record{
+		Session: c.session, Unit: "model-call", Model: c.model,
+		Estimate: energy.Estimate{UJ: c.reserved, Provenance: core.Estimator}, Coverage: receipts.CoverageEnforced,
+		Note:   "the proxy stopped before this call ended: its usage is unknown, and it is charged its reserved estimate",
+		Grants: c.grants, Time: c.start, Draw: c.ticket.draw(c.reserved), Nonce: nonce,
+	}
+	if err := p.journal.begin(rec); err != nil {
+		p.logf("journal: %v", err)
+	}
+}
+
 // finish settles the call's reservation to what it used and seals its
 // receipt, exactly once, whatever way the call ended.
 func (p *Proxy) finish(c *call, m *meter, t *tap, failure error) {
@@ -529,14 +557,12 @@ func (p *Proxy) finish(c *call, m *meter, t *tap, failure error) {
 		// sealed alone, saying so.
 		withDraw := rec
 		withDraw.Draw = c.ticket.draw(settle)
-		if p.journal != nil {
-			// Journaled before the store sees it: if this process dies
-			// before the receipt is sealed, the next proxy seals it.
-			if nonce, err := core.NewNonce(); err == nil {
-				rec.Nonce, withDraw.Nonce = nonce, nonce
-				if err := p.journal.begin(withDraw); err != nil {
-					p.logf("journal: %v", err)
-				}
+		if p.journal != nil && c.nonce != "" {
+			// What the call used replaces, in the journal, the worst case
+			// written when it was admitted.
+			rec.Nonce, withDraw.Nonce = c.nonce, c.nonce
+			if err := p.journal.begin(withDraw); err != nil {
+				p.logf("journal: %v", err)
 			}
 		}
 		err := retryLocked(func() (err error) { e, eff, err = p.cfg.Recorder.Seal(ctx, withDraw); return err })
