@@ -16,6 +16,7 @@ func BenchmarkSeal(b *testing.B) {
 	putGrant(b, s, "g", "", math.MaxInt64)
 	ctx := context.Background()
 	b.ResetTimer()
+	defer cpuMeter(b)()
 	for i := 0; b.Loop(); i++ {
 		_, err := s.Seal(ctx, SealRequest{Session: "bench", Debit: []string{"g"}, AmountUJ: 1,
 			Build: func(pos Position, _ error) ([]byte, bool, error) {
@@ -41,6 +42,7 @@ func BenchmarkSealParallel(b *testing.B) {
 				var n atomic.Int64
 				b.SetParallelism(16) // 32 goroutines on two cores: the proxy's 32 clients
 				b.ResetTimer()
+				defer cpuMeter(b)()
 				b.RunParallel(func(pb *testing.PB) {
 					session := fmt.Sprintf("bench-%d", n.Add(1)%4)
 					for pb.Next() {
@@ -92,6 +94,59 @@ func BenchmarkDecisions(b *testing.B) {
 				}
 				wg.Wait()
 				b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "decisions/s")
+			})
+		}
+	}
+}
+
+// BenchmarkSealDraw measures seals that draw a call's share from a lease
+// reserved on a two-grant chain, as the metering proxy seals them: from 32
+// goroutines (one transaction per seal, the baseline, and group commit)
+// and from one goroutine (each seal alone in its transaction).
+func BenchmarkSealDraw(b *testing.B) {
+	for _, be := range backends {
+		for _, mode := range []string{"one-per-tx", "group", "alone"} {
+			b.Run(be.name+"/"+mode, func(b *testing.B) {
+				s := be.open(b, WithLockTimeout(time.Minute))
+				s.group.off = mode == "one-per-tx"
+				putGrant(b, s, "root", "", math.MaxInt64)
+				putGrant(b, s, "leaf", "root", math.MaxInt64)
+				ctx := context.Background()
+				lease, err := s.Reserve(ctx, []string{"leaf", "root"}, math.MaxInt64/2)
+				if err != nil {
+					b.Fatal(err)
+				}
+				draw := func(session string) error {
+					_, err := s.Seal(ctx, SealRequest{Session: session,
+						Draw: &Draw{Reservation: lease, ReleaseUJ: 3, ChargeUJ: 2},
+						Build: func(pos Position, _ error) ([]byte, bool, error) {
+							return envelopeFor(pos, "draw"), false, nil
+						}})
+					return err
+				}
+				if mode == "alone" {
+					b.ResetTimer()
+					defer cpuMeter(b)()
+					for b.Loop() {
+						if err := draw("bench"); err != nil {
+							b.Fatal(err)
+						}
+					}
+					return
+				}
+				var n atomic.Int64
+				b.SetParallelism(16)
+				b.ResetTimer()
+				defer cpuMeter(b)()
+				b.RunParallel(func(pb *testing.PB) {
+					session := fmt.Sprintf("bench-%d", n.Add(1)%4)
+					for pb.Next() {
+						if err := draw(session); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
 			})
 		}
 	}

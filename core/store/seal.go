@@ -96,6 +96,17 @@ func (s *Store) Seal(ctx context.Context, req SealRequest) (Entry, error) {
 func (s *Store) sealOne(ctx context.Context, req SealRequest) (Entry, error) {
 	var sealed Entry
 	err := s.write(ctx, func(ctx context.Context, tx conn) error {
+		if !tx.pg {
+			// Any error rolls the whole transaction back, so a batch of
+			// one needs no savepoint whatever fails.
+			b := newBatch(s, tx)
+			e, err := b.seal(ctx, req)
+			if err != nil {
+				return err
+			}
+			sealed = e
+			return b.flush(ctx)
+		}
 		locked, err := lockSeal(ctx, tx, []SealRequest{req})
 		if err != nil {
 			return err

@@ -10,8 +10,9 @@
 // PostgreSQL a write takes row locks on the grants it touches and, to append
 // to the log, on the single log head row, always in that order. Either way
 // sequence numbers, log indexes and budgets are read and written inside the
-// transaction, never cached in process memory. Concurrent Seals of one
-// process share a transaction and its sync (group commit, group.go).
+// transaction, never carried in process memory from one transaction to the
+// next. Concurrent Seals of one process share a transaction and its sync
+// (group commit, group.go).
 package store
 
 import (
@@ -375,7 +376,9 @@ func (s *Store) writeOnce(ctx context.Context, fn func(ctx context.Context, tx c
 			tx.Rollback()
 		}
 	}()
-	if err := fn(ctx, s.txConn(tx)); err != nil {
+	c := s.txConn(tx)
+	c.short = !s.pg
+	if err := fn(ctx, c); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
