@@ -329,8 +329,9 @@ const tsClientDir = "../../acpagent/testdata/tsclient"
 
 // TestACPTypeScriptClient drives joule acp with the official TypeScript ACP
 // SDK's client side over stdio: initialize, a new session, prompts closing at
-// L1, L0 and L4, a denied write, a cancel mid-prompt, an unknown session, and
-// the load of the past session in a fresh process.
+// L1, L0 and L4, a denied write, a rename that must see an unsaved buffer
+// the client serves through fs/read_text_file, a cancel mid-prompt, an
+// unknown session, and the load of the past session in a fresh process.
 func TestACPTypeScriptClient(t *testing.T) {
 	node, err := exec.LookPath("node")
 	_, serr := os.Stat(filepath.Join(tsClientDir, "node_modules", "@agentclientprotocol", "sdk", "package.json"))
@@ -362,7 +363,11 @@ func TestACPTypeScriptClient(t *testing.T) {
 		Steps           []struct {
 			Prompt, StopReason, Text string
 		} `json:"steps"`
-		Load struct{ Text string } `json:"load"`
+		Load   struct{ Text string } `json:"load"`
+		Buffer struct {
+			Written *string `json:"written"`
+			Pending bool    `json:"pending"`
+		} `json:"buffer"`
 	}
 	if err := json.Unmarshal(out, &res); err != nil {
 		t.Fatalf("%v: %s", err, out)
@@ -375,8 +380,9 @@ func TestACPTypeScriptClient(t *testing.T) {
 		{"end_turn", "L0 · "},
 		{"end_turn", "remote says: from typescript"},
 		{"end_turn", "denies writing .mcp.json"},
+		{"end_turn", "L1 · "},
 		{"cancelled", ""},
-		{"end_turn", "ops closed by tier: L0 1, L1 1"},
+		{"end_turn", "ops closed by tier: L0 1, L1 2"},
 	}
 	if len(res.Steps) != len(want) {
 		t.Fatalf("%d steps, want %d: %+v", len(res.Steps), len(want), res.Steps)
@@ -386,6 +392,13 @@ func TestACPTypeScriptClient(t *testing.T) {
 		if s.StopReason != w.stop || !strings.Contains(s.Text, w.text) {
 			t.Errorf("%q: stop %s, text %q; want %s and %q", s.Prompt, s.StopReason, s.Text, w.stop, w.text)
 		}
+	}
+	// The rename saw the unsaved buffer and wrote it back, renamed.
+	if w := res.Buffer.Written; w == nil || !strings.Contains(*w, `fmt.Println(g.Hi() + "!")`) || !strings.Contains(*w, "fmt.Println(g.Hi())") || res.Buffer.Pending {
+		t.Errorf("the unsaved buffer of main.go: written %v, still unsaved %v", w, res.Buffer.Pending)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "greet", "greet.go")); !strings.Contains(string(b), "func (g Greeter) Hi() string") {
+		t.Errorf("greet.go after the buffer rename:\n%s", b)
 	}
 	if len(res.Errors) != 1 || !strings.Contains(res.Errors[0], "nvalid") {
 		t.Errorf("unknown session errors: %q", res.Errors)

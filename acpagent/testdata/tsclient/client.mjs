@@ -11,6 +11,9 @@ import * as acp from "@agentclientprotocol/sdk";
 
 const ws = process.env.WS;
 const out = { steps: [], updates: {}, load: null, errors: [] };
+// The editor's unsaved buffers, by absolute path, and what joule wrote.
+const buffers = {};
+const written = {};
 
 function start(args) {
   const child = spawn(process.env.JOULE_BIN, ["acp", ...args], { cwd: ws, stdio: ["pipe", "pipe", "inherit"] });
@@ -19,9 +22,12 @@ function start(args) {
   let last = Date.now();
   const app = acp
     .client({ name: "joule-ts-test" })
-    .onRequest(acp.methods.client.fs.readTextFile, async ({ params: p }) => ({ content: readFileSync(p.path, "utf8") }))
+    .onRequest(acp.methods.client.fs.readTextFile, async ({ params: p }) => ({ content: buffers[p.path] ?? readFileSync(p.path, "utf8") }))
     .onRequest(acp.methods.client.fs.writeTextFile, async ({ params: p }) => {
+      // The editor's buffer takes the content and is saved.
       writeFileSync(p.path, p.content);
+      delete buffers[p.path];
+      written[p.path] = p.content;
       return {};
     })
     .onRequest(acp.methods.client.session.requestPermission, async ({ params: p }) => {
@@ -77,6 +83,13 @@ await c1.app.connectWith(c1.stream, async (agent) => {
   await prompt(agent, c1, sessionId, "rename Greeter.Hello to Greet");
   await prompt(agent, c1, sessionId, "answer from typescript");
   await prompt(agent, c1, sessionId, '/replace "{}" "[]" .mcp.json');
+  // An unsaved buffer: main.go in the editor calls Greet a second time,
+  // which the disk does not have. The rename must see and rename it, and
+  // write the buffer back through the editor.
+  const onDisk = readFileSync(`${ws}/main.go`, "utf8");
+  buffers[`${ws}/main.go`] = onDisk.replace("fmt.Println(g.Greet())", 'fmt.Println(g.Greet())\n\tfmt.Println(g.Greet() + "!")');
+  await prompt(agent, c1, sessionId, "rename Greeter.Greet to Hi");
+  out.buffer = { written: written[`${ws}/main.go`] ?? null, pending: `${ws}/main.go` in buffers };
   // Cancel mid-prompt: the remote hangs until joule cancels it.
   const hanging = agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: "hang" }] });
   await new Promise((r) => setTimeout(r, 1500));
