@@ -179,18 +179,18 @@ is left to do. Hosts: `+installerNames()+`.`)
 		return nil
 	}
 	findings := append(inst.Check(s), grantFinding(ctx, s.Project))
-	todo := 0
+	missing := 0
 	for _, f := range findings {
 		mark := "ok  "
 		if !f.OK {
-			mark, todo = "todo", todo+1
+			mark, missing = "todo", missing+1 // the checklist's label for a step left to the user
 		}
 		fmt.Fprintf(e.stdout, "%s %s\n", mark, f.Text)
 	}
-	if todo == 0 {
+	if missing == 0 {
 		fmt.Fprintf(e.stdout, "armed: every %s tool call is decided by joule\n", host)
 	} else {
-		fmt.Fprintf(e.stdout, "not armed yet: %d thing(s) to do above\n", todo)
+		fmt.Fprintf(e.stdout, "not armed yet: %d thing(s) to do above\n", missing)
 	}
 	return nil
 }

@@ -77,7 +77,7 @@ func (ix *Index) Update(ctx context.Context, progress func(Progress)) (Stats, er
 		return st, err
 	}
 	present := make(map[string]bool, len(cands))
-	var todo []candidate
+	var changed []candidate
 	for _, c := range cands {
 		present[c.rel] = true
 		if o, ok := old[c.rel]; ok && o.size == c.size && o.mtime == c.mtime {
@@ -88,7 +88,7 @@ func (ix *Index) Update(ctx context.Context, progress func(Progress)) (Stats, er
 			st.Skipped++ // a binary seen before, unchanged: not read again
 			continue
 		}
-		todo = append(todo, c)
+		changed = append(changed, c)
 	}
 	gone := map[string][]string{} // content hash → paths no longer present
 	for rel, o := range old {
@@ -102,7 +102,7 @@ func (ix *Index) Update(ctx context.Context, progress func(Progress)) (Stats, er
 
 	// Building from nothing, the secondary indexes are made once at the
 	// end: far cheaper than keeping them ordered row by row.
-	bulk := len(old) == 0 && len(todo) > bulkThreshold
+	bulk := len(old) == 0 && len(changed) > bulkThreshold
 	if bulk {
 		if _, err := ix.db.ExecContext(ctx, dropIndexes); err != nil {
 			return st, err
@@ -129,7 +129,7 @@ func (ix *Index) Update(ctx context.Context, progress func(Progress)) (Stats, er
 	}
 	go func() {
 		defer close(jobs)
-		for _, c := range todo {
+		for _, c := range changed {
 			select {
 			case jobs <- c:
 			case <-wctx.Done():
@@ -139,9 +139,9 @@ func (ix *Index) Update(ctx context.Context, progress func(Progress)) (Stats, er
 	}()
 	go func() { wg.Wait(); close(results) }()
 
-	werr := ix.write(ctx, &st, results, old, gone, present, skips, len(todo), report)
+	werr := ix.write(ctx, &st, results, old, gone, present, skips, len(changed), report)
 	if bulk {
-		report(Progress{Phase: "index", Done: len(todo), Total: len(todo), Path: "(building lookup tables)"})
+		report(Progress{Phase: "index", Done: len(changed), Total: len(changed), Path: "(building lookup tables)"})
 		if _, err := ix.db.ExecContext(context.WithoutCancel(ctx), schema); err != nil && werr == nil {
 			werr = err
 		}

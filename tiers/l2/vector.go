@@ -250,7 +250,7 @@ func (ix *Index) embedPending(ctx context.Context, report func(Progress)) (int, 
 	if err != nil {
 		return 0, err
 	}
-	var todo []pending
+	var unembedded []pending
 	for rows.Next() {
 		var (
 			p               pending
@@ -261,7 +261,7 @@ func (ix *Index) embedPending(ctx context.Context, report func(Progress)) (int, 
 			return 0, err
 		}
 		p.text = embedText(path, sym, body)
-		todo = append(todo, p)
+		unembedded = append(unembedded, p)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -272,10 +272,10 @@ func (ix *Index) embedPending(ctx context.Context, report func(Progress)) (int, 
 		batch = DefaultBatch
 	}
 	done := 0
-	for start := 0; start < len(todo); start += batch {
-		end := min(start+batch, len(todo))
+	for start := 0; start < len(unembedded); start += batch {
+		end := min(start+batch, len(unembedded))
 		texts := make([]string, 0, end-start)
-		for _, p := range todo[start:end] {
+		for _, p := range unembedded[start:end] {
 			texts = append(texts, p.text)
 		}
 		vs, err := ix.embedder.Embed(ctx, texts)
@@ -289,7 +289,7 @@ func (ix *Index) embedPending(ctx context.Context, report func(Progress)) (int, 
 		if err != nil {
 			return done, err
 		}
-		for i, p := range todo[start:end] {
+		for i, p := range unembedded[start:end] {
 			if _, err := tx.ExecContext(ctx, `UPDATE chunks SET vec=? WHERE id=?`, encodeVec(normalize(vs[i])), p.id); err != nil {
 				tx.Rollback()
 				return done, err
@@ -299,7 +299,7 @@ func (ix *Index) embedPending(ctx context.Context, report func(Progress)) (int, 
 			return done, err
 		}
 		done += end - start
-		report(Progress{Phase: "embed", Done: done, Total: len(todo)})
+		report(Progress{Phase: "embed", Done: done, Total: len(unembedded)})
 	}
 	return done, nil
 }
