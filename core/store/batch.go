@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"golang.org/x/mod/sumdb/tlog"
-	"lukechampine.com/blake3"
 )
 
 // A batch seals decisions on SQLite with as few statements as it can. A
@@ -107,17 +106,10 @@ func (b *batch) seal(ctx context.Context, req SealRequest) (Entry, error) {
 	if err != nil {
 		return Entry{}, err
 	}
-	env, keep, err := callBuild(req.Build, pos, debitErr)
+	e, keep, err := buildEntry(req, pos, debitErr, now)
 	if err != nil {
-		return Entry{}, buildError{err}
+		return Entry{}, err
 	}
-	if len(env) == 0 {
-		return Entry{}, errors.New("build returned an empty envelope")
-	}
-	if len(env) > MaxEnvelopeSize {
-		return Entry{}, fmt.Errorf("envelope is %d bytes, limit %d", len(env), MaxEnvelopeSize)
-	}
-	e := Entry{Position: pos, Hash: blake3.Sum256(env), Envelope: env, Time: now}
 	if err := b.appendEntry(ctx, e); err != nil {
 		return Entry{}, err
 	}
@@ -171,14 +163,10 @@ func (b *batch) checkDebit(ctx context.Context, ids []string, amount uint64) (li
 		if err != nil {
 			return nil, nil, err
 		}
-		g := gs.g
-		if g.Revoked {
-			return nil, fmt.Errorf("grant %q: %w", id, ErrRevoked), nil
+		if err := payable(id, gs.g, amount); err != nil {
+			return nil, err, nil
 		}
-		if rem := g.RemainingUJ(); amount > rem {
-			return nil, &BudgetError{GrantID: id, RemainingUJ: rem, NeededUJ: amount}, nil
-		}
-		links = append(links, g)
+		links = append(links, gs.g)
 	}
 	return links, nil, nil
 }
@@ -252,29 +240,13 @@ func (b *batch) position(ctx context.Context, session string) (Position, error) 
 func (b *batch) appendEntry(ctx context.Context, e Entry) error {
 	now := unixNano(e.Time)
 	if b.sessions[e.Session].seq == 0 {
-		if _, err := b.tx.ExecContext(ctx, `
-		INSERT INTO sessions (id, last_seq, head, first_ns, last_ns) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (id) DO UPDATE SET last_seq = excluded.last_seq, head = excluded.head, last_ns = excluded.last_ns`,
-			e.Session, int64(e.Seq), e.Hash[:], now, now); err != nil {
+		if err := upsertSession(ctx, b.tx, e, now); err != nil {
 			return err
 		}
 		b.wrote = true
 	}
-	res, err := b.tx.ExecContext(ctx,
-		`INSERT INTO entries (idx, session, seq, prev, hash, envelope, created_ns) VALUES (?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (hash) DO NOTHING`,
-		e.Index, e.Session, int64(e.Seq), e.Prev[:], e.Hash[:], e.Envelope, now)
-	if err != nil {
+	if err := insertEntry(ctx, b.tx, e, now); err != nil {
 		return err
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return err
-	} else if n == 0 {
-		var dup int64
-		if err := b.tx.QueryRowContext(ctx, `SELECT idx FROM entries WHERE hash = ?`, e.Hash[:]).Scan(&dup); err != nil {
-			return err
-		}
-		return fmt.Errorf("%w: envelope already sealed at log index %d", ErrConflict, dup)
 	}
 	b.wrote = true
 	return nil

@@ -129,17 +129,10 @@ func (s *Store) sealTx(ctx context.Context, tx conn, req SealRequest, locked map
 	if err != nil {
 		return Entry{}, err
 	}
-	env, keep, err := callBuild(req.Build, pos, debitErr)
+	e, keep, err := buildEntry(req, pos, debitErr, now)
 	if err != nil {
-		return Entry{}, buildError{err}
+		return Entry{}, err
 	}
-	if len(env) == 0 {
-		return Entry{}, errors.New("build returned an empty envelope")
-	}
-	if len(env) > MaxEnvelopeSize {
-		return Entry{}, fmt.Errorf("envelope is %d bytes, limit %d", len(env), MaxEnvelopeSize)
-	}
-	e := Entry{Position: pos, Hash: blake3.Sum256(env), Envelope: env, Time: now}
 	if err := appendEntry(ctx, tx, e); err != nil {
 		return Entry{}, err
 	}
@@ -161,6 +154,22 @@ func (s *Store) sealTx(ctx context.Context, tx conn, req SealRequest, locked map
 		}
 	}
 	return e, nil
+}
+
+// buildEntry has req's Build make the envelope for pos and checks it:
+// the entry to append, and whether Build keeps the debit.
+func buildEntry(req SealRequest, pos Position, debitErr error, now time.Time) (Entry, bool, error) {
+	env, keep, err := callBuild(req.Build, pos, debitErr)
+	if err != nil {
+		return Entry{}, false, buildError{err}
+	}
+	if len(env) == 0 {
+		return Entry{}, false, errors.New("build returned an empty envelope")
+	}
+	if len(env) > MaxEnvelopeSize {
+		return Entry{}, false, fmt.Errorf("envelope is %d bytes, limit %d", len(env), MaxEnvelopeSize)
+	}
+	return Entry{Position: pos, Hash: blake3.Sum256(env), Envelope: env, Time: now}, keep, nil
 }
 
 // callBuild runs a Build, turning a panic into its error: it may run on
@@ -274,15 +283,23 @@ func checkDebit(ctx context.Context, q querier, ids []string, amount uint64, loc
 		if err != nil {
 			return nil, nil, err
 		}
-		if g.Revoked {
-			return nil, fmt.Errorf("grant %q: %w", id, ErrRevoked), nil
-		}
-		if rem := g.RemainingUJ(); amount > rem {
-			return nil, &BudgetError{GrantID: id, RemainingUJ: rem, NeededUJ: amount}, nil
+		if err := payable(id, g, amount); err != nil {
+			return nil, err, nil
 		}
 		links = append(links, g)
 	}
 	return links, nil, nil
+}
+
+// payable reports why grant g (stored as id) cannot pay amount, or nil.
+func payable(id string, g GrantRecord, amount uint64) error {
+	if g.Revoked {
+		return fmt.Errorf("grant %q: %w", id, ErrRevoked)
+	}
+	if rem := g.RemainingUJ(); amount > rem {
+		return &BudgetError{GrantID: id, RemainingUJ: rem, NeededUJ: amount}
+	}
+	return nil
 }
 
 // debit charges amount to every grant in links and records it in the
@@ -357,14 +374,28 @@ func appendEntry(ctx context.Context, tx conn, e Entry) error {
 	if tx.pg {
 		return appendEntryPG(ctx, tx, e, now)
 	}
-	if _, err := tx.ExecContext(ctx, `
-		INSERT INTO sessions (id, last_seq, head, first_ns, last_ns) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (id) DO UPDATE SET last_seq = excluded.last_seq, head = excluded.head, last_ns = excluded.last_ns`,
-		e.Session, int64(e.Seq), e.Hash[:], now, now); err != nil {
+	if err := upsertSession(ctx, tx, e, now); err != nil {
 		return err
 	}
-	// A duplicate envelope inserts nothing (and the caller's transaction
-	// rolls back the session update); asking only then saves a query.
+	if err := insertEntry(ctx, tx, e, now); err != nil {
+		return err
+	}
+	return appendLeaf(ctx, tx, e.Index, e.Envelope)
+}
+
+// upsertSession makes e the head of its session (SQLite).
+func upsertSession(ctx context.Context, tx conn, e Entry, now int64) error {
+	_, err := tx.ExecContext(ctx, `
+		INSERT INTO sessions (id, last_seq, head, first_ns, last_ns) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET last_seq = excluded.last_seq, head = excluded.head, last_ns = excluded.last_ns`,
+		e.Session, int64(e.Seq), e.Hash[:], now, now)
+	return err
+}
+
+// insertEntry writes e's entry row (SQLite). A duplicate envelope inserts
+// nothing and is ErrConflict (the caller's transaction rolls back what it
+// wrote before); asking only then saves a query.
+func insertEntry(ctx context.Context, tx conn, e Entry, now int64) error {
 	res, err := tx.ExecContext(ctx,
 		`INSERT INTO entries (idx, session, seq, prev, hash, envelope, created_ns) VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (hash) DO NOTHING`,
@@ -381,7 +412,7 @@ func appendEntry(ctx context.Context, tx conn, e Entry) error {
 		}
 		return fmt.Errorf("%w: envelope already sealed at log index %d", ErrConflict, dup)
 	}
-	return appendLeaf(ctx, tx, e.Index, e.Envelope)
+	return nil
 }
 
 // appendEntryPG is appendEntry in two round trips instead of four: read the
