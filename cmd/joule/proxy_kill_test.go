@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -10,8 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,23 +26,8 @@ func TestProxyKilledLosesNoReceipt(t *testing.T) {
 	upstream := httptest.NewServer(anthropicStandIn())
 	defer upstream.Close()
 
-	cmd := exec.Command(jouleBin, "proxy", "--listen", "127.0.0.1:0", "--anthropic", upstream.URL)
-	cmd.Env = append(os.Environ(), env...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, url, stderr := spawnDaemon(t, env, "proxy", "--listen", "127.0.0.1:0", "--anthropic", upstream.URL)
 	defer cmd.Process.Kill()
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("joule proxy: %v\n%s", err, stderr.String())
-	}
-	_, url, _ := strings.Cut(strings.TrimSpace(line), "listening on ")
 	call := func() {
 		t.Helper()
 		req, _ := http.NewRequest("POST", url+"/v1/messages", strings.NewReader(`{"model":"claude-sonnet-4-5","max_tokens":64,"messages":[{"role":"user","content":"hi"}]}`))

@@ -24,27 +24,7 @@ import (
 // cleanup, and its stderr is returned by the stop function.
 func startDaemon(t *testing.T, env []string, args ...string) (string, func() string) {
 	t.Helper()
-	cmd := exec.Command(jouleBin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("joule %v: %v\n%s", args, err, stderr.String())
-	}
-	_, url, ok := strings.Cut(strings.TrimSpace(line), "listening on ")
-	if !ok {
-		t.Fatalf("joule %v printed %q", args, line)
-	}
+	cmd, url, stderr := spawnDaemon(t, env, args...)
 	stopped := false
 	stop := func() string {
 		if !stopped {
@@ -66,6 +46,36 @@ func startDaemon(t *testing.T, env []string, args ...string) (string, func() str
 	}
 	t.Cleanup(func() { stop() })
 	return url, stop
+}
+
+// spawnDaemon starts `joule ARGS` with env and waits for its "listening
+// on" line: the process, its base URL and its stderr so far and to come.
+func spawnDaemon(t *testing.T, env []string, args ...string) (*exec.Cmd, string, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(jouleBin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	stderr := new(bytes.Buffer)
+	cmd.Stderr = stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("joule %v: %v\n%s", args, err, stderr.String())
+	}
+	_, url, ok := strings.Cut(strings.TrimSpace(line), "listening on ")
+	if !ok {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("joule %v printed %q", args, line)
+	}
+	return cmd, url, stderr
 }
 
 func TestProxyCommand(t *testing.T) {
