@@ -74,7 +74,7 @@ func (r *Receipt) Validate() error {
 		return rejectf("payload-schema", "tier %q is not one of L0..L4", r.Tier)
 	case !r.Provenance.Valid():
 		return rejectf("payload-schema", "energy_provenance %q is not HwShunt, ModelBased or Estimator", r.Provenance)
-	case !validNonce(r.Nonce):
+	case !ValidNonce(r.Nonce):
 		return rejectf("payload-schema", "nonce %q is not 32 lowercase hex digits", truncate(r.Nonce))
 	case r.Steward == "":
 		return rejectf("payload-schema", "steward is empty")
@@ -91,7 +91,9 @@ func (r *Receipt) Validate() error {
 	return nil
 }
 
-func validNonce(s string) bool {
+// ValidNonce reports whether s has the form NewNonce gives: 32 lowercase
+// hex digits.
+func ValidNonce(s string) bool {
 	if len(s) != 32 {
 		return false
 	}

@@ -113,7 +113,7 @@ func (d *Decision) Validate() error {
 		return fmt.Errorf("decision receipt: energy_provenance %q (a debit is an estimate)", d.Provenance)
 	case d.Decision == Deny && d.DebitUJ != 0:
 		return errors.New("decision receipt: a deny debits nothing")
-	case !validNonce(d.Nonce):
+	case !core.ValidNonce(d.Nonce):
 		return errors.New("decision receipt: nonce is not 32 lowercase hex digits")
 	}
 	return nil
@@ -136,22 +136,10 @@ func (e *Efficiency) Validate() error {
 		return fmt.Errorf("efficiency receipt: status %q is not complete or incomplete", e.Status)
 	case e.Tier != "" && !e.Tier.Valid():
 		return fmt.Errorf("efficiency receipt: tier %q", e.Tier)
-	case !validNonce(e.Nonce):
+	case !core.ValidNonce(e.Nonce):
 		return errors.New("efficiency receipt: nonce is not 32 lowercase hex digits")
 	}
 	return nil
-}
-
-func validNonce(s string) bool {
-	if len(s) != 32 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // Any is a decoded session receipt of either kind.

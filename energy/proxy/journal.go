@@ -18,6 +18,7 @@ import (
 
 	"github.com/veraison/go-cose"
 
+	"github.com/joulehook/joule/core"
 	"github.com/joulehook/joule/core/receipts"
 	"github.com/joulehook/joule/core/store"
 	"github.com/joulehook/joule/energy"
@@ -213,7 +214,7 @@ func recoverJournal(ctx context.Context, f *os.File, rec *energy.Recorder, ledge
 		}
 		switch {
 		case l.Seal != nil:
-			if !validNonce(l.Seal.Record.Nonce) {
+			if !core.ValidNonce(l.Seal.Record.Nonce) {
 				continue
 			}
 			if pending[l.Seal.Record.Nonce] == nil {
@@ -332,12 +333,4 @@ func nonceOf(envelope []byte) string {
 		return ""
 	}
 	return a.Efficiency.Nonce
-}
-
-func validNonce(s string) bool {
-	if len(s) != 32 {
-		return false
-	}
-	_, err := hex.DecodeString(s)
-	return err == nil
 }
