@@ -231,21 +231,34 @@ func recoverJournal(ctx context.Context, f *os.File, rec *energy.Recorder, ledge
 	if err := sc.Err(); err != nil {
 		return err
 	}
+	// Each session's receipts sealed since its earliest pending line are
+	// read once.
+	earliest := map[string]time.Time{}
+	for _, ps := range pending {
+		if t, ok := earliest[ps.Record.Session]; !ok || ps.Written.Before(t) {
+			earliest[ps.Record.Session] = ps.Written
+		}
+	}
+	sealedBySession := map[string]map[string]bool{}
 	for _, nonce := range order {
 		ps := pending[nonce]
 		if ps == nil {
 			continue
 		}
-		sealed, err := alreadySealed(ctx, rec.Store, ps)
-		if err != nil {
-			return err
+		sealed, ok := sealedBySession[ps.Record.Session]
+		if !ok {
+			var err error
+			if sealed, err = sealedNonces(ctx, rec.Store, ps.Record.Session, earliest[ps.Record.Session]); err != nil {
+				return err
+			}
+			sealedBySession[ps.Record.Session] = sealed
 		}
-		if sealed {
+		if sealed[nonce] {
 			r.Already++
 			continue
 		}
 		withDraw := ps.Record
-		_, _, err = rec.Seal(ctx, withDraw)
+		_, _, err := rec.Seal(ctx, withDraw)
 		if err != nil && withDraw.Draw != nil && !errors.Is(err, store.ErrLocked) {
 			// The lease is gone (released as stale, say): seal the receipt
 			// alone, saying so, as a live proxy does.
@@ -268,25 +281,23 @@ func recoverJournal(ctx context.Context, f *os.File, rec *energy.Recorder, ledge
 	return nil
 }
 
-// alreadySealed reports whether the receipt of ps is in its session: it
-// would have been sealed after it was journaled, so only receipts sealed
-// since then are read, from the session's end.
-func alreadySealed(ctx context.Context, st *store.Store, ps *pendingSeal) (bool, error) {
-	session := ps.Record.Session
-	// Receipts are sealed in sequence order; find the first one sealed
-	// after the journal line was written (a minute of clock slack), by
-	// bisection, then read forward.
+// sealedNonces returns the nonces of session's receipts sealed since a
+// journal line written at written: a receipt is sealed after its line, so
+// only those are read (with a minute of clock slack), found by bisection
+// from the session's end, since receipts are sealed in sequence order.
+func sealedNonces(ctx context.Context, st *store.Store, session string, written time.Time) (map[string]bool, error) {
+	nonces := map[string]bool{}
 	last, err := lastSeq(ctx, st, session)
 	if err != nil || last == 0 {
-		return false, err
+		return nonces, err
 	}
-	since := ps.Written.Add(-time.Minute)
-	lo, hi := uint64(0), last // the answer is in (lo, hi]
+	since := written.Add(-time.Minute)
+	lo, hi := uint64(0), last // the first one sealed since is in (lo, hi]
 	for lo+1 < hi {
 		mid := lo + (hi-lo)/2
 		es, err := st.SessionRange(ctx, session, mid-1, 1)
 		if err != nil {
-			return false, err
+			return nil, err
 		}
 		if len(es) == 0 || !es[0].Time.Before(since) {
 			hi = mid
@@ -297,11 +308,11 @@ func alreadySealed(ctx context.Context, st *store.Store, ps *pendingSeal) (bool,
 	for after := lo; ; {
 		es, err := st.SessionRange(ctx, session, after, 256)
 		if err != nil || len(es) == 0 {
-			return false, err
+			return nonces, err
 		}
 		for _, e := range es {
-			if nonceOf(e.Envelope) == ps.Record.Nonce {
-				return true, nil
+			if n := nonceOf(e.Envelope); n != "" {
+				nonces[n] = true
 			}
 			after = e.Seq
 		}
