@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -289,7 +290,7 @@ var knownTools = map[string]bool{"WebSearch": true, "Task": true, "TodoWrite": t
 // pathKeys names the input field that holds each file tool's target.
 var pathKeys = map[string]string{"Read": "file_path", "Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path", "NotebookEdit": "notebook_path", "Glob": "path", "Grep": "path"}
 
-func (j *judge) file(tool string, m fields) Verdict {
+func (j *judge) file(tool string, m map[string]json.RawMessage) Verdict {
 	key := pathKeys[tool]
 	required := tool != "Glob" && tool != "Grep"
 	p, err := stringField(m, key, required)

@@ -96,36 +96,13 @@ func (ev *Event) Validate() error {
 	return nil
 }
 
-// fields is a tool input object: each member's name and raw value, as
-// encoding/json decodes it into a map (names matched exactly, the last of
-// duplicate members wins). A decision reads one or two of them.
-type fields []field
-
-type field struct {
-	name string
-	raw  []byte
-}
-
-func (f fields) get(name string) ([]byte, bool) {
-	for i := len(f) - 1; i >= 0; i-- {
-		if f[i].name == name {
-			return f[i].raw, true
-		}
-	}
-	return nil, false
-}
-
 // inputFields decodes the tool input as an object of raw values.
-func (ev *Event) inputFields() (fields, error) {
+func (ev *Event) inputFields() (map[string]json.RawMessage, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(ev.Input, &m); err != nil {
 		return nil, malformed("input is not a JSON object: %v", err)
 	}
-	f := make(fields, 0, len(m))
-	for k, v := range m {
-		f = append(f, field{k, v})
-	}
-	return f, nil
+	return m, nil
 }
 
 // decodeString decodes a valid JSON string literal as encoding/json does;
@@ -146,8 +123,8 @@ func decodeString(lit []byte) (string, bool) {
 }
 
 // stringField returns input[key] as a string; required fields must exist.
-func stringField(f fields, key string, required bool) (string, error) {
-	raw, ok := f.get(key)
+func stringField(m map[string]json.RawMessage, key string, required bool) (string, error) {
+	raw, ok := m[key]
 	if !ok || string(raw) == "null" {
 		if required {
 			return "", malformed("input.%s is missing", key)
