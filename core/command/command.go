@@ -2,6 +2,7 @@ package command
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -18,6 +19,9 @@ type Analysis struct {
 	// Writes lists every file a redirection can write, excluding /dev/null,
 	// /dev/stdout, /dev/stderr, /dev/tty and /dev/fd/N.
 	Writes []Write `json:"writes"`
+	// Reads lists every file the line reads through a redirection (<, <>,
+	// $(<file)), in the same form as Writes.
+	Reads []Read `json:"reads"`
 }
 
 // Command is one program run with its argument words.
@@ -28,6 +32,13 @@ type Command struct {
 	// Wrappers names the wrappers peeled off to reach the command, outermost
 	// first, without directory (["sudo", "timeout"]).
 	Wrappers []string `json:"wrappers,omitempty"`
+	// Dirs are the directories the command may run in, each relative to
+	// the line's starting directory or absolute, when the line changed
+	// directory before it; nil means the starting directory only.
+	Dirs []string `json:"-"`
+	// DirUnknown is set when a directory change before the command cannot
+	// be followed (cd $X, cd ~, cd -): its relative paths may be anywhere.
+	DirUnknown bool `json:"-"`
 }
 
 // Word is one argument word.
@@ -51,6 +62,14 @@ type Write struct {
 	Literal bool `json:"literal"`
 	// Append is true for >> and &>>, which do not truncate the file.
 	Append bool `json:"append"`
+}
+
+// Read is a file a redirection opens for reading, named as in [Write].
+// Paths under /dev/tcp/ and /dev/udp/ are network connections bash opens
+// itself; they are listed as reads or writes like any other target.
+type Read struct {
+	Path    string `json:"path"`
+	Literal bool   `json:"literal"`
 }
 
 // Codes of [UnanalyzableError]. Each names one reason a line cannot be
@@ -124,6 +143,9 @@ func Analyze(line string) (analysis *Analysis, err error) {
 	if a.out.Writes == nil {
 		a.out.Writes = []Write{}
 	}
+	if a.out.Reads == nil {
+		a.out.Reads = []Read{}
+	}
 	return &a.out, nil
 }
 
@@ -175,6 +197,7 @@ type analyzer struct {
 	out        Analysis
 	vars       *varFacts
 	seenWrites map[Write]bool // made on the first write
+	seenReads  map[Read]bool  // made on the first read
 	err        *UnanalyzableError
 	// args is where the listed commands' argument vectors are cut from:
 	// one allocation for a typical line rather than one per command.
@@ -243,7 +266,8 @@ var parsers = sync.Pool{New: func() any {
 }}
 
 // addCommand lists one command.
-func (a *analyzer) addCommand(words []word, wrappers []string) {
+func (a *analyzer) addCommand(words []word, fr frame) {
+	wrappers := fr.wrappers
 	if len(a.out.Commands) >= maxCommands {
 		a.fail(CodeTooComplex, "the line runs more than %d commands", maxCommands)
 		return
@@ -260,7 +284,30 @@ func (a *analyzer) addCommand(words []word, wrappers []string) {
 	if len(wrappers) > 0 {
 		wr = append([]string(nil), wrappers...)
 	}
-	a.out.Commands = append(a.out.Commands, Command{Args: args, Wrappers: wr})
+	c := Command{Args: args, Wrappers: wr}
+	switch sh := fr.shell; {
+	case sh.unknownDir:
+		c.DirUnknown = true
+	case len(sh.dirs) != 1 || sh.dirs[0] != "":
+		c.Dirs = slices.Clone(sh.dirs)
+	}
+	a.out.Commands = append(a.out.Commands, c)
+}
+
+// addRead lists one read, once.
+func (a *analyzer) addRead(r Read) {
+	if a.seenReads[r] {
+		return
+	}
+	if a.seenReads == nil {
+		a.seenReads = map[Read]bool{}
+	}
+	if len(a.seenReads) >= maxCommands {
+		a.fail(CodeTooComplex, "the line reads more than %d files", maxCommands)
+		return
+	}
+	a.seenReads[r] = true
+	a.out.Reads = append(a.out.Reads, r)
 }
 
 // addWrite lists one write, once.

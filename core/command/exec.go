@@ -129,7 +129,7 @@ func (a *analyzer) exec(words []word, s *syntax.Stmt, fr frame, mode execMode) {
 		a.find(words, fr)
 		return
 	}
-	a.addCommand(words, fr.wrappers)
+	a.addCommand(words, fr)
 }
 
 // builtin applies what the shell builtin prog does beyond running: code it
@@ -408,7 +408,7 @@ func (a *analyzer) declClause(c *syntax.DeclClause, fr frame) {
 		}
 	}
 	if a.err == nil {
-		a.addCommand(words, fr.wrappers)
+		a.addCommand(words, fr)
 	}
 }
 

@@ -470,7 +470,7 @@ func (a *analyzer) letClause(c *syntax.LetClause, fr frame) {
 		text := fr.src.slice(x)
 		words = append(words, word{Word: Word{Text: text, Literal: !hasExpansion(x)}})
 	}
-	a.addCommand(words, fr.wrappers)
+	a.addCommand(words, fr)
 }
 
 // readsStdin reports whether r replaces standard input.
@@ -510,7 +510,12 @@ func (a *analyzer) redirect(r *syntax.Redirect, fr frame) {
 	switch r.Op {
 	case syntax.AppOut, syntax.AppClob, syntax.AppAll, syntax.AppAllClob:
 		appends = true
-	case syntax.RdrOut, syntax.RdrClob, syntax.RdrAll, syntax.RdrAllClob, syntax.RdrInOut:
+	case syntax.RdrIn:
+		a.read(target, fr)
+		return
+	case syntax.RdrInOut:
+		a.read(target, fr)
+	case syntax.RdrOut, syntax.RdrClob, syntax.RdrAll, syntax.RdrAllClob:
 	case syntax.DplOut:
 		// >&word duplicates a descriptor, or writes to a file when the
 		// word is not a number or "-".
@@ -559,6 +564,34 @@ func (a *analyzer) write(path word, appends bool, fr frame) {
 			a.addWrite(Write{Path: joinPath(d, path.Text), Literal: true, Append: appends})
 		}
 	}
+}
+
+// read records a file read at path, resolved like a write. A process
+// substitution is a pipe whose command is listed.
+func (a *analyzer) read(path word, fr frame) {
+	switch {
+	case path.procSubst && !path.Literal:
+	case !path.Literal:
+		a.addRead(Read{Path: path.Text})
+	case harmlessTarget(path.Text) || harmlessSource(path.Text):
+	case strings.HasPrefix(path.Text, "/"):
+		a.addRead(Read{Path: path.Text, Literal: true})
+	case fr.shell.unknownDir:
+		a.addRead(Read{Path: path.Text})
+	default:
+		for _, d := range fr.shell.dirs {
+			a.addRead(Read{Path: joinPath(d, path.Text), Literal: true})
+		}
+	}
+}
+
+// harmlessSource reports input redirection targets that hold no one's data.
+func harmlessSource(p string) bool {
+	switch p {
+	case "/dev/stdin", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/full":
+		return true
+	}
+	return false
 }
 
 // harmlessTarget reports redirection targets that are not files.

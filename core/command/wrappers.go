@@ -389,7 +389,7 @@ func (a *analyzer) wrapper(name string, parse wrapperFunc, words []word, s *synt
 			}
 		}
 	default:
-		a.addCommand(words, fr.wrappers)
+		a.addCommand(words, fr)
 	}
 }
 
@@ -480,7 +480,7 @@ func (a *analyzer) find(words []word, fr frame) {
 			i++
 		}
 	}
-	a.addCommand(words, fr.wrappers)
+	a.addCommand(words, fr)
 	for _, r := range runs {
 		if len(r.words) == 0 {
 			continue

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -130,11 +132,12 @@ func chainCode(err error) string {
 }
 
 type judge struct {
-	ev    *Event
-	p     *Policy
-	cwd   string
-	roots []string
-	seen  []resolution
+	ev      *Event
+	p       *Policy
+	cwd     string
+	roots   []string
+	seen    []resolution
+	dotglob bool // the line may make wildcards match dotfiles
 }
 
 // resolution is one path resolved against the working directory.
@@ -362,9 +365,10 @@ func (j *judge) bash(line string) Verdict {
 		}
 		return deny(CodeUnanalyzable, "the command cannot be analysed: %s", reason)
 	}
-	if len(a.Commands) == 0 && len(a.Writes) == 0 {
+	if len(a.Commands) == 0 && len(a.Writes) == 0 && len(a.Reads) == 0 {
 		return Verdict{Decision: Allow, Code: CodeAllowed, Reason: "the line runs no command"}
 	}
+	j.dotglob = globsDotfiles(line)
 	st := newStrictest()
 	words := make([]rule.Word, 0, argCount(a.Commands))
 	for _, c := range a.Commands {
@@ -372,8 +376,22 @@ func (j *judge) bash(line string) Verdict {
 			continue
 		}
 		for _, w := range c.Args {
-			if v, bad := j.protectedWord(w); bad {
+			if v, bad := j.protectedWord(w, c); bad {
 				return v
+			}
+		}
+		if v, bad := j.sweepVerdict(c); bad {
+			if v.Code == CodeSelfTamper {
+				return v
+			}
+			st.offer(v)
+		}
+		if isReader(c) && st.beats(rankOf(Ask)) {
+			if v, bad := j.readerArgs(c); bad {
+				if v.Code == CodeSelfTamper {
+					return v
+				}
+				st.offer(v)
 			}
 		}
 		start := len(words)
@@ -402,8 +420,48 @@ func (j *judge) bash(line string) Verdict {
 			}
 		}
 	}
+	for _, r := range a.Reads {
+		switch {
+		case isNetworkPath(r.Path) || !r.Literal && strings.Contains(r.Path, "/dev/"):
+			if v := j.network(r.Path, r.Literal); st.beats(rankOf(v.Decision)) {
+				st.offer(v)
+			}
+			continue
+		case !r.Literal:
+			if p, ok := j.reachesAny(command.Word{Text: r.Path}, []string{j.cwd}, j.p.Private); ok {
+				return deny(CodeSelfTamper, "the redirection from %q can expand onto %s: the gate's keys, grants and store are never readable by an agent", truncate(r.Path), p)
+			}
+			if st.beats(rankOf(Deny)) {
+				st.offer(deny(CodeUnanalyzable, "redirection from %q: the source is computed when the line runs", truncate(r.Path)))
+			}
+			continue
+		}
+		abs, err := j.resolve(r.Path)
+		if err != nil {
+			if st.beats(rankOf(Deny)) {
+				st.offer(deny(CodeMalformed, "redirection from %q: %v", truncate(r.Path), err))
+			}
+			continue
+		}
+		v := j.readVerdict("the redirection", abs)
+		if v.Code == CodeSelfTamper {
+			return v
+		}
+		if st.beats(rankOf(v.Decision)) {
+			st.offer(v)
+		}
+	}
 	for _, w := range a.Writes {
+		if isNetworkPath(w.Path) || !w.Literal && strings.Contains(w.Path, "/dev/") {
+			if v := j.network(w.Path, w.Literal); st.beats(rankOf(v.Decision)) {
+				st.offer(v)
+			}
+			continue
+		}
 		if !w.Literal {
+			if p, ok := j.reachesAny(command.Word{Text: w.Path}, []string{j.cwd}, j.p.Protected); ok {
+				return deny(CodeSelfTamper, "the redirection to %q can expand onto %s, which holds the gate's own files", truncate(w.Path), p)
+			}
 			if st.beats(rankOf(Deny)) {
 				st.offer(deny(CodeUnanalyzable, "redirection to %q: the target is computed when the line runs", truncate(w.Path)))
 			}
@@ -431,7 +489,7 @@ func (j *judge) bash(line string) Verdict {
 	}
 	v := st.best
 	if v.Decision == Allow {
-		v.Reason = fmt.Sprintf("all %d commands and %d writes are granted", len(a.Commands), len(a.Writes))
+		v.Reason = fmt.Sprintf("all %d commands, %d writes and %d reads are granted", len(a.Commands), len(a.Writes), len(a.Reads))
 	}
 	return v
 }
@@ -455,32 +513,68 @@ func (j *judge) askAll() bool {
 }
 
 // protectedWord denies a command whose argument names one of the gate's
-// own files (rm -rf ~/.local/share/joule, sed -i … .claude/settings.json).
-func (j *judge) protectedWord(w command.Word) (Verdict, bool) {
+// own files (rm -rf ~/.local/share/joule, sed -i … .claude/settings.json),
+// also through expansion ($HOME/.local/share/jo*, ./.cl*/settings.json) and
+// in a directory the line changed to (cd .claude && rm settings.json).
+func (j *judge) protectedWord(w command.Word, c command.Command) (Verdict, bool) {
 	text := w.Text
-	switch {
-	case strings.HasPrefix(text, "~/") && j.p.Home != "":
-		text = filepath.Join(j.p.Home, text[2:])
-	case !w.Literal:
-		return Verdict{}, false
-	case !strings.ContainsRune(text, '/') && !strings.HasPrefix(text, "."):
-		return Verdict{}, false
-	}
 	if i := strings.IndexByte(text, '='); i > 0 && strings.HasPrefix(text, "-") {
 		text = text[i+1:] // --file=path
+		w = command.Word{Text: text, Literal: w.Literal}
 	}
-	abs, err := j.resolve(text)
-	if err != nil {
+	dirs := j.commandDirs(c)
+	if !w.Literal {
+		// ~/x, $HOME/x and $PWD/x with nothing else to expand are paths
+		// like any other; anything more may expand onto a protected path.
+		if prefix, next, known := j.expandPrefixNext(w.Text, j.cwd); known && next == 0 && strings.HasPrefix(w.Text, "~") || known && next == 0 && strings.HasPrefix(w.Text, "$") {
+			text, w = prefix, command.Word{Text: prefix, Literal: true}
+		} else {
+			if p, ok := j.reachesAny(w, dirs, j.p.Protected); ok {
+				return deny(CodeSelfTamper, "the command names %q, which can expand onto %s, where the gate's own files are", truncate(w.Text), p), true
+			}
+			return Verdict{}, false
+		}
+	}
+	if !strings.ContainsRune(text, '/') && !strings.HasPrefix(text, ".") && dirs != nil && len(c.Dirs) == 0 {
 		return Verdict{}, false
 	}
-	for _, p := range j.p.Protected {
-		// Inside a protected path, or a narrow directory above one that is
-		// neither /, the home directory nor on the way to the workspace
-		// (rm -rf ~/.local takes ~/.local/share/joule with it).
-		above := within(p, abs) && abs != "/" && abs != j.p.Home && !j.inRoots(abs) &&
-			!slices.ContainsFunc(j.roots, func(r string) bool { return within(r, abs) })
-		if within(abs, p) || above {
-			return deny(CodeSelfTamper, "the command names %s, which holds the gate's own files", abs), true
+	if dirs == nil {
+		// Unknown directory: a relative name is protected if a protected
+		// path ends with it or it lies inside a protected directory.
+		if strings.HasPrefix(text, "/") {
+			dirs = []string{j.cwd}
+		} else {
+			clean := path.Clean(text)
+			first, _, _ := strings.Cut(clean, "/")
+			for _, p := range j.p.Protected {
+				if strings.HasSuffix(p, "/"+clean) || strings.Contains(p+"/", "/"+clean+"/") {
+					return deny(CodeSelfTamper, "the command names %q in a directory the gate cannot follow, and %s ends with it", truncate(text), p), true
+				}
+				if _, err := os.Lstat(filepath.Join(p, first)); err == nil && first != "." && first != ".." {
+					return deny(CodeSelfTamper, "the command names %q in a directory the gate cannot follow, and %s holds it", truncate(text), p), true
+				}
+			}
+			return Verdict{}, false
+		}
+	}
+	for _, d := range dirs {
+		target := text
+		if !strings.HasPrefix(text, "/") {
+			target = d + "/" + text
+		}
+		abs, err := j.resolve(target)
+		if err != nil {
+			continue
+		}
+		for _, p := range j.p.Protected {
+			// Inside a protected path, or a narrow directory above one that is
+			// neither /, the home directory nor on the way to the workspace
+			// (rm -rf ~/.local takes ~/.local/share/joule with it).
+			above := within(p, abs) && abs != "/" && abs != j.p.Home && !j.inRoots(abs) &&
+				!slices.ContainsFunc(j.roots, func(r string) bool { return within(r, abs) })
+			if within(abs, p) || above {
+				return deny(CodeSelfTamper, "the command names %s, which holds the gate's own files", abs), true
+			}
 		}
 	}
 	return Verdict{}, false

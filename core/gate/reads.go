@@ -1,0 +1,426 @@
+package gate
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/joulehook/joule/core/command"
+	"github.com/joulehook/joule/core/rule"
+)
+
+// readers are programs whose operands name files they read and print (or
+// hash, compare, count). Each operand, and each option value, is judged as
+// a Read of that path: a word that is not a path (head -n 5, a grep
+// pattern) resolves inside the workspace and reads nothing there.
+var readers = map[string]bool{
+	"cat": true, "tac": true, "nl": true, "head": true, "tail": true, "less": true, "more": true, "most": true,
+	"od": true, "xxd": true, "hexdump": true, "hd": true, "strings": true, "base64": true, "base32": true,
+	"basenc": true, "md5sum": true, "sha1sum": true, "sha224sum": true, "sha256sum": true, "sha384sum": true,
+	"sha512sum": true, "b2sum": true, "b3sum": true, "cksum": true, "sum": true, "wc": true, "sort": true,
+	"uniq": true, "cut": true, "paste": true, "join": true, "comm": true, "fold": true, "fmt": true, "pr": true,
+	"column": true, "expand": true, "unexpand": true, "rev": true, "grep": true, "egrep": true, "fgrep": true,
+	"rg": true, "ag": true, "ack": true, "zgrep": true, "zcat": true, "bzcat": true, "xzcat": true,
+	"zstdcat": true, "lzcat": true, "zless": true, "zmore": true, "diff": true, "diff3": true, "sdiff": true,
+	"cmp": true, "jq": true, "yq": true, "sed": true, "iconv": true, "look": true, "split": true,
+	"csplit": true, "shuf": true, "tsort": true, "ptx": true, "numfmt": true, "file": true, "cp": true,
+	"dd": true, "gofmt": true, "bat": true, "batcat": true, "view": true, "xmllint": true, "openssl": true,
+	"gpg": true, "install": true, "rsync": true, "scp": true, "tar": true, "zip": true, "unzip": true,
+	"gzip": true, "gunzip": true, "bzip2": true, "xz": true, "zstd": true, "ls": true, "tree": true,
+	"du": true, "stat": true, "find": true, "readlink": true, "realpath": true, "nm": true, "objdump": true,
+	"readelf": true, "lsattr": true, "getfacl": true,
+}
+
+// isReader reports whether a command reads the files its operands name.
+func isReader(c command.Command) bool {
+	prog := c.Args[0].Text
+	base := path.Base(prog)
+	if strings.Contains(prog, "/") && !isSystemDir(path.Dir(prog)) {
+		return false // someone's script, judged by its own rule
+	}
+	return readers[base]
+}
+
+func isSystemDir(d string) bool {
+	switch d {
+	case "/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin", "/usr/local/sbin", "/opt/homebrew/bin":
+		return true
+	}
+	return false
+}
+
+// isNetworkPath reports the paths bash opens as sockets in a redirection.
+func isNetworkPath(p string) bool {
+	return strings.HasPrefix(p, "/dev/tcp/") || strings.HasPrefix(p, "/dev/udp/")
+}
+
+// network judges a redirection bash turns into a connection
+// (/dev/tcp/HOST/PORT): a fetch of tcp://HOST:PORT, so only a WebFetch rule
+// for that host lets it through.
+func (j *judge) network(p string, literal bool) Verdict {
+	if !literal {
+		return deny(CodeUnanalyzable, "the redirection %q opens a network connection to a host computed when the line runs", truncate(p))
+	}
+	proto, rest, _ := strings.Cut(strings.TrimPrefix(p, "/dev/"), "/")
+	host, port, ok := strings.Cut(rest, "/")
+	if !ok || host == "" || port == "" || strings.Contains(port, "/") {
+		return deny(CodeUnanalyzable, "the redirection %q opens a network connection the gate cannot name", truncate(p))
+	}
+	u := &url.URL{Scheme: proto, Host: host + ":" + port}
+	if strings.Contains(host, ":") {
+		u.Host = "[" + host + "]:" + port
+	}
+	o := j.fold(func(s rule.Set) rule.Verdict { return s.CheckURL(u) })
+	v := o.verdict("the redirection " + p + " (a " + proto + " connection to " + u.Host + ")")
+	if v.Decision == Deny && v.Code == CodeNotGranted {
+		v.Reason += "; bash opens /dev/" + proto + " paths as network connections"
+	}
+	return v
+}
+
+// readVerdict judges reading abs: the gate's private files never, others by
+// the Read rules of every link.
+func (j *judge) readVerdict(what, abs string) Verdict {
+	if slices.ContainsFunc(j.p.Private, func(p string) bool { return within(abs, p) }) {
+		return deny(CodeSelfTamper, "%s reads %s: the gate's keys, grants and store are never readable by an agent", what, abs)
+	}
+	access := rule.Read
+	if fi, err := os.Stat(abs); err == nil && fi.IsDir() {
+		access = rule.ReadTree
+	}
+	o := j.fold(func(s rule.Set) rule.Verdict { return s.CheckPath(access, abs, j.rootsFor(abs)) })
+	v := o.verdict(what + " reading " + abs)
+	if v.Decision == Deny && v.Code == CodeNotGranted && !j.inRoots(abs) {
+		v.Code = CodeOutside
+	}
+	return v
+}
+
+// commandDirs returns the directories, absolute and unresolved, a command
+// may run in; nil when the line changed directory in a way that cannot be
+// followed.
+func (j *judge) commandDirs(c command.Command) []string {
+	if c.DirUnknown {
+		return nil
+	}
+	if len(c.Dirs) == 0 {
+		return []string{j.cwd}
+	}
+	out := make([]string, 0, len(c.Dirs))
+	for _, d := range c.Dirs {
+		switch {
+		case d == "":
+			out = append(out, j.cwd)
+		case strings.HasPrefix(d, "/"):
+			out = append(out, d)
+		default:
+			out = append(out, j.cwd+"/"+d)
+		}
+	}
+	return out
+}
+
+// expandPrefix is what a non-literal word is known to start with once the
+// shell expands it: the literal text before its first expansion, with a
+// leading ~, $HOME or $PWD replaced by its value. known is false when the
+// word starts with a value the gate cannot see ($X, $(…)), so it may be
+// any path. Quotes are dropped without honouring them, which can only make
+// the prefix shorter: wildcards inside quotes count as wildcards.
+func (j *judge) expandPrefix(text string, dir string) (prefix string, known bool) {
+	prefix, _, known = j.expandPrefixNext(text, dir)
+	return prefix, known
+}
+
+// expandPrefixNext is expandPrefix that also returns the character that
+// ends the prefix (0 at the end of the word).
+func (j *judge) expandPrefixNext(text string, dir string) (prefix string, next byte, known bool) {
+	t := strings.NewReplacer(`"`, "", `'`, "").Replace(text)
+	switch {
+	case t == "~" || strings.HasPrefix(t, "~/"):
+		if j.p.Home == "" {
+			return "", 0, false
+		}
+		t = j.p.Home + t[1:]
+	case strings.HasPrefix(t, "~"):
+		return "/", '~', true // ~user: some user's home
+	case hasVarPrefix(t, "HOME"):
+		if j.p.Home == "" {
+			return "", 0, false
+		}
+		t = j.p.Home + trimVar(t, "HOME")
+	case hasVarPrefix(t, "PWD"):
+		if dir == "" {
+			return "", 0, false
+		}
+		t = dir + trimVar(t, "PWD")
+	case strings.HasPrefix(t, "$") || strings.HasPrefix(t, "`") || strings.HasPrefix(t, "{}"):
+		return "", 0, false // a value, command output, or xargs' and find's {}
+	case strings.HasPrefix(t, "<(") || strings.HasPrefix(t, ">("):
+		return "/dev/fd/", '$', true // a pipe
+	}
+	if i := strings.IndexAny(t, "$`*?[{\\~<>("); i >= 0 {
+		t, next = t[:i], t[i]
+	}
+	if !strings.HasPrefix(t, "/") {
+		if dir == "" {
+			return "", 0, false
+		}
+		t = dir + "/" + t
+	}
+	return t, next, true
+}
+
+// hasVarPrefix reports a word starting with $NAME or ${NAME} and nothing
+// more of the name ($HOMEDIR is another variable).
+func hasVarPrefix(t, name string) bool {
+	if strings.HasPrefix(t, "${"+name+"}") {
+		return true
+	}
+	rest, ok := strings.CutPrefix(t, "$"+name)
+	if !ok {
+		return false
+	}
+	if rest == "" {
+		return true
+	}
+	c := rest[0]
+	return !(c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z')
+}
+
+func trimVar(t, name string) string {
+	if r, ok := strings.CutPrefix(t, "${"+name+"}"); ok {
+		return r
+	}
+	return strings.TrimPrefix(t, "$"+name)
+}
+
+// cleanPrefix cleans the directory part of a path prefix, keeping a
+// trailing partial name: /a/./b/../c/jo stays a prefix of /a/c/joule.
+func cleanPrefix(p string) string {
+	i := strings.LastIndexByte(p, '/')
+	dir, name := path.Clean(p[:i+1]), p[i+1:]
+	if dir == "/" {
+		return "/" + name
+	}
+	return dir + "/" + name
+}
+
+// reaches reports whether a word that starts with prefix may name target or
+// a path below it. With dotless, a wildcard at the start of a name does not
+// match a name starting with '.', as bash globs by default.
+func reaches(prefix, target string, dotless bool) bool {
+	if within(strings.TrimSuffix(prefix, "/"), target) && prefix != "/" {
+		return true // the prefix is already inside target
+	}
+	if !strings.HasPrefix(target, prefix) {
+		return false
+	}
+	if dotless && strings.HasSuffix(prefix, "/") && strings.HasPrefix(target[len(prefix):], ".") {
+		return false
+	}
+	return true
+}
+
+// globsDotfiles reports a line that may make wildcards match names that
+// start with '.'.
+func globsDotfiles(line string) bool {
+	return strings.Contains(line, "dotglob") || strings.Contains(line, "GLOBIGNORE") || strings.Contains(line, "globskipdots")
+}
+
+// reachesAny returns the first of paths that word, expanded in one of dirs,
+// may name.
+func (j *judge) reachesAny(w command.Word, dirs []string, paths []string) (string, bool) {
+	if len(dirs) == 0 {
+		dirs = []string{""}
+	}
+	for _, d := range dirs {
+		prefix, next, known := j.expandPrefixNext(w.Text, d)
+		if !known {
+			continue
+		}
+		// Only a wildcard at the start of a name skips dotfiles; an
+		// expansion there ($X, {.,}x) may begin with a dot.
+		dotless := !j.dotglob && (next == '*' || next == '?' || next == '[')
+		prefix = cleanPrefix(prefix)
+		for _, p := range paths {
+			if reaches(prefix, p, dotless) {
+				return p, true
+			}
+		}
+	}
+	return "", false
+}
+
+// readerArgs judges the operands of a program that reads the files they
+// name (cat .env, head ~/.ssh/id_rsa, diff /dev/null steward.key).
+func (j *judge) readerArgs(c command.Command) (Verdict, bool) {
+	name := path.Base(c.Args[0].Text)
+	dirs := j.commandDirs(c)
+	for _, w := range c.Args[1:] {
+		text := w.Text
+		if w.Literal {
+			if strings.HasPrefix(text, "-") {
+				_, v, ok := strings.Cut(text, "=")
+				if !ok || v == "" {
+					continue
+				}
+				text = v
+			}
+			if text == "" || text == "-" || harmlessDevice(text) {
+				continue
+			}
+			if isNetworkPath(text) {
+				continue // an ordinary file name to the program: it does not exist
+			}
+			targets := []string{text}
+			if !strings.HasPrefix(text, "/") {
+				if dirs == nil {
+					return deny(CodeUnanalyzable, "%s reads %q in a directory the line changed to in a way the gate cannot follow", name, truncate(text)), true
+				}
+				targets = targets[:0]
+				for _, d := range dirs {
+					targets = append(targets, d+"/"+text)
+				}
+			}
+			for _, t := range targets {
+				abs, err := j.resolve(t)
+				if err != nil {
+					return deny(CodeMalformed, "%s reads %q: %v", name, truncate(text), err), true
+				}
+				if v := j.readVerdict(name, abs); v.Decision != Allow {
+					return v, true
+				}
+			}
+			continue
+		}
+		if p, ok := j.reachesAny(w, dirs, j.p.Private); ok {
+			return deny(CodeSelfTamper, "%s reads %q, which can expand onto %s: the gate's keys, grants and store are never readable by an agent", name, truncate(w.Text), p), true
+		}
+		for _, d := range dirsOrUnknown(dirs) {
+			prefix, known := j.expandPrefix(w.Text, d)
+			if !known {
+				return deny(CodeUnanalyzable, "%s reads %q, a path computed when the line runs", name, truncate(w.Text)), true
+			}
+			dir := cleanPrefix(prefix)
+			dir = dir[:strings.LastIndexByte(dir, '/')+1]
+			abs, err := j.resolve(path.Clean(dir))
+			if err != nil {
+				return deny(CodeMalformed, "%s reads %q: %v", name, truncate(w.Text), err), true
+			}
+			if v := j.treeVerdict(name, w.Text, abs); v.Decision != Allow {
+				return v, true
+			}
+		}
+	}
+	return Verdict{}, false
+}
+
+func dirsOrUnknown(dirs []string) []string {
+	if dirs == nil {
+		return []string{""}
+	}
+	return dirs
+}
+
+// treeVerdict judges a read of anything below dir.
+func (j *judge) treeVerdict(name, word, dir string) Verdict {
+	o := j.fold(func(s rule.Set) rule.Verdict { return s.CheckPath(rule.ReadTree, dir, j.rootsFor(dir)) })
+	v := o.verdict(fmt.Sprintf("%s reading %q (files below %s)", name, truncate(word), dir))
+	if v.Decision == Deny && v.Code == CodeNotGranted && !j.inRoots(dir) {
+		v.Code = CodeOutside
+	}
+	return v
+}
+
+// harmlessDevice reports devices that hold no one's data.
+func harmlessDevice(p string) bool {
+	switch p {
+	case "/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/tty":
+		return true
+	}
+	return false
+}
+
+// gitSweep reports a git command that deletes every untracked file below
+// the directory it runs in (git stash -u or -a, git clean), which takes
+// the hosts' untracked hook configuration with it, and the -C directories
+// it names.
+func gitSweep(c command.Command) (chdirs []string, sweeps bool) {
+	if path.Base(c.Args[0].Text) != "git" {
+		return nil, false
+	}
+	args := c.Args[1:]
+	i := 0
+	for ; i < len(args) && strings.HasPrefix(args[i].Text, "-"); i++ {
+		switch args[i].Text {
+		case "-C":
+			if i+1 < len(args) {
+				chdirs = append(chdirs, args[i+1].Text)
+			}
+			i++
+		case "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env":
+			i++
+		}
+	}
+	if i >= len(args) {
+		return nil, false
+	}
+	switch args[i].Text {
+	case "clean":
+		return chdirs, true
+	case "stash":
+	default:
+		return nil, false
+	}
+	for _, w := range args[i+1:] {
+		t := w.Text
+		switch {
+		case !w.Literal:
+			return chdirs, true // may be -u
+		case t == "--include-untracked" || t == "--all" || t == "--":
+			return chdirs, t != "--"
+		case strings.HasPrefix(t, "-") && !strings.HasPrefix(t, "--") && strings.ContainsAny(t[1:], "ua"):
+			if !strings.HasPrefix(t, "-m") {
+				return chdirs, true
+			}
+		}
+	}
+	return nil, false
+}
+
+// sweepVerdict denies a git command that would delete a protected
+// untracked file below where it runs.
+func (j *judge) sweepVerdict(c command.Command) (Verdict, bool) {
+	chdirs, sweeps := gitSweep(c)
+	if !sweeps {
+		return Verdict{}, false
+	}
+	dirs := j.commandDirs(c)
+	if dirs == nil {
+		return deny(CodeUnanalyzable, "%s deletes untracked files in a directory the gate cannot follow", quoteArgs(c.Args)), true
+	}
+	for _, d := range dirs {
+		for _, cd := range chdirs {
+			if strings.HasPrefix(cd, "/") {
+				d = cd
+			} else {
+				d = d + "/" + cd
+			}
+		}
+		abs, err := j.resolve(d)
+		if err != nil {
+			return deny(CodeMalformed, "%s: %v", quoteArgs(c.Args), err), true
+		}
+		for _, p := range j.p.Protected {
+			if within(p, abs) && p != abs {
+				if _, err := os.Lstat(p); err == nil {
+					return deny(CodeSelfTamper, "%s deletes the untracked files below %s, %s among them: the gate's own files", quoteArgs(c.Args), abs, p), true
+				}
+			}
+		}
+	}
+	return Verdict{}, false
+}
