@@ -173,12 +173,12 @@ func newSandbox(t testing.TB) *sandbox {
 		}
 	}
 	files := map[string]string{
-		filepath.Join(s.jh, "steward.key"):    s.secret + "\n",
-		filepath.Join(s.ws, "main.go"):        "package main\n\nfunc main() {}\n",
-		filepath.Join(s.ws, "go.mod"):         "module example.com/ws\n\ngo 1.22\n",
-		filepath.Join(s.ws, ".env"):           "API_KEY=" + s.secret + "\n",
+		filepath.Join(s.jh, "steward.key"):      s.secret + "\n",
+		filepath.Join(s.ws, "main.go"):          "package main\n\nfunc main() {}\n",
+		filepath.Join(s.ws, "go.mod"):           "module example.com/ws\n\ngo 1.22\n",
+		filepath.Join(s.ws, ".env"):             "API_KEY=" + s.secret + "\n",
 		filepath.Join(s.home, ".ssh", "id_rsa"): s.secret + "\n",
-		s.settings:                            `{"hooks":{"PreToolUse":[{"matcher":"*","hooks":[{"type":"command","command":"joule hook claude-code"}]}]}}` + "\n",
+		s.settings:                              `{"hooks":{"PreToolUse":[{"matcher":"*","hooks":[{"type":"command","command":"joule hook claude-code"}]}]}}` + "\n",
 	}
 	for p, content := range files {
 		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
