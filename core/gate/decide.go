@@ -303,6 +303,17 @@ func (j *judge) file(tool string, m map[string]json.RawMessage) Verdict {
 	if p == "" {
 		p = j.cwd // Glob and Grep search the working directory by default
 	}
+	if tool == "Glob" {
+		// The pattern can reach anywhere (/etc/*, ../../**, ~/.ssh/*): the
+		// directory its literal part names is what the listing reads.
+		pattern, err := stringField(m, "pattern", false)
+		if err != nil {
+			return deny(CodeMalformed, "%v", err)
+		}
+		if pattern != "" {
+			return j.glob(p, pattern)
+		}
+	}
 	abs, err := j.resolve(p)
 	if err != nil {
 		return deny(CodeMalformed, "input.%s: %v", key, err)

@@ -53,9 +53,12 @@ func ParseEvent(b []byte) (*Event, error) {
 	if !utf8.Valid(b) {
 		return nil, malformed("event is not valid UTF-8")
 	}
+	var ev Event
+	if err := CheckKeys(b, &ev); err != nil {
+		return nil, malformed("%v", err)
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	var ev Event
 	if err := dec.Decode(&ev); err != nil {
 		var ute *json.UnmarshalTypeError
 		if errors.As(err, &ute) {

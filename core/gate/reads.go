@@ -424,3 +424,48 @@ func (j *judge) sweepVerdict(c command.Command) (Verdict, bool) {
 	}
 	return Verdict{}, false
 }
+
+// glob judges the Glob tool: the listing reads everything below the
+// directory the pattern's literal part names, and must not reach the
+// gate's private files.
+func (j *judge) glob(base, pattern string) Verdict {
+	if !strings.HasPrefix(base, "/") {
+		base = j.cwd + "/" + base
+	}
+	full := pattern
+	switch {
+	case strings.HasPrefix(pattern, "~"):
+		return deny(CodeMalformed, "input.pattern %q starts with ~, which Glob does not expand", truncate(pattern))
+	case !strings.HasPrefix(pattern, "/"):
+		full = base + "/" + pattern
+	}
+	prefix := full
+	if i := strings.IndexAny(full, "*?[{\\"); i >= 0 {
+		prefix = full[:i]
+		if rest := full[i:]; strings.Contains(rest, "..") {
+			return deny(CodeUnanalyzable, "input.pattern %q climbs with .. after a wildcard or brace, so the gate cannot bound what it lists", truncate(pattern))
+		}
+	}
+	prefix = cleanPrefix(prefix)
+	for _, p := range j.p.Private {
+		// Glob's own matcher (ripgrep or node-glob) may match dotfiles.
+		if reaches(prefix, p, false) {
+			return deny(CodeSelfTamper, "listing %q can reach %s: the gate's keys, grants and store are never readable by an agent", truncate(pattern), p)
+		}
+	}
+	dir := prefix[:strings.LastIndexByte(prefix, '/')+1]
+	abs, err := j.resolve(path.Clean(dir))
+	if err != nil {
+		return deny(CodeMalformed, "input.pattern %q: %v", truncate(pattern), err)
+	}
+	if slices.ContainsFunc(j.p.Private, func(p string) bool { return within(abs, p) }) {
+		return deny(CodeSelfTamper, "listing %s: the gate's keys, grants and store are never readable by an agent", abs)
+	}
+	o := j.fold(func(s rule.Set) rule.Verdict { return s.CheckPath(rule.Read, abs, j.rootsFor(abs)) })
+	v := o.verdict(fmt.Sprintf("listing %q (names below %s)", truncate(pattern), abs))
+	if v.Decision == Deny && v.Code == CodeNotGranted && !j.inRoots(abs) {
+		v.Code = CodeOutside
+		v.Reason = fmt.Sprintf("listing %q reads names below %s, outside the workspace %s, and no rule grants it", truncate(pattern), abs, strings.Join(j.roots, ", "))
+	}
+	return v
+}

@@ -139,6 +139,9 @@ func Decode(payload []byte, v any) error {
 	case t[0] != '{':
 		return errors.New("payload is not JSON: want one JSON object")
 	}
+	if err := gate.CheckKeys(t, v); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(t))
 	if err := dec.Decode(v); err != nil {
 		var ute *json.UnmarshalTypeError

@@ -26,6 +26,11 @@ func TestDecode(t *testing.T) {
 		{`{"a":`, "not a JSON object"},
 		{`{"a":1}`, `field "a" has the wrong type`},
 		{"{\"a\":\"" + strings.Repeat("x", MaxPayload) + "\"}", "above the 16 MiB limit"},
+		// Keys are exact, as hosts write and read them: encoding/json alone
+		// would let A or a second a override a.
+		{`{"a":"x","A":"y"}`, `key "A" is not "a"`},
+		{`{"a":"x","a":"y"}`, `key "a" appears twice`},
+		{`{"b":"x","B":"y"}`, ""},
 	}
 	for _, tt := range tests {
 		var v struct {
@@ -68,6 +73,15 @@ func (fixedGate) Refuse(context.Context, string, string, string, []byte, string,
 }
 
 // TestRunPanics: a panic in an adapter still reaches the host as a deny.
+// TestToolPayloadKeysExact: Tool_Name must not override tool_name.
+func TestToolPayloadKeysExact(t *testing.T) {
+	var p ToolPayload
+	_, err := ParseToolPayload("test", []byte(`{"session_id":"s","cwd":"/","hook_event_name":"PreToolUse","tool_name":"Read","Tool_Name":"Bash","tool_input":{}}`), &p, "PreToolUse")
+	if err == nil || !strings.Contains(err.Error(), `key "Tool_Name" is not "tool_name"`) {
+		t.Fatalf("got %v, want the case-differing key refused", err)
+	}
+}
+
 func TestRunPanics(t *testing.T) {
 	out := Run(context.Background(), panicky{inParse: true}, fixedGate{}, []byte("{}"))
 	if out.Exit != 2 || !strings.Contains(string(out.Stdout), "deny:internal error in joule's test adapter: boom") {

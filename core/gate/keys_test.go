@@ -1,0 +1,65 @@
+package gate
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestGlobPattern judges Glob by where its pattern reaches, not only by its
+// path.
+func TestGlobPattern(t *testing.T) {
+	f := newFixture(t, testAllow, testAsk, testDeny)
+	tests := []struct {
+		name           string
+		input          map[string]any
+		decision, code string
+	}{
+		{"workspace", map[string]any{"pattern": "**/*.go"}, Allow, CodeAllowed},
+		{"subdir", map[string]any{"pattern": "src/**"}, Allow, CodeAllowed},
+		{"path and pattern", map[string]any{"path": f.ws + "/src", "pattern": "*.go"}, Allow, CodeAllowed},
+		{"absolute outside", map[string]any{"pattern": "/etc/*"}, Deny, CodeOutside},
+		{"climbs", map[string]any{"pattern": "../../*"}, Deny, CodeSelfTamper}, // above $JOULE_HOME
+		{"climbs after wildcard", map[string]any{"pattern": "*/../../*"}, Deny, CodeUnanalyzable},
+		{"brace climbs", map[string]any{"pattern": "{src,../outside}/*"}, Deny, CodeUnanalyzable},
+		{"joule home", map[string]any{"pattern": f.jh + "/*"}, Deny, CodeSelfTamper},
+		{"joule home by wildcard", map[string]any{"pattern": f.home + "/.local/share/jo*/*"}, Deny, CodeSelfTamper},
+		{"above joule home", map[string]any{"pattern": f.home + "/.local/**"}, Deny, CodeSelfTamper},
+		{"home", map[string]any{"pattern": "*", "path": f.home}, Deny, CodeSelfTamper},
+		{"outside", map[string]any{"pattern": "*", "path": f.outside}, Deny, CodeOutside},
+		{"ssh keys", map[string]any{"pattern": f.home + "/.ssh/id_*"}, Deny, CodeOutside},
+		{"tilde", map[string]any{"pattern": "~/.ssh/*"}, Deny, CodeMalformed},
+		{"symlink out", map[string]any{"pattern": "src/link/*"}, Deny, CodeOutside},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := Decide(f.event("Glob", tt.input), f.policy)
+			if v.Decision != tt.decision || v.Code != tt.code {
+				t.Errorf("Glob %v: %s %s (%s), want %s %s", tt.input, v.Decision, v.Code, v.Reason, tt.decision, tt.code)
+			}
+		})
+	}
+}
+
+// TestEventKeysExact refuses keys that encoding/json would match without
+// regard to case, or that appear twice: a host reads keys exactly.
+func TestEventKeysExact(t *testing.T) {
+	tests := []struct {
+		event, err string
+	}{
+		{`{"session_id":"s","tool":"Read","input":{},"cwd":"/"}`, ""},
+		{`{"session_id":"s","tool":"Read","Tool":"Bash","input":{},"cwd":"/"}`, `key "Tool" is not "tool"`},
+		{`{"session_id":"s","TOOL":"Bash","input":{},"cwd":"/"}`, `key "TOOL" is not "tool"`},
+		{`{"session_id":"s","tool":"Read","tool":"Bash","input":{},"cwd":"/"}`, `key "tool" appears twice`},
+		{`{"Session_ID":"s","tool":"Read","input":{},"cwd":"/"}`, `key "Session_ID" is not "session_id"`},
+		{`{"session_id":"s","tool":"Read","input":{},"cwd":"/","ſession_id":"x"}`, `is not "session_id"`},
+	}
+	for _, tt := range tests {
+		_, err := ParseEvent([]byte(tt.event))
+		switch {
+		case tt.err == "" && err != nil:
+			t.Errorf("%s: %v", tt.event, err)
+		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+			t.Errorf("%s: error %v, want one containing %q", tt.event, err, tt.err)
+		}
+	}
+}
