@@ -4,7 +4,7 @@ BIN     := bin/joule
 PKGS    := ./...
 FUZZTIME ?= 20s
 
-.PHONY: all build run test test-short bench bench-cascade lint fuzz vectors clean
+.PHONY: all build deps run test test-short bench bench-cascade lint fuzz vectors clean
 
 all: build
 
@@ -16,9 +16,15 @@ build:
 run: build
 	./$(BIN) demo
 
-# The whole suite: vet, race-checked tests (fuzz seeds included), and both
-# conformance packs through the real binary.
-test: build
+# What the suite needs beyond Go (the real host CLIs and SDK clients from
+# npm, PostgreSQL and other Debian packages), installed idempotently by
+# the scripts in .ci/setup.d, in name order.
+deps:
+	@for script in .ci/setup.d/*.sh; do echo "deps: $$script"; bash "$$script" || exit 1; done
+
+# The whole suite, its own set-up included: vet, race-checked tests (fuzz
+# seeds included), and both conformance packs through the real binary.
+test: deps build
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
 	./$(BIN) conformance check conformance/v1

@@ -537,7 +537,7 @@ func (j *judge) protectedWord(w command.Word, c command.Command) (Verdict, bool)
 	if !w.Literal {
 		// ~/x, $HOME/x and $PWD/x with nothing else to expand are paths
 		// like any other; anything more may expand onto a protected path.
-		if prefix, next, known := j.expandPrefixNext(w.Text, j.cwd); known && next == 0 && strings.HasPrefix(w.Text, "~") || known && next == 0 && strings.HasPrefix(w.Text, "$") {
+		if prefix, next, known := j.expandPrefixNext(w.Text, j.cwd); known && next == 0 {
 			text, w = prefix, command.Word{Text: prefix, Literal: true}
 		} else {
 			if p, ok := j.reachesAny(w, dirs, j.p.Protected); ok {
