@@ -154,6 +154,9 @@ const maxSeen = 32
 // decision: a line often names a path twice (go build ./... && go test
 // ./...), and a decision should see one state of the file system anyway.
 func (j *judge) resolve(p string) (string, error) {
+	if procView(p) {
+		return "", fmt.Errorf("%s names a process's own view of the file system, which differs between the gate and the command", truncate(p))
+	}
 	for _, r := range j.seen {
 		if r.path == p {
 			return r.abs, r.err
@@ -390,6 +393,9 @@ func (j *judge) bash(line string) Verdict {
 			if v, bad := j.protectedWord(w, c); bad {
 				return v
 			}
+		}
+		if v, bad := j.globListings(c); bad && st.beats(rankOf(v.Decision)) {
+			st.offer(v)
 		}
 		if v, bad := j.sweepVerdict(c); bad {
 			if v.Code == CodeSelfTamper {

@@ -52,6 +52,34 @@ func isSystemDir(d string) bool {
 	return false
 }
 
+// below returns the first of paths inside dir.
+func (j *judge) below(dir string, paths []string) (string, bool) {
+	for _, p := range paths {
+		if within(p, dir) {
+			return p, true
+		}
+	}
+	return "", false
+}
+
+// procView reports /proc paths that mean something else in each process:
+// /proc/self/cwd is the gate's working directory when the gate resolves it
+// and the command's when the command opens it.
+func procView(p string) bool {
+	rest, ok := strings.CutPrefix(path.Clean(p), "/proc/")
+	if !ok {
+		return false
+	}
+	parts := strings.Split(rest, "/")
+	for i := 0; i < len(parts) && i < 4; i++ {
+		switch parts[i] {
+		case "cwd", "root", "fd", "map_files", "exe":
+			return true
+		}
+	}
+	return false
+}
+
 // isNetworkPath reports the paths bash opens as sockets in a redirection.
 func isNetworkPath(p string) bool {
 	return strings.HasPrefix(p, "/dev/tcp/") || strings.HasPrefix(p, "/dev/udp/")
@@ -82,7 +110,8 @@ func (j *judge) network(p string, literal bool) Verdict {
 }
 
 // readVerdict judges reading abs: the gate's private files never, others by
-// the Read rules of every link.
+// the Read rules of every link. A directory counts as read whole, since
+// grep -r, diff -r or tar read below it.
 func (j *judge) readVerdict(what, abs string) Verdict {
 	if slices.ContainsFunc(j.p.Private, func(p string) bool { return within(abs, p) }) {
 		return deny(CodeSelfTamper, "%s reads %s: the gate's keys, grants and store are never readable by an agent", what, abs)
@@ -90,6 +119,9 @@ func (j *judge) readVerdict(what, abs string) Verdict {
 	access := rule.Read
 	if fi, err := os.Stat(abs); err == nil && fi.IsDir() {
 		access = rule.ReadTree
+		if p, ok := j.below(abs, j.p.Private); ok {
+			return deny(CodeSelfTamper, "%s reads the directory %s, which holds %s: the gate's keys, grants and store are never readable by an agent", what, abs, p)
+		}
 	}
 	o := j.fold(func(s rule.Set) rule.Verdict { return s.CheckPath(access, abs, j.rootsFor(abs)) })
 	v := o.verdict(what + " reading " + abs)
@@ -468,4 +500,39 @@ func (j *judge) glob(base, pattern string) Verdict {
 		v.Reason = fmt.Sprintf("listing %q reads names below %s, outside the workspace %s, and no rule grants it", truncate(pattern), abs, strings.Join(j.roots, ", "))
 	}
 	return v
+}
+
+// globListings judges the shell's own listing of a directory for a glob
+// word (echo ~/.ssh/*, ls /etc/*.conf): like the Glob tool, it reads the
+// names below the directory the word's literal part names.
+func (j *judge) globListings(c command.Command) (Verdict, bool) {
+	dirs := j.commandDirs(c)
+	for _, w := range c.Args[1:] {
+		if w.Literal || !strings.ContainsAny(w.Text, "*?[") {
+			continue
+		}
+		for _, d := range dirsOrUnknown(dirs) {
+			prefix, next, known := j.expandPrefixNext(w.Text, d)
+			if !known || next != '*' && next != '?' && next != '[' {
+				continue // a value first: what it lists is unknown, and judged where it is read
+			}
+			dir := cleanPrefix(prefix)
+			dir = path.Clean(dir[:strings.LastIndexByte(dir, '/')+1])
+			abs, err := j.resolve(dir)
+			if err != nil {
+				return deny(CodeMalformed, "the glob %q: %v", truncate(w.Text), err), true
+			}
+			if j.inRoots(abs) {
+				continue
+			}
+			o := j.fold(func(s rule.Set) rule.Verdict { return s.CheckPath(rule.Read, abs, j.rootsFor(abs)) })
+			if v := o.verdict(fmt.Sprintf("the glob %q, which lists the names in %s,", truncate(w.Text), abs)); v.Decision != Allow {
+				if v.Code == CodeNotGranted {
+					v.Code = CodeOutside
+				}
+				return v, true
+			}
+		}
+	}
+	return Verdict{}, false
 }

@@ -63,3 +63,50 @@ func TestEventKeysExact(t *testing.T) {
 		}
 	}
 }
+
+// TestProcViews: /proc/self/cwd resolves to the gate's own directory when
+// the gate looks and to the command's when it runs; such paths are refused.
+func TestProcViews(t *testing.T) {
+	f := newFixture(t, testAllow, testAsk, testDeny)
+	t.Chdir(f.ws) // a hook usually runs in the workspace: the view agrees with it
+	for _, line := range []string{
+		"cd ~/.local/share/joule && cat /proc/self/cwd/steward.key",
+		"cat < /proc/self/cwd/src/a.go",
+		"cat /proc/self/root" + f.jh + "/steward.key",
+		"grep . /proc/thread-self/cwd/src/a.go",
+		"cat /proc/1/cwd/x",
+		"echo x > /proc/self/cwd/src/out.txt",
+	} {
+		if v := Decide(f.event("Bash", map[string]any{"command": line}), f.policy); v.Decision != Deny {
+			t.Errorf("%s: %s %s (%s), want deny", line, v.Decision, v.Code, v.Reason)
+		}
+	}
+	if v := Decide(f.event("Read", map[string]any{"file_path": "/proc/self/cwd/src/a.go"}), f.policy); v.Decision != Deny {
+		t.Errorf("Read /proc/self/cwd/src/a.go: %s %s, want deny", v.Decision, v.Code)
+	}
+}
+
+// TestShellListings judges what a glob word makes the shell list, and a
+// directory a reader may read whole.
+func TestShellListings(t *testing.T) {
+	f := newFixture(t, append([]string{"Read(~/**)"}, testAllow...), testAsk, testDeny)
+	tests := []struct {
+		line, decision, code string
+	}{
+		{"echo *.go src/*", Allow, CodeAllowed},
+		{"ls src/*.go", Allow, CodeAllowed},
+		{"echo /etc/*", Deny, CodeOutside},
+		{"ls " + f.outside + "/*", Deny, CodeOutside},
+		{"echo ~/.local/share/joule/*", Deny, CodeSelfTamper},
+		{"grep -r secret ~", Deny, CodeSelfTamper},
+		{"grep -r secret ~/.local", Deny, CodeSelfTamper},
+		{"cat ~/notes.txt", Allow, CodeAllowed}, // Read(~/**) grants it
+		{"ls ~/*", Deny, CodeSelfTamper},        // ~/Documents is above Cline's hooks: rm -rf ~/* would take them
+	}
+	for _, tt := range tests {
+		v := Decide(f.event("Bash", map[string]any{"command": tt.line}), f.policy)
+		if v.Decision != tt.decision || v.Code != tt.code {
+			t.Errorf("%s: %s %s (%s), want %s %s", tt.line, v.Decision, v.Code, v.Reason, tt.decision, tt.code)
+		}
+	}
+}
