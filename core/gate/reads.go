@@ -10,6 +10,8 @@ import (
 
 	"github.com/joulehook/joule/core/command"
 	"github.com/joulehook/joule/core/rule"
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // readers are programs whose operands name files they read and print (or
@@ -291,8 +293,30 @@ func (j *judge) reachesAny(w command.Word, dirs []string, paths []string) (strin
 func (j *judge) readerArgs(c command.Command) (Verdict, bool) {
 	name := path.Base(c.Args[0].Text)
 	dirs := j.commandDirs(c)
-	for _, w := range c.Args[1:] {
+	skip := firstOperandIsCode(name, c.Args[1:])
+	for i, w := range c.Args[1:] {
+		if i == skip {
+			continue // the pattern or script, not a file
+		}
 		text := w.Text
+		if name == "dd" {
+			// dd if=FILE reads FILE; of= is a write, judged as such.
+			k, v, ok := strings.Cut(strings.NewReplacer(`"`, "", `'`, "").Replace(text), "=")
+			if !ok {
+				continue
+			}
+			if k == "of" {
+				if vv, bad := j.ddWrite(v, dirs); bad {
+					return vv, true
+				}
+				continue
+			}
+			if k != "if" {
+				continue
+			}
+			text = v
+			w = command.Word{Text: text, Literal: !strings.ContainsAny(text, "~$`*?[{\\")}
+		}
 		if w.Literal {
 			if strings.HasPrefix(text, "-") {
 				_, v, ok := strings.Cut(text, "=")
@@ -331,19 +355,45 @@ func (j *judge) readerArgs(c command.Command) (Verdict, bool) {
 		if p, ok := j.reachesAny(w, dirs, j.p.Private); ok {
 			return deny(CodeSelfTamper, "%s reads %q, which can expand onto %s: the gate's keys, grants and store are never readable by an agent", name, truncate(w.Text), p), true
 		}
+		if dirs == nil && !strings.HasPrefix(w.Text, "~") && !strings.HasPrefix(w.Text, "$HOME") && !strings.HasPrefix(w.Text, "/") {
+			return deny(CodeUnanalyzable, "%s reads %q in a directory the line changed to in a way the gate cannot follow", name, truncate(w.Text)), true
+		}
 		for _, d := range dirsOrUnknown(dirs) {
 			prefix, known := j.expandPrefix(w.Text, d)
 			if !known {
 				return deny(CodeUnanalyzable, "%s reads %q, a path computed when the line runs", name, truncate(w.Text)), true
 			}
+			// Where the word can lead: the directory its literal part names
+			// must be readable; what it matches now is judged file by file,
+			// deny rules included.
 			dir := cleanPrefix(prefix)
 			dir = dir[:strings.LastIndexByte(dir, '/')+1]
 			abs, err := j.resolve(path.Clean(dir))
 			if err != nil {
 				return deny(CodeMalformed, "%s reads %q: %v", name, truncate(w.Text), err), true
 			}
-			if v := j.treeVerdict(name, w.Text, abs); v.Decision != Allow {
+			o := j.fold(func(s rule.Set) rule.Verdict { return s.CheckPath(rule.Read, abs, j.rootsFor(abs)) })
+			if v := o.verdict(fmt.Sprintf("%s reading %q (files in %s)", name, truncate(w.Text), abs)); v.Decision != Allow {
+				if v.Code == CodeNotGranted && !j.inRoots(abs) {
+					v.Code = CodeOutside
+				}
 				return v, true
+			}
+			matches, ok := j.expandWord(w.Text, d)
+			if !ok {
+				return deny(CodeUnanalyzable, "%s reads %q, a path computed when the line runs", name, truncate(w.Text)), true
+			}
+			for _, m := range matches {
+				if !strings.HasPrefix(m, "/") {
+					m = d + "/" + m
+				}
+				abs, err := j.resolve(m)
+				if err != nil {
+					return deny(CodeMalformed, "%s reads %q: %v", name, truncate(m), err), true
+				}
+				if v := j.readVerdict(name, abs); v.Decision != Allow {
+					return v, true
+				}
 			}
 		}
 	}
@@ -357,14 +407,52 @@ func dirsOrUnknown(dirs []string) []string {
 	return dirs
 }
 
-// treeVerdict judges a read of anything below dir.
-func (j *judge) treeVerdict(name, word, dir string) Verdict {
-	o := j.fold(func(s rule.Set) rule.Verdict { return s.CheckPath(rule.ReadTree, dir, j.rootsFor(dir)) })
-	v := o.verdict(fmt.Sprintf("%s reading %q (files below %s)", name, truncate(word), dir))
-	if v.Decision == Deny && v.Code == CodeNotGranted && !j.inRoots(dir) {
-		v.Code = CodeOutside
+
+// expandWord expands a word the way the shell will, as far as the gate
+// can see: ~, $HOME and $PWD, braces and globs against the file system as
+// it is now. It reports false for a word with any other expansion.
+func (j *judge) expandWord(text, dir string) ([]string, bool) {
+	f, err := syntax.NewParser().Parse(strings.NewReader("x "+text+"\n"), "")
+	if err != nil || len(f.Stmts) != 1 {
+		return nil, false
 	}
-	return v
+	call, ok := f.Stmts[0].Cmd.(*syntax.CallExpr)
+	if !ok || len(call.Args) != 2 || len(f.Stmts[0].Redirs) > 0 || len(call.Assigns) > 0 {
+		return nil, false
+	}
+	w := call.Args[1]
+	plain := true
+	syntax.Walk(w, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.CmdSubst, *syntax.ArithmExp, *syntax.ProcSubst, *syntax.ExtGlob:
+			plain = false
+		case *syntax.ParamExp:
+			// $HOME and $PWD alone; anything else is a value the gate cannot see.
+			if n.Param == nil || n.Param.Value != "HOME" && n.Param.Value != "PWD" || n.Excl || n.Length ||
+				n.Index != nil || n.Slice != nil || n.Repl != nil || n.Exp != nil {
+				plain = false
+			}
+		}
+		return plain
+	})
+	if !plain {
+		return nil, false
+	}
+	cfg := &expand.Config{
+		Env:      expand.ListEnviron("HOME="+j.p.Home, "PWD="+dir),
+		ReadDir2: func(p string) ([]os.DirEntry, error) {
+			if !path.IsAbs(p) {
+				p = dir + "/" + p
+			}
+			return os.ReadDir(p)
+		},
+		DotGlob:  j.dotglob,
+	}
+	fields, err := expand.Fields(cfg, w)
+	if err != nil {
+		return nil, false
+	}
+	return fields, true
 }
 
 // harmlessDevice reports devices that hold no one's data.
@@ -532,6 +620,74 @@ func (j *judge) globListings(c command.Command) (Verdict, bool) {
 				}
 				return v, true
 			}
+		}
+	}
+	return Verdict{}, false
+}
+
+// patternFirst are readers whose first operand is a pattern, filter or
+// script unless an option gives it (grep -e, sed -e, jq -f).
+var patternFirst = map[string][]string{
+	"grep": {"-e", "-f", "--regexp", "--file"}, "egrep": {"-e", "-f", "--regexp", "--file"},
+	"fgrep": {"-e", "-f", "--regexp", "--file"}, "zgrep": {"-e", "-f", "--regexp", "--file"},
+	"rg": {"-e", "-f", "--regexp", "--file"}, "ag": {}, "ack": {}, "look": {},
+	"sed": {"-e", "-f", "--expression", "--file"}, "jq": {"-f", "--from-file"}, "yq": {"-f", "--from-file"},
+}
+
+// firstOperandIsCode returns the index in args of the pattern or script
+// operand of a pattern-first reader, or -1.
+func firstOperandIsCode(name string, args []command.Word) int {
+	given, ok := patternFirst[name]
+	if !ok {
+		return -1
+	}
+	for _, w := range args {
+		for _, o := range given {
+			if w.Text == o || strings.HasPrefix(w.Text, o+"=") || len(o) == 2 && strings.HasPrefix(w.Text, o) {
+				return -1
+			}
+		}
+	}
+	for i, w := range args {
+		if w.Text == "--" {
+			if i+1 < len(args) {
+				return i + 1
+			}
+			return -1
+		}
+		if !strings.HasPrefix(w.Text, "-") || w.Text == "-" {
+			return i
+		}
+	}
+	return -1
+}
+
+// ddWrite judges dd's of=FILE like a redirection that writes FILE.
+func (j *judge) ddWrite(target string, dirs []string) (Verdict, bool) {
+	if target == "" || harmlessDevice(target) {
+		return Verdict{}, false
+	}
+	if strings.HasPrefix(target, "~") || strings.Contains(target, "$") || dirs == nil && !strings.HasPrefix(target, "/") {
+		return deny(CodeUnanalyzable, "dd writes %q, a path the gate cannot name before the line runs", truncate(target)), true
+	}
+	for _, d := range dirs {
+		t := target
+		if !strings.HasPrefix(t, "/") {
+			t = d + "/" + t
+		}
+		abs, err := j.resolve(t)
+		if err != nil {
+			return deny(CodeMalformed, "dd of=%q: %v", truncate(target), err), true
+		}
+		if v, bad := j.protected(abs); bad {
+			return v, true
+		}
+		o := j.fold(func(s rule.Set) rule.Verdict { return s.CheckPath(rule.Write, abs, j.rootsFor(abs)) })
+		if v := o.verdict("dd writing " + abs); v.Decision != Allow {
+			if v.Code == CodeNotGranted && !j.inRoots(abs) {
+				v.Code = CodeOutside
+			}
+			return v, true
 		}
 	}
 	return Verdict{}, false

@@ -1,6 +1,8 @@
 package gate
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -105,7 +107,65 @@ func TestShellListings(t *testing.T) {
 	}
 	for _, tt := range tests {
 		v := Decide(f.event("Bash", map[string]any{"command": tt.line}), f.policy)
-		if v.Decision != tt.decision || v.Code != tt.code {
+		if v.Decision != tt.decision || tt.code != "" && v.Code != tt.code {
+			t.Errorf("%s: %s %s (%s), want %s %s", tt.line, v.Decision, v.Code, v.Reason, tt.decision, tt.code)
+		}
+	}
+}
+
+// TestReaderOperands: the pattern or script of grep and sed is not a file;
+// dd names its files in if= and of=.
+func TestReaderOperands(t *testing.T) {
+	f := newFixture(t, append([]string{"Bash(sed:*)", "Bash(dd:*)", "Bash(jq:*)"}, testAllow...), testAsk, testDeny)
+	tests := []struct {
+		line, decision, code string
+	}{
+		{"sed -n '/^func/,/^}/p' src/a.go", Allow, CodeAllowed},
+		{"grep -n '/usr/local' src/a.go", Allow, CodeAllowed},
+		{"grep -A 3 /etc src/a.go", Deny, CodeOutside}, // with -A 3 first, /etc is a file operand
+		{"grep -e /x/ /etc/passwd", Deny, CodeOutside},
+		{"sed -n -e p /etc/passwd", Deny, CodeOutside},
+		{"sed -n 1p ~/.local/share/joule/steward.key", Deny, CodeSelfTamper},
+		{"jq .name /etc/os-release", Deny, CodeOutside},
+		{"jq '.a' src/x.json", Allow, CodeAllowed},
+		{"dd if=src/a.go of=src/b.go", Allow, CodeAllowed},
+		{"dd if=" + f.jh + "/steward.key", Deny, CodeSelfTamper},
+		{"dd if=~/.ssh/id_rsa", Deny, CodeOutside},
+		{"dd if=/dev/zero of=.claude/settings.json", Deny, CodeSelfTamper},
+		{"dd if=/dev/zero of=" + f.outside + "/x", Deny, CodeOutside},
+		{"dd if=/dev/zero of=$HOME/x", Deny, CodeUnanalyzable},
+	}
+	for _, tt := range tests {
+		v := Decide(f.event("Bash", map[string]any{"command": tt.line}), f.policy)
+		if v.Decision != tt.decision || tt.code != "" && v.Code != tt.code {
+			t.Errorf("%s: %s %s (%s), want %s %s", tt.line, v.Decision, v.Code, v.Reason, tt.decision, tt.code)
+		}
+	}
+}
+
+// TestReaderGlobsAndDenyRules: a glob operand is judged by what it matches,
+// so a Read deny rule below the workspace holds without denying every glob.
+func TestReaderGlobsAndDenyRules(t *testing.T) {
+	f := newFixture(t, testAllow, testAsk, testDeny)
+	if err := os.WriteFile(filepath.Join(f.ws, ".env"), []byte("KEY=x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		line, decision, code string
+	}{
+		{"cat src/*.go", Allow, CodeAllowed},
+		{"cat *", Allow, CodeAllowed}, // bash's * skips .env
+		{"cat .e*", Deny, CodeDenyRule},
+		{"cat .en?", Deny, CodeDenyRule},
+		{"cat {.env,x}", Deny, ""},
+		{"grep -h . $PWD/.env", Deny, CodeDenyRule},
+		{"shopt -s dotglob; cat *", Deny, ""},
+		{"cat .env", Deny, CodeDenyRule},
+		{"cat < .env", Deny, CodeDenyRule},
+	}
+	for _, tt := range tests {
+		v := Decide(f.event("Bash", map[string]any{"command": tt.line}), f.policy)
+		if v.Decision != tt.decision || tt.code != "" && v.Code != tt.code {
 			t.Errorf("%s: %s %s (%s), want %s %s", tt.line, v.Decision, v.Code, v.Reason, tt.decision, tt.code)
 		}
 	}
