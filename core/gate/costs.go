@@ -74,6 +74,9 @@ func ProtectedPaths(jouleHome, home string, roots []string) []string {
 		".mcp.json", ".cursor/hooks.json", ".cursor/mcp.json", ".windsurf/hooks.json",
 		".gemini/settings.json", ".codex/hooks.json", ".codex/config.toml", ".clinerules/hooks",
 		".opencode/plugins", ".zed/settings.json", ".joule",
+		// git runs what these name (core.fsmonitor, core.hooksPath,
+		// aliases, filters, hooks) on the next git status or commit.
+		".git/config", ".git/config.worktree", ".git/hooks", ".git/info", ".git/modules", ".git/commondir",
 	}
 	perUser := []string{
 		".claude/settings.json", ".claude.json", ".cursor/hooks.json", ".cursor/mcp.json",

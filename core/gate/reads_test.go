@@ -170,3 +170,22 @@ func TestReaderGlobsAndDenyRules(t *testing.T) {
 		}
 	}
 }
+
+// TestGitConfigProtected: git runs what .git/config and .git/hooks name on
+// the next git status or commit, so no tool may write them.
+func TestGitConfigProtected(t *testing.T) {
+	f := newFixture(t, append([]string{"Write", "Bash(git status)"}, testAllow...), testAsk, testDeny)
+	for _, ev := range []*Event{
+		f.event("Write", map[string]any{"file_path": f.ws + "/.git/config", "content": "[core]\n\tfsmonitor = touch x\n"}),
+		f.event("Edit", map[string]any{"file_path": f.ws + "/.git/hooks/pre-commit", "old_string": "", "new_string": "x"}),
+		f.event("Write", map[string]any{"file_path": f.ws + "/.git/info/attributes", "content": "* filter=x\n"}),
+		f.event("Bash", map[string]any{"command": "echo '[core] fsmonitor = \"touch x\"' >> .git/config; git status"}),
+	} {
+		if v := Decide(ev, f.policy); v.Decision != Deny || v.Code != CodeSelfTamper {
+			t.Errorf("%s %s: %s %s (%s), want deny self-tamper", ev.Tool, ev.Input, v.Decision, v.Code, v.Reason)
+		}
+	}
+	if v := Decide(f.event("Write", map[string]any{"file_path": f.ws + "/.gitignore", "content": "x\n"}), f.policy); v.Decision != Allow {
+		t.Errorf("Write .gitignore: %s %s (%s), want allow", v.Decision, v.Code, v.Reason)
+	}
+}
