@@ -113,6 +113,9 @@ func Check(dir string) (*Report, error) {
 // decodeFile decodes a vector file strictly: unknown fields are errors, so
 // a misspelt key cannot silently skip a check.
 func decodeFile(data []byte, v any) error {
+	if err := noNulls(data); err != nil {
+		return fmt.Errorf("malformed vector file: %w", err)
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	dec.UseNumber()
@@ -123,6 +126,46 @@ func decodeFile(data []byte, v any) error {
 		return errors.New("malformed vector file: trailing data")
 	}
 	return nil
+}
+
+// nullable are the only keys WIRE.md lets be null ("closing_tier":
+// "L0".."L4"|null). Everywhere else a field that is absent is omitted, and
+// an array is an array: encoding/json would take "stages": null for an
+// empty list.
+var nullable = map[string]bool{"closing_tier": true, "gated_closing_tier": true}
+
+// noNulls rejects a null anywhere but under a nullable key.
+func noNulls(data []byte) error {
+	var doc any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&doc); err != nil {
+		return err
+	}
+	var walk func(v any, at string) error
+	walk = func(v any, at string) error {
+		switch v := v.(type) {
+		case nil:
+			return fmt.Errorf("%s is null: WIRE.md omits an absent field and never writes null there", at)
+		case map[string]any:
+			for k, e := range v {
+				if e == nil && nullable[k] {
+					continue
+				}
+				if err := walk(e, at+"."+k); err != nil {
+					return err
+				}
+			}
+		case []any:
+			for i, e := range v {
+				if err := walk(e, fmt.Sprintf("%s[%d]", at, i)); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return walk(doc, "$")
 }
 
 func checkVersion(v int) error {

@@ -113,3 +113,37 @@ func TestCheckRejectsMalformedFiles(t *testing.T) {
 		t.Fatal("an empty directory was accepted as a pack")
 	}
 }
+
+// TestCheckRejectsNulls: WIRE.md omits an absent field and gives arrays as
+// arrays; only closing_tier may be null. Each shape an implementation might
+// write by mistake is refused.
+func TestCheckRejectsNulls(t *testing.T) {
+	tests := []struct {
+		file, body string
+		ok         bool
+	}{
+		{FileCascade, `{"version":1,"vectors":[{"name":"x","stages":[],"closing_tier":null,"consulted":[]}]}`, true},
+		{FileCascade, `{"version":1,"vectors":[{"name":"x","stages":null,"closing_tier":null,"consulted":[]}]}`, false},
+		{FileCascade, `{"version":1,"vectors":[{"name":"x","stages":[],"closing_tier":null,"consulted":null}]}`, false},
+		{FileCascade, `{"version":1,"vectors":null}`, false},
+		{FileCascade, `{"version":1,"vectors":[{"name":null,"stages":[],"closing_tier":null,"consulted":[]}]}`, false},
+		{FileCascade, `{"version":1,"vectors":[{"name":"x","stages":[null],"closing_tier":null,"consulted":[]}]}`, false},
+		{FileCascade, `{"version":1,"vectors":[{"name":"x","stages":[{"tier":"L0","outcome":null}],"closing_tier":null,"consulted":["L0"]}]}`, false},
+		{FileCascade, `{"version":1,"vectors":[{"name":"x","stages":[],"closing_tier":null,"consulted":[null]}]}`, false},
+		{FileCascade, `{"version":null,"vectors":[]}`, false},
+	}
+	for _, tt := range tests {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, tt.file), []byte(tt.body), 0o644)
+		rep, err := Check(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		rep.Write(&b)
+		rejected := strings.Contains(b.String(), "is null")
+		if rejected == tt.ok {
+			t.Errorf("%s: rejected=%v, want %v\n%s", tt.body, rejected, !tt.ok, b.String())
+		}
+	}
+}

@@ -563,6 +563,9 @@ func genCascade() (any, error) {
 		if consulted == nil {
 			consulted = []core.Tier{}
 		}
+		if stages == nil {
+			stages = []st{}
+		}
 		f.Vectors = append(f.Vectors, CascadeVector{Name: name, Stages: stages, ClosingTier: closing, Consulted: consulted})
 	}
 	all := func(outcomes ...string) []st {
