@@ -327,10 +327,12 @@ func (j *judge) file(tool string, m map[string]json.RawMessage) Verdict {
 		// directory, so a deny on one file below does not block a listing.
 		access = rule.Read
 	}
-	if access == rule.Write || slices.ContainsFunc(j.p.Private, func(p string) bool { return within(abs, p) }) {
+	if access == rule.Write {
 		if v, bad := j.protected(abs); bad {
 			return v
 		}
+	} else if slices.ContainsFunc(j.p.Private, func(p string) bool { return within(abs, p) }) {
+		return deny(CodeSelfTamper, "%s is private: the gate's keys, grants and store are never readable by an agent", abs)
 	}
 	verb := map[rule.Access]string{rule.Read: "reading", rule.ReadTree: "searching", rule.Write: "writing"}[access]
 	o := j.fold(func(s rule.Set) rule.Verdict { return s.CheckPath(access, abs, j.rootsFor(abs)) })

@@ -53,6 +53,13 @@ func ParseEvent(b []byte) (*Event, error) {
 	if !utf8.Valid(b) {
 		return nil, malformed("event is not valid UTF-8")
 	}
+	switch t := bytes.TrimSpace(b); t[0] {
+	case '{':
+	case '[':
+		return nil, malformed("the event is a JSON array: want one ActionEvent JSON object")
+	default:
+		return nil, malformed("the event is not a JSON object: want one ActionEvent JSON object")
+	}
 	var ev Event
 	if err := CheckKeys(b, &ev); err != nil {
 		return nil, malformed("%v", err)

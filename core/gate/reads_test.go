@@ -54,6 +54,9 @@ func TestEventKeysExact(t *testing.T) {
 		{`{"session_id":"s","tool":"Read","tool":"Bash","input":{},"cwd":"/"}`, `key "tool" appears twice`},
 		{`{"Session_ID":"s","tool":"Read","input":{},"cwd":"/"}`, `key "Session_ID" is not "session_id"`},
 		{`{"session_id":"s","tool":"Read","input":{},"cwd":"/","ſession_id":"x"}`, `is not "session_id"`},
+		{`[]`, "the event is a JSON array: want one ActionEvent JSON object"},
+		{`"x"`, "the event is not a JSON object"},
+		{` 12`, "the event is not a JSON object"},
 	}
 	for _, tt := range tests {
 		_, err := ParseEvent([]byte(tt.event))
@@ -82,6 +85,9 @@ func TestProcViews(t *testing.T) {
 		if v := Decide(f.event("Bash", map[string]any{"command": line}), f.policy); v.Decision != Deny {
 			t.Errorf("%s: %s %s (%s), want deny", line, v.Decision, v.Code, v.Reason)
 		}
+	}
+	if v := Decide(f.event("Read", map[string]any{"file_path": f.jh + "/steward.key"}), f.policy); v.Code != CodeSelfTamper || !strings.Contains(v.Reason, "never readable") {
+		t.Errorf("Read steward.key: %s %s (%s), want a self-tamper deny that says it is never readable", v.Decision, v.Code, v.Reason)
 	}
 	if v := Decide(f.event("Read", map[string]any{"file_path": "/proc/self/cwd/src/a.go"}), f.policy); v.Decision != Deny {
 		t.Errorf("Read /proc/self/cwd/src/a.go: %s %s, want deny", v.Decision, v.Code)
