@@ -354,6 +354,20 @@ func FuzzAttackMutations(f *testing.F) {
 			f.Add(c.Cmd)
 		}
 	}
+	// Shapes where a parser and bash may disagree on where code ends.
+	for _, s := range []string{
+		"cat <<'EOF'\n$(touch \"$MARK\")\nEOF\n",
+		"true <<EOF\nx\nEOF \ntouch \"$MARK\"\nEOF\n",
+		": <<-EOF\n\tEOF\n$(touch \"$MARK\")\nEOF",
+		": \"$(: ')' ; touch \"$MARK\")\"",
+		": ${x:-$(touch \"$MARK\")}",
+		"case x in (x) : ;; esac; : $(touch \"$MARK\")",
+		": `: \\` ; touch \"$MARK\"`",
+		"test -v 'a[$(touch \"$MARK\")]'",
+		"cd \"$(touch \"$MARK\")\"",
+	} {
+		f.Add(s)
+	}
 	s := newSandbox(f)
 	p := s.policy(f, "none")
 	f.Fuzz(func(t *testing.T, line string) {
