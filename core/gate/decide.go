@@ -138,6 +138,7 @@ type judge struct {
 	roots   []string
 	seen    []resolution
 	dotglob bool // the line may make wildcards match dotfiles
+	pwdSet  bool // the line may assign PWD, so $PWD is a value like any other
 }
 
 // resolution is one path resolved against the working directory.
@@ -385,6 +386,7 @@ func (j *judge) bash(line string) Verdict {
 		return Verdict{Decision: Allow, Code: CodeAllowed, Reason: "the line runs no command"}
 	}
 	j.dotglob = globsDotfiles(line)
+	j.pwdSet = strings.Count(line, "PWD") != strings.Count(line, "$PWD")+strings.Count(line, "${PWD}")
 	st := newStrictest()
 	words := make([]rule.Word, 0, argCount(a.Commands))
 	for _, c := range a.Commands {

@@ -186,7 +186,7 @@ func (j *judge) expandPrefixNext(text string, dir string) (prefix string, next b
 		}
 		t = j.p.Home + trimVar(t, "HOME")
 	case hasVarPrefix(t, "PWD"):
-		if dir == "" {
+		if dir == "" || j.pwdSet {
 			return "", 0, false
 		}
 		t = dir + trimVar(t, "PWD")
@@ -435,7 +435,7 @@ func (j *judge) expandWord(text, dir string) ([]string, bool) {
 		}
 		return plain
 	})
-	if !plain {
+	if !plain || j.pwdSet && strings.Contains(text, "PWD") {
 		return nil, false
 	}
 	cfg := &expand.Config{
