@@ -34,8 +34,11 @@ type attackCase struct {
 	Grant  string `json:"grant"`  // "none" (Read only, no Bash rule) or a template name
 	Effect string `json:"effect"` // marker, secret, tcp or protected
 	Cmd    string `json:"cmd"`
-	file   string
-	line   int
+	// Setup, when given, runs first and is not judged: the state of a
+	// repository the payload finds (a hook configuration committed).
+	Setup string `json:"setup,omitempty"`
+	file  string
+	line  int
 }
 
 // benignCase is one line of testdata/benign.jsonl: a command the grant must
@@ -318,6 +321,11 @@ func TestAttackTable(t *testing.T) {
 		t.Run(c.Name, func(t *testing.T) {
 			t.Parallel()
 			s := newSandbox(t)
+			if c.Setup != "" {
+				if out := s.run(t, c.Setup+" || echo SETUP-FAILED"); bytes.Contains(out, []byte("SETUP-FAILED")) {
+					t.Fatalf("%s:%d: setup failed:\n%s", c.file, c.line, out)
+				}
+			}
 			// Judged first, as a host asks before it runs the line.
 			v := s.judge(t, c.Grant, c.Cmd)
 			before, _ := os.ReadFile(s.settings)

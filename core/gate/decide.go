@@ -401,6 +401,9 @@ func (j *judge) bash(line string) Verdict {
 		if v, bad := j.globListings(c); bad && st.beats(rankOf(v.Decision)) {
 			st.offer(v)
 		}
+		if v, bad := j.trackedRewriteVerdict(c); bad {
+			return v
+		}
 		if v, bad := j.sweepVerdict(c); bad {
 			if v.Code == CodeSelfTamper {
 				return v

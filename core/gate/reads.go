@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"bytes"
 	"fmt"
 	"net/url"
 	"os"
@@ -691,4 +692,131 @@ func (j *judge) ddWrite(target string, dirs []string) (Verdict, bool) {
 		}
 	}
 	return Verdict{}, false
+}
+
+// treeWriters are git subcommands that rewrite tracked files in the work
+// tree: checking out another commit, restoring, resetting, stashing the
+// uncommitted changes or merging. A hook configuration the team commits
+// (.claude/settings.json) is rewritten with everything else, to a version
+// without the hook, or back from a hook installed but not yet committed.
+var treeWriters = map[string]bool{
+	"checkout": true, "switch": true, "restore": true, "reset": true, "stash": true, "merge": true,
+	"rebase": true, "pull": true, "cherry-pick": true, "revert": true, "am": true, "read-tree": true,
+	"checkout-index": true, "apply": true,
+}
+
+// gitSubcommand returns a git command's subcommand and its arguments after
+// the global options, with the -C directories it names.
+func gitSubcommand(c command.Command) (sub string, args []command.Word, chdirs []string) {
+	if path.Base(c.Args[0].Text) != "git" {
+		return "", nil, nil
+	}
+	rest := c.Args[1:]
+	i := 0
+	for ; i < len(rest) && strings.HasPrefix(rest[i].Text, "-"); i++ {
+		switch rest[i].Text {
+		case "-C":
+			if i+1 < len(rest) {
+				chdirs = append(chdirs, rest[i+1].Text)
+			}
+			i++
+		case "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env":
+			i++
+		}
+	}
+	if i >= len(rest) {
+		return "", nil, chdirs
+	}
+	return rest[i].Text, rest[i+1:], chdirs
+}
+
+// branchOnly reports git checkout -b NAME and git switch -c NAME with no
+// start point: a new branch at HEAD, which rewrites no file.
+func branchOnly(sub string, args []command.Word) bool {
+	if len(args) != 2 || !args[1].Literal || strings.HasPrefix(args[1].Text, "-") {
+		return false
+	}
+	switch sub {
+	case "checkout":
+		return args[0].Text == "-b" || args[0].Text == "-B"
+	case "switch":
+		return args[0].Text == "-c" || args[0].Text == "-C" || args[0].Text == "--create"
+	case "stash":
+		return false
+	}
+	return false
+}
+
+// stashReadOnly reports git stash subcommands that change no file.
+func stashReadOnly(args []command.Word) bool {
+	if len(args) == 0 {
+		return false
+	}
+	switch args[0].Text {
+	case "list", "show":
+		return true
+	}
+	return false
+}
+
+// trackedRewriteVerdict denies a git command that rewrites tracked files
+// where a protected path is tracked in the repository's index.
+func (j *judge) trackedRewriteVerdict(c command.Command) (Verdict, bool) {
+	sub, args, chdirs := gitSubcommand(c)
+	if !treeWriters[sub] || branchOnly(sub, args) || sub == "stash" && stashReadOnly(args) {
+		return Verdict{}, false
+	}
+	if sub == "reset" && !slices.ContainsFunc(args, func(w command.Word) bool {
+		return w.Text == "--hard" || w.Text == "--merge" || w.Text == "--keep" || !w.Literal
+	}) && !slices.ContainsFunc(args, func(w command.Word) bool { return w.Text == "--" }) {
+		return Verdict{}, false // a mixed or soft reset moves HEAD and the index only
+	}
+	dirs := j.commandDirs(c)
+	if dirs == nil {
+		dirs = []string{j.cwd}
+	}
+	for _, d := range dirs {
+		for _, cd := range chdirs {
+			if strings.HasPrefix(cd, "/") {
+				d = cd
+			} else {
+				d = d + "/" + cd
+			}
+		}
+		abs, err := j.resolve(d)
+		if err != nil {
+			return deny(CodeMalformed, "%s: %v", quoteArgs(c.Args), err), true
+		}
+		top, index := gitIndex(abs)
+		if index == nil {
+			continue
+		}
+		for _, p := range j.p.Protected {
+			if !within(p, top) || p == top {
+				continue
+			}
+			if bytes.Contains(index, []byte(p[len(top)+1:])) {
+				return deny(CodeSelfTamper, "%s rewrites tracked files, and %s, the hooks' configuration, is tracked in %s", quoteArgs(c.Args), p, top), true
+			}
+		}
+	}
+	return Verdict{}, false
+}
+
+// gitIndex finds the work tree that holds dir and returns its top and the
+// bytes of its index (nil when there is none). Paths in the index are
+// stored whole, so a path's bytes in it say it may be tracked.
+func gitIndex(dir string) (string, []byte) {
+	for d := dir; ; d = path.Dir(d) {
+		if fi, err := os.Stat(d + "/.git"); err == nil && fi.IsDir() {
+			b, err := os.ReadFile(d + "/.git/index")
+			if err != nil {
+				return d, nil
+			}
+			return d, b
+		}
+		if d == "/" {
+			return "", nil
+		}
+	}
 }
