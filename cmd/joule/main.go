@@ -96,6 +96,10 @@ func run(ctx context.Context, e *env, args []string) (code int) {
 	switch name {
 	case "help", "-h", "-help", "--help":
 		if len(args) > 1 {
+			if args[1] == "version" {
+				fmt.Fprintln(e.stdout, "usage: joule version\n\nPrint the version (also joule -v, joule --version).")
+				return 0
+			}
 			if c := lookup(args[1]); c != nil {
 				return report(e, c.run(ctx, e, []string{"-h"}))
 			}
@@ -104,7 +108,7 @@ func run(ctx context.Context, e *env, args []string) (code int) {
 		}
 		printUsage(e.stdout)
 		return 0
-	case "version", "-version", "--version":
+	case "version", "-v", "-version", "--version":
 		fmt.Fprintln(e.stdout, "joule", version())
 		return 0
 	}

@@ -69,6 +69,8 @@ func TestUsageAndExitCodes(t *testing.T) {
 	}{
 		{[]string{"help"}, 0, "Commands:", ""},
 		{[]string{"version"}, 0, "joule ", ""},
+		{[]string{"-v"}, 0, "joule ", ""},
+		{[]string{"help", "version"}, 0, "usage: joule version", ""},
 		{nil, 2, "", "Usage:"},
 		{[]string{"frobnicate"}, 2, "", `unknown command "frobnicate"`},
 		{[]string{"keygen", "-h"}, 0, "usage: joule keygen", ""},
