@@ -72,6 +72,7 @@ const (
 	CodeValueAsCode      = "value-as-code"     // a value the gate cannot see is evaluated as code (arithmetic, ${!x}, ${x@P})
 	CodeWrapperOptions   = "wrapper-options"   // a wrapper's options cannot be parsed with certainty
 	CodeExtGlob          = "extglob"           // an extended glob such as *(…), which zsh reads as a glob qualifier that can run code
+	CodeShellOption      = "shell-option"      // a shell option or dialect that loads files or changes how code is read
 	CodeUnsupported      = "unsupported"       // a construct this package does not model
 )
 
@@ -215,16 +216,32 @@ func (a *analyzer) script(text string, fr frame, via string) {
 			return
 		}
 	}
-	parser := parsers.Get().(*syntax.Parser)
+	lang := syntax.LangBash
+	if via != "" {
+		var refuse string
+		lang, refuse = dialect(via)
+		if refuse != "" {
+			a.fail(CodeShellOption, "%s", refuse)
+			return
+		}
+	}
+	pool := parsers[lang]
+	parser := pool.Get().(*syntax.Parser)
 	file, err := parser.Parse(strings.NewReader(text), "")
-	parsers.Put(parser)
+	pool.Put(parser)
 	if err != nil {
 		reason := "cannot parse the line: " + err.Error()
 		if via != "" {
-			reason = fmt.Sprintf("cannot parse the string given to %s -c: %v", via, err)
+			reason = fmt.Sprintf("cannot parse the string given to %s -c as %s: %v", via, lang, err)
 		}
 		a.fail(CodeParse, "%s", reason)
 		return
+	}
+	if lang == syntax.LangPOSIX {
+		if w := dollarQuote(file); w != nil {
+			a.fail(CodeShellOption, "the string given to %s -c holds %s: dash reads $'…' and $\"…\" as a dollar sign and a quoted string, bash decodes them", via, quote(text[w.Pos().Offset():min(w.End().Offset(), uint(len(text)))]))
+			return
+		}
 	}
 	fr.src = newSource(text, file)
 	if a.out.Commands == nil {
@@ -238,9 +255,62 @@ func (a *analyzer) script(text string, fr frame, via string) {
 
 // parsers are reused: a parser is several kilobytes, more than the rest of
 // a typical analysis. Parse resets all of its state.
-var parsers = sync.Pool{New: func() any {
-	return syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(false))
-}}
+var parsers = map[syntax.LangVariant]*sync.Pool{
+	syntax.LangBash:       newParserPool(syntax.LangBash),
+	syntax.LangPOSIX:      newParserPool(syntax.LangPOSIX),
+	syntax.LangMirBSDKorn: newParserPool(syntax.LangMirBSDKorn),
+}
+
+func newParserPool(lang syntax.LangVariant) *sync.Pool {
+	return &sync.Pool{New: func() any {
+		return syntax.NewParser(syntax.Variant(lang), syntax.KeepComments(false))
+	}}
+}
+
+// dialect is the language a program runs a -c string in: bash for bash,
+// mksh's for mksh; POSIX for sh (dash on Debian and Ubuntu, bash elsewhere),
+// dash, ash and posh, and for strings run through the user's shell (watch,
+// flock, su), which may be either. A POSIX parse refuses what only bash
+// accepts, and $'…' is refused on top (see dollarQuote), so what passes
+// reads the same in dash and bash. zsh, ksh93 and yash are not modeled.
+func dialect(via string) (syntax.LangVariant, string) {
+	switch via {
+	case "bash", "rbash":
+		return syntax.LangBash, ""
+	case "mksh", "lksh":
+		return syntax.LangMirBSDKorn, ""
+	case "zsh", "ksh", "ksh93", "yash":
+		return syntax.LangBash, via + "'s language is not modeled: its expansions and globs can run code that bash's cannot"
+	}
+	return syntax.LangPOSIX, ""
+}
+
+// dollarQuote finds a word with $'…' or $"…" in a POSIX parse, which sees
+// a literal $ before a quoted string.
+func dollarQuote(file *syntax.File) *syntax.Word {
+	var found *syntax.Word
+	walkLimited(file, func(n syntax.Node) bool {
+		w, ok := n.(*syntax.Word)
+		if !ok || found != nil {
+			return found == nil
+		}
+		for i := 0; i+1 < len(w.Parts); i++ {
+			lit, ok := w.Parts[i].(*syntax.Lit)
+			if !ok || !strings.HasSuffix(lit.Value, "$") {
+				continue
+			}
+			if n := len(lit.Value) - len(strings.TrimRight(strings.TrimSuffix(lit.Value, "$"), `\`)) - 1; n%2 == 1 {
+				continue // \$ is a quoted dollar sign
+			}
+			switch w.Parts[i+1].(type) {
+			case *syntax.SglQuoted, *syntax.DblQuoted:
+				found = w
+			}
+		}
+		return found == nil
+	})
+	return found
+}
 
 // addCommand lists one command.
 func (a *analyzer) addCommand(words []word, wrappers []string) {

@@ -292,6 +292,14 @@ func (a *analyzer) stmt(s *syntax.Stmt, fr frame) {
 // its standard input.
 func (a *analyzer) redirects(s *syntax.Stmt, fr *frame) {
 	for _, r := range s.Redirs {
+		if r.N != nil && strings.HasPrefix(r.N.Value, "{") {
+			// {name}>file assigns name, and bash evaluates a subscript in
+			// it: {a[$(cmd)]}>file runs cmd.
+			name := strings.TrimSuffix(strings.TrimPrefix(r.N.Value, "{"), "}")
+			if _, ok := a.varName(literalWord(name), "a {name} redirection"); !ok {
+				return
+			}
+		}
 		a.redirect(r, *fr)
 		if readsStdin(r) {
 			fr.fed = true

@@ -368,7 +368,7 @@ func (j *judge) bash(line string) Verdict {
 	st := newStrictest()
 	words := make([]rule.Word, 0, argCount(a.Commands))
 	for _, c := range a.Commands {
-		if len(c.Wrappers) == 0 && innocuous[c.Args[0].Text] {
+		if onlyShells(c.Wrappers) && innocuous(c.Args) {
 			continue
 		}
 		for _, w := range c.Args {
@@ -392,7 +392,7 @@ func (j *judge) bash(line string) Verdict {
 				if v.Mode == rule.Allow {
 					return rule.Verdict{Mode: rule.Allow}
 				}
-				if !v.Matched() {
+				if !v.Matched() && !privilegeWrappers[w] {
 					return rule.Verdict{Mode: rule.Allow} // the inner command was judged above
 				}
 				return v
@@ -436,10 +436,67 @@ func (j *judge) bash(line string) Verdict {
 	return v
 }
 
-// innocuous are shell builtins that change only the shell's own state; they
-// need no capability. What they lead to (a write after cd) is judged.
-var innocuous = map[string]bool{"cd": true, "pushd": true, "popd": true, "dirs": true, "true": true, "false": true,
-	":": true, "test": true, "[": true, "exit": true, "return": true, "shift": true, "break": true, "continue": true, "wait": true}
+// privilegeWrappers run their command as another user: the wrapper is an
+// action of its own, so a grant must hold a rule that allows it; that the
+// inner command is granted is not enough.
+var privilegeWrappers = map[string]bool{"sudo": true, "doas": true, "su": true}
+
+// innocuous reports shell builtins that change only the shell's own state,
+// given arguments whose meaning is certain; they need no capability. What
+// they lead to (a write after cd) is judged. Any other argument makes the
+// builtin a command like any other, which needs a rule.
+func innocuous(args []command.Word) bool {
+	ops := args[1:]
+	switch args[0].Text {
+	case "true", "false", ":":
+		return true // arguments are ignored; their expansions are judged
+	case "test", "[":
+		return true // the analysis refuses -v and -R on names it cannot see
+	case "cd", "pushd", "popd", "dirs":
+		for len(ops) > 0 && ops[0].Literal && len(ops[0].Text) > 1 && ops[0].Text[0] == '-' &&
+			strings.Trim(ops[0].Text[1:], "LPe@nclpv") == "" {
+			ops = ops[1:]
+		}
+		if len(ops) > 0 && ops[0].Literal && ops[0].Text == "--" {
+			ops = ops[1:]
+		}
+		return len(ops) <= 1
+	case "exit", "return", "shift", "break", "continue":
+		return len(ops) == 0 || len(ops) == 1 && (decimal(ops[0], args[0].Text == "exit" || args[0].Text == "return") || ops[0].Text == "$?" || ops[0].Text == `"$?"`)
+	case "wait":
+		for _, w := range ops {
+			t := strings.TrimPrefix(w.Text, "%")
+			if !(w.Literal && (w.Text == "-n" || w.Text == "-f" || decimal(command.Word{Text: t, Literal: true}, false))) &&
+				w.Text != "$!" && w.Text != `"$!"` {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// onlyShells reports whether every wrapper is a shell running a string,
+// where a builtin is as innocuous as on the line itself (sh -c 'cd x').
+func onlyShells(wrappers []string) bool {
+	for _, w := range wrappers {
+		switch w {
+		case "sh", "bash", "dash", "ash", "posh", "mksh", "lksh", "rbash", "time":
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// decimal reports a literal decimal number, signed when signed is set.
+func decimal(w command.Word, signed bool) bool {
+	t := w.Text
+	if signed {
+		t = strings.TrimPrefix(t, "-")
+	}
+	return w.Literal && t != "" && strings.Trim(t, "0123456789") == ""
+}
 
 // askAll reports whether some link holds a bare Bash ask rule: the user
 // asked to be consulted on commands the rules cannot settle.
