@@ -403,9 +403,24 @@ func TestNestedShellsWithinLimit(t *testing.T) {
 
 func TestRiskyEnvVars(t *testing.T) {
 	vars := RiskyEnvVars()
-	for _, want := range []string{"LD_*", "DYLD_*", "PATH", "GIT_SSH_COMMAND", "PAGER", "NODE_OPTIONS", "IFS"} {
+	for _, want := range []string{"LD_*", "DYLD_*", "PATH", "PAGER", "IFS", "GIT_*"} {
 		if !slices.Contains(vars, want) {
 			t.Errorf("RiskyEnvVars lacks %s", want)
+		}
+	}
+	// The variables issue 14 names, from each granted program's documentation.
+	for _, want := range []string{"GIT_SSH_COMMAND", "NODE_OPTIONS", "GIT_COMMON_DIR", "GIT_CONFIG_PARAMETERS",
+		"GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_0", "GIT_CONFIG_VALUE_0", "GIT_EXTERNAL_DIFF", "GIT_DIR", "GIT_WORK_TREE",
+		"GIT_EXEC_PATH", "GIT_TEMPLATE_DIR", "GIT_ASKPASS", "GIT_EDITOR", "GIT_PAGER", "GIT_SSH", "GIT_PROXY_COMMAND",
+		"GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG_GLOBAL", "GIT_INDEX_FILE", "GOFLAGS", "GOENV", "GOTOOLCHAIN", "CC",
+		"CGO_CFLAGS", "CGO_LDFLAGS", "GOCACHEPROG", "GOEXPERIMENT", "GOAUTH", "GOROOT", "MAKEFLAGS", "MAKEFILES", "SHELL",
+		"npm_config_script_shell", "NPM_CONFIG_USERCONFIG", "RUSTC_WRAPPER", "CARGO_BUILD_RUSTC", "CARGO_TARGET_X_RUNNER",
+		"PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTHONSTARTUP", "PYTHONPATH", "PYTHONWARNINGS", "GREP_OPTIONS",
+		"RIPGREP_CONFIG_PATH", "LESSOPEN", "LESS", "EDITOR", "VISUAL", "LD_PRELOAD", "LD_AUDIT", "BASH_ENV", "ENV",
+		"PROMPT_COMMAND", "PS4", "SHELLOPTS", "BASHOPTS", "CDPATH", "GLOBIGNORE", "BASH_FUNC_x%%", "HOME",
+		"XDG_CONFIG_HOME", "TAR_OPTIONS", "GLIBC_TUNABLES", "BASH_COMPAT", "POSIXLY_CORRECT", "TMPDIR"} {
+		if !isRiskyEnv(want) {
+			t.Errorf("%s is not risky", want)
 		}
 	}
 	vars[0] = "mutated"
@@ -418,7 +433,9 @@ func TestRiskyEnvVars(t *testing.T) {
 			t.Errorf("%s=1 true was analyzed", name)
 		}
 	}
-	for _, ok := range []string{"FOO", "GOOS", "CGO_ENABLED", "LANG", "TERM", "LDX"} {
+	for _, ok := range []string{"FOO", "GOOS", "GOARCH", "GOAMD64", "GOMAXPROCS", "GODEBUG", "CGO_ENABLED", "LANG",
+		"TERM", "LDX", "NODE_ENV", "GIT_AUTHOR_NAME", "CARGO_TERM_COLOR", "PYTHONUNBUFFERED", "GOOGLE_CLOUD_PROJECT",
+		"CI", "DEBUG", "VERBOSE", "TZ", "COLUMNS"} {
 		if isRiskyEnv(ok) {
 			t.Errorf("%s is risky", ok)
 		}
