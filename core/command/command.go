@@ -16,8 +16,24 @@ type Analysis struct {
 	// the shell runs them first; otherwise the order is the source order.
 	Commands []Command `json:"commands"`
 	// Writes lists every file a redirection can write, excluding /dev/null,
-	// /dev/stdout, /dev/stderr, /dev/tty and /dev/fd/N.
+	// /dev/stdout, /dev/stderr, /dev/tty and /dev/fd/N, and the files
+	// granted programs write because of their options or arguments (sort -o,
+	// sed -i, touch, mkdir, go build -o …).
 	Writes []Write `json:"writes"`
+	// Reads lists the files granted programs read because of their options
+	// or arguments (grep -f, sed r, cat FILE …).
+	Reads []Read `json:"reads"`
+}
+
+// Read is a file a program opens for reading.
+type Read struct {
+	// Path is the file after quote removal, joined onto the directory the
+	// line changed to with cd when that can be followed; the source text
+	// when Literal is false.
+	Path string `json:"path"`
+	// Literal is false when the path has expansions or is relative to a
+	// directory the line changed to in a way that cannot be followed.
+	Literal bool `json:"literal"`
 }
 
 // Command is one program run with its argument words.
@@ -73,6 +89,7 @@ const (
 	CodeWrapperOptions   = "wrapper-options"   // a wrapper's options cannot be parsed with certainty
 	CodeExtGlob          = "extglob"           // an extended glob such as *(…), which zsh reads as a glob qualifier that can run code
 	CodeShellOption      = "shell-option"      // a shell option or dialect that loads files or changes how code is read
+	CodeProgramOption    = "program-option"    // a granted program's option runs code or loads settings the gate cannot see
 	CodeUnsupported      = "unsupported"       // a construct this package does not model
 )
 
@@ -125,6 +142,9 @@ func Analyze(line string) (analysis *Analysis, err error) {
 	if a.out.Writes == nil {
 		a.out.Writes = []Write{}
 	}
+	if a.out.Reads == nil {
+		a.out.Reads = []Read{}
+	}
 	return &a.out, nil
 }
 
@@ -176,6 +196,7 @@ type analyzer struct {
 	out        Analysis
 	vars       *varFacts
 	seenWrites map[Write]bool // made on the first write
+	seenReads  map[Read]bool  // made on the first read
 	err        *UnanalyzableError
 	// args is where the listed commands' argument vectors are cut from:
 	// one allocation for a typical line rather than one per command.

@@ -278,7 +278,7 @@ func TestAnalyze(t *testing.T) {
 			{line: "sh -c 'a=(1)'", code: CodeParse},
 			{line: "sh -c 'cat <<< x'", code: CodeParse},
 			{line: "sh -c 'echo hi &> f'", code: CodeParse},
-			{line: "sh -c '((touch m))'", commands: cmds("sh: touch m")},
+			{line: "sh -c '((touch m))'", commands: cmds("sh: touch m"), writes: cmds(">>m")},
 			{line: "dash -c '[[ -n x ]]'", commands: cmds("dash: [[ -n x ]]")},
 			{line: "set -k; git status", code: CodeShellOption},
 			{line: "set -o keyword", code: CodeShellOption},

@@ -21,7 +21,7 @@ const (
 var systemDirs = map[string]bool{
 	"/bin": true, "/usr/bin": true, "/usr/local/bin": true,
 	"/sbin": true, "/usr/sbin": true, "/usr/local/sbin": true,
-	"/opt/homebrew/bin": true,
+	"/opt/homebrew/bin": true, "/usr/local/go/bin": true,
 }
 
 // programName returns the program's name without directory, and whether
@@ -154,6 +154,12 @@ func (a *analyzer) exec(words []word, s *syntax.Stmt, fr frame, mode execMode) {
 	if base == "find" && known {
 		a.find(words, fr)
 		return
+	}
+	if known {
+		words = a.programOptions(base, words, fr)
+		if a.err != nil {
+			return
+		}
 	}
 	a.addCommand(words, fr.wrappers)
 }

@@ -204,6 +204,17 @@ func xargs(a *analyzer, name string, args []word) (unwrapped, bool) {
 	return u, true
 }
 
+// foundWord stands for a path find puts in place of {}: one word that
+// starts with a starting point, which find never takes from a word
+// starting with '-'.
+func foundWord(text string) word {
+	w := word{Word: Word{Text: text}, expands: true, lead: text[0]}
+	if w.lead == '{' {
+		w.lead = '.'
+	}
+	return w
+}
+
 // inputWord stands for words a wrapper fills in from its input.
 func inputWord(text string) word {
 	return word{Word: Word{Text: text}, split: true, expands: true}
@@ -459,7 +470,7 @@ func (a *analyzer) find(words []word, fr frame) {
 			cmd := append([]word(nil), args[i+1:end]...)
 			for k, x := range cmd {
 				if strings.Contains(x.Text, "{}") {
-					cmd[k] = inputWord(x.Text)
+					cmd[k] = foundWord(x.Text)
 				}
 			}
 			runs = append(runs, execution{cmd, strings.HasSuffix(t, "dir")})
