@@ -16,7 +16,7 @@ import (
 var codes = []string{
 	CodeParse, CodeInvalidUTF8, CodeControlChar, CodeTooComplex, CodeEval, CodeSource, CodeAlias, CodeTrap,
 	CodeBuiltin, CodeDynamicCommand, CodeDynamicCode, CodeInterpreterStdin, CodeRiskyEnv, CodeValueAsCode,
-	CodeWrapperOptions, CodeExtGlob, CodeShellOption, CodeUnsupported,
+	CodeWrapperOptions, CodeExtGlob, CodeShellOption, CodeProgramOption, CodeUnsupported,
 }
 
 // FuzzAnalyze checks that Analyze never panics, always returns either an
@@ -36,6 +36,20 @@ func FuzzAnalyze(f *testing.F) {
 	}
 	for _, l := range lines {
 		f.Add(l)
+	}
+	// The gate's attack table: real payloads, mutated by the fuzzer.
+	attacks, _ := filepath.Glob(filepath.Join("..", "gate", "testdata", "attacks", "*.jsonl"))
+	for _, file := range attacks {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, l := range strings.Split(string(data), "\n") {
+			var c struct{ Cmd string }
+			if json.Unmarshal([]byte(l), &c) == nil && c.Cmd != "" {
+				f.Add(c.Cmd)
+			}
+		}
 	}
 	for _, l := range []string{
 		"", " ", ";", "&&", "a'b", "$((", "${x", "`", "<<EOF", "cat <<EOF\n$(a)\nEOF",

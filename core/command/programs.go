@@ -234,7 +234,9 @@ var gitValueOptions = map[string]bool{
 // relative DIR that does not climb out (no ..) is dropped from the listed
 // words, so git -C sub status matches Bash(git status:*), and DIR is
 // recorded as a read; any other -C stays in the words, where no narrow
-// allow rule matches it. diff, log, show and format-patch --output FILE
+// allow rule matches it. Options that change only output or locking (-c
+// with a key of gitSafeConfig, --no-pager, -p, --no-optional-locks, the
+// pathspec options) are dropped from the listed words too. diff, log, show and format-patch --output FILE
 // write FILE; commit -F FILE, --template FILE and diff --no-index FILE read.
 func (a *analyzer) gitOptions(words []word, fr frame) []word {
 	args := words[1:]
@@ -253,7 +255,7 @@ func (a *analyzer) gitOptions(words []word, fr frame) []word {
 		if !isFlag {
 			break
 		}
-		if len(w.Text) > 2 && w.Text[1] != '-' && (name[0] == 'C' || name[0] == 'c') {
+		if len(w.Text) > 2 && w.Text[1] != '-' && name != "" && (name[0] == 'C' || name[0] == 'c') {
 			// -Cdir, -ckey=value
 			name, value, hasValue = name[:1], w.Text[2:], true
 		}
@@ -262,7 +264,9 @@ func (a *analyzer) gitOptions(words []word, fr frame) []word {
 			switch name {
 			case "p", "paginate", "P", "no-pager", "bare", "no-replace-objects", "literal-pathspecs",
 				"glob-pathspecs", "noglob-pathspecs", "icase-pathspecs", "no-optional-locks", "no-lazy-fetch",
-				"no-advice", "version", "help", "html-path", "man-path", "info-path":
+				"no-advice":
+				continue // output and locking only: not listed, so rules match the subcommand
+			case "version", "help", "html-path", "man-path", "info-path":
 				out = append(out, w)
 				continue
 			}
@@ -288,7 +292,6 @@ func (a *analyzer) gitOptions(words []word, fr frame) []word {
 				a.refuseOption("git", "-c %s sets a configuration key that can run a program or load other files", quote(value))
 				return words
 			}
-			out = append(out, raw...)
 		case "config-env":
 			a.refuseOption("git", "--config-env %s sets configuration from the environment, which can run a program", quote(value))
 			return words
@@ -795,11 +798,22 @@ func (a *analyzer) createOptions(base string, words []word, fr frame) {
 	if base == "mkdir" {
 		sp = mkdirSpec
 	}
-	p := sp.parse(words[1:])
+	// A computed word is taken for a file: none of their options runs
+	// anything, and the computed write is judged as such.
+	var literal, computed []word
+	for _, w := range words[1:] {
+		if w.Literal {
+			literal = append(literal, w)
+		} else {
+			computed = append(computed, w)
+		}
+	}
+	p := sp.parse(literal)
 	if p.uncertain != "" {
 		a.refuseOption(base, "options cannot be parsed with certainty: %s", p.uncertain)
 		return
 	}
+	p.operands = append(p.operands, computed...)
 	if o := p.get("-r", "--reference"); o != nil {
 		a.read(o.arg, fr)
 	}
