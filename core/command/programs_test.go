@@ -114,6 +114,10 @@ func TestProgramOptions(t *testing.T) {
 		{line: "tar xIf sh a.tar", code: CodeProgramOption},
 		{line: "tar --checkpoint-action=exec=id -cf a.tar .", code: CodeProgramOption},
 		{line: "tar -czf a.tgz src", commands: cmds("tar -czf a.tgz src")},
+		// find -delete writes below its starting points
+		{line: "find build -name '*.o' -delete", commands: cmds("find build -name *.o -delete"), writes: cmds(">build")},
+		{line: "find -delete", commands: cmds("find -delete"), writes: cmds(">.")},
+		{line: "find /etc tmp -delete", commands: cmds("find /etc tmp -delete"), writes: cmds(">/etc", ">tmp")},
 		// a script of someone's own is not the program of the table
 		{line: "./sed -n '1e id' f", commands: cmds("./sed -n 1e id f")},
 	}

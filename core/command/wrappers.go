@@ -1,6 +1,7 @@
 package command
 
 import (
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -433,6 +434,20 @@ func (a *analyzer) find(words []word, fr frame) {
 			i += 2
 		} else {
 			break
+		}
+	}
+	// -delete removes what is found below the starting points: judged as
+	// writing them.
+	var starts []word
+	for j := i; j < len(args) && !(args[j].Literal && (strings.HasPrefix(args[j].Text, "-") || args[j].Text == "(" || args[j].Text == "!")); j++ {
+		starts = append(starts, args[j])
+	}
+	if len(starts) == 0 {
+		starts = []word{literalWord(".")}
+	}
+	if slices.ContainsFunc(args[i:], func(w word) bool { return w.Literal && w.Text == "-delete" }) {
+		for _, p := range starts {
+			a.write(p, false, fr)
 		}
 	}
 	type execution struct {
