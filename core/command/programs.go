@@ -236,13 +236,18 @@ var gitValueOptions = map[string]bool{
 // recorded as a read; any other -C stays in the words, where no narrow
 // allow rule matches it. Options that change only output or locking (-c
 // with a key of gitSafeConfig, --no-pager, -p, --no-optional-locks, the
-// pathspec options) are dropped from the listed words too. diff, log, show and format-patch --output FILE
-// write FILE; commit -F FILE, --template FILE and diff --no-index FILE read.
+// pathspec options) are dropped from the listed words too. diff, log, show
+// and format-patch --output FILE write FILE; commit -F FILE, --template
+// FILE and diff --no-index FILE read.
 func (a *analyzer) gitOptions(words []word, fr frame) []word {
 	args := words[1:]
-	out := []word{words[0]}
+	out := words // a line without global options is listed as it is
+	globals := len(args) > 0 && (!args[0].Literal || strings.HasPrefix(args[0].Text, "-"))
+	if globals {
+		out = []word{words[0]}
+	}
 	i := 0
-	for ; i < len(args) && a.err == nil; i++ {
+	for ; globals && i < len(args) && a.err == nil; i++ {
 		w := args[i]
 		if !w.Literal {
 			if w.optionLike() {
@@ -316,7 +321,9 @@ func (a *analyzer) gitOptions(words []word, fr frame) []word {
 		}
 	}
 	rest := args[i:]
-	out = append(out, rest...)
+	if globals {
+		out = append(out, rest...)
+	}
 	if len(rest) == 0 || !rest[0].Literal {
 		return out
 	}
