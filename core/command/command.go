@@ -17,11 +17,27 @@ type Analysis struct {
 	// the shell runs them first; otherwise the order is the source order.
 	Commands []Command `json:"commands"`
 	// Writes lists every file a redirection can write, excluding /dev/null,
-	// /dev/stdout, /dev/stderr, /dev/tty and /dev/fd/N.
+	// /dev/stdout, /dev/stderr, /dev/tty and /dev/fd/N, and the files
+	// granted programs write because of their options or arguments (sort -o,
+	// sed -i, touch, mkdir, go build -o …).
 	Writes []Write `json:"writes"`
 	// Reads lists every file the line reads through a redirection (<, <>,
-	// $(<file)), in the same form as Writes.
+	// $(<file)) and the files granted programs read because of their
+	// options or arguments (grep -f, sed r, cat FILE …).
 	Reads []Read `json:"reads"`
+}
+
+// Read is a file a redirection or a program opens for reading. Paths under
+// /dev/tcp/ and /dev/udp/ are network connections bash opens itself; they
+// are listed as reads or writes like any other target.
+type Read struct {
+	// Path is the file after quote removal, joined onto the directory the
+	// line changed to with cd when that can be followed; the source text
+	// when Literal is false.
+	Path string `json:"path"`
+	// Literal is false when the path has expansions or is relative to a
+	// directory the line changed to in a way that cannot be followed.
+	Literal bool `json:"literal"`
 }
 
 // Command is one program run with its argument words.
@@ -64,13 +80,6 @@ type Write struct {
 	Append bool `json:"append"`
 }
 
-// Read is a file a redirection opens for reading, named as in [Write].
-// Paths under /dev/tcp/ and /dev/udp/ are network connections bash opens
-// itself; they are listed as reads or writes like any other target.
-type Read struct {
-	Path    string `json:"path"`
-	Literal bool   `json:"literal"`
-}
 
 // Codes of [UnanalyzableError]. Each names one reason a line cannot be
 // judged safely.
@@ -91,6 +100,8 @@ const (
 	CodeValueAsCode      = "value-as-code"     // a value the gate cannot see is evaluated as code (arithmetic, ${!x}, ${x@P})
 	CodeWrapperOptions   = "wrapper-options"   // a wrapper's options cannot be parsed with certainty
 	CodeExtGlob          = "extglob"           // an extended glob such as *(…), which zsh reads as a glob qualifier that can run code
+	CodeShellOption      = "shell-option"      // a shell option or dialect that loads files or changes how code is read
+	CodeProgramOption    = "program-option"    // a granted program's option runs code or loads settings the gate cannot see
 	CodeUnsupported      = "unsupported"       // a construct this package does not model
 )
 
@@ -238,16 +249,32 @@ func (a *analyzer) script(text string, fr frame, via string) {
 			return
 		}
 	}
-	parser := parsers.Get().(*syntax.Parser)
+	lang := syntax.LangBash
+	if via != "" {
+		var refuse string
+		lang, refuse = dialect(via)
+		if refuse != "" {
+			a.fail(CodeShellOption, "%s", refuse)
+			return
+		}
+	}
+	pool := parsers[lang]
+	parser := pool.Get().(*syntax.Parser)
 	file, err := parser.Parse(strings.NewReader(text), "")
-	parsers.Put(parser)
+	pool.Put(parser)
 	if err != nil {
 		reason := "cannot parse the line: " + err.Error()
 		if via != "" {
-			reason = fmt.Sprintf("cannot parse the string given to %s -c: %v", via, err)
+			reason = fmt.Sprintf("cannot parse the string given to %s -c as %s: %v", via, lang, err)
 		}
 		a.fail(CodeParse, "%s", reason)
 		return
+	}
+	if lang == syntax.LangPOSIX {
+		if w := dollarQuote(file); w != nil {
+			a.fail(CodeShellOption, "the string given to %s -c holds %s: dash reads $'…' and $\"…\" as a dollar sign and a quoted string, bash decodes them", via, quote(text[w.Pos().Offset():min(w.End().Offset(), uint(len(text)))]))
+			return
+		}
 	}
 	fr.src = newSource(text, file)
 	if a.out.Commands == nil {
@@ -261,9 +288,62 @@ func (a *analyzer) script(text string, fr frame, via string) {
 
 // parsers are reused: a parser is several kilobytes, more than the rest of
 // a typical analysis. Parse resets all of its state.
-var parsers = sync.Pool{New: func() any {
-	return syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(false))
-}}
+var parsers = map[syntax.LangVariant]*sync.Pool{
+	syntax.LangBash:       newParserPool(syntax.LangBash),
+	syntax.LangPOSIX:      newParserPool(syntax.LangPOSIX),
+	syntax.LangMirBSDKorn: newParserPool(syntax.LangMirBSDKorn),
+}
+
+func newParserPool(lang syntax.LangVariant) *sync.Pool {
+	return &sync.Pool{New: func() any {
+		return syntax.NewParser(syntax.Variant(lang), syntax.KeepComments(false))
+	}}
+}
+
+// dialect is the language a program runs a -c string in: bash for bash,
+// mksh's for mksh; POSIX for sh (dash on Debian and Ubuntu, bash elsewhere),
+// dash, ash and posh, and for strings run through the user's shell (watch,
+// flock, su), which may be either. A POSIX parse refuses what only bash
+// accepts, and $'…' is refused on top (see dollarQuote), so what passes
+// reads the same in dash and bash. zsh, ksh93 and yash are not modeled.
+func dialect(via string) (syntax.LangVariant, string) {
+	switch via {
+	case "bash", "rbash":
+		return syntax.LangBash, ""
+	case "mksh", "lksh":
+		return syntax.LangMirBSDKorn, ""
+	case "zsh", "ksh", "ksh93", "yash":
+		return syntax.LangBash, via + "'s language is not modeled: its expansions and globs can run code that bash's cannot"
+	}
+	return syntax.LangPOSIX, ""
+}
+
+// dollarQuote finds a word with $'…' or $"…" in a POSIX parse, which sees
+// a literal $ before a quoted string.
+func dollarQuote(file *syntax.File) *syntax.Word {
+	var found *syntax.Word
+	walkLimited(file, func(n syntax.Node) bool {
+		w, ok := n.(*syntax.Word)
+		if !ok || found != nil {
+			return found == nil
+		}
+		for i := 0; i+1 < len(w.Parts); i++ {
+			lit, ok := w.Parts[i].(*syntax.Lit)
+			if !ok || !strings.HasSuffix(lit.Value, "$") {
+				continue
+			}
+			if n := len(lit.Value) - len(strings.TrimRight(strings.TrimSuffix(lit.Value, "$"), `\`)) - 1; n%2 == 1 {
+				continue // \$ is a quoted dollar sign
+			}
+			switch w.Parts[i+1].(type) {
+			case *syntax.SglQuoted, *syntax.DblQuoted:
+				found = w
+			}
+		}
+		return found == nil
+	})
+	return found
+}
 
 // addCommand lists one command.
 func (a *analyzer) addCommand(words []word, fr frame) {
@@ -294,21 +374,6 @@ func (a *analyzer) addCommand(words []word, fr frame) {
 	a.out.Commands = append(a.out.Commands, c)
 }
 
-// addRead lists one read, once.
-func (a *analyzer) addRead(r Read) {
-	if a.seenReads[r] {
-		return
-	}
-	if a.seenReads == nil {
-		a.seenReads = map[Read]bool{}
-	}
-	if len(a.seenReads) >= maxCommands {
-		a.fail(CodeTooComplex, "the line reads more than %d files", maxCommands)
-		return
-	}
-	a.seenReads[r] = true
-	a.out.Reads = append(a.out.Reads, r)
-}
 
 // addWrite lists one write, once.
 func (a *analyzer) addWrite(w Write) {

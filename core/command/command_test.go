@@ -170,8 +170,8 @@ func TestAnalyze(t *testing.T) {
 		},
 		"nested shells": {
 			{line: "sh -c 'rm -rf /; ls'", commands: cmds("sh: rm -rf /", "sh: ls")},
-			{line: "bash -lc 'go test ./...'", commands: cmds("bash: go test ./...")},
-			{line: "bash -c \"sh -c 'zsh -c \\\"rm x\\\"'\"", commands: cmds("bash>sh>zsh: rm x")},
+			{line: "bash -ec 'go test ./...'", commands: cmds("bash: go test ./...")},
+			{line: "bash -c \"sh -c 'dash -c \\\"rm x\\\"'\"", commands: cmds("bash>sh>dash: rm x")},
 			{line: "bash -c \"$X\"", code: CodeDynamicCode},
 			{line: "sh -c \"rm $F\"", code: CodeDynamicCode},
 			{line: "./bash -c 'rm x'", commands: cmds("./bash -c rm x")},
@@ -258,6 +258,47 @@ func TestAnalyze(t *testing.T) {
 			{line: "cat <<'EOF'\n$(rm x)\nEOF", commands: cmds("cat")},
 			{line: "cat <<-EOF\n\t`id`\n\tEOF", commands: cmds("id", "cat")},
 			{line: "tee f <<< \"$(date)\"", commands: cmds("date", "tee f")},
+		},
+		"shells, options and dialects": {
+			{line: "bash -lc 'go test ./...'", code: CodeShellOption},
+			{line: "bash --login -c 'go test'", code: CodeShellOption},
+			{line: "bash -i -c 'go test'", code: CodeShellOption},
+			{line: "bash --rcfile x -c 'go test'", code: CodeShellOption},
+			{line: "bash -k -c 'git status GIT_DIR=x'", code: CodeShellOption},
+			{line: "bash -o keyword -c 'git status'", code: CodeShellOption},
+			{line: "bash -O extglob -c 'ls'", code: CodeShellOption},
+			{line: "bash +O extglob -c 'ls'", code: CodeShellOption},
+			{line: "bash -o pipefail -c 'go test | tee x'", commands: cmds("bash: go test", "bash: tee x")},
+			{line: "sh -c 'zsh -c \"rm x\"'", code: CodeShellOption},
+			{line: "ksh -c 'ls'", code: CodeShellOption},
+			{line: "mksh -c 'ls'", commands: cmds("mksh: ls")},
+			{line: "sh -c \"echo \\$'x\\\\' ; touch m ; # '\"", code: CodeShellOption},
+			{line: "sh -c 'echo $\"x\"'", code: CodeShellOption},
+			{line: "sh -c 'echo \\$\"x\"'", commands: cmds("sh: echo $x")},
+			{line: "sh -c 'a=(1)'", code: CodeParse},
+			{line: "sh -c 'cat <<< x'", code: CodeParse},
+			{line: "sh -c 'echo hi &> f'", code: CodeParse},
+			{line: "sh -c '((touch m))'", commands: cmds("sh: touch m"), writes: cmds(">>m")},
+			{line: "dash -c '[[ -n x ]]'", commands: cmds("dash: [[ -n x ]]")},
+			{line: "set -k; git status", code: CodeShellOption},
+			{line: "set -o keyword", code: CodeShellOption},
+			{line: "set -euo pipefail; go test", commands: cmds("set -euo pipefail", "go test")},
+			{line: "set -- a b; echo $1", commands: cmds("set -- a b", "echo ⟨$1⟩")},
+		},
+		"names evaluated by builtins": {
+			{line: "true & wait -n -p 'a[$(id)]'", code: CodeValueAsCode},
+			{line: "wait -p \"$x\" 1", code: CodeValueAsCode},
+			{line: "wait -n -p pid", commands: cmds("wait -n -p pid")},
+			{line: "[ -R 'a[$(id)]' ]", code: CodeValueAsCode},
+			{line: "o=-v; [ $o x ]", code: CodeValueAsCode},
+			{line: "[ \"$o\" \"$x\" ]", code: CodeValueAsCode},
+			{line: "[ \"$a\" = \"$b\" ]", commands: cmds("[ ⟨\"$a\"⟩ = ⟨\"$b\"⟩ ]")},
+			{line: "x='b[$(id)]'; : {a[$x]}>/dev/null", code: CodeValueAsCode},
+			{line: ": {a['$(id)']}>/dev/null", code: CodeValueAsCode},
+			{line: "x='b[$(id)]'; true {a[x]}>/dev/null", code: CodeValueAsCode},
+			{line: "exec {fd}>/dev/null", commands: cmds()},
+			{line: "jobs -x id", code: CodeBuiltin},
+			{line: "jobs -l", commands: cmds("jobs -l")},
 		},
 		"values evaluated as code": {
 			{line: "x='a[$(rm -rf ~)]'; echo $((x))", code: CodeValueAsCode},
@@ -362,9 +403,24 @@ func TestNestedShellsWithinLimit(t *testing.T) {
 
 func TestRiskyEnvVars(t *testing.T) {
 	vars := RiskyEnvVars()
-	for _, want := range []string{"LD_*", "DYLD_*", "PATH", "GIT_SSH_COMMAND", "PAGER", "NODE_OPTIONS", "IFS"} {
+	for _, want := range []string{"LD_*", "DYLD_*", "PATH", "PAGER", "IFS", "GIT_*"} {
 		if !slices.Contains(vars, want) {
 			t.Errorf("RiskyEnvVars lacks %s", want)
+		}
+	}
+	// The variables issue 14 names, from each granted program's documentation.
+	for _, want := range []string{"GIT_SSH_COMMAND", "NODE_OPTIONS", "GIT_COMMON_DIR", "GIT_CONFIG_PARAMETERS",
+		"GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_0", "GIT_CONFIG_VALUE_0", "GIT_EXTERNAL_DIFF", "GIT_DIR", "GIT_WORK_TREE",
+		"GIT_EXEC_PATH", "GIT_TEMPLATE_DIR", "GIT_ASKPASS", "GIT_EDITOR", "GIT_PAGER", "GIT_SSH", "GIT_PROXY_COMMAND",
+		"GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG_GLOBAL", "GIT_INDEX_FILE", "GOFLAGS", "GOENV", "GOTOOLCHAIN", "CC",
+		"CGO_CFLAGS", "CGO_LDFLAGS", "GOCACHEPROG", "GOEXPERIMENT", "GOAUTH", "GOROOT", "MAKEFLAGS", "MAKEFILES", "SHELL",
+		"npm_config_script_shell", "NPM_CONFIG_USERCONFIG", "RUSTC_WRAPPER", "CARGO_BUILD_RUSTC", "CARGO_TARGET_X_RUNNER",
+		"PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTHONSTARTUP", "PYTHONPATH", "PYTHONWARNINGS", "GREP_OPTIONS",
+		"RIPGREP_CONFIG_PATH", "LESSOPEN", "LESS", "EDITOR", "VISUAL", "LD_PRELOAD", "LD_AUDIT", "BASH_ENV", "ENV",
+		"PROMPT_COMMAND", "PS4", "SHELLOPTS", "BASHOPTS", "CDPATH", "GLOBIGNORE", "BASH_FUNC_x%%", "HOME",
+		"XDG_CONFIG_HOME", "TAR_OPTIONS", "GLIBC_TUNABLES", "BASH_COMPAT", "POSIXLY_CORRECT", "TMPDIR"} {
+		if !isRiskyEnv(want) {
+			t.Errorf("%s is not risky", want)
 		}
 	}
 	vars[0] = "mutated"
@@ -377,7 +433,9 @@ func TestRiskyEnvVars(t *testing.T) {
 			t.Errorf("%s=1 true was analyzed", name)
 		}
 	}
-	for _, ok := range []string{"FOO", "GOOS", "CGO_ENABLED", "LANG", "TERM", "LDX"} {
+	for _, ok := range []string{"FOO", "GOOS", "GOARCH", "GOAMD64", "GOMAXPROCS", "GODEBUG", "CGO_ENABLED", "LANG",
+		"TERM", "LDX", "NODE_ENV", "GIT_AUTHOR_NAME", "CARGO_TERM_COLOR", "PYTHONUNBUFFERED", "GOOGLE_CLOUD_PROJECT",
+		"CI", "DEBUG", "VERBOSE", "TZ", "COLUMNS"} {
 		if isRiskyEnv(ok) {
 			t.Errorf("%s is risky", ok)
 		}

@@ -1,6 +1,9 @@
 // Package command analyzes a shell command line for the gate: it parses the
-// line as bash and reports every program the line can run and every file
-// its redirections can write, or says why the line cannot be judged.
+// line as bash and reports every program the line can run, every file its
+// redirections and granted programs' options can write, and the files those
+// programs read, or says why the line cannot be judged. The principle is an
+// allow-list: a construct the analysis does not fully understand makes the
+// line unanalyzable, never a pass.
 //
 // The analysis works on parsed words, never on a normalized string: quotes
 // and backslashes are removed ("go" 'test' and r\m are go, test and rm),
@@ -46,7 +49,11 @@
 //
 // The wrappers are timeout, nice, nohup, env, command, builtin, exec, time,
 // xargs, stdbuf, setsid, ionice, chrt, taskset, unbuffer, sudo, doas, su -c,
-// watch, flock, busybox and toybox. env, sudo and xargs --process-slot-var
+// watch, flock, busybox and toybox. sudo, doas and su run the command as
+// another user: the gate requires a rule that allows the wrapper itself.
+// Other privilege tools (pkexec, run0, runuser, setpriv, chroot, unshare,
+// nsenter, capsh, sg, systemd-run) are not unwrapped: they are listed as
+// themselves and need a rule of their own. env, sudo and xargs --process-slot-var
 // set variables, which are checked like any assignment; env -S and env -P
 // are refused. command -v and -V only look a name up. exec with only
 // redirections changes the shell's own descriptors and is not listed.
@@ -63,14 +70,50 @@
 // such as -exec or end one (only "$HOME…", "$PWD…", ~ and words starting
 // with a literal character other than - ( ) ! , ; + are accepted).
 //
-// sh, bash, dash, zsh, ksh, mksh, ash, yash and posh given -c and a literal
-// string have the string parsed as bash and its commands listed under the
-// shell's name, up to 8 shells deep.
+// A shell given -c and a literal string has the string parsed in the
+// language of the shell that runs it, and its commands listed under the
+// shell's name, up to 8 shells deep: bash and rbash as bash, mksh and lksh
+// as mksh, and sh, dash, ash, posh and the strings of watch, flock and su
+// (run by /bin/sh or the user's shell, dash or bash) as POSIX sh, which
+// refuses bash's extensions; $'…' and $"…" are refused on top, because dash
+// reads them as a dollar sign and a quoted string (sh -c "echo $'x' ;
+// rm -rf ~ ; # '" runs rm in dash and not in bash). zsh, ksh, ksh93 and
+// yash are not modeled and refused (shell-option). Shell options that load
+// files or change how the string is read are refused too (shell-option):
+// --rcfile, --init-file, -i (rc files), -l and --login (profile files),
+// --debugger, -k and -o keyword (NAME=value arguments become assignments),
+// -O and +O (shopt options), and -o with any option but errexit, nounset,
+// pipefail, xtrace, verbose, noclobber, noglob, noexec and the like; set -k
+// and set -o keyword in the line itself likewise.
 //
 // A wrapper or shell is recognized by its bare name or in a system
 // directory (/bin, /usr/bin, /usr/local/bin, /sbin, /usr/sbin,
 // /usr/local/sbin, /opt/homebrew/bin): ./timeout is someone's script and
 // is listed as itself, arguments and all.
+//
+// # Granted programs
+//
+// The programs joule's templates grant have option tables (programs.go),
+// built from each program's documentation: an option that runs another
+// program lists it as a command (go -exec/-toolexec/-vettool, sort
+// --compress-program, rg --pre), or makes the line unanalyzable when it is
+// computed or cannot be listed (program-option: go generate, go env -w,
+// go tool with a tool outside the distribution, go -C, git -c with a key
+// that can run a program or load files, git --config-env, --exec-path=DIR,
+// --git-dir, --work-tree, sed's e command and s///e flag, sed -f without
+// --sandbox, make --eval, npm and npx options that name a shell, node
+// options or a config file, cargo --config and -Z, pytest -p, -c and -o,
+// tar --to-command, -I, -F and --checkpoint-action); an option or operand
+// that writes a file records a [Write] (go -o and profile flags, git
+// --output, sed -i and w, sort -o and -T, touch, mkdir, gofmt -w, cargo
+// --target-dir, pytest --junitxml and --basetemp); one that reads a file
+// records a [Read] (sed r and R, grep -f, go -modfile, git commit -F, make
+// -f, and the file operands of cat, head, tail, wc, diff, ls, sort, grep,
+// sed and gofmt). Arguments of the form NAME=value given to make are judged
+// like assignments. git -C DIR with a literal relative DIR that does not
+// climb out is listed without -C DIR (and DIR recorded as a read), as are
+// git's options that change only output (-c color.ui=…, --no-pager), so
+// that git -C sub status matches Bash(git status:*).
 //
 // # Writes
 //
@@ -98,7 +141,7 @@
 //     runs more than 10,000 commands (too-complex);
 //   - it runs eval (eval), source or . (source), alias with arguments
 //     (alias), trap with an action (trap), or enable with arguments, hash
-//     -p, fc without -l, compgen -C or mapfile -C (builtin);
+//     -p, fc without -l, compgen -C, mapfile -C or jobs -x (builtin);
 //   - a program name is computed when the line runs: $CMD, "$X", $(echo rm),
 //     ~/bin/tool, {rm,x} (dynamic-command);
 //   - program text is computed when the line runs: sh -c "$X", python -c
@@ -113,16 +156,27 @@
 //     fish, csh and tcsh, python, pythonN[.M], pypy, node, deno, bun, perl,
 //     ruby, php, lua, R, Rscript, osascript, pwsh, powershell and awk (awk
 //     with a program argument is fine) (interpreter-stdin);
-//   - a variable from [RiskyEnvVars] is assigned anywhere: as a prefix
+//   - a variable from [RiskyEnvVars] (whole families such as GIT_*, CGO_*,
+//     NODE_*, npm_config_*, CARGO_*, PYTHON*, LD_*, XDG_*, less's LESS*,
+//     and single names such as GOFLAGS, GOTOOLCHAIN, CC, MAKEFLAGS, SHELL,
+//     BASH_ENV, PS4, HOME, TMPDIR; the names of [HarmlessEnvVars] such as
+//     CGO_ENABLED, NODE_ENV and GIT_AUTHOR_NAME are exempt, GOOS and GOARCH
+//     are not in the list) is assigned anywhere: as a prefix
 //     (LD_PRELOAD=x cmd), alone, through export, declare, local, readonly
 //     or typeset however quoted (export "PATH=…"), env, sudo, read, mapfile,
 //     printf -v, getopts, for, select, ${X:=…}, arithmetic, coproc, {X}>file
-//     or declare -n X (risky-env). IFS is allowed as a prefix of read alone;
+//     declare -n X or make X=… (risky-env). IFS is allowed as a prefix of
+//     read alone;
 //   - a value the gate cannot see is evaluated as code. Bash evaluates
 //     variables in arithmetic ($((x)), ((x)), let, array subscripts, [[ -eq
-//     ]], declare -i) and names given to read, printf -v, declare, test -v
-//     and ${!x}, and runs command substitutions in any array subscript
-//     there, so x='a[$(rm -rf ~)]'; echo $((x)) runs rm. A variable that is
+//     ]], declare -i) and names given to read, printf -v, declare, wait -p,
+//     test -v and -R, a {name} redirection and ${!x}, and runs command
+//     substitutions in any array subscript there, so x='a[$(rm -rf ~)]';
+//     echo $((x)) runs rm. A word such as {a[$x]} or {a['$(…)']} just
+//     before a redirection is a named-descriptor redirection to bash but a
+//     word to the parser, and is refused; so are words given to test or [
+//     that may expand to -v and a name (a computed word before a computed
+//     one, or a word that may split). A variable that is
 //     evaluated must hold plain text: not command output, input (read, for
 //     over words, select, getopts), the positional parameters or $_.
 //     Arithmetic over command output and ${x@P} are refused outright
@@ -131,15 +185,20 @@
 //     computed word that could become an action, or su -s names the shell
 //     (wrapper-options);
 //   - a word holds an extended glob such as *(…) or @(…), which zsh reads
-//     as a glob qualifier that can run code (extglob).
+//     as a glob qualifier that can run code (extglob);
+//   - a shell's options or dialect load files or change how its string is
+//     read (shell-option), or a granted program's option runs code or loads
+//     settings the gate cannot see (program-option), as described above.
 //
 // Other plain assignments (FOO=bar go test), exec with only redirections,
 // and arithmetic over numbers and variables that hold plain text are fine.
 //
 // # Limits
 //
-// The analysis models bash. A host that runs the line with another shell
-// may read rare constructs differently; zsh glob qualifiers are refused.
+// The analysis models bash for the line itself. A host that runs the line
+// with another shell may read rare constructs differently; zsh glob
+// qualifiers are refused. echo in dash interprets backslash escapes and
+// bash's does not: that changes output only, never what runs.
 // What the shell inherits is trusted: aliases and functions already
 // defined, exported variables such as CDPATH, and the files commands read
 // (scripts, Makefiles, configuration). Relative program paths are reported

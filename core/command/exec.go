@@ -21,7 +21,7 @@ const (
 var systemDirs = map[string]bool{
 	"/bin": true, "/usr/bin": true, "/usr/local/bin": true,
 	"/sbin": true, "/usr/sbin": true, "/usr/local/sbin": true,
-	"/opt/homebrew/bin": true,
+	"/opt/homebrew/bin": true, "/usr/local/go/bin": true,
 }
 
 // programName returns the program's name without directory, and whether
@@ -50,11 +50,37 @@ func (a *analyzer) call(c *syntax.CallExpr, s *syntax.Stmt, fr frame) {
 	for _, as := range c.Assigns {
 		a.assign(as, fr, readsInput)
 	}
+	for _, r := range s.Redirs {
+		if r.N != nil {
+			continue
+		}
+		for i, w := range c.Args {
+			// bash reads {a[$x]}>file as a named-descriptor redirection,
+			// which the parser leaves as a word: the subscript is
+			// evaluated as code.
+			if text := fr.src.slice(w); w.End() == r.OpPos && strings.HasPrefix(text, "{") &&
+				strings.HasSuffix(text, "}") && strings.Contains(text, "[") {
+				a.fail(CodeValueAsCode, "%s before a redirection names a descriptor variable whose subscript bash evaluates as code", quote(words[i].Text))
+				return
+			}
+		}
+	}
 	a.redirects(s, &fr)
 	if len(words) > 0 {
 		a.exec(words, s, fr, byShell)
 	}
 }
+
+// harmlessShellOptions are the set -o and sh -o options that change
+// neither what files the shell reads nor how it reads the line.
+var harmlessShellOptions = map[string]bool{
+	"errexit": true, "nounset": true, "pipefail": true, "xtrace": true, "verbose": true, "noclobber": true,
+	"noglob": true, "noexec": true, "errtrace": true, "functrace": true, "hashall": true, "notify": true,
+	"allexport": true, "monitor": true, "physical": true, "privileged": true, "braceexpand": true,
+	"ignoreeof": true, "nolog": true,
+}
+
+func harmlessShellOption(name string) bool { return harmlessShellOptions[name] }
 
 // assign walks NAME=value, NAME[i]=value or NAME=(…) and returns the
 // value word.
@@ -128,6 +154,12 @@ func (a *analyzer) exec(words []word, s *syntax.Stmt, fr frame, mode execMode) {
 	if base == "find" && known {
 		a.find(words, fr)
 		return
+	}
+	if known {
+		words = a.programOptions(base, words, fr)
+		if a.err != nil {
+			return
+		}
 	}
 	a.addCommand(words, fr)
 }
@@ -220,11 +252,18 @@ func (a *analyzer) builtin(prog string, words []word, s *syntax.Stmt, fr frame, 
 			a.readVar(args[1], "getopts", fr)
 		}
 	case "test", "[":
-		for i, w := range args {
-			if w.Literal && w.Text == "-v" && i+1 < len(args) {
-				a.varName(args[i+1], prog+" -v")
+		a.testArgs(prog, args)
+	case "wait":
+		a.wait(args, fr)
+	case "jobs":
+		for _, w := range args {
+			if w.optionLike() && (!w.Literal || strings.Contains(w.Text, "x")) {
+				a.fail(CodeBuiltin, "jobs -x runs a command with job specifications replaced")
+				break
 			}
 		}
+	case "set":
+		a.setOptions(args)
 	case "cd", "pushd", "popd":
 		if mode != byProgram {
 			a.changeDir(prog, args, fr)
@@ -249,6 +288,88 @@ var (
 	mapfileSpec = spec("d:n:O:s:tu:C:c:")
 	readSpec    = spec("a:d:ei:n:N:p:rst:u:")
 )
+
+// wait -p NAME stores a job's pid in NAME, whose subscript bash evaluates.
+// $! is the one computed word accepted where an option could be.
+func (a *analyzer) wait(args []word, fr frame) {
+	for i := 0; i < len(args); i++ {
+		w := args[i]
+		switch {
+		case !w.Literal && (w.Text == "$!" || w.Text == `"$!"`):
+		case !w.Literal && w.optionLike():
+			a.fail(CodeWrapperOptions, "cannot parse the options of wait: cannot tell whether %s is an option", quote(w.Text))
+			return
+		case w.Literal && strings.HasPrefix(w.Text, "-") && len(w.Text) > 1 && w.Text != "--":
+			if j := strings.IndexByte(w.Text, 'p'); j > 0 {
+				name := literalWord(w.Text[j+1:])
+				if j+1 == len(w.Text) {
+					if i+1 >= len(args) {
+						return
+					}
+					i++
+					name = args[i]
+				}
+				a.readVar(name, "wait -p", fr)
+			}
+		}
+	}
+}
+
+// testArgs checks test and [: -v and -R evaluate the subscript of the name
+// that follows. A computed word may expand to -v (and a split one to -v
+// and a name), so a computed word followed by another computed or
+// subscripted word, and any word that may split, are refused.
+func (a *analyzer) testArgs(prog string, args []word) {
+	for i, w := range args {
+		if !w.Literal && w.split {
+			a.fail(CodeValueAsCode, "%s is given %s, which may split into -v and a variable name whose subscript is evaluated", prog, quote(w.Text))
+			return
+		}
+		if i+1 >= len(args) {
+			break
+		}
+		next := args[i+1]
+		switch {
+		case w.Literal && (w.Text == "-v" || w.Text == "-R"):
+			if _, ok := a.varName(next, prog+" "+w.Text); !ok {
+				return
+			}
+		case !w.Literal && w.optionLike() && (!next.Literal || strings.Contains(next.Text, "[")):
+			a.fail(CodeValueAsCode, "%s is given %s, which may be -v making %s a variable name whose subscript is evaluated", prog, quote(w.Text), quote(next.Text))
+			return
+		}
+	}
+}
+
+// setOptions refuses set options that change how the rest of the line is
+// read: -k (keyword) makes NAME=value arguments assignments, and options
+// set by a computed word are unknown.
+func (a *analyzer) setOptions(args []word) {
+	for i, w := range args {
+		switch {
+		case !w.Literal && w.optionLike():
+			a.fail(CodeShellOption, "set is given %s, which may turn on an option that changes how the line is read", quote(w.Text))
+			return
+		case !w.Literal:
+			return // positional parameters
+		case w.Text == "--" || w.Text == "-" || (!strings.HasPrefix(w.Text, "-") && !strings.HasPrefix(w.Text, "+")):
+			return
+		case strings.HasPrefix(w.Text, "--"):
+			return
+		}
+		t := w.Text
+		if strings.ContainsRune(t[1:], 'k') && t[0] == '-' {
+			a.fail(CodeShellOption, "set -k makes every NAME=value argument an assignment the gate does not see")
+			return
+		}
+		if strings.ContainsRune(t[1:], 'o') && i+1 < len(args) {
+			if o := args[i+1]; !o.Literal || !harmlessShellOption(o.Text) {
+				a.fail(CodeShellOption, "set %s %s changes how the shell reads or runs the line", t, quote(o.Text))
+				return
+			}
+		}
+	}
+}
 
 // readVar records a variable that a builtin fills from input.
 func (a *analyzer) readVar(w word, builtin string, fr frame) {

@@ -16,14 +16,15 @@ import (
 var codes = []string{
 	CodeParse, CodeInvalidUTF8, CodeControlChar, CodeTooComplex, CodeEval, CodeSource, CodeAlias, CodeTrap,
 	CodeBuiltin, CodeDynamicCommand, CodeDynamicCode, CodeInterpreterStdin, CodeRiskyEnv, CodeValueAsCode,
-	CodeWrapperOptions, CodeExtGlob, CodeUnsupported,
+	CodeWrapperOptions, CodeExtGlob, CodeShellOption, CodeProgramOption, CodeUnsupported,
 }
 
 // FuzzAnalyze checks that Analyze never panics, always returns either an
 // analysis or an *UnanalyzableError with a known code, that every command
 // has a literal program name, that the result is deterministic, and that
-// running the line through sh -c -- '…' yields the same commands under an
-// extra "sh" wrapper.
+// running the line through bash -c -- '…' yields the same commands under
+// an extra "bash" wrapper. (sh -c is judged as POSIX sh, which refuses
+// bash's extensions.)
 func FuzzAnalyze(f *testing.F) {
 	var lines []string
 	data, err := os.ReadFile(filepath.Join("testdata", "lines.json"))
@@ -35,6 +36,20 @@ func FuzzAnalyze(f *testing.F) {
 	}
 	for _, l := range lines {
 		f.Add(l)
+	}
+	// The gate's attack table: real payloads, mutated by the fuzzer.
+	attacks, _ := filepath.Glob(filepath.Join("..", "gate", "testdata", "attacks", "*.jsonl"))
+	for _, file := range attacks {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, l := range strings.Split(string(data), "\n") {
+			var c struct{ Cmd string }
+			if json.Unmarshal([]byte(l), &c) == nil && c.Cmd != "" {
+				f.Add(c.Cmd)
+			}
+		}
 	}
 	for _, l := range []string{
 		"", " ", ";", "&&", "a'b", "$((", "${x", "`", "<<EOF", "cat <<EOF\n$(a)\nEOF",
@@ -57,7 +72,7 @@ func FuzzAnalyze(f *testing.F) {
 		if len(line) > 4096 {
 			return
 		}
-		wrapped := "sh -c -- " + shellQuote(line)
+		wrapped := "bash -c -- " + shellQuote(line)
 		wan, werr := Analyze(wrapped)
 		checkResult(t, wrapped, wan, werr)
 		var ue, wue *UnanalyzableError
@@ -65,23 +80,23 @@ func FuzzAnalyze(f *testing.F) {
 		case errors.As(werr, &wue) && wue.Code == CodeTooComplex:
 			// the extra shell may cross a limit
 		case err == nil && werr != nil:
-			t.Fatalf("Analyze(%q) succeeded but its sh -c form fails: %v", line, werr)
+			t.Fatalf("Analyze(%q) succeeded but its bash -c form fails: %v", line, werr)
 		case err == nil:
 			if len(an.Commands) != len(wan.Commands) || !reflect.DeepEqual(an.Writes, wan.Writes) {
-				t.Fatalf("sh -c changes the analysis of %q:\n%+v\n%+v", line, an, wan)
+				t.Fatalf("bash -c changes the analysis of %q:\n%+v\n%+v", line, an, wan)
 			}
 			for i, c := range an.Commands {
 				w := wan.Commands[i]
-				if !reflect.DeepEqual(c.Args, w.Args) || !slices.Equal(append([]string{"sh"}, c.Wrappers...), w.Wrappers) {
-					t.Fatalf("sh -c changes command %d of %q: %+v vs %+v", i, line, c, w)
+				if !reflect.DeepEqual(c.Args, w.Args) || !slices.Equal(append([]string{"bash"}, c.Wrappers...), w.Wrappers) {
+					t.Fatalf("bash -c changes command %d of %q: %+v vs %+v", i, line, c, w)
 				}
 			}
 		case errors.As(err, &ue) && ue.Code != CodeTooComplex:
 			if werr == nil {
-				t.Fatalf("Analyze(%q) fails (%v) but its sh -c form succeeds", line, err)
+				t.Fatalf("Analyze(%q) fails (%v) but its bash -c form succeeds", line, err)
 			}
 			if wue.Code != ue.Code {
-				t.Fatalf("Analyze(%q) fails with %s but its sh -c form with %s", line, ue.Code, wue.Code)
+				t.Fatalf("Analyze(%q) fails with %s but its bash -c form with %s", line, ue.Code, wue.Code)
 			}
 		}
 	})

@@ -24,6 +24,7 @@ type program struct {
 	codeFlag    bool   // sh -c: the first operand is the program
 	interactive bool   // it reads more code from stdin after the program
 	uncertain   string // why the options could not be parsed with certainty
+	refuse      string // an option that loads files or changes how code is read
 }
 
 // interp describes an interpreter's command line.
@@ -173,6 +174,8 @@ func (a *analyzer) interpreter(base string, known bool, words []word, fr frame) 
 		prog.explicit = true
 	}
 	switch {
+	case prog.refuse != "":
+		a.fail(CodeShellOption, "%s %s", name, prog.refuse)
 	case prog.explicit:
 		a.fail(CodeInterpreterStdin, "%s reads its program from standard input", name)
 	case prog.uncertain != "" && prog.codeFlag:
@@ -275,11 +278,15 @@ loop:
 			i++
 			break loop
 		case bourne && (t == "--rcfile" || t == "--init-file"):
-			i++
+			prog.refuse = t + " runs a file of shell code the gate cannot see"
+			return prog
+		case bourne && (t == "--login" || t == "--debugger"):
+			prog.refuse = t + " runs profile or debugger files the gate cannot see"
+			return prog
 		case bourne && (t == "--version" || t == "--help"):
 			exits = true
-		case bourne && slices.Contains([]string{"--login", "--noprofile", "--norc", "--posix", "--restricted",
-			"--verbose", "--noediting", "--debugger", "--dump-strings", "--dump-po-strings", "--pretty-print"}, t):
+		case bourne && slices.Contains([]string{"--noprofile", "--norc", "--posix", "--restricted",
+			"--verbose", "--noediting", "--dump-strings", "--dump-po-strings", "--pretty-print"}, t):
 		case strings.HasPrefix(t, "--"):
 			prog.uncertain = "unknown option " + quote(t)
 			return prog
@@ -291,12 +298,28 @@ loop:
 					prog.codeFlag = code
 				case c == 's' || (c == 't' && !bourne):
 					stdin = stdin || t[0] == '-'
+				case c == 'i' && bourne:
+					prog.refuse = "-i runs the rc file ($ENV, ~/.bashrc) as shell code the gate cannot see"
+					return prog
 				case c == 'i':
 					prog.interactive = true
-				case bourne && (c == 'o' || c == 'O'):
+				case bourne && c == 'l':
+					prog.refuse = "-l runs the login profile files as shell code the gate cannot see"
+					return prog
+				case bourne && c == 'k':
+					prog.refuse = "-k makes every NAME=value argument an assignment the gate does not see"
+					return prog
+				case bourne && c == 'O':
+					prog.refuse = quote(t) + " sets a shopt option, which can change how the string is parsed"
+					return prog
+				case bourne && c == 'o':
 					i++
 					if i >= len(args) || !args[i].Literal {
 						prog.uncertain = "option " + quote(t) + " needs a literal value"
+						return prog
+					}
+					if !harmlessShellOption(args[i].Text) {
+						prog.refuse = quote(t+" "+args[i].Text) + " changes how the shell reads or runs the string"
 						return prog
 					}
 				case !strings.ContainsRune(letters, c):

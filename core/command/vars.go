@@ -9,47 +9,130 @@ import (
 )
 
 // riskyEnv names variables that make programs load or run code the gate
-// cannot see: loader and interpreter hooks, programs named by the
-// environment (editors, pagers, askpass, compilers), startup and config
-// files, search paths, and flags that can do any of these. A trailing *
-// makes an entry a prefix.
+// cannot see, or read and write files it does not judge: loader and
+// interpreter hooks, programs named by the environment (editors, pagers,
+// askpass, compilers), startup and config files, search paths, and flags
+// that can do any of these. A trailing * makes an entry a prefix: a whole
+// family is risky except the names in harmlessEnv. The list is derived,
+// per program a template grants, from that program's own documentation
+// (cited per group).
 var riskyEnv = []string{
-	// dynamic loader
-	"LD_*", "DYLD_*", "GCONV_PATH",
-	// shells
-	"BASH_ENV", "ENV", "SHELL", "SHELLOPTS", "BASHOPTS", "PROMPT_COMMAND", "PS4", "IFS",
-	"PATH", "CDPATH", "HOME", "XDG_CONFIG_HOME", "ZDOTDIR",
-	"BASH_FUNC_*", "BASH_CMDS", "BASH_ALIASES", "BASH_LOADABLES_PATH",
-	// programs named by the environment
-	"EDITOR", "VISUAL", "PAGER", "MANPAGER", "BROWSER", "SSH_ASKPASS", "SUDO_ASKPASS",
-	"LESSOPEN", "LESSCLOSE",
-	// git
-	"GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXEC_PATH", "GIT_ASKPASS", "GIT_EDITOR",
-	"GIT_SEQUENCE_EDITOR", "GIT_PAGER", "GIT_EXTERNAL_DIFF", "GIT_PROXY_COMMAND",
-	"GIT_CONFIG", "GIT_CONFIG_*", "GIT_DIR", "GIT_TEMPLATE_DIR", "GIT_TRACE*",
-	// interpreters and runtimes
-	"PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "NODE_OPTIONS", "NODE_PATH",
-	"PERL5OPT", "PERL5LIB", "PERLLIB", "PERL5DB", "RUBYOPT", "RUBYLIB",
-	"JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS",
-	// build tools
-	"CC", "CXX", "CPP", "LD", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS",
-	"CGO_CFLAGS", "CGO_CPPFLAGS", "CGO_CXXFLAGS", "CGO_LDFLAGS", "CGO_FFLAGS",
-	"GOFLAGS", "GOENV", "GOTOOLCHAIN", "GOPROXY", "GOSUMDB", "GONOSUMDB", "GONOSUMCHECK", "GOINSECURE",
-	"MAKEFLAGS", "MFLAGS", "MAKEFILES",
-	"RUSTC", "RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "RUSTDOC", "RUSTFLAGS", "RUSTDOCFLAGS",
-	"CARGO_HOME", "CARGO_BUILD_*", "CARGO_TARGET_*",
-	"npm_config_*", "NPM_CONFIG_*",
+	// ld.so(8): LD_PRELOAD, LD_LIBRARY_PATH, LD_AUDIT …; glibc: GCONV_PATH
+	// loads iconv modules, GLIBC_TUNABLES (CVE-2023-4911), LOCPATH and
+	// NLSPATH load locale data and message catalogs, HOSTALIASES a file.
+	"LD_*", "DYLD_*", "GCONV_PATH", "GLIBC_TUNABLES", "LOCPATH", "NLSPATH", "HOSTALIASES", "MALLOC_*",
+	// bash(1) "Shell Variables" and dash(1): startup files, code run at
+	// prompts and traces (PS4 expands $(…) under set -x), options, word
+	// splitting, cd and glob behaviour, imported functions, history and
+	// temporary files, compatibility levels that change evaluation.
+	"BASH_ENV", "ENV", "SHELL", "SHELLOPTS", "BASHOPTS", "PROMPT_COMMAND", "PS0", "PS1", "PS2", "PS3", "PS4",
+	"IFS", "CDPATH", "GLOBIGNORE", "EXECIGNORE", "FIGNORE", "BASH_FUNC_*", "BASH_CMDS", "BASH_ALIASES",
+	"BASH_LOADABLES_PATH", "BASH_XTRACEFD", "BASH_COMPAT", "BASH_ARGV0", "HISTFILE", "INPUTRC", "POSIXLY_CORRECT",
+	"TMPDIR", "PATH", "HOME", "ZDOTDIR",
+	// XDG Base Directory spec: where git, npm, pip … find config files.
+	"XDG_*",
+	// programs named by the environment: editors and pagers (git-var(1),
+	// less(1), man(1)), askpass helpers (ssh(1), sudo(8)), browsers.
+	"EDITOR", "VISUAL", "PAGER", "MANPAGER", "MANOPT", "BROWSER", "SSH_ASKPASS", "SSH_ASKPASS_REQUIRE",
+	"SUDO_ASKPASS", "SUDO_EDITOR", "SYSTEMD_PAGER", "SYSTEMD_EDITOR",
+	// less(1) "ENVIRONMENT VARIABLES": LESSOPEN/LESSCLOSE run input
+	// preprocessors, LESS holds options (+cmd, !cmd), LESSKEY* bind keys,
+	// LESSEDIT names the editor, LESSHISTFILE is written.
+	"LESS", "LESS*",
+	// git(1) "ENVIRONMENT VARIABLES": repository and config location
+	// (GIT_DIR, GIT_COMMON_DIR, GIT_CONFIG_*, GIT_CONFIG_PARAMETERS,
+	// GIT_ALTERNATE_OBJECT_DIRECTORIES …), programs (GIT_EXTERNAL_DIFF,
+	// GIT_EXEC_PATH, GIT_ASKPASS, GIT_EDITOR, GIT_PAGER, GIT_SSH*,
+	// GIT_PROXY_COMMAND), templates, trace files (GIT_TRACE=/path writes).
+	// Every GIT_ name is risky but the identity and pathspec ones below.
+	"GIT_*",
+	// go help environment: GOFLAGS and GOENV hold options, GOTOOLCHAIN runs
+	// another toolchain, GOCACHEPROG and GOAUTH run programs, CC/CXX/FC/AR/
+	// PKG_CONFIG and CGO_*FLAGS pick the compilers and their plugins;
+	// GOROOT, GOPATH, GOBIN, GOCACHE, GOMODCACHE, GOTMPDIR, GOCOVERDIR,
+	// GOTELEMETRYDIR move reads and writes; GOPROXY, GOSUMDB, GOPRIVATE,
+	// GONOPROXY, GONOSUMDB, GOINSECURE, GOVCS change what is fetched and run.
+	"GOFLAGS", "GOENV", "GOTOOLCHAIN", "GOCACHEPROG", "GOAUTH", "GOROOT", "GOPATH", "GOBIN", "GOCACHE",
+	"GOMODCACHE", "GOTMPDIR", "GOCOVERDIR", "GOTELEMETRY", "GOTELEMETRYDIR", "GOPROXY", "GOSUMDB", "GOPRIVATE",
+	"GONOPROXY", "GONOSUMDB", "GONOSUMCHECK", "GOINSECURE", "GOVCS", "GOWORK", "GOEXPERIMENT", "GO111MODULE",
+	"GCCGO", "GCCGOTOOLDIR", "GO_EXTLINK_ENABLED", "CGO_*",
+	// make(1) and the GNU make manual "Implicit Variables": the compilers
+	// and tools of built-in rules, MAKEFLAGS/MFLAGS/GNUMAKEFLAGS options,
+	// MAKEFILES read first, SHELL/MAKESHELL run every recipe.
+	"CC", "CXX", "CPP", "FC", "AR", "AS", "LD", "NM", "RANLIB", "STRIP", "OBJCOPY", "OBJDUMP", "PKG_CONFIG",
+	"PKG_CONFIG_PATH", "YACC", "LEX", "M4", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "FFLAGS", "LDLIBS",
+	"MAKEFLAGS", "MFLAGS", "GNUMAKEFLAGS", "MAKEFILES", "MAKE", "MAKESHELL", "MAKEOVERRIDES", "MAKELEVEL",
+	// npm-config(7): every npm_config_* is a config key (script-shell,
+	// node-options, userconfig, prefix …); node(1) "Environment": NODE_OPTIONS,
+	// NODE_PATH, NODE_REPL_EXTERNAL_MODULE …; yarn, pnpm and corepack
+	// read their config from YARN_*, PNPM_* and COREPACK_*.
+	"npm_config_*", "NPM_CONFIG_*", "NODE_*", "YARN_*", "PNPM_*", "COREPACK_*", "npm_package_*", "npm_lifecycle_*",
+	// cargo "Environment Variables": CARGO_* configure every key
+	// (CARGO_BUILD_RUSTC_WRAPPER, CARGO_TARGET_*_RUNNER …); RUSTC,
+	// RUSTC_WRAPPER, RUSTDOC, RUSTFLAGS; rustup's RUSTUP_TOOLCHAIN and
+	// RUSTUP_HOME choose the toolchain.
+	"CARGO_*", "RUSTC", "RUSTC_*", "RUSTDOC", "RUSTDOCFLAGS", "RUSTFLAGS", "RUSTUP_*",
+	// python(1) "ENVIRONMENT VARIABLES" (PYTHONPATH, PYTHONSTARTUP,
+	// PYTHONHOME, PYTHONWARNINGS and PYTHONBREAKPOINT import modules …),
+	// pytest "Environment variables" (PYTEST_ADDOPTS, PYTEST_PLUGINS).
+	"PYTHON*", "PYTEST_*", "VIRTUAL_ENV", "PIP_*",
+	// perl(1), ruby(1), lua(1), R, php, the JVM: options and library paths
+	// that load code (PERL5OPT -M, RUBYOPT -r, LUA_INIT runs code).
+	"PERL5OPT", "PERL5LIB", "PERLLIB", "PERL5DB", "PERL_*", "RUBYOPT", "RUBYLIB", "LUA_*",
+	"R_PROFILE", "R_PROFILE_USER", "R_ENVIRON", "R_ENVIRON_USER", "R_LIBS*", "PHPRC", "PHP_INI_SCAN_DIR",
+	"JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH",
+	// grep(1) GREP_OPTIONS (older grep reads options from it), rg(1)
+	// RIPGREP_CONFIG_PATH (options such as --pre), tar(1) TAR_OPTIONS
+	// (--to-command), curl's CURL_HOME and wget's WGETRC (config files),
+	// rsync/cvs/svn remote shells.
+	"GREP_OPTIONS", "RIPGREP_CONFIG_PATH", "TAR_OPTIONS", "CURL_HOME", "WGETRC", "RSYNC_RSH",
+	"RSYNC_CONNECT_PROG", "CVS_RSH", "SVN_SSH",
+}
+
+// harmlessEnv are names of a risky family that only change output,
+// identity or the build target: CGO_ENABLED=0 go build, GOOS=linux go
+// build, NODE_ENV=test npm test, GIT_AUTHOR_NAME=… git commit stay fine.
+var harmlessEnv = map[string]bool{
+	"CGO_ENABLED":     true,
+	"GIT_AUTHOR_NAME": true, "GIT_AUTHOR_EMAIL": true, "GIT_AUTHOR_DATE": true, "GIT_COMMITTER_NAME": true,
+	"GIT_COMMITTER_EMAIL": true, "GIT_COMMITTER_DATE": true, "GIT_TERMINAL_PROMPT": true, "GIT_OPTIONAL_LOCKS": true,
+	"GIT_LITERAL_PATHSPECS": true, "GIT_GLOB_PATHSPECS": true, "GIT_NOGLOB_PATHSPECS": true,
+	"GIT_ICASE_PATHSPECS": true, "GIT_MERGE_AUTOEDIT": true, "GIT_MERGE_VERBOSITY": true, "GIT_FLUSH": true,
+	"GIT_PROGRESS_DELAY": true, "GIT_DEFAULT_HASH": true, "GIT_CEILING_DIRECTORIES": true,
+	"NODE_ENV": true, "NODE_NO_WARNINGS": true, "NODE_DISABLE_COLORS": true, "NODE_PENDING_DEPRECATION": true,
+	"NODE_DEBUG": true, "NODE_TEST_CONTEXT": true,
+	"CARGO_TERM_COLOR": true, "CARGO_TERM_VERBOSE": true, "CARGO_TERM_QUIET": true, "CARGO_TERM_PROGRESS_WHEN": true,
+	"CARGO_INCREMENTAL": true, "CARGO_BUILD_JOBS": true,
+	"PYTHONDONTWRITEBYTECODE": true, "PYTHONUNBUFFERED": true, "PYTHONHASHSEED": true, "PYTHONIOENCODING": true,
+	"PYTHONUTF8": true, "PYTHONNOUSERSITE": true, "PYTHONSAFEPATH": true, "PYTHONFAULTHANDLER": true,
+	"PYTHONDEVMODE": true, "PYTHONVERBOSE": true, "PYTHONOPTIMIZE": true,
+	"PERL_BADLANG": true, "LESSSECURE": true, "LESSCHARSET": true,
 }
 
 // RiskyEnvVars returns the environment variables whose assignment anywhere
 // in a line (NAME=v cmd, export, declare, env, sudo, read, for, printf -v…)
-// makes it unanalyzable. A trailing * marks a prefix. IFS is allowed only
-// as a prefix of read (IFS= read -r line), where it affects nothing else.
+// makes it unanalyzable. A trailing * marks a family: every name with that
+// prefix except [HarmlessEnvVars]. IFS is allowed only as a prefix of read
+// (IFS= read -r line), where it affects nothing else.
 func RiskyEnvVars() []string {
 	return slices.Clone(riskyEnv)
 }
 
+// HarmlessEnvVars returns the names of risky families that may be
+// assigned: they change output, identity or the build target only.
+func HarmlessEnvVars() []string {
+	names := make([]string, 0, len(harmlessEnv))
+	for n := range harmlessEnv {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
 func isRiskyEnv(name string) bool {
+	if harmlessEnv[name] {
+		return false
+	}
 	for _, r := range riskyEnv {
 		if p, ok := strings.CutSuffix(r, "*"); ok {
 			if strings.HasPrefix(name, p) {

@@ -292,6 +292,14 @@ func (a *analyzer) stmt(s *syntax.Stmt, fr frame) {
 // its standard input.
 func (a *analyzer) redirects(s *syntax.Stmt, fr *frame) {
 	for _, r := range s.Redirs {
+		if r.N != nil && strings.HasPrefix(r.N.Value, "{") {
+			// {name}>file assigns name, and bash evaluates a subscript in
+			// it: {a[$(cmd)]}>file runs cmd.
+			name := strings.TrimSuffix(strings.TrimPrefix(r.N.Value, "{"), "}")
+			if _, ok := a.varName(literalWord(name), "a {name} redirection"); !ok {
+				return
+			}
+		}
 		a.redirect(r, *fr)
 		if readsStdin(r) {
 			fr.fed = true
@@ -566,11 +574,12 @@ func (a *analyzer) write(path word, appends bool, fr frame) {
 	}
 }
 
-// read records a file read at path, resolved like a write. A process
-// substitution is a pipe whose command is listed.
+// read records a file a redirection or a program reads, resolved like a
+// write against the directories the shell may be in.
 func (a *analyzer) read(path word, fr frame) {
 	switch {
-	case path.procSubst && !path.Literal:
+	case path.procSubst && strings.HasPrefix(path.Text, "<(") && strings.HasSuffix(path.Text, ")"):
+		// <(cmd) is a pipe from cmd, which is listed
 	case !path.Literal:
 		a.addRead(Read{Path: path.Text})
 	case harmlessTarget(path.Text) || harmlessSource(path.Text):

@@ -1,6 +1,7 @@
 package command
 
 import (
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -202,6 +203,17 @@ func xargs(a *analyzer, name string, args []word) (unwrapped, bool) {
 		u.inner = append(u.inner, inputWord("{}"))
 	}
 	return u, true
+}
+
+// foundWord stands for a path find puts in place of {}: one word that
+// starts with a starting point, which find never takes from a word
+// starting with '-'.
+func foundWord(text string) word {
+	w := word{Word: Word{Text: text}, expands: true, lead: text[0]}
+	if w.lead == '{' {
+		w.lead = '.'
+	}
+	return w
 }
 
 // inputWord stands for words a wrapper fills in from its input.
@@ -424,6 +436,20 @@ func (a *analyzer) find(words []word, fr frame) {
 			break
 		}
 	}
+	// -delete removes what is found below the starting points: judged as
+	// writing them.
+	var starts []word
+	for j := i; j < len(args) && !(args[j].Literal && (strings.HasPrefix(args[j].Text, "-") || args[j].Text == "(" || args[j].Text == "!")); j++ {
+		starts = append(starts, args[j])
+	}
+	if len(starts) == 0 {
+		starts = []word{literalWord(".")}
+	}
+	if slices.ContainsFunc(args[i:], func(w word) bool { return w.Literal && w.Text == "-delete" }) {
+		for _, p := range starts {
+			a.write(p, false, fr)
+		}
+	}
 	type execution struct {
 		words  []word
 		subdir bool
@@ -459,7 +485,7 @@ func (a *analyzer) find(words []word, fr frame) {
 			cmd := append([]word(nil), args[i+1:end]...)
 			for k, x := range cmd {
 				if strings.Contains(x.Text, "{}") {
-					cmd[k] = inputWord(x.Text)
+					cmd[k] = foundWord(x.Text)
 				}
 			}
 			runs = append(runs, execution{cmd, strings.HasSuffix(t, "dir")})

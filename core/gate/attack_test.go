@@ -158,7 +158,18 @@ type sandbox struct {
 
 func newSandbox(t testing.TB) *sandbox {
 	t.Helper()
-	root, err := filepath.EvalSymlinks(t.TempDir())
+	// Not t.TempDir: a payload may leave a process behind that still
+	// writes there (go's telemetry, a background job) when the test ends.
+	dir, err := os.MkdirTemp("", "joule-attack-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for i := 0; i < 20 && os.RemoveAll(dir) != nil; i++ {
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+	root, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,9 +226,26 @@ func (s *sandbox) env() []string {
 	return []string{
 		"HOME=" + s.home, "JOULE_HOME=" + s.jh, "WS=" + s.ws, "MARK=" + s.mark,
 		"PORT=" + fmt.Sprint(s.port), "PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8", "TMPDIR=" + s.root,
-		"GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
+		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
 		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com",
+		// The toolchains' own caches, offline, so go and npm payloads run
+		// as they would in the user's session.
+		"GOCACHE=" + goEnv("GOCACHE"), "GOMODCACHE=" + goEnv("GOMODCACHE"), "GOTOOLCHAIN=local", "GOPROXY=off",
+		"GOTELEMETRY=off", "npm_config_update_notifier=false", "npm_config_offline=true",
 	}
+}
+
+var goEnvs sync.Map
+
+// goEnv is `go env NAME`, asked once.
+func goEnv(name string) string {
+	if v, ok := goEnvs.Load(name); ok {
+		return v.(string)
+	}
+	out, _ := exec.Command("go", "env", name).Output()
+	v := strings.TrimSpace(string(out))
+	goEnvs.Store(name, v)
+	return v
 }
 
 // run runs line with bash -c in the workspace, as a host's Bash tool does,
@@ -328,14 +356,20 @@ func TestAttackTable(t *testing.T) {
 			}
 			// Judged first, as a host asks before it runs the line.
 			v := s.judge(t, c.Grant, c.Cmd)
+			if v.Decision != Deny {
+				t.Errorf("%s:%d: %s under grant %s: %s %s (%s), want deny\n  %s", c.file, c.line, c.Name, c.Grant,
+					v.Decision, v.Code, v.Reason, c.Cmd)
+			}
+			if testing.Short() {
+				return // the verdicts only
+			}
+			if c.Class == 8 && os.Geteuid() != 0 {
+				t.Skip("privilege wrappers switch users only when run as root (as CI does)")
+			}
 			before, _ := os.ReadFile(s.settings)
 			out := s.run(t, c.Cmd)
 			if ok, seen := s.happened(c.Effect, out, before); !ok {
 				t.Fatalf("%s:%d: not a working attack (%s); output:\n%s", c.file, c.line, seen, out)
-			}
-			if v.Decision != Deny {
-				t.Errorf("%s:%d: %s under grant %s: %s %s (%s), want deny\n  %s", c.file, c.line, c.Name, c.Grant,
-					v.Decision, v.Code, v.Reason, c.Cmd)
 			}
 		})
 	}

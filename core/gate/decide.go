@@ -390,7 +390,7 @@ func (j *judge) bash(line string) Verdict {
 	st := newStrictest()
 	words := make([]rule.Word, 0, argCount(a.Commands))
 	for _, c := range a.Commands {
-		if len(c.Wrappers) == 0 && innocuous[c.Args[0].Text] {
+		if onlyShells(c.Wrappers) && innocuous(c.Args) {
 			continue
 		}
 		for _, w := range c.Args {
@@ -434,7 +434,7 @@ func (j *judge) bash(line string) Verdict {
 				if v.Mode == rule.Allow {
 					return rule.Verdict{Mode: rule.Allow}
 				}
-				if !v.Matched() {
+				if !v.Matched() && !privilegeWrappers[w] {
 					return rule.Verdict{Mode: rule.Allow} // the inner command was judged above
 				}
 				return v
@@ -452,22 +452,24 @@ func (j *judge) bash(line string) Verdict {
 			}
 			continue
 		case !r.Literal:
-			if p, ok := j.reachesAny(command.Word{Text: r.Path}, []string{j.cwd}, j.p.Private); ok {
-				return deny(CodeSelfTamper, "the redirection from %q can expand onto %s: the gate's keys, grants and store are never readable by an agent", truncate(r.Path), p)
-			}
-			if st.beats(rankOf(Deny)) {
-				st.offer(deny(CodeUnanalyzable, "redirection from %q: the source is computed when the line runs", truncate(r.Path)))
+			if v, bad := j.readExpanded("the line", command.Word{Text: r.Path}, []string{j.cwd}); bad {
+				if v.Code == CodeSelfTamper {
+					return v
+				}
+				if st.beats(rankOf(v.Decision)) {
+					st.offer(v)
+				}
 			}
 			continue
 		}
 		abs, err := j.resolve(r.Path)
 		if err != nil {
 			if st.beats(rankOf(Deny)) {
-				st.offer(deny(CodeMalformed, "redirection from %q: %v", truncate(r.Path), err))
+				st.offer(deny(CodeMalformed, "reading %q: %v", truncate(r.Path), err))
 			}
 			continue
 		}
-		v := j.readVerdict("the redirection", abs)
+		v := j.readVerdict("the line", abs)
 		if v.Code == CodeSelfTamper {
 			return v
 		}
@@ -518,10 +520,97 @@ func (j *judge) bash(line string) Verdict {
 	return v
 }
 
-// innocuous are shell builtins that change only the shell's own state; they
-// need no capability. What they lead to (a write after cd) is judged.
-var innocuous = map[string]bool{"cd": true, "pushd": true, "popd": true, "dirs": true, "true": true, "false": true,
-	":": true, "test": true, "[": true, "exit": true, "return": true, "shift": true, "break": true, "continue": true, "wait": true}
+// privilegeWrappers run their command as another user: the wrapper is an
+// action of its own, so a grant must hold a rule that allows it; that the
+// inner command is granted is not enough.
+var privilegeWrappers = map[string]bool{"sudo": true, "doas": true, "su": true}
+
+// innocuous reports shell builtins that change only the shell's own state,
+// given arguments whose meaning is certain; they need no capability. What
+// they lead to (a write after cd) is judged. Any other argument makes the
+// builtin a command like any other, which needs a rule.
+func innocuous(args []command.Word) bool {
+	ops := args[1:]
+	switch args[0].Text {
+	case "true", "false", ":":
+		return true // arguments are ignored; their expansions are judged
+	case "test", "[":
+		return true // the analysis refuses -v and -R on names it cannot see
+	case "cd", "pushd", "popd", "dirs":
+		for len(ops) > 0 && ops[0].Literal && len(ops[0].Text) > 1 && ops[0].Text[0] == '-' &&
+			strings.Trim(ops[0].Text[1:], "LPe@nclpv") == "" {
+			ops = ops[1:]
+		}
+		if len(ops) > 0 && ops[0].Literal && ops[0].Text == "--" {
+			ops = ops[1:]
+		}
+		return len(ops) <= 1
+	case "exit", "return", "shift", "break", "continue":
+		return len(ops) == 0 || len(ops) == 1 && (decimal(ops[0], args[0].Text == "exit" || args[0].Text == "return") || ops[0].Text == "$?" || ops[0].Text == `"$?"`)
+	case "read":
+		// read [-ers] [-a NAME] [-d D] [-i T] [-n N] [-N N] [-p P] [-t T] [-u FD] NAME…:
+		// it sets variables from its input, which the line's redirections
+		// give and the gate judges. Names must be plain: the analysis
+		// refuses subscripts, which bash would evaluate.
+		for i := 0; i < len(ops); i++ {
+			t := ops[i].Text
+			switch {
+			case !ops[i].Literal:
+				return false
+			case t == "-r" || t == "-s" || t == "-e" || t == "-rs" || t == "-sr" || t == "-er" || t == "-re":
+			case len(t) == 2 && t[0] == '-' && strings.ContainsRune("adinNptu", rune(t[1])):
+				i++ // its value
+			case t == "--":
+			case identifier(t):
+			default:
+				return false
+			}
+		}
+		return true
+	case "wait":
+		for _, w := range ops {
+			t := strings.TrimPrefix(w.Text, "%")
+			if !(w.Literal && (w.Text == "-n" || w.Text == "-f" || decimal(command.Word{Text: t, Literal: true}, false))) &&
+				w.Text != "$!" && w.Text != `"$!"` {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// onlyShells reports whether every wrapper is a shell running a string,
+// where a builtin is as innocuous as on the line itself (sh -c 'cd x').
+func onlyShells(wrappers []string) bool {
+	for _, w := range wrappers {
+		switch w {
+		case "sh", "bash", "dash", "ash", "posh", "mksh", "lksh", "rbash", "time":
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// identifier reports a shell variable name.
+func identifier(s string) bool {
+	for i, c := range s {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// decimal reports a literal decimal number, signed when signed is set.
+func decimal(w command.Word, signed bool) bool {
+	t := w.Text
+	if signed {
+		t = strings.TrimPrefix(t, "-")
+	}
+	return w.Literal && t != "" && strings.Trim(t, "0123456789") == ""
+}
 
 // askAll reports whether some link holds a bare Bash ask rule: the user
 // asked to be consulted on commands the rules cannot settle.

@@ -353,48 +353,60 @@ func (j *judge) readerArgs(c command.Command) (Verdict, bool) {
 			}
 			continue
 		}
-		if p, ok := j.reachesAny(w, dirs, j.p.Private); ok {
-			return deny(CodeSelfTamper, "%s reads %q, which can expand onto %s: the gate's keys, grants and store are never readable by an agent", name, truncate(w.Text), p), true
+		if v, bad := j.readExpanded(name, w, dirs); bad {
+			return v, true
 		}
-		if dirs == nil && !strings.HasPrefix(w.Text, "~") && !strings.HasPrefix(w.Text, "$HOME") && !strings.HasPrefix(w.Text, "/") {
-			return deny(CodeUnanalyzable, "%s reads %q in a directory the line changed to in a way the gate cannot follow", name, truncate(w.Text)), true
+	}
+	return Verdict{}, false
+}
+
+// readExpanded judges a non-literal word a program or redirection reads: a
+// word that can reach the gate's private files never; otherwise the
+// directory its literal part names must be readable, and whatever it
+// matches now is judged file by file, deny rules included. A word that
+// starts with a value the gate cannot see is refused.
+func (j *judge) readExpanded(name string, w command.Word, dirs []string) (Verdict, bool) {
+	if p, ok := j.reachesAny(w, dirs, j.p.Private); ok {
+		return deny(CodeSelfTamper, "%s reads %q, which can expand onto %s: the gate's keys, grants and store are never readable by an agent", name, truncate(w.Text), p), true
+	}
+	if dirs == nil && !strings.HasPrefix(w.Text, "~") && !strings.HasPrefix(w.Text, "$HOME") && !strings.HasPrefix(w.Text, "/") {
+		return deny(CodeUnanalyzable, "%s reads %q in a directory the line changed to in a way the gate cannot follow", name, truncate(w.Text)), true
+	}
+	for _, d := range dirsOrUnknown(dirs) {
+		prefix, known := j.expandPrefix(w.Text, d)
+		if !known {
+			return deny(CodeUnanalyzable, "%s reads %q, a path computed when the line runs", name, truncate(w.Text)), true
 		}
-		for _, d := range dirsOrUnknown(dirs) {
-			prefix, known := j.expandPrefix(w.Text, d)
-			if !known {
-				return deny(CodeUnanalyzable, "%s reads %q, a path computed when the line runs", name, truncate(w.Text)), true
+		// Where the word can lead: the directory its literal part names
+		// must be readable; what it matches now is judged file by file,
+		// deny rules included.
+		dir := cleanPrefix(prefix)
+		dir = dir[:strings.LastIndexByte(dir, '/')+1]
+		abs, err := j.resolve(path.Clean(dir))
+		if err != nil {
+			return deny(CodeMalformed, "%s reads %q: %v", name, truncate(w.Text), err), true
+		}
+		o := j.fold(func(s rule.Set) rule.Verdict { return s.CheckPath(rule.Read, abs, j.rootsFor(abs)) })
+		if v := o.verdict(fmt.Sprintf("%s reading %q (files in %s)", name, truncate(w.Text), abs)); v.Decision != Allow {
+			if v.Code == CodeNotGranted && !j.inRoots(abs) {
+				v.Code = CodeOutside
 			}
-			// Where the word can lead: the directory its literal part names
-			// must be readable; what it matches now is judged file by file,
-			// deny rules included.
-			dir := cleanPrefix(prefix)
-			dir = dir[:strings.LastIndexByte(dir, '/')+1]
-			abs, err := j.resolve(path.Clean(dir))
+			return v, true
+		}
+		matches, ok := j.expandWord(w.Text, d)
+		if !ok {
+			return deny(CodeUnanalyzable, "%s reads %q, a path computed when the line runs", name, truncate(w.Text)), true
+		}
+		for _, m := range matches {
+			if !strings.HasPrefix(m, "/") {
+				m = d + "/" + m
+			}
+			abs, err := j.resolve(m)
 			if err != nil {
-				return deny(CodeMalformed, "%s reads %q: %v", name, truncate(w.Text), err), true
+				return deny(CodeMalformed, "%s reads %q: %v", name, truncate(m), err), true
 			}
-			o := j.fold(func(s rule.Set) rule.Verdict { return s.CheckPath(rule.Read, abs, j.rootsFor(abs)) })
-			if v := o.verdict(fmt.Sprintf("%s reading %q (files in %s)", name, truncate(w.Text), abs)); v.Decision != Allow {
-				if v.Code == CodeNotGranted && !j.inRoots(abs) {
-					v.Code = CodeOutside
-				}
+			if v := j.readVerdict(name, abs); v.Decision != Allow {
 				return v, true
-			}
-			matches, ok := j.expandWord(w.Text, d)
-			if !ok {
-				return deny(CodeUnanalyzable, "%s reads %q, a path computed when the line runs", name, truncate(w.Text)), true
-			}
-			for _, m := range matches {
-				if !strings.HasPrefix(m, "/") {
-					m = d + "/" + m
-				}
-				abs, err := j.resolve(m)
-				if err != nil {
-					return deny(CodeMalformed, "%s reads %q: %v", name, truncate(m), err), true
-				}
-				if v := j.readVerdict(name, abs); v.Decision != Allow {
-					return v, true
-				}
 			}
 		}
 	}
@@ -407,7 +419,6 @@ func dirsOrUnknown(dirs []string) []string {
 	}
 	return dirs
 }
-
 
 // expandWord expands a word the way the shell will, as far as the gate
 // can see: ~, $HOME and $PWD, braces and globs against the file system as
@@ -440,14 +451,14 @@ func (j *judge) expandWord(text, dir string) ([]string, bool) {
 		return nil, false
 	}
 	cfg := &expand.Config{
-		Env:      expand.ListEnviron("HOME="+j.p.Home, "PWD="+dir),
+		Env: expand.ListEnviron("HOME="+j.p.Home, "PWD="+dir),
 		ReadDir2: func(p string) ([]os.DirEntry, error) {
 			if !path.IsAbs(p) {
 				p = dir + "/" + p
 			}
 			return os.ReadDir(p)
 		},
-		DotGlob:  j.dotglob,
+		DotGlob: j.dotglob,
 	}
 	fields, err := expand.Fields(cfg, w)
 	if err != nil {

@@ -15,7 +15,7 @@ type Template struct {
 var readOnlyCommands = []string{
 	"Bash(git status:*)", "Bash(git diff:*)", "Bash(git log:*)", "Bash(git show:*)",
 	"Bash(git branch)", "Bash(ls:*)", "Bash(pwd)", "Bash(wc:*)", "Bash(head:*)",
-	"Bash(tail:*)", "Bash(grep:*)", "Bash(rg:*)", "Bash(which:*)", "Bash(echo:*)",
+	"Bash(tail:*)", "Bash(grep:*)", "Bash(rg:*)", "Bash(which:*)", "Bash(echo:*)", "Bash(printf:*)",
 }
 
 // selfHarm is denied by every template: privilege escalation, history

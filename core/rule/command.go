@@ -54,9 +54,12 @@ type command struct {
 }
 
 // systemBinDirs are the directories whose programs an allow rule also
-// matches by base name: /usr/bin/git is the git that Bash(git status) means.
+// matches by base name: /usr/bin/git is the git that Bash(git status) means,
+// and /usr/local/go/bin/go, the Go toolchain in its standard install
+// directory, is the go of Bash(go:*).
 var systemBinDirs = map[string]bool{
 	"/bin": true, "/usr/bin": true, "/usr/local/bin": true, "/sbin": true, "/usr/sbin": true,
+	"/usr/local/go/bin": true,
 }
 
 // flagAliases maps, per program, the spellings of an option to one key, so
@@ -236,8 +239,8 @@ func quoteWord(w string) string {
 // rule matches every command. A non-literal word never equals a rule word.
 //
 // Allow rules match narrowly: argv[0] equals the rule's program as written
-// (or is that program in /bin, /usr/bin, /usr/local/bin, /sbin or
-// /usr/sbin), every later rule word equals the argv word at its position,
+// (or is that program in /bin, /usr/bin, /usr/local/bin, /sbin, /usr/sbin
+// or /usr/local/go/bin), every later rule word equals the argv word at its position,
 // and the command has exactly the rule's words, or at least them for a :*
 // rule.
 //

@@ -39,6 +39,8 @@ func TestMatchCommand(t *testing.T) {
 		{"Bash(git status)", "/bin/git status", Allow, true},
 		{"Bash(git status)", "/usr/local/bin/git status", Allow, true},
 		{"Bash(git status)", "/usr/sbin/git status", Allow, true},
+		{"Bash(go:*)", "/usr/local/go/bin/go test ./...", Allow, true},
+		{"Bash(go:*)", "/usr/local/go/go test ./...", Allow, false},
 		{"Bash(git status)", "./git status", Allow, false},
 		{"Bash(git status)", "/tmp/x/git status", Allow, false},
 		{"Bash(git status)", "/usr/bin/../bin/git status", Allow, false},
