@@ -2,8 +2,11 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"sync/atomic"
+
+	"lukechampine.com/blake3"
 )
 
 // The store keeps a grant's signed envelope opaque: it cannot verify it,
@@ -111,4 +114,150 @@ func (s *Store) checkDecidable(ctx context.Context, q querier, g GrantRecord) er
 		return err
 	}
 	return checkTally(ctx, q, g)
+}
+
+// ReservationRecord is one open reservation and the grants it holds.
+type ReservationRecord struct {
+	ID       int64
+	AmountUJ uint64
+	Grants   []string // in id order
+}
+
+// Reservations returns every open reservation, oldest first.
+func (s *Store) Reservations(ctx context.Context) ([]ReservationRecord, error) {
+	rows, err := s.conn().QueryContext(ctx, `SELECT r.id, r.amount_uj, rg.grant_id FROM reservations r
+		LEFT JOIN reservation_grants rg ON rg.reservation = r.id ORDER BY r.id, rg.grant_id`)
+	if err != nil {
+		return nil, fmt.Errorf("store: reservations: %w", s.classify(err))
+	}
+	defer rows.Close()
+	var out []ReservationRecord
+	for rows.Next() {
+		var (
+			id, amount int64
+			grant      sql.NullString
+		)
+		if err := rows.Scan(&id, &amount, &grant); err != nil {
+			return nil, fmt.Errorf("store: reservations: %w", s.classify(err))
+		}
+		a, err := uj("reservation amount_uj", amount)
+		if err != nil {
+			return nil, fmt.Errorf("store: reservations: %w", err)
+		}
+		if n := len(out); n == 0 || out[n-1].ID != id {
+			out = append(out, ReservationRecord{ID: id, AmountUJ: a})
+		}
+		if grant.Valid {
+			out[len(out)-1].Grants = append(out[len(out)-1].Grants, grant.String)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: reservations: %w", s.classify(err))
+	}
+	return out, nil
+}
+
+// AllLedger returns every ledger row of every grant, in row order: the
+// debits an audit compares with the signed receipts, including rows whose
+// grant row is gone.
+func (s *Store) AllLedger(ctx context.Context) ([]LedgerEntry, error) {
+	rows, err := s.conn().QueryContext(ctx, `SELECT grant_id, amount_uj, total_uj, entry, reservation, created_ns FROM ledger ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("store: ledger: %w", s.classify(err))
+	}
+	defer rows.Close()
+	var out []LedgerEntry
+	for rows.Next() {
+		var (
+			le            LedgerEntry
+			amount, total int64
+			entry, resv   sql.NullInt64
+			created       int64
+		)
+		if err := rows.Scan(&le.GrantID, &amount, &total, &entry, &resv, &created); err != nil {
+			return nil, fmt.Errorf("store: ledger: %w", s.classify(err))
+		}
+		if le.AmountUJ, err = uj("ledger amount_uj", amount); err != nil {
+			return nil, fmt.Errorf("store: ledger: %w", err)
+		}
+		if le.TotalUJ, err = uj("ledger total_uj", total); err != nil {
+			return nil, fmt.Errorf("store: ledger: %w", err)
+		}
+		le.Index, le.Time = -1, fromUnixNano(created)
+		if entry.Valid {
+			le.Index = entry.Int64
+		}
+		if resv.Valid {
+			le.Reservation = resv.Int64
+		}
+		out = append(out, le)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: ledger: %w", s.classify(err))
+	}
+	return out, nil
+}
+
+// EachEntry calls fn with every entry row in log order, damaged or not:
+// damage is nil, or what is wrong with the row on its own (an envelope
+// that does not hash to the row's hash, a malformed column). An audit
+// reads on past damage to report all of it; fn's error stops the walk.
+func (s *Store) EachEntry(ctx context.Context, fn func(e Entry, damage error) error) error {
+	const page = 512
+	for from := int64(-1); ; {
+		rows, err := s.conn().QueryContext(ctx, `SELECT idx, session, seq, prev, hash, envelope, created_ns FROM entries
+			WHERE idx > ? ORDER BY idx LIMIT ?`, from, page)
+		if err != nil {
+			return fmt.Errorf("store: entries: %w", s.classify(err))
+		}
+		type raw struct {
+			e          Entry
+			seq        int64
+			prev, hash []byte
+			created    int64
+		}
+		var batch []raw
+		for rows.Next() {
+			var r raw
+			if err := rows.Scan(&r.e.Index, &r.e.Session, &r.seq, &r.prev, &r.hash, &r.e.Envelope, &r.created); err != nil {
+				rows.Close()
+				return fmt.Errorf("store: entries: %w", s.classify(err))
+			}
+			batch = append(batch, r)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("store: entries: %w", s.classify(err))
+		}
+		for _, r := range batch {
+			e := r.e
+			e.Time = fromUnixNano(r.created)
+			var damage error
+			if r.seq < 1 {
+				damage = corruptf("log index %d has sequence %d", e.Index, r.seq)
+			} else {
+				e.Seq = uint64(r.seq)
+			}
+			if p, err := hash32("entry prev", r.prev); err != nil {
+				damage = err
+			} else {
+				e.Prev = p
+			}
+			if h, err := hash32("entry hash", r.hash); err != nil {
+				damage = err
+			} else {
+				e.Hash = h
+				if blake3.Sum256(e.Envelope) != h && damage == nil {
+					damage = corruptf("the envelope does not hash to the row's chain hash")
+				}
+			}
+			if err := fn(e, damage); err != nil {
+				return err
+			}
+			from = e.Index
+		}
+		if len(batch) < page {
+			return nil
+		}
+	}
 }

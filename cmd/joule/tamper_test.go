@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/joulehook/joule/core/gate"
+)
+
+// The tamper tests edit a real store the way an agent running as the
+// user could (a second process writing the database with SQL, on SQLite
+// and on PostgreSQL), then run the real binary: no edit may make `joule
+// gate` allow what the signed facts deny, and `joule store check` and
+// `joule receipts verify` must report every edit, naming the grant and the
+// session and SEQ it concerns, with exit status 1.
+
+// tamperHome is a home whose one grant allows go test and pays for
+// exactly three Bash decisions (50 mJ each), and a second connection to
+// its store.
+type tamperHome struct {
+	env []string
+	ws  string
+	db  *sql.DB
+	pg  bool
+	id  string // the grant
+}
+
+func newTamperHome(t *testing.T, backend string) *tamperHome {
+	t.Helper()
+	h := &tamperHome{pg: backend == "postgres"}
+	var err error
+	if h.pg {
+		var url string
+		_, url, h.env, h.ws = teamHome(t, 3)
+		h.db, err = sql.Open("pgx", url)
+	} else {
+		h.env, h.ws = initHome(t, "--template", "", "--allow", "Bash(go test:*)", "--budget", "150mJ")
+		home := strings.TrimPrefix(h.env[0], "JOULE_HOME=")
+		h.db, err = sql.Open("sqlite", filepath.Join(home, StoreFile))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.db.Close() })
+	if err := h.db.QueryRow(`SELECT id FROM grants`).Scan(&h.id); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// exec runs one statement of the attacker's, ? placeholders on both.
+func (h *tamperHome) exec(t *testing.T, query string, args ...any) {
+	t.Helper()
+	if h.pg {
+		for i := 1; strings.Contains(query, "?"); i++ {
+			query = strings.Replace(query, "?", fmt.Sprintf("$%d", i), 1)
+		}
+	}
+	if _, err := h.db.ExecContext(context.Background(), query, args...); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+}
+
+func (h *tamperHome) gate(t *testing.T) decision {
+	t.Helper()
+	return gateOnce(t, h.env, fmt.Sprintf(`{"session_id":"s1","tool":"Bash","input":{"command":"go test ./..."},"cwd":%q}`, h.ws))
+}
+
+// flip changes one byte in the middle of a blob column of one row.
+func (h *tamperHome) flip(t *testing.T, table, column, where string, args ...any) {
+	t.Helper()
+	var b []byte
+	q := fmt.Sprintf(`SELECT %s FROM %s WHERE %s`, column, table, where)
+	if h.pg {
+		for i := 1; strings.Contains(q, "?"); i++ {
+			q = strings.Replace(q, "?", fmt.Sprintf("$%d", i), 1)
+		}
+	}
+	if err := h.db.QueryRow(q, args...).Scan(&b); err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0x01
+	h.exec(t, fmt.Sprintf(`UPDATE %s SET %s = ? WHERE %s`, table, column, where), append([]any{b}, args...)...)
+}
+
+func TestTamperedStore(t *testing.T) {
+	tests := []struct {
+		name  string
+		spend int // allowed decisions before the edit
+		edit  func(t *testing.T, h *tamperHome)
+		// gate is the code the next go test gets after the edit: what the
+		// signed facts say, or store-corrupt; never an allow they deny.
+		gate string
+		// found must all be in store check's output.
+		found []string
+	}{
+		{"budget raised after the signed budget is spent", 3, func(t *testing.T, h *tamperHome) {
+			h.exec(t, `UPDATE grants SET budget_uj = 1000000000000 WHERE id = ?`, h.id)
+		}, gate.CodeStoreCorrupt, []string{"budget_uj column says 1000000000000 µJ, the signed grant 150000 µJ", "session s1 seq 3"}},
+		{"budget lowered", 0, func(t *testing.T, h *tamperHome) {
+			h.exec(t, `UPDATE grants SET budget_uj = 0 WHERE id = ?`, h.id)
+		}, gate.CodeStoreCorrupt, []string{"budget_uj column says 0 µJ"}},
+		{"spent lowered after the budget is spent", 3, func(t *testing.T, h *tamperHome) {
+			h.exec(t, `UPDATE grants SET spent_uj = 0 WHERE id = ?`, h.id)
+		}, gate.CodeStoreCorrupt, []string{"spent_uj says 0 µJ, its ledger adds up to 150000 µJ", "session s1 seq 4"}},
+		{"spent raised", 1, func(t *testing.T, h *tamperHome) {
+			h.exec(t, `UPDATE grants SET spent_uj = spent_uj + 1 WHERE id = ?`, h.id)
+		}, gate.CodeStoreCorrupt, []string{"spent_uj says 50001 µJ"}},
+		{"reserved raised", 0, func(t *testing.T, h *tamperHome) {
+			h.exec(t, `UPDATE grants SET reserved_uj = 7 WHERE id = ?`, h.id)
+		}, gate.CodeStoreCorrupt, []string{"reserved_uj says 7 µJ, its open reservations hold 0 µJ"}},
+		{"parent column set", 1, func(t *testing.T, h *tamperHome) {
+			h.exec(t, `UPDATE grants SET parent = id WHERE id = ?`, h.id)
+		}, gate.CodeStoreCorrupt, []string{"parent column says", "session s1 seq 1"}},
+		{"envelope byte flipped", 1, func(t *testing.T, h *tamperHome) {
+			h.flip(t, "grants", "signed", "id = ?", h.id)
+		}, gate.CodeGrantInvalid, []string{"its envelope does not verify", "session s1 seq 1"}},
+		{"envelope swapped for a broader, longer grant", 3, func(t *testing.T, h *tamperHome) {
+			r := joule(t, nil, h.env, "grant", "issue", "--template", "", "--allow", "Bash", "--budget", "1000J", "--ttl", "1000h", "--workspace", h.ws)
+			if r.code != 0 {
+				t.Fatalf("grant issue: %+v", r)
+			}
+			h.exec(t, `UPDATE grants SET signed = (SELECT signed FROM grants WHERE id <> ?), budget_uj = 1000000000 WHERE id = ?`, h.id, h.id)
+		}, gate.CodeGrantInvalid, []string{"its envelope is grant"}},
+		{"grant row deleted", 1, func(t *testing.T, h *tamperHome) {
+			h.exec(t, `DELETE FROM ledger WHERE grant_id = ?`, h.id)
+			h.exec(t, `DELETE FROM grants WHERE id = ?`, h.id)
+		}, gate.CodeGrantInvalid, []string{"its row is missing from the store", "the signed receipt debited 50000 µJ, which the ledger does not hold"}},
+		{"receipt envelope flipped", 3, func(t *testing.T, h *tamperHome) {
+			h.flip(t, "entries", "envelope", "session = ? AND seq = ?", "s1", 2)
+		}, gate.CodeBudgetExceeded, []string{"session s1 seq 2: receipt row damaged", "session s1 seq 2: the ledger debits 50000 µJ for a receipt that does not verify"}},
+		{"receipt and its debit deleted", 3, func(t *testing.T, h *tamperHome) {
+			h.exec(t, `DELETE FROM ledger WHERE entry = (SELECT idx FROM entries WHERE session = 's1' AND seq = 2)`)
+			h.exec(t, `DELETE FROM entries WHERE session = 's1' AND seq = 2`)
+			h.exec(t, `UPDATE grants SET spent_uj = spent_uj - 50000 WHERE id = ?`, h.id)
+		}, gate.CodeStoreCorrupt, []string{"session s1 seq 2: receipts 2 to 2 of the session are missing",
+			"grant %s session s1 seq 3: a ledger row's running total says 150000 µJ, the grant's rows up to it add up to 100000 µJ"}},
+		{"debit duplicated", 1, func(t *testing.T, h *tamperHome) {
+			h.exec(t, `INSERT INTO ledger (grant_id, amount_uj, total_uj, entry, created_ns) SELECT grant_id, amount_uj, total_uj + amount_uj, entry, created_ns FROM ledger`)
+			h.exec(t, `UPDATE grants SET spent_uj = spent_uj * 2 WHERE id = ?`, h.id)
+		}, gate.CodeAllowed, []string{"grant %s session s1 seq 1: the ledger debits this receipt twice"}},
+		{"ledger history rewritten consistently", 3, func(t *testing.T, h *tamperHome) {
+			// Every debit row and the cache together: the decision
+			// path cannot see this without recomputing from the
+			// receipts (docs/receipts.md, "What a decision reads");
+			// store check does.
+			h.exec(t, `DELETE FROM ledger WHERE grant_id = ?`, h.id)
+			h.exec(t, `UPDATE grants SET spent_uj = 0 WHERE id = ?`, h.id)
+		}, "", []string{"grant %s session s1 seq 1: the signed receipt debited 50000 µJ, which the ledger does not hold", "session s1 seq 3: the signed receipt debited"}},
+	}
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			for _, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					h := newTamperHome(t, backend)
+					for i := range tt.spend {
+						if d := h.gate(t); d.Decision != "allow" {
+							t.Fatalf("decision %d before the edit: %+v", i+1, d)
+						}
+					}
+					if r := joule(t, nil, h.env, "store", "check"); r.code != 0 {
+						t.Fatalf("store check before the edit: %+v", r)
+					}
+					tt.edit(t, h)
+					if tt.gate != "" {
+						d := h.gate(t)
+						if d.Code != tt.gate {
+							t.Errorf("gate after the edit: %+v, want code %s", d, tt.gate)
+						}
+						if tt.gate == gate.CodeStoreCorrupt && !strings.Contains(d.Reason, h.id) && !strings.Contains(tt.name, "deleted") {
+							t.Errorf("store-corrupt does not name grant %s: %s", h.id, d.Reason)
+						}
+					}
+					r := joule(t, nil, h.env, "store", "check")
+					if r.code != 1 {
+						t.Errorf("store check exit %d, want 1:\n%s%s", r.code, r.stdout, r.stderr)
+					}
+					for _, want := range tt.found {
+						if strings.Contains(want, "%s") {
+							want = fmt.Sprintf(want, h.id)
+						}
+						if !strings.Contains(r.stdout, want) {
+							t.Errorf("store check does not say %q:\n%s", want, r.stdout)
+						}
+					}
+					if !strings.Contains(r.stdout, "grant "+h.id) {
+						t.Errorf("store check names no grant:\n%s", r.stdout)
+					}
+					v := joule(t, nil, h.env, "receipts", "verify")
+					if v.code != 1 || !strings.Contains(v.stdout, "FAIL store: ") {
+						t.Errorf("receipts verify exit %d, want 1 with a store failure:\n%s%s", v.code, v.stdout, v.stderr)
+					}
+				})
+			}
+		})
+	}
+}
