@@ -3,9 +3,13 @@ package main
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/joulehook/joule/core/gate"
@@ -197,5 +201,73 @@ func TestTamperedStore(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// TestStoreFileModes: joule init and a decision leave the home 0700 and the
+// store (with its -wal and -shm files) and key 0600, whatever the umask;
+// doctor fails a home or store others can write, warns on one they can
+// read, and its hint is the chmod that fixes it, which then passes.
+func TestStoreFileModes(t *testing.T) {
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
+	env, ws := initHome(t)
+	gateOnce(t, env, fmt.Sprintf(`{"session_id":"s1","tool":"Bash","input":{"command":"go test ./..."},"cwd":%q}`, ws))
+	home := strings.TrimPrefix(env[0], "JOULE_HOME=")
+	db := filepath.Join(home, StoreFile)
+	for path, want := range map[string]os.FileMode{home: 0o700, db: 0o600, db + "-wal": 0o600, db + "-shm": 0o600, filepath.Join(home, "steward.key"): 0o600} {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode().Perm(); got != want {
+			t.Errorf("%s is mode %04o, want %04o", path, got, want)
+		}
+	}
+	doctorFiles := func() (string, string) {
+		r := joule(t, nil, env, "doctor", "--json")
+		var fs []finding
+		if err := json.Unmarshal([]byte(r.stdout), &fs); err != nil {
+			t.Fatalf("doctor --json: %v\n%s", err, r.stdout)
+		}
+		for _, f := range fs {
+			if f.Check == "files" {
+				return f.Status, f.Hint
+			}
+		}
+		t.Fatalf("doctor has no files check:\n%s", r.stdout)
+		return "", ""
+	}
+	if status, _ := doctorFiles(); status != statusOK {
+		t.Errorf("doctor files on a fresh home: %s", status)
+	}
+	for _, tc := range []struct {
+		path   string
+		mode   os.FileMode
+		status string
+	}{
+		{db, 0o666, statusFail},
+		{db + "-wal", 0o620, statusFail},
+		{home, 0o755, statusWarn},
+		{db, 0o640, statusWarn},
+	} {
+		if strings.HasSuffix(tc.path, "-wal") {
+			// Doctor's own store open and close removed it.
+			gateOnce(t, env, fmt.Sprintf(`{"session_id":"s1","tool":"Bash","input":{"command":"go test ./..."},"cwd":%q}`, ws))
+		}
+		if err := os.Chmod(tc.path, tc.mode); err != nil {
+			t.Fatal(err)
+		}
+		status, hint := doctorFiles()
+		if status != tc.status || !strings.Contains(hint, "chmod") || !strings.Contains(hint, tc.path) {
+			t.Errorf("%s mode %04o: doctor says %s, hint %q", tc.path, tc.mode, status, hint)
+			continue
+		}
+		if out, err := exec.Command("sh", "-c", hint).CombinedOutput(); err != nil {
+			t.Fatalf("hint %q: %v\n%s", hint, err, out)
+		}
+		if status, _ := doctorFiles(); status != statusOK {
+			t.Errorf("after %q doctor files says %s", hint, status)
+		}
 	}
 }
