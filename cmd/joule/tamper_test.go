@@ -101,52 +101,55 @@ func TestTamperedStore(t *testing.T) {
 		gate string
 		// found must all be in store check's output.
 		found []string
+		// show must all be in grant show's output, when set.
+		show []string
 	}{
 		{"budget raised after the signed budget is spent", 3, func(t *testing.T, h *tamperHome) {
 			h.exec(t, `UPDATE grants SET budget_uj = 1000000000000 WHERE id = ?`, h.id)
-		}, gate.CodeStoreCorrupt, []string{"budget_uj column says 1000000000000 µJ, the signed grant 150000 µJ", "session s1 seq 3"}},
+		}, gate.CodeStoreCorrupt, []string{"budget_uj column says 1000000000000 µJ, the signed grant 150000 µJ", "session s1 seq 3"},
+			[]string{`"budget_uj": 150000`, `"remaining_uj": 0`, `"store_fault": "budget_uj column says 1000000000000 µJ`}},
 		{"budget lowered", 0, func(t *testing.T, h *tamperHome) {
 			h.exec(t, `UPDATE grants SET budget_uj = 0 WHERE id = ?`, h.id)
-		}, gate.CodeStoreCorrupt, []string{"budget_uj column says 0 µJ"}},
+		}, gate.CodeStoreCorrupt, []string{"budget_uj column says 0 µJ"}, nil},
 		{"spent lowered after the budget is spent", 3, func(t *testing.T, h *tamperHome) {
 			h.exec(t, `UPDATE grants SET spent_uj = 0 WHERE id = ?`, h.id)
-		}, gate.CodeStoreCorrupt, []string{"spent_uj says 0 µJ, its ledger adds up to 150000 µJ", "session s1 seq 4"}},
+		}, gate.CodeStoreCorrupt, []string{"spent_uj says 0 µJ, its ledger adds up to 150000 µJ", "session s1 seq 4"}, nil},
 		{"spent raised", 1, func(t *testing.T, h *tamperHome) {
 			h.exec(t, `UPDATE grants SET spent_uj = spent_uj + 1 WHERE id = ?`, h.id)
-		}, gate.CodeStoreCorrupt, []string{"spent_uj says 50001 µJ"}},
+		}, gate.CodeStoreCorrupt, []string{"spent_uj says 50001 µJ"}, nil},
 		{"reserved raised", 0, func(t *testing.T, h *tamperHome) {
 			h.exec(t, `UPDATE grants SET reserved_uj = 7 WHERE id = ?`, h.id)
-		}, gate.CodeStoreCorrupt, []string{"reserved_uj says 7 µJ, its open reservations hold 0 µJ"}},
+		}, gate.CodeStoreCorrupt, []string{"reserved_uj says 7 µJ, its open reservations hold 0 µJ"}, nil},
 		{"parent column set", 1, func(t *testing.T, h *tamperHome) {
 			h.exec(t, `UPDATE grants SET parent = id WHERE id = ?`, h.id)
-		}, gate.CodeStoreCorrupt, []string{"parent column says", "session s1 seq 1"}},
+		}, gate.CodeStoreCorrupt, []string{"parent column says", "session s1 seq 1"}, nil},
 		{"envelope byte flipped", 1, func(t *testing.T, h *tamperHome) {
 			h.flip(t, "grants", "signed", "id = ?", h.id)
-		}, gate.CodeGrantInvalid, []string{"its envelope does not verify", "session s1 seq 1"}},
+		}, gate.CodeGrantInvalid, []string{"its envelope does not verify", "session s1 seq 1"}, nil},
 		{"envelope swapped for a broader, longer grant", 3, func(t *testing.T, h *tamperHome) {
 			r := joule(t, nil, h.env, "grant", "issue", "--template", "", "--allow", "Bash", "--budget", "1000J", "--ttl", "1000h", "--workspace", h.ws)
 			if r.code != 0 {
 				t.Fatalf("grant issue: %+v", r)
 			}
 			h.exec(t, `UPDATE grants SET signed = (SELECT signed FROM grants WHERE id <> ?), budget_uj = 1000000000 WHERE id = ?`, h.id, h.id)
-		}, gate.CodeGrantInvalid, []string{"its envelope is grant"}},
+		}, gate.CodeGrantInvalid, []string{"its envelope is grant"}, nil},
 		{"grant row deleted", 1, func(t *testing.T, h *tamperHome) {
 			h.exec(t, `DELETE FROM ledger WHERE grant_id = ?`, h.id)
 			h.exec(t, `DELETE FROM grants WHERE id = ?`, h.id)
-		}, gate.CodeGrantInvalid, []string{"its row is missing from the store", "the signed receipt debited 50000 µJ, which the ledger does not hold"}},
+		}, gate.CodeGrantInvalid, []string{"its row is missing from the store", "the signed receipt debited 50000 µJ, which the ledger does not hold"}, nil},
 		{"receipt envelope flipped", 3, func(t *testing.T, h *tamperHome) {
 			h.flip(t, "entries", "envelope", "session = ? AND seq = ?", "s1", 2)
-		}, gate.CodeBudgetExceeded, []string{"session s1 seq 2: receipt row damaged", "session s1 seq 2: the ledger debits 50000 µJ for a receipt that does not verify"}},
+		}, gate.CodeBudgetExceeded, []string{"session s1 seq 2: receipt row damaged", "session s1 seq 2: the ledger debits 50000 µJ for a receipt that does not verify"}, nil},
 		{"receipt and its debit deleted", 3, func(t *testing.T, h *tamperHome) {
 			h.exec(t, `DELETE FROM ledger WHERE entry = (SELECT idx FROM entries WHERE session = 's1' AND seq = 2)`)
 			h.exec(t, `DELETE FROM entries WHERE session = 's1' AND seq = 2`)
 			h.exec(t, `UPDATE grants SET spent_uj = spent_uj - 50000 WHERE id = ?`, h.id)
 		}, gate.CodeStoreCorrupt, []string{"session s1 seq 2: receipts 2 to 2 of the session are missing",
-			"grant %s session s1 seq 3: a ledger row's running total says 150000 µJ, the grant's rows up to it add up to 100000 µJ"}},
+			"grant %s session s1 seq 3: a ledger row's running total says 150000 µJ, the grant's rows up to it add up to 100000 µJ"}, nil},
 		{"debit duplicated", 1, func(t *testing.T, h *tamperHome) {
 			h.exec(t, `INSERT INTO ledger (grant_id, amount_uj, total_uj, entry, created_ns) SELECT grant_id, amount_uj, total_uj + amount_uj, entry, created_ns FROM ledger`)
 			h.exec(t, `UPDATE grants SET spent_uj = spent_uj * 2 WHERE id = ?`, h.id)
-		}, gate.CodeAllowed, []string{"grant %s session s1 seq 1: the ledger debits this receipt twice"}},
+		}, gate.CodeAllowed, []string{"grant %s session s1 seq 1: the ledger debits this receipt twice"}, nil},
 		{"ledger history rewritten consistently", 3, func(t *testing.T, h *tamperHome) {
 			// Every debit row and the cache together: the decision
 			// path cannot see this without recomputing from the
@@ -154,7 +157,7 @@ func TestTamperedStore(t *testing.T) {
 			// store check does.
 			h.exec(t, `DELETE FROM ledger WHERE grant_id = ?`, h.id)
 			h.exec(t, `UPDATE grants SET spent_uj = 0 WHERE id = ?`, h.id)
-		}, "", []string{"grant %s session s1 seq 1: the signed receipt debited 50000 µJ, which the ledger does not hold", "session s1 seq 3: the signed receipt debited"}},
+		}, "", []string{"grant %s session s1 seq 1: the signed receipt debited 50000 µJ, which the ledger does not hold", "session s1 seq 3: the signed receipt debited"}, nil},
 	}
 	for _, backend := range []string{"sqlite", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
@@ -177,6 +180,14 @@ func TestTamperedStore(t *testing.T) {
 						}
 						if tt.gate == gate.CodeStoreCorrupt && !strings.Contains(d.Reason, h.id) && !strings.Contains(tt.name, "deleted") {
 							t.Errorf("store-corrupt does not name grant %s: %s", h.id, d.Reason)
+						}
+					}
+					if tt.show != nil {
+						r := joule(t, nil, h.env, "grant", "show", h.id)
+						for _, want := range tt.show {
+							if !strings.Contains(r.stdout, want) {
+								t.Errorf("grant show does not say %s:\n%s%s", want, r.stdout, r.stderr)
+							}
 						}
 					}
 					r := joule(t, nil, h.env, "store", "check")
