@@ -120,6 +120,11 @@ func TestTamperedStore(t *testing.T) {
 		{"reserved raised", 0, func(t *testing.T, h *tamperHome) {
 			h.exec(t, `UPDATE grants SET reserved_uj = 7 WHERE id = ?`, h.id)
 		}, gate.CodeStoreCorrupt, []string{"reserved_uj says 7 µJ, its open reservations hold 0 µJ"}, nil},
+		{"reservation forged beyond the signed budget", 1, func(t *testing.T, h *tamperHome) {
+			h.exec(t, `INSERT INTO reservations (id, amount_uj, created_ns) VALUES (77, 9000000, 0)`)
+			h.exec(t, `INSERT INTO reservation_grants (reservation, grant_id) VALUES (77, ?)`, h.id)
+			h.exec(t, `UPDATE grants SET reserved_uj = 9000000 WHERE id = ?`, h.id)
+		}, gate.CodeBudgetExceeded, []string{"reservation 77 holds 9000000 µJ, more than the signed budget of 150000 µJ"}, nil},
 		{"parent column set", 1, func(t *testing.T, h *tamperHome) {
 			h.exec(t, `UPDATE grants SET parent = id WHERE id = ?`, h.id)
 		}, gate.CodeStoreCorrupt, []string{"parent column says", "session s1 seq 1"}, nil},
