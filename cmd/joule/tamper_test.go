@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/joulehook/joule/core/gate"
+	"github.com/joulehook/joule/core/store/pgtest"
 )
 
 // The tamper tests edit a real store the way an agent running as the
@@ -33,14 +34,29 @@ type tamperHome struct {
 	id  string // the grant
 }
 
-func newTamperHome(t *testing.T, backend string) *tamperHome {
+func newTamperHome(t *testing.T, srv *pgtest.Server) *tamperHome {
 	t.Helper()
-	h := &tamperHome{pg: backend == "postgres"}
+	h := &tamperHome{pg: srv != nil}
 	var err error
 	if h.pg {
-		var url string
-		_, url, h.env, h.ws = teamHome(t, 3)
+		// A new database on the one server of the test, and a home
+		// whose store it is (as teamHome, without a server each).
+		url, err := srv.NewDatabase("tamper")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir, _ := filepath.EvalSymlinks(t.TempDir())
+		h.ws = filepath.Join(dir, "ws")
+		os.MkdirAll(filepath.Join(h.ws, "src"), 0o755)
+		h.env = []string{"JOULE_HOME=" + filepath.Join(dir, "home"), "HOME=" + filepath.Join(dir, "userhome"), StoreEnv + "=" + url}
+		if r := joule(t, nil, h.env, "init", "--steward", "team.example", "--workspace", h.ws,
+			"--template", "", "--allow", "Bash(go test:*)", "--budget", "150mJ"); r.code != 0 {
+			t.Fatalf("init: %+v", r)
+		}
 		h.db, err = sql.Open("pgx", url)
+		if err != nil {
+			t.Fatal(err)
+		}
 	} else {
 		h.env, h.ws = initHome(t, "--template", "", "--allow", "Bash(go test:*)", "--budget", "150mJ")
 		home := strings.TrimPrefix(h.env[0], "JOULE_HOME=")
@@ -166,9 +182,17 @@ func TestTamperedStore(t *testing.T) {
 	}
 	for _, backend := range []string{"sqlite", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
+			var srv *pgtest.Server
+			if backend == "postgres" {
+				var err error
+				if srv, err = pgtest.Start(pgtest.Require(t)); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { srv.Stop() })
+			}
 			for _, tt := range tests {
 				t.Run(tt.name, func(t *testing.T) {
-					h := newTamperHome(t, backend)
+					h := newTamperHome(t, srv)
 					for i := range tt.spend {
 						if d := h.gate(t); d.Decision != "allow" {
 							t.Fatalf("decision %d before the edit: %+v", i+1, d)
