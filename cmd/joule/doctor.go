@@ -22,6 +22,7 @@ import (
 
 	"github.com/joulehook/joule/core/grant"
 	"github.com/joulehook/joule/core/identity"
+	storepkg "github.com/joulehook/joule/core/store"
 	"github.com/joulehook/joule/energy"
 	"github.com/joulehook/joule/energy/proxy"
 	"github.com/joulehook/joule/tiers/l2"
@@ -127,6 +128,9 @@ func (d *doctor) run(ctx context.Context, root string, probe bool) {
 		return
 	}
 	d.add("config", statusOK, "config.json and meter.json parse; tiers on: "+strings.Join(onTiers(tc), " "), "")
+	if loc, err := storeLocation(home, cfg); err == nil {
+		d.files(home, loc)
+	}
 	ep, err := openEndpoint()
 	if err != nil {
 		d.add("store", statusFail, err.Error(), "check the store setting in config.json and that $JOULE_HOME is writable")
@@ -141,6 +145,67 @@ func (d *doctor) run(ctx context.Context, root string, probe bool) {
 	d.proxy(home)
 	d.tools(tc)
 	d.counters(ctx, probe)
+}
+
+// files flags a home, store or key that other users can write (fail) or
+// read (warn): the store and the key must be the user's alone (0600 in a
+// 0700 directory), and the hint is the chmod that makes them so.
+func (d *doctor) files(home, store string) {
+	dirs := []string{home}
+	files := []string{filepath.Join(home, identity.KeyFile)}
+	if !storepkg.IsURL(store) {
+		files = append(files, store, store+"-wal", store+"-shm")
+		if dir := filepath.Dir(store); dir != home {
+			dirs = append(dirs, dir)
+		}
+	}
+	var writable, readable, loose []string
+	check := func(path string, want os.FileMode) {
+		fi, err := os.Stat(path)
+		if err != nil {
+			return // absent: nothing to expose
+		}
+		mode := fi.Mode().Perm()
+		switch {
+		case mode&0o022 != 0:
+			writable = append(writable, fmt.Sprintf("%s is mode %04o", path, mode))
+		case mode&^want != 0:
+			readable = append(readable, fmt.Sprintf("%s is mode %04o", path, mode))
+		default:
+			return
+		}
+		fix := fmt.Sprintf("chmod %o %s", want, shellQuote(path))
+		if strings.HasSuffix(path, "-wal") || strings.HasSuffix(path, "-shm") {
+			// SQLite removes them when the last connection closes
+			// (this doctor's own, say) and recreates them with the
+			// store's mode.
+			fix = fmt.Sprintf("{ [ ! -e %s ] || %s; }", shellQuote(path), fix)
+		}
+		loose = append(loose, fix)
+	}
+	for _, dir := range dirs {
+		check(dir, 0o700)
+	}
+	for _, f := range files {
+		check(f, 0o600)
+	}
+	hint := strings.Join(loose, " && ")
+	switch {
+	case len(writable) > 0:
+		d.add("files", statusFail, "other users can write the store, key or home: "+strings.Join(append(writable, readable...), "; "), hint)
+	case len(readable) > 0:
+		d.add("files", statusWarn, "other users can read the store, key or home: "+strings.Join(readable, "; "), hint)
+	default:
+		d.add("files", statusOK, "home 0700, store and key 0600: the user's alone", "")
+	}
+}
+
+// shellQuote quotes path for a command line the user pastes.
+func shellQuote(path string) string {
+	if path != "" && strings.Trim(path, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+") == "" {
+		return path
+	}
+	return "'" + strings.ReplaceAll(path, "'", `'\''`) + "'"
 }
 
 func onTiers(tc *tiersConfig) []string {

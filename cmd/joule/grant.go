@@ -339,7 +339,10 @@ func runGrant(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		out := map[string]any{"id": id, "grant": s.Grant, "issuer_name": s.IssuerName, "spent_uj": rec.SpentUJ,
-			"reserved_uj": rec.ReservedUJ, "remaining_uj": rec.RemainingUJ(), "revoked": rec.Revoked}
+			"reserved_uj": rec.ReservedUJ, "remaining_uj": signedRemaining(rec, s), "revoked": rec.Revoked}
+		if fault := columnFault(rec, s); fault != "" {
+			out["store_fault"] = fault + ": decisions on this grant are denied store-corrupt (run 'joule store check')"
+		}
 		b, _ := json.MarshalIndent(out, "", "  ")
 		fmt.Fprintf(e.stdout, "%s\n", b)
 	case "use":
@@ -405,13 +408,41 @@ func grantList(ctx context.Context, e *env, ep *endpoint) error {
 		if r.ID == active {
 			state += ",active"
 		}
-		parent := r.Parent
-		if parent == "" {
-			parent = "-"
+		budget, left := "?", "?"
+		if err == nil {
+			// The signed figures; a column that disagrees is a fault.
+			budget, left = grant.FormatEnergy(s.Grant.BudgetUJ), grant.FormatEnergy(signedRemaining(r, s))
+			if columnFault(r, s) != "" {
+				state = "store-corrupt"
+			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, shortID(parent), grant.FormatEnergy(r.BudgetUJ), grant.FormatEnergy(r.SpentUJ), grant.FormatEnergy(r.RemainingUJ()), expires, state)
+		parent := "-"
+		if err == nil && s.Grant.Parent != "" {
+			parent = s.Grant.Parent
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, shortID(parent), budget, grant.FormatEnergy(r.SpentUJ), left, expires, state)
 	}
 	return tw.Flush()
+}
+
+// signedRemaining is what rec can still pay under its signed budget.
+func signedRemaining(rec store.GrantRecord, s *grant.Signed) uint64 {
+	rec.BudgetUJ = s.Grant.BudgetUJ
+	return rec.RemainingUJ()
+}
+
+// columnFault says how rec's budget or parent column disagrees with its
+// verified envelope s, or "".
+func columnFault(rec store.GrantRecord, s *grant.Signed) string {
+	switch {
+	case s.ID.String() != rec.ID:
+		return fmt.Sprintf("the stored envelope is grant %s", s.ID)
+	case rec.BudgetUJ != s.Grant.BudgetUJ:
+		return fmt.Sprintf("budget_uj column says %d µJ, the signed grant %d µJ", rec.BudgetUJ, s.Grant.BudgetUJ)
+	case rec.Parent != s.Grant.Parent:
+		return fmt.Sprintf("parent column says %q, the signed grant %q", rec.Parent, s.Grant.Parent)
+	}
+	return ""
 }
 
 func shortID(id string) string {

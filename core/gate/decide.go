@@ -44,6 +44,7 @@ const (
 	CodeUnanalyzable    = "unanalyzable-command"
 	CodeSelfTamper      = "self-tamper"
 	CodeStoreError      = "store-unavailable"
+	CodeStoreCorrupt    = "store-corrupt"
 	CodeInternal        = "internal-error"
 )
 

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/joulehook/joule/core"
@@ -48,6 +49,9 @@ type Gate struct {
 	// decision, and verifying its Ed25519 signatures was a fifth of one.
 	// Revocation, expiry and budget are read afresh every time.
 	opened sync.Map // core.ID → *grant.Signed
+
+	// checking is the store the gate installed its GrantCheck on.
+	checking atomic.Pointer[store.Store]
 }
 
 // SettingActive is the store setting naming the active grant; a session may
@@ -99,7 +103,10 @@ func (g *Gate) decide(ctx context.Context, ev *Event, cannotAsk string) Result {
 	chain, err := g.ActiveChain(ctx, ev.SessionID)
 	if err != nil {
 		code := CodeNoActiveGrant
+		var fault *store.GrantFaultError
 		switch {
+		case errors.As(err, &fault):
+			return g.seal(ctx, ev, ev.Input, deny(CodeStoreCorrupt, "%v", err), nil)
 		case errors.Is(err, store.ErrRevoked):
 			code = CodeGrantRevoked
 		case errors.Is(err, errInvalidGrant):
@@ -197,8 +204,12 @@ func (g *Gate) ActiveChain(ctx context.Context, session string) (grant.Chain, er
 	return g.LoadChain(ctx, id)
 }
 
-// LoadChain loads grant id and its ancestors, root first.
+// LoadChain loads grant id and its ancestors, root first. Everything a
+// decision reads of a grant (rules, roots, expiry, budget, parent) comes
+// from its verified envelope; a budget_uj or parent column that disagrees
+// with it is a *store.GrantFaultError.
 func (g *Gate) LoadChain(ctx context.Context, id string) (grant.Chain, error) {
+	g.checkStore()
 	var chain grant.Chain
 	for depth := 0; id != ""; depth++ {
 		if depth > 16 {
@@ -221,10 +232,51 @@ func (g *Gate) LoadChain(ctx context.Context, id string) (grant.Chain, error) {
 		if s.ID.String() != id {
 			return nil, fmt.Errorf("%w: stored grant %s has id %s", errInvalidGrant, id, s.ID)
 		}
+		if err := columnsMatch(rec, s); err != nil {
+			return nil, err
+		}
 		chain = append(grant.Chain{s}, chain...)
 		id = s.Grant.Parent
 	}
 	return chain, nil
+}
+
+// columnsMatch reports a grant row whose budget or parent column
+// disagrees with its verified envelope.
+func columnsMatch(rec store.GrantRecord, s *grant.Signed) error {
+	if rec.BudgetUJ != s.Grant.BudgetUJ {
+		return &store.GrantFaultError{GrantID: rec.ID, Reason: fmt.Sprintf("budget_uj column says %d µJ, the signed grant %d µJ", rec.BudgetUJ, s.Grant.BudgetUJ)}
+	}
+	if rec.Parent != s.Grant.Parent {
+		return &store.GrantFaultError{GrantID: rec.ID, Reason: fmt.Sprintf("parent column says %q, the signed grant %q", rec.Parent, s.Grant.Parent)}
+	}
+	return nil
+}
+
+// checkStore installs, once per store, the gate's envelope check on the
+// store's decision paths (store.CheckGrantsWith), so that a debit or a
+// reservation reads a grant's budget from its verified envelope, sharing
+// the gate's cache of verified envelopes.
+func (g *Gate) checkStore() {
+	if g.Store == nil || g.checking.Load() == g.Store {
+		return
+	}
+	g.Store.CheckGrantsWith(g.CheckGrant)
+	g.checking.Store(g.Store)
+}
+
+// CheckGrant is the gate's store.GrantCheck: it verifies a stored grant
+// envelope against the trusted issuers (once per envelope) and that id is
+// its own.
+func (g *Gate) CheckGrant(id string, signed []byte) (store.SignedGrant, error) {
+	s, err := g.open(signed)
+	if err != nil {
+		return store.SignedGrant{}, err
+	}
+	if s.ID.String() != id {
+		return store.SignedGrant{}, fmt.Errorf("the envelope is grant %s", s.ID)
+	}
+	return store.SignedGrant{Parent: s.Grant.Parent, BudgetUJ: s.Grant.BudgetUJ}, nil
 }
 
 // open verifies a grant envelope against the trusted issuers, once per
@@ -310,8 +362,13 @@ func (g *Gate) seal(ctx context.Context, ev *Event, input []byte, v Verdict, cha
 }
 
 func debitVerdict(err error, cost uint64) Verdict {
-	var be *store.BudgetError
+	var (
+		be    *store.BudgetError
+		fault *store.GrantFaultError
+	)
 	switch {
+	case errors.As(err, &fault):
+		return deny(CodeStoreCorrupt, "%v", err)
 	case errors.As(err, &be):
 		return deny(CodeBudgetExceeded, "grant %s has %s left; this action costs %s", be.GrantID, grant.FormatEnergy(be.RemainingUJ), grant.FormatEnergy(cost))
 	case errors.Is(err, store.ErrRevoked):
@@ -334,6 +391,10 @@ func (g *Gate) ConsultTier(ctx context.Context, session, cwd string, tier core.T
 	ev := &Event{SessionID: session, Tool: "cascade:" + string(tier), Input: json.RawMessage("{}"), Cwd: cwd}
 	chain, err := g.ActiveChain(ctx, session)
 	if err != nil {
+		var fault *store.GrantFaultError
+		if errors.As(err, &fault) {
+			return g.seal(ctx, ev, ev.Input, deny(CodeStoreCorrupt, "%v", err), nil)
+		}
 		if isStoreFailure(err) {
 			return storeFailure(err)
 		}

@@ -66,8 +66,10 @@ type sessionHead struct {
 }
 
 type grantState struct {
-	g     GrantRecord
-	dirty bool
+	g       GrantRecord
+	orig    GrantRecord // as first read: the batch writes grants and ledger only in flush
+	dirty   bool
+	checked bool // checkDecidable passed on orig
 }
 
 type resvState struct {
@@ -80,8 +82,9 @@ type resvState struct {
 type ledgerRow struct {
 	grant       string
 	amount      uint64
-	entry       int64 // -1 for none
-	reservation int64 // 0 for none
+	total       uint64 // the grant's spent after this row
+	entry       int64  // -1 for none
+	reservation int64  // 0 for none
 	ns          int64
 }
 
@@ -125,7 +128,7 @@ func (b *batch) seal(ctx context.Context, req SealRequest) (Entry, error) {
 				return Entry{}, fmt.Errorf("grant %q: spent %d µJ + %d µJ overflows", g.ID, gs.g.SpentUJ, req.AmountUJ)
 			}
 			b.setGrant(gs, spent, gs.g.ReservedUJ)
-			b.ledger = append(b.ledger, ledgerRow{grant: g.ID, amount: req.AmountUJ, entry: e.Index, ns: unixNano(now)})
+			b.ledger = append(b.ledger, ledgerRow{grant: g.ID, amount: req.AmountUJ, total: spent, entry: e.Index, ns: unixNano(now)})
 		}
 	}
 	if req.Settle != nil {
@@ -163,6 +166,14 @@ func (b *batch) checkDebit(ctx context.Context, ids []string, amount uint64) (li
 		if err != nil {
 			return nil, nil, err
 		}
+		if !gs.checked {
+			// The database still holds the grant and its ledger as
+			// first read; what the batch changed since is its own.
+			if debitErr, err := faultOrError(b.s.checkDecidable(ctx, b.tx, gs.orig)); debitErr != nil || err != nil {
+				return nil, debitErr, err
+			}
+			gs.checked = true
+		}
 		if err := payable(id, gs.g, amount); err != nil {
 			return nil, err, nil
 		}
@@ -181,7 +192,7 @@ func (b *batch) grant(ctx context.Context, id string) (*grantState, error) {
 	if err != nil {
 		return nil, err
 	}
-	gs := &grantState{g: g}
+	gs := &grantState{g: g, orig: g}
 	b.grants[id] = gs
 	return gs, nil
 }
@@ -310,7 +321,7 @@ func (b *batch) draw(ctx context.Context, id int64, release, actual *uint64) err
 		}
 		b.setGrant(gs, spent, reserved)
 		if actual != nil && *actual > 0 {
-			b.ledger = append(b.ledger, ledgerRow{grant: gid, amount: *actual, entry: -1, reservation: id, ns: now})
+			b.ledger = append(b.ledger, ledgerRow{grant: gid, amount: *actual, total: spent, entry: -1, reservation: id, ns: now})
 		}
 	}
 	if release != nil {
@@ -352,7 +363,7 @@ func (b *batch) reservation(ctx context.Context, id int64) (*resvState, error) {
 		}
 		// A grant the batch has changed is as the batch left it.
 		if _, ok := b.grants[g.ID]; !ok {
-			b.grants[g.ID] = &grantState{g: g}
+			b.grants[g.ID] = &grantState{g: g, orig: g}
 		}
 		rs.grants = append(rs.grants, g.ID)
 	}
@@ -508,17 +519,17 @@ func (b *batch) flushLedger(ctx context.Context) error {
 	case 1:
 		r := b.ledger[0]
 		entry, resv := nullable(r)
-		_, err := b.tx.ExecContext(ctx, `INSERT INTO ledger (grant_id, amount_uj, entry, reservation, created_ns) VALUES (?, ?, ?, ?, ?)`,
-			r.grant, int64(r.amount), entry, resv, r.ns)
+		_, err := b.tx.ExecContext(ctx, `INSERT INTO ledger (grant_id, amount_uj, total_uj, entry, reservation, created_ns) VALUES (?, ?, ?, ?, ?, ?)`,
+			r.grant, int64(r.amount), int64(r.total), entry, resv, r.ns)
 		return err
 	}
 	rows := make([][]any, len(b.ledger))
 	for i, r := range b.ledger {
 		entry, resv := nullable(r)
-		rows[i] = []any{r.grant, r.amount, entry, resv, r.ns}
+		rows[i] = []any{r.grant, r.amount, r.total, entry, resv, r.ns}
 	}
-	return b.execJSON(ctx, `INSERT INTO ledger (grant_id, amount_uj, entry, reservation, created_ns)
-		SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4 FROM json_each(?) ORDER BY key`, rows)
+	return b.execJSON(ctx, `INSERT INTO ledger (grant_id, amount_uj, total_uj, entry, reservation, created_ns)
+		SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5 FROM json_each(?) ORDER BY key`, rows)
 }
 
 // execJSON runs query with rows as its JSON array parameter, after args.

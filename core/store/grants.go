@@ -40,6 +40,7 @@ func (g GrantRecord) RemainingUJ() uint64 {
 type LedgerEntry struct {
 	GrantID     string
 	AmountUJ    uint64
+	TotalUJ     uint64 // the grant's spent after this row (AllLedger only)
 	Index       int64
 	Reservation int64
 	Time        time.Time

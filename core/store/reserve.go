@@ -23,7 +23,7 @@ func (s *Store) Reserve(ctx context.Context, grants []string, amountUJ uint64) (
 		if err != nil {
 			return err
 		}
-		links, debitErr, err := checkDebit(ctx, tx, grants, amountUJ, locked)
+		links, debitErr, err := s.checkDebit(ctx, tx, grants, amountUJ, locked)
 		if err != nil {
 			return err
 		}
@@ -217,8 +217,8 @@ func (s *Store) drawReservation(ctx context.Context, tx conn, id int64, release,
 		}
 		if actual != nil && *actual > 0 {
 			if _, err := tx.ExecContext(ctx,
-				`INSERT INTO ledger (grant_id, amount_uj, reservation, created_ns) VALUES (?, ?, ?, ?)`,
-				l.id, int64(*actual), id, now); err != nil {
+				`INSERT INTO ledger (grant_id, amount_uj, total_uj, reservation, created_ns) VALUES (?, ?, ?, ?, ?)`,
+				l.id, int64(*actual), int64(spent), id, now); err != nil {
 				return err
 			}
 		}

@@ -173,6 +173,19 @@ CREATE TABLE log_head (
 );
 INSERT INTO log_head (id) VALUES (1);
 `},
+	// 2: every ledger row carries its grant's running total (spent_uj
+	// after the row), so that a decision compares the grant's cached
+	// spent_uj with one indexed row instead of summing its whole ledger;
+	// and reservations are found by grant, to compare reserved_uj.
+	{sqlite: `
+ALTER TABLE ledger ADD COLUMN total_uj INTEGER NOT NULL DEFAULT 0 CHECK (total_uj >= 0);
+UPDATE ledger SET total_uj = (SELECT SUM(l.amount_uj) FROM ledger l WHERE l.grant_id = ledger.grant_id AND l.id <= ledger.id);
+CREATE INDEX reservation_grants_by_grant ON reservation_grants (grant_id, reservation);
+`, postgres: `
+ALTER TABLE ledger ADD COLUMN total_uj BIGINT NOT NULL DEFAULT 0 CHECK (total_uj >= 0);
+UPDATE ledger SET total_uj = (SELECT SUM(l.amount_uj) FROM ledger l WHERE l.grant_id = ledger.grant_id AND l.id <= ledger.id);
+CREATE INDEX reservation_grants_by_grant ON reservation_grants (grant_id, reservation);
+`},
 }
 
 // SchemaVersion is the schema version this build writes: the number of

@@ -121,7 +121,7 @@ func (s *Store) sealOne(ctx context.Context, req SealRequest) (Entry, error) {
 // debited grants as read under their locks, or is nil to read them now.
 func (s *Store) sealTx(ctx context.Context, tx conn, req SealRequest, locked map[string]GrantRecord) (Entry, error) {
 	now := s.now()
-	links, debitErr, err := checkDebit(ctx, tx, req.Debit, req.AmountUJ, locked)
+	links, debitErr, err := s.checkDebit(ctx, tx, req.Debit, req.AmountUJ, locked)
 	if err != nil {
 		return Entry{}, err
 	}
@@ -263,9 +263,11 @@ func checkGrantList(ids []string) error {
 }
 
 // checkDebit loads the grants and reports, as debitErr, the first one that
-// cannot pay amount. err is reserved for failures of the store itself.
-// locked, when not nil, holds the grants as lockGrants read them.
-func checkDebit(ctx context.Context, q querier, ids []string, amount uint64, locked map[string]GrantRecord) (links []GrantRecord, debitErr, err error) {
+// cannot pay amount, or whose columns disagree with what is signed (a
+// *GrantFaultError: see signed.go). err is reserved for other failures of
+// the store itself. locked, when not nil, holds the grants as lockGrants
+// read them.
+func (s *Store) checkDebit(ctx context.Context, q querier, ids []string, amount uint64, locked map[string]GrantRecord) (links []GrantRecord, debitErr, err error) {
 	for _, id := range ids {
 		var g GrantRecord
 		var err error
@@ -283,12 +285,25 @@ func checkDebit(ctx context.Context, q querier, ids []string, amount uint64, loc
 		if err != nil {
 			return nil, nil, err
 		}
+		if debitErr, err := faultOrError(s.checkDecidable(ctx, q, g)); debitErr != nil || err != nil {
+			return nil, debitErr, err
+		}
 		if err := payable(id, g, amount); err != nil {
 			return nil, err, nil
 		}
 		links = append(links, g)
 	}
 	return links, nil, nil
+}
+
+// faultOrError sorts an error of checkDecidable: a grant's fault is the
+// decision's (debitErr), anything else the store's.
+func faultOrError(err error) (debitErr, storeErr error) {
+	var fault *GrantFaultError
+	if errors.As(err, &fault) {
+		return err, nil
+	}
+	return nil, err
 }
 
 // payable reports why grant g (stored as id) cannot pay amount, or nil.
@@ -316,8 +331,8 @@ func debit(ctx context.Context, tx conn, links []GrantRecord, amount uint64, idx
 		if tx.pg {
 			// One round trip for both writes.
 			if _, err := tx.ExecContext(ctx, `WITH spend AS (UPDATE grants SET spent_uj = ? WHERE id = ?)
-				INSERT INTO ledger (grant_id, amount_uj, entry, created_ns) VALUES (?, ?, ?, ?)`,
-				int64(spent), g.ID, g.ID, int64(amount), idx, unixNano(now)); err != nil {
+				INSERT INTO ledger (grant_id, amount_uj, total_uj, entry, created_ns) VALUES (?, ?, ?, ?, ?)`,
+				int64(spent), g.ID, g.ID, int64(amount), int64(spent), idx, unixNano(now)); err != nil {
 				return err
 			}
 			continue
@@ -326,8 +341,8 @@ func debit(ctx context.Context, tx conn, links []GrantRecord, amount uint64, idx
 			return err
 		}
 		if _, err := tx.ExecContext(ctx,
-			`INSERT INTO ledger (grant_id, amount_uj, entry, created_ns) VALUES (?, ?, ?, ?)`,
-			g.ID, int64(amount), idx, unixNano(now)); err != nil {
+			`INSERT INTO ledger (grant_id, amount_uj, total_uj, entry, created_ns) VALUES (?, ?, ?, ?, ?)`,
+			g.ID, int64(amount), int64(spent), idx, unixNano(now)); err != nil {
 			return err
 		}
 	}

@@ -104,6 +104,8 @@ type Store struct {
 	// walRetryAt is the size at which it tries again after a busy attempt.
 	walBusy    atomic.Bool
 	walRetryAt int64
+	// grantCheck verifies grant envelopes on decision paths (signed.go).
+	grantCheck grantCheckSlot
 }
 
 type config struct {

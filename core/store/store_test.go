@@ -222,7 +222,7 @@ func TestOpenRefusesForeignAndNewer(t *testing.T) {
 		{"other application's database", []string{"CREATE TABLE notes (body TEXT)"}, true, ErrNotStore, "no joule application id"},
 		{"other application id", []string{"PRAGMA application_id = 1234"}, true, ErrNotStore, "application id 0x4d2"},
 		{"user_version without app id", []string{"PRAGMA user_version = 3"}, true, ErrNotStore, "schema version 3"},
-		{"newer schema", []string{"PRAGMA user_version = 99"}, false, ErrTooNew, "schema version 99, this joule knows up to 1"},
+		{"newer schema", []string{"PRAGMA user_version = 99"}, false, ErrTooNew, "schema version 99, this joule knows up to 2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

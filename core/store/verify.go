@@ -15,7 +15,8 @@ import (
 // PostgreSQL the schema and orphan rows), each session chain (sequences 1..n, every Prev the
 // previous Hash, every Hash the BLAKE3 of its envelope), the Merkle log
 // (every stored hash recomputed from the envelopes), every grant's spent and
-// reserved against its ledger and reservations, and every checkpoint's root.
+// reserved against its ledger and reservations, every ledger row's running
+// total, and every checkpoint's root.
 // It returns nil or an error wrapping ErrCorrupt that names the first fault.
 // Its cost grows with the store; the hot paths do not call it.
 func (s *Store) Verify(ctx context.Context) error {
@@ -25,7 +26,7 @@ func (s *Store) Verify(ctx context.Context) error {
 			database = verifyPostgres
 		}
 		for _, check := range []func(context.Context, conn) error{
-			database, verifyEntries, verifyGrants, verifyCheckpoints,
+			database, verifyEntries, verifyGrants, verifyLedgerTotals, verifyCheckpoints,
 		} {
 			if err := check(ctx, tx); err != nil {
 				return err
@@ -221,6 +222,41 @@ func verifyGrants(ctx context.Context, tx conn) error {
 		}
 		if reserved != holds {
 			return corruptf("grant %q has reserved %d µJ but its reservations sum to %d µJ", id, reserved, holds)
+		}
+	}
+	return rows.Err()
+}
+
+// verifyLedgerTotals checks every ledger row's running total: the sum of
+// its grant's rows up to it, which decisions compare spent_uj with.
+func verifyLedgerTotals(ctx context.Context, tx conn) error {
+	rows, err := tx.QueryContext(ctx, `SELECT grant_id, id, amount_uj, total_uj FROM ledger ORDER BY grant_id, id`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var (
+		grant string
+		sum   uint64
+	)
+	for rows.Next() {
+		var (
+			id                 string
+			row, amount, total int64
+		)
+		if err := rows.Scan(&id, &row, &amount, &total); err != nil {
+			return err
+		}
+		if id != grant {
+			grant, sum = id, 0
+		}
+		a, err := uj("ledger amount_uj", amount)
+		if err != nil {
+			return err
+		}
+		var ok bool
+		if sum, ok = addAmounts(sum, a); !ok || total < 0 || uint64(total) != sum {
+			return corruptf("grant %q: ledger row %d has running total %d µJ, its rows sum to %d µJ", id, row, total, sum)
 		}
 	}
 	return rows.Err()

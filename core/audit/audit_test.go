@@ -1,0 +1,93 @@
+package audit
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/joulehook/joule/core/gate"
+	"github.com/joulehook/joule/core/grant"
+	"github.com/joulehook/joule/core/identity"
+	"github.com/joulehook/joule/core/receipts"
+	"github.com/joulehook/joule/core/store"
+)
+
+// TestCheck seals real decisions through a gate, finds nothing in the
+// untouched store, then finds each edit of a second connection, placed at
+// the grant and the session and SEQ it concerns.
+func TestCheck(t *testing.T) {
+	ctx := context.Background()
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	ws := filepath.Join(dir, "ws")
+	os.MkdirAll(ws, 0o755)
+	id, err := identity.Create(filepath.Join(dir, "home"), "audit.test", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "home", "joule.db")
+	st, err := store.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	is, _ := grant.NewIssuer(id.Steward, id.Key)
+	now := time.Now()
+	s, err := is.Sign(&grant.Grant{Subject: grant.AnySubject, Roots: []string{ws}, Allow: []string{"Bash(go test:*)"}, BudgetUJ: 1_000_000,
+		NotBefore: now.Add(-time.Minute).Unix(), NotAfter: now.Add(time.Hour).Unix()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gid := s.ID.String()
+	if err := st.PutGrant(ctx, store.GrantRecord{ID: gid, Signed: s.Envelope, BudgetUJ: 1_000_000}); err != nil {
+		t.Fatal(err)
+	}
+	st.SetSetting(ctx, gate.SettingActive, gid)
+	sealer, _ := id.Sealer()
+	trust := grant.Trust{id.Steward: id.Public()}
+	g := &gate.Gate{Store: st, Sealer: sealer, Trust: trust, JouleHome: filepath.Join(dir, "home")}
+	ev, _ := json.Marshal(map[string]any{"session_id": "s", "tool": "Bash", "cwd": ws, "input": map[string]any{"command": "go test ./..."}})
+	for range 3 {
+		if r := g.DecideJSON(ctx, ev); r.Decision != gate.Allow {
+			t.Fatalf("%+v", r)
+		}
+	}
+	keys, err := receipts.NewKeys(trust)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, err := Check(ctx, st, trust, keys); err != nil || len(f) != 0 {
+		t.Fatalf("untouched store: %v %v", f, err)
+	}
+	if Err(nil) != nil {
+		t.Error("Err of no findings is not nil")
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE ledger SET amount_uj = 1, total_uj = total_uj - 49999 WHERE entry = 1`); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Check(ctx, st, trust, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, x := range f {
+		texts = append(texts, x.String())
+	}
+	all := strings.Join(texts, "\n")
+	want := "grant " + gid + " session s seq 2: the ledger debits 1 µJ, the signed receipt 50000 µJ"
+	if !strings.Contains(all, want) {
+		t.Errorf("findings do not say %q:\n%s", want, all)
+	}
+	if err := Err(f); err == nil || !strings.Contains(err.Error(), "findings") {
+		t.Errorf("Err: %v", err)
+	}
+}
