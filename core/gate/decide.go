@@ -43,6 +43,7 @@ const (
 	CodeSelfTamper      = "self-tamper"
 	CodeStoreError      = "store-unavailable"
 	CodeInternal        = "internal-error"
+	CodeNoContainment   = "containment-unavailable"
 )
 
 // Verdict is the pure outcome of judging an event against a policy, before

@@ -54,7 +54,8 @@ type behavior struct {
 
 // Answer renders a decision. An allow prints nothing, so Claude Code's own
 // permission rules and prompts still apply (JouleHook §8: the gate adds, it
-// does not remove the host's approvals). A deny is permissionDecision "deny"
+// does not remove the host's approvals); a rewrite (containment) hands back
+// only the updatedInput, with no decision, for the same reason. A deny is permissionDecision "deny"
 // with exit 0; a payload joule could not read (call nil or without a known
 // event) is also exit 2 with the reason on stderr, which blocks every
 // blocking event of Claude Code.
@@ -70,7 +71,9 @@ func (Adapter) Answer(call *hook.Call, res gate.Result) hook.Output {
 	}
 	if call.Hook == PermissionRequest {
 		switch res.Decision {
-		case gate.Allow, gate.Ask:
+		case gate.Allow, gate.Ask, gate.Rewrite:
+			// A rewrite here is the contained command PreToolUse handed
+			// back, judged again by its inner line.
 			return hook.Output{} // the dialog is shown as usual
 		}
 		res = hook.NoRewrite(Host, res)
@@ -83,9 +86,12 @@ func (Adapter) Answer(call *hook.Call, res gate.Result) hook.Output {
 	case gate.Ask:
 		return hook.Output{Stdout: hook.Marshal(hookOutput{&specific{HookEventName: PreToolUse, PermissionDecision: gate.Ask, PermissionDecisionReason: hook.Reason(res)}})}
 	case gate.Rewrite:
+		// updatedInput without a permissionDecision: Claude Code runs the
+		// rewritten input through its own permission check, prompting as
+		// it would have (observed with the real CLI, docs/hosts.md); an
+		// allow would skip that prompt.
 		if len(res.UpdatedInput) > 0 {
-			return hook.Output{Stdout: hook.Marshal(hookOutput{&specific{HookEventName: PreToolUse, PermissionDecision: gate.Allow,
-				PermissionDecisionReason: hook.Reason(res), UpdatedInput: res.UpdatedInput}})}
+			return hook.Output{Stdout: hook.Marshal(hookOutput{&specific{HookEventName: PreToolUse, UpdatedInput: res.UpdatedInput}})}
 		}
 		res = hook.Deny(gate.CodeInternal, "the gate asked for a rewrite without the rewritten input")
 	case gate.Deny:
