@@ -70,11 +70,13 @@ func (Adapter) Answer(call *hook.Call, res gate.Result) hook.Output {
 		return hook.Output{Stdout: hook.Marshal(out), Stderr: reason + "\n", Exit: 2}
 	}
 	if call.Hook == PermissionRequest {
-		switch res.Decision {
-		case gate.Allow, gate.Ask, gate.Rewrite:
-			// A rewrite here is the contained command PreToolUse handed
-			// back, judged again by its inner line.
+		switch {
+		case res.Decision == gate.Allow, res.Decision == gate.Ask:
 			return hook.Output{} // the dialog is shown as usual
+		case res.Decision == gate.Rewrite && sameCommand(call.Input, res.UpdatedInput):
+			// The contained command PreToolUse handed back, judged again
+			// by its inner line: the user approves what will run.
+			return hook.Output{}
 		}
 		res = hook.NoRewrite(Host, res)
 		out := hookOutput{&specific{HookEventName: PermissionRequest, Decision: &behavior{Behavior: gate.Deny, Message: hook.Reason(res)}}}
@@ -99,4 +101,15 @@ func (Adapter) Answer(call *hook.Call, res gate.Result) hook.Output {
 		res = hook.Deny(gate.CodeInternal, "unknown gate decision "+res.Decision)
 	}
 	return hook.Output{Stdout: hook.Marshal(hookOutput{&specific{HookEventName: PreToolUse, PermissionDecision: gate.Deny, PermissionDecisionReason: hook.Reason(res)}})}
+}
+
+// sameCommand reports whether two Bash inputs run the same command line.
+func sameCommand(a, b json.RawMessage) bool {
+	var x, y struct {
+		Command *string `json:"command"`
+	}
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil || x.Command == nil || y.Command == nil {
+		return false
+	}
+	return *x.Command == *y.Command
 }
