@@ -79,6 +79,31 @@ type Inputs struct {
 	Net       bool
 }
 
+// HomeSecrets are the places below the home directory where credentials
+// live. The kernel refuses reading them even though the grant's Read rules
+// say nothing about them (a bare Read covers the workspace only, and the
+// sandbox cannot refuse the rest of the disk without breaking the
+// toolchains), unless a Read allow rule names something inside one.
+var HomeSecrets = []string{
+	".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".kube", ".docker/config.json",
+	".netrc", ".git-credentials", ".config/git/credentials", ".npmrc", ".pypirc", ".cargo/credentials",
+	".cargo/credentials.toml", ".config/gh/hosts.yml", ".password-store", ".local/share/keyrings",
+	".claude/.credentials.json", ".codex/auth.json", ".gemini/oauth_creds.json", ".config/anthropic",
+}
+
+// readAllowedBelow reports whether some Read allow rule of set is scoped at
+// or below p, under one of the roots.
+func readAllowedBelow(set rule.Set, roots []string, home, p string) bool {
+	for _, root := range roots {
+		for _, r := range set.Allow {
+			if s, ok := r.Scope(rule.Roots{Workspace: root, Home: home}); ok && s.Access == rule.Read && within(resolve(s.Base), p) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // maxWalk bounds the entries a deny glob may be expanded over, and maxRules
 // the rules of one layer: a policy beyond them is refused, not weakened.
 const (
@@ -123,6 +148,14 @@ func Build(in Inputs) (Spec, error) {
 					} else {
 						l.WriteDeny = append(l.WriteDeny, paths...)
 					}
+				}
+			}
+		}
+		if in.Home != "" {
+			for _, rel := range HomeSecrets {
+				p := resolve(filepath.Join(in.Home, rel))
+				if !readAllowedBelow(set, in.Roots, in.Home, p) {
+					l.ReadDeny = append(l.ReadDeny, p)
 				}
 			}
 		}
