@@ -297,7 +297,11 @@ func goEnvFile(home string, getenv func(string) string) map[string]string {
 	return m
 }
 
-// within reports whether p is root or below it (both clean and absolute).
+// within reports whether p is root or below it; both must be clean and
+// absolute (everything here is), so nothing is cleaned again.
 func within(p, root string) bool {
-	return rule.Within(p, root)
+	if root == "/" {
+		return strings.HasPrefix(p, "/")
+	}
+	return strings.HasPrefix(p, root) && (len(p) == len(root) || p[len(root)] == '/')
 }

@@ -95,3 +95,34 @@ func TestBuildDenies(t *testing.T) {
 		t.Error("a grant without a workspace root must not build")
 	}
 }
+
+// BenchmarkRules times building one layer's rules for a workspace with
+// hook configurations to carve, $JOULE_HOME in the home and the tool trees,
+// on this machine's real file system: the part of joule exec's start that
+// is the confinement itself (the syscalls to load them are not included).
+func BenchmarkRules(b *testing.B) {
+	root, _ := filepath.EvalSymlinks(b.TempDir())
+	home := filepath.Join(root, "home")
+	ws := filepath.Join(home, "ws")
+	for _, d := range []string{filepath.Join(home, ".local", "share", "joule"), filepath.Join(ws, ".claude"), filepath.Join(ws, "src"), filepath.Join(home, ".cache")} {
+		os.MkdirAll(d, 0o755)
+	}
+	set, _ := rule.ParseSet([]string{"Read", "Write"}, nil, nil)
+	jh := filepath.Join(home, ".local", "share", "joule")
+	in := Inputs{Sets: []rule.Set{set}, Roots: []string{ws}, Home: home, Private: []string{jh},
+		Protected: append([]string{jh}, filepath.Join(ws, ".claude", "settings.json"), filepath.Join(ws, ".mcp.json")),
+		Extra: ToolTrees(home, func(string) string { return "" })}
+	n := 0
+	for i := 0; i < b.N; i++ {
+		spec, err := Build(in)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rules, err := spec.Layers[0].Rules()
+		if err != nil {
+			b.Fatal(err)
+		}
+		n = len(rules)
+	}
+	b.ReportMetric(float64(n), "rules")
+}
