@@ -111,7 +111,7 @@ func BenchmarkRules(b *testing.B) {
 	jh := filepath.Join(home, ".local", "share", "joule")
 	in := Inputs{Sets: []rule.Set{set}, Roots: []string{ws}, Home: home, Private: []string{jh},
 		Protected: append([]string{jh}, filepath.Join(ws, ".claude", "settings.json"), filepath.Join(ws, ".mcp.json")),
-		Extra: ToolTrees(home, func(string) string { return "" })}
+		Extra:     ToolTrees(home, func(string) string { return "" })}
 	n := 0
 	for i := 0; i < b.N; i++ {
 		spec, err := Build(in)
