@@ -39,7 +39,7 @@ func BenchmarkExec(b *testing.B) {
 		floor += run(jouleBin, "version")
 		contained += run(jouleBin, "exec", "--", "/bin/sh", "-c", "true")
 		if srt != "" {
-			srtT += run(srt, "/bin/sh -c true")
+			srtT += run(srt, "-c", "/bin/sh -c true")
 		}
 	}
 	b.StopTimer()
