@@ -52,6 +52,11 @@ func Exec(spec Spec, path string, argv, env []string) error {
 	if err := confineThread(spec, abi); err != nil {
 		return err
 	}
+	if !spec.Net && abi >= 4 {
+		if err := refuseUntracked(); err != nil {
+			return err
+		}
+	}
 	err := syscall.Exec(path, argv, env)
 	return fmt.Errorf("exec %s: %w", path, err)
 }
