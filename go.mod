@@ -8,6 +8,7 @@ require (
 	github.com/coder/acp-go-sdk v0.13.0
 	github.com/fxamacker/cbor/v2 v2.10.0
 	github.com/jackc/pgx/v5 v5.13.0
+	github.com/landlock-lsm/go-landlock v0.11.2
 	github.com/mark3labs/mcp-go v1.2.1
 	github.com/ollama/ollama v0.17.4
 	github.com/sabhiram/go-gitignore v0.0.0-20210923224102-525f6e181f06
@@ -46,6 +47,7 @@ require (
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
+	kernel.org/pub/linux/libs/security/libcap/psx v1.2.78 // indirect
 	modernc.org/libc v1.80.1 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect

@@ -25,14 +25,20 @@ type config struct {
 	// storeconfig.go): kept raw so each stays next to its command.
 	Tiers json.RawMessage
 	Store string // where the ledger and receipts live: a path or a postgres:// URL
+
+	// ExecFallback is what joule exec does where the kernel has no
+	// Landlock: "refuse" (the default) or "unconfined" (run the program,
+	// analysis alone having judged it).
+	ExecFallback string
 }
 
 // configFile is its JSON shape: energies as strings with units ("50mJ").
 type configFile struct {
-	Costs       map[string]string `json:"costs"`
-	LockTimeout string            `json:"lock_timeout"`
-	Tiers       json.RawMessage   `json:"tiers,omitempty"`
-	Store       string            `json:"store,omitempty"`
+	Costs        map[string]string `json:"costs"`
+	LockTimeout  string            `json:"lock_timeout"`
+	Tiers        json.RawMessage   `json:"tiers,omitempty"`
+	Store        string            `json:"store,omitempty"`
+	ExecFallback string            `json:"exec_fallback,omitempty"`
 }
 
 func loadConfig(home string) (*config, error) {
@@ -50,7 +56,12 @@ func loadConfig(home string) (*config, error) {
 	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}
-	cfg := &config{Costs: gate.Costs{}, Tiers: f.Tiers, Store: f.Store}
+	cfg := &config{Costs: gate.Costs{}, Tiers: f.Tiers, Store: f.Store, ExecFallback: f.ExecFallback}
+	switch f.ExecFallback {
+	case "", "refuse", "unconfined":
+	default:
+		return nil, fmt.Errorf("%s: exec_fallback %q: want \"refuse\" or \"unconfined\"", path, f.ExecFallback)
+	}
 	if f.LockTimeout != "" {
 		d, err := time.ParseDuration(f.LockTimeout)
 		if err != nil || d <= 0 {

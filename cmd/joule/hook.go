@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/joulehook/joule/core/gate"
+	"github.com/joulehook/joule/core/sandbox"
 	"github.com/joulehook/joule/plugins/antigravity"
 	"github.com/joulehook/joule/plugins/claudecode"
 	"github.com/joulehook/joule/plugins/cline"
@@ -55,6 +57,7 @@ Reads one hook payload from HOST on stdin, decides it with the active grant,
 seals the decision as a receipt and answers in HOST's own format (JSON on
 stdout, stderr, exit status). Every failure is HOST's explicit deny.
 Hosts: `+hostNames()+`.`)
+	contain := fs.Bool("contain", false, "rewrite allowed shell commands to run under 'joule exec', confined by the kernel (claude-code)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -65,7 +68,10 @@ Hosts: `+hostNames()+`.`)
 	if !ok {
 		return usagef("hook: unknown host %q (hosts: %s)", fs.Arg(0), hostNames())
 	}
-	out := answerHook(ctx, e, a)
+	if *contain && a.Host() != claudecode.Host {
+		return usagef("hook: --contain is for claude-code, the host whose rewrite keeps its own prompts (docs/hosts.md)")
+	}
+	out := answerHook(ctx, e, a, *contain)
 	e.stdout.Write(out.Stdout)
 	fmt.Fprint(e.stderr, out.Stderr)
 	if out.Exit != 0 {
@@ -76,7 +82,7 @@ Hosts: `+hostNames()+`.`)
 
 // answerHook reads the payload and decides it, failing closed on anything,
 // including failures before a gate exists.
-func answerHook(ctx context.Context, e *env, a hook.Adapter) (out hook.Output) {
+func answerHook(ctx context.Context, e *env, a hook.Adapter, contain bool) (out hook.Output) {
 	defer func() {
 		if p := recover(); p != nil {
 			out = hook.Fallback(a, nil, hook.Deny(gate.CodeInternal, fmt.Sprintf("internal error: %v", p)))
@@ -97,5 +103,33 @@ func answerHook(ctx context.Context, e *env, a hook.Adapter) (out hook.Output) {
 	if err != nil {
 		return hook.Fallback(a, nil, hook.Deny(gate.CodeGrantInvalid, err.Error()))
 	}
+	if contain {
+		c, err := containment(ep)
+		if err != nil {
+			return hook.Fallback(a, nil, hook.Deny(gate.CodeInternal, err.Error()))
+		}
+		g.Contain = c
+	}
 	return hook.Run(ctx, a, g, b)
+}
+
+// containment is what joule hook --contain rewrites with: this binary, the
+// kernel's Landlock ABI and the configured fallback.
+func containment(ep *endpoint) (*gate.Containment, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	if r, err := filepath.EvalSymlinks(self); err == nil {
+		self = r
+	}
+	cfg, err := loadConfig(ep.home)
+	if err != nil {
+		return nil, err
+	}
+	abi := sandbox.ABI()
+	if os.Getenv(simulateNoLandlock) == "1" {
+		abi = 0
+	}
+	return &gate.Containment{Exe: self, ABI: abi, Fallback: cfg.ExecFallback == "unconfined"}, nil
 }

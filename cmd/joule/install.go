@@ -15,6 +15,7 @@ import (
 
 	"github.com/joulehook/joule/core/identity"
 	"github.com/joulehook/joule/core/rule"
+	"github.com/joulehook/joule/core/sandbox"
 	"github.com/joulehook/joule/plugins/antigravity"
 	"github.com/joulehook/joule/plugins/claudecode"
 	"github.com/joulehook/joule/plugins/cline"
@@ -95,6 +96,7 @@ is left to do. Hosts: `+installerNames()+`.`)
 	uninstall := fs.Bool("uninstall", false, "remove joule's entries (and nothing else)")
 	resident := fs.Bool("resident", false, "answer hooks from 'joule serve' over loopback http instead of a process per call (claude-code)")
 	addr := fs.String("addr", "", "with --resident: the loopback address joule serve listens on (default "+DefaultServeAddr+", or the one installed before)")
+	contain := fs.Bool("contain", false, "run the shell commands joule allows under 'joule exec', confined by the kernel to the grant (claude-code; docs/gate.md, Containment)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -118,6 +120,9 @@ is left to do. Hosts: `+installerNames()+`.`)
 	if *resident && host != claudecode.Host {
 		return usagef("install: --resident is for claude-code, whose http hooks joule serve answers")
 	}
+	if *contain && (host != claudecode.Host || *resident) {
+		return usagef("install: --contain is for claude-code's command hook: docs/hosts.md says, per host, whether it can rewrite a command without skipping its own prompt")
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -129,7 +134,7 @@ is left to do. Hosts: `+installerNames()+`.`)
 	if err != nil {
 		return err
 	}
-	s := hook.Scope{Home: userHome, Joule: self}
+	s := hook.Scope{Home: userHome, Joule: self, Contain: *contain}
 	if project.set {
 		dir := project.dir
 		if dir == "" {
@@ -179,6 +184,14 @@ is left to do. Hosts: `+installerNames()+`.`)
 		return nil
 	}
 	findings := append(inst.Check(s), grantFinding(ctx, s.Project))
+	if *contain {
+		abi := sandbox.ABI()
+		text := fmt.Sprintf("containment: allowed Bash commands run under joule exec (%s); Claude Code still asks as it would, its rules now matching the joule exec line", sandbox.Mode(abi, false))
+		if abi == 0 {
+			text = "containment: Landlock is missing from this kernel, so contained commands are denied unless exec_fallback is \"unconfined\" in $JOULE_HOME/config.json"
+		}
+		findings = append(findings, hook.Finding{OK: abi > 0, Text: text})
+	}
 	missing := 0
 	for _, f := range findings {
 		mark := "ok  "

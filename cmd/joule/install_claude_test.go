@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -92,20 +93,25 @@ func (f *fakeAnthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	json.Unmarshal(body, &req)
 	f.mu.Lock()
 	f.requests++
-	var last []struct {
-		Type      string          `json:"type"`
-		ToolUseID string          `json:"tool_use_id"`
-		IsError   bool            `json:"is_error"`
-		Content   json.RawMessage `json:"content"`
-	}
-	if n := len(req.Messages); n > 0 {
-		json.Unmarshal(req.Messages[n-1].Content, &last)
-	}
+	// Tool results are read from every user message, not only the last:
+	// a slow hook makes the CLI add a message of its own after the result.
 	sawResult := false
-	for _, b := range last {
-		if b.Type == "tool_result" {
+	for _, m := range req.Messages {
+		var blocks []struct {
+			Type      string          `json:"type"`
+			ToolUseID string          `json:"tool_use_id"`
+			IsError   bool            `json:"is_error"`
+			Content   json.RawMessage `json:"content"`
+		}
+		json.Unmarshal(m.Content, &blocks)
+		for _, b := range blocks {
+			if b.Type != "tool_result" {
+				continue
+			}
 			sawResult = true
-			f.toolResults = append(f.toolResults, toolResult{b.ToolUseID, b.IsError, contentText(b.Content)})
+			if !slices.ContainsFunc(f.toolResults, func(r toolResult) bool { return r.ID == b.ToolUseID }) {
+				f.toolResults = append(f.toolResults, toolResult{b.ToolUseID, b.IsError, contentText(b.Content)})
+			}
 		}
 	}
 	command := f.command

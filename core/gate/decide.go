@@ -46,6 +46,7 @@ const (
 	CodeStoreError      = "store-unavailable"
 	CodeStoreCorrupt    = "store-corrupt"
 	CodeInternal        = "internal-error"
+	CodeNoContainment   = "containment-unavailable"
 )
 
 // Verdict is the pure outcome of judging an event against a policy, before

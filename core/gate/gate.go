@@ -43,6 +43,9 @@ type Gate struct {
 	Home      string
 	Costs     Costs
 	Now       func() time.Time
+	// Contain, when set, rewrites allowed Bash actions to run under
+	// joule exec (see Containment); nil keeps every decision as it is.
+	Contain *Containment
 
 	// opened holds grants whose signatures were verified, by the BLAKE3 of
 	// their envelope: a resident gate loads the same chain for every
@@ -120,11 +123,18 @@ func (g *Gate) decide(ctx context.Context, ev *Event, cannotAsk string) Result {
 	if err != nil {
 		return g.seal(ctx, ev, ev.Input, deny(CodeGrantInvalid, "%v", err), chain)
 	}
+	sent := ev.Input // the receipt digests what the host sent
+	ev = g.Contain.unwrap(ev)
 	v := Decide(ev, policy)
 	if v.Decision == Ask && cannotAsk != "" {
 		v = deny(v.Code, "the grant says to ask a person, but %s cannot ask from a hook, so joule denies: %s", cannotAsk, v.Reason)
 	}
-	return g.seal(ctx, ev, ev.Input, v, chain)
+	v, updated := g.Contain.contain(ev, v)
+	res := g.seal(ctx, ev, sent, v, chain)
+	if res.Decision == Rewrite {
+		res.UpdatedInput = updated
+	}
+	return res
 }
 
 // Policy builds the decision policy for a chain.

@@ -359,3 +359,37 @@ func TestMatchPathBroadResolvesPattern(t *testing.T) {
 		}
 	}
 }
+
+func TestScope(t *testing.T) {
+	roots := Roots{Workspace: "/ws", Home: "/home/u"}
+	tests := []struct {
+		rule        string
+		base        string
+		exact, tree bool
+		ok          bool
+	}{
+		{"Read", "/ws", false, true, true},
+		{"Write", "/ws", false, true, true},
+		{"Read(.env)", "/ws/.env", true, true, true},
+		{"Read(~/.ssh/**)", "/home/u/.ssh", false, true, true},
+		{"Edit(src/**)", "/ws/src", false, true, true},
+		{"Read(**/.env)", "/ws", false, false, true},
+		{"Read(/etc/*.conf)", "/etc", false, false, true},
+		{"Read(/)", "/", true, true, true},
+		{"Bash(ls)", "", false, false, false},
+		{"WebFetch", "", false, false, false},
+	}
+	for _, tc := range tests {
+		r, err := Parse(tc.rule)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, ok := r.Scope(roots)
+		if ok != tc.ok || s.Base != tc.base || s.Exact != tc.exact || s.Tree != tc.tree {
+			t.Errorf("%s: got %+v %v, want base %q exact %v tree %v ok %v", tc.rule, s, ok, tc.base, tc.exact, tc.tree, tc.ok)
+		}
+	}
+	if r, _ := Parse("Read(.env)"); func() bool { _, ok := r.Scope(Roots{}); return ok }() {
+		t.Error("a rule anchored at an empty workspace has no scope")
+	}
+}

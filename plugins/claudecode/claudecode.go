@@ -54,7 +54,8 @@ type behavior struct {
 
 // Answer renders a decision. An allow prints nothing, so Claude Code's own
 // permission rules and prompts still apply (JouleHook §8: the gate adds, it
-// does not remove the host's approvals). A deny is permissionDecision "deny"
+// does not remove the host's approvals); a rewrite (containment) hands back
+// only the updatedInput, with no decision, for the same reason. A deny is permissionDecision "deny"
 // with exit 0; a payload joule could not read (call nil or without a known
 // event) is also exit 2 with the reason on stderr, which blocks every
 // blocking event of Claude Code.
@@ -69,9 +70,13 @@ func (Adapter) Answer(call *hook.Call, res gate.Result) hook.Output {
 		return hook.Output{Stdout: hook.Marshal(out), Stderr: reason + "\n", Exit: 2}
 	}
 	if call.Hook == PermissionRequest {
-		switch res.Decision {
-		case gate.Allow, gate.Ask:
+		switch {
+		case res.Decision == gate.Allow, res.Decision == gate.Ask:
 			return hook.Output{} // the dialog is shown as usual
+		case res.Decision == gate.Rewrite && sameCommand(call.Input, res.UpdatedInput):
+			// The contained command PreToolUse handed back, judged again
+			// by its inner line: the user approves what will run.
+			return hook.Output{}
 		}
 		res = hook.NoRewrite(Host, res)
 		out := hookOutput{&specific{HookEventName: PermissionRequest, Decision: &behavior{Behavior: gate.Deny, Message: hook.Reason(res)}}}
@@ -83,9 +88,12 @@ func (Adapter) Answer(call *hook.Call, res gate.Result) hook.Output {
 	case gate.Ask:
 		return hook.Output{Stdout: hook.Marshal(hookOutput{&specific{HookEventName: PreToolUse, PermissionDecision: gate.Ask, PermissionDecisionReason: hook.Reason(res)}})}
 	case gate.Rewrite:
+		// updatedInput without a permissionDecision: Claude Code runs the
+		// rewritten input through its own permission check, prompting as
+		// it would have (observed with the real CLI, docs/hosts.md); an
+		// allow would skip that prompt.
 		if len(res.UpdatedInput) > 0 {
-			return hook.Output{Stdout: hook.Marshal(hookOutput{&specific{HookEventName: PreToolUse, PermissionDecision: gate.Allow,
-				PermissionDecisionReason: hook.Reason(res), UpdatedInput: res.UpdatedInput}})}
+			return hook.Output{Stdout: hook.Marshal(hookOutput{&specific{HookEventName: PreToolUse, UpdatedInput: res.UpdatedInput}})}
 		}
 		res = hook.Deny(gate.CodeInternal, "the gate asked for a rewrite without the rewritten input")
 	case gate.Deny:
@@ -93,4 +101,15 @@ func (Adapter) Answer(call *hook.Call, res gate.Result) hook.Output {
 		res = hook.Deny(gate.CodeInternal, "unknown gate decision "+res.Decision)
 	}
 	return hook.Output{Stdout: hook.Marshal(hookOutput{&specific{HookEventName: PreToolUse, PermissionDecision: gate.Deny, PermissionDecisionReason: hook.Reason(res)}})}
+}
+
+// sameCommand reports whether two Bash inputs run the same command line.
+func sameCommand(a, b json.RawMessage) bool {
+	var x, y struct {
+		Command *string `json:"command"`
+	}
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil || x.Command == nil || y.Command == nil {
+		return false
+	}
+	return *x.Command == *y.Command
 }

@@ -53,6 +53,9 @@ func Handler(s hook.Scope) map[string]any {
 			"timeout": h["timeout"], "onFailure": h["onFailure"], "statusMessage": h["statusMessage"]}
 	}
 	h["command"] = hook.ShellQuote(s.Joule) + " hook " + Host
+	if s.Contain {
+		h["command"] = h["command"].(string) + " --contain"
+	}
 	return h
 }
 
@@ -64,6 +67,7 @@ func isOurs(h any) bool {
 	}
 	cmd, _ := m["command"].(string)
 	url, _ := m["url"].(string)
+	cmd = strings.TrimSuffix(cmd, " --contain")
 	return strings.HasSuffix(cmd, " hook "+Host) && strings.Contains(cmd, "joule") || strings.HasSuffix(url, "/hooks/"+Host)
 }
 

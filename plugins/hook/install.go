@@ -20,6 +20,9 @@ type Scope struct {
 	// Resident, when set, wires the host's http hook to joule serve instead
 	// of a process per call (hosts that have one).
 	Resident *Resident
+	// Contain makes the hook rewrite allowed shell commands to run under
+	// joule exec, confined by the kernel (hosts that can rewrite).
+	Contain bool
 }
 
 // Resident is where joule serve answers and the bearer token it demands.

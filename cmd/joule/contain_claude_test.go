@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestClaudeCodeContainE2E runs the real Claude Code CLI with joule
+// installed by `joule install claude-code --contain`, under a grant whose
+// bare Bash rule lets analysis allow anything: what is then stopped is
+// stopped by the kernel, under joule exec.
+func TestClaudeCodeContainE2E(t *testing.T) {
+	claude := claudeBin(t)
+	env, ws := initHome(t)
+	var jouleHome, userHome string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "JOULE_HOME="); ok {
+			jouleHome = v
+		}
+		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
+			userHome = v
+		}
+	}
+	os.MkdirAll(userHome, 0o755)
+	r := joule(t, nil, env, "grant", "issue", "--allow", "Read", "--allow", "Write", "--allow", "Bash", "--budget", "50J", "--workspace", ws, "--use")
+	if r.code != 0 {
+		t.Fatalf("grant issue: %+v", r)
+	}
+	r = joule(t, nil, env, "install", "claude-code", "--project", ws, "--contain")
+	if r.code != 0 || !strings.Contains(r.stdout, "ok   containment: allowed Bash commands run under joule exec (landlock ABI") {
+		t.Fatalf("install --contain: %+v", r)
+	}
+	settings, _ := os.ReadFile(filepath.Join(ws, ".claude", "settings.json"))
+	if !strings.Contains(string(settings), ` hook claude-code --contain"`) {
+		t.Fatalf("settings.json has no --contain hook:\n%s", settings)
+	}
+
+	api := &fakeAnthropic{}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: api}
+	go srv.Serve(ln)
+	defer srv.Close()
+	run := func(t *testing.T, args ...string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, claude, append([]string{"-p", "--output-format", "json", "do it"}, args...)...)
+		cmd.Dir = ws
+		cmd.Env = []string{"HOME=" + userHome, "PATH=" + filepath.Dir(jouleBin) + ":/usr/local/bin:/usr/bin:/bin",
+			"JOULE_HOME=" + jouleHome, "TMPDIR=" + t.TempDir(),
+			"ANTHROPIC_BASE_URL=http://" + ln.Addr().String(), "ANTHROPIC_API_KEY=sk-ant-test-dummy-key-0000000000",
+			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "DISABLE_ERROR_REPORTING=1", "IS_SANDBOX=1"}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("claude: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	receipts := func(t *testing.T, out string) string {
+		t.Helper()
+		var res struct {
+			SessionID string `json:"session_id"`
+		}
+		if i := strings.LastIndex(out, "\n{"); i >= 0 {
+			out = out[i+1:]
+		}
+		if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &res); err != nil || res.SessionID == "" {
+			t.Fatalf("no session id in claude's output: %v\n%s", err, out)
+		}
+		return joule(t, nil, env, "receipts", "ls", res.SessionID).stdout
+	}
+
+	t.Run("ordinary work runs contained", func(t *testing.T) {
+		// In src (a directory that exists): the workspace root itself keeps
+		// its entries, as it is on the way to .claude/settings.json.
+		api.script("mkdir -p src/sub && echo ran > src/sub/allowed.txt && echo more >> main.txt; cat src/sub/allowed.txt")
+		os.WriteFile(filepath.Join(ws, "main.txt"), nil, 0o644)
+		out := run(t, "--allowedTools", "Bash")
+		if b, err := os.ReadFile(filepath.Join(ws, "src", "sub", "allowed.txt")); err != nil || string(b) != "ran\n" {
+			t.Fatalf("the contained command did not run (%v, %q)\n%s\n%+v", err, b, out, api.results())
+		}
+		if res := api.results(); len(res) != 1 || res[0].IsError || !strings.Contains(res[0].Content, "ran") {
+			t.Fatalf("tool result %+v", res)
+		}
+		if rs := receipts(t, out); !strings.Contains(rs, " rewrite ") {
+			t.Fatalf("the receipt does not record the rewrite:\n%s", rs)
+		}
+	})
+	t.Run("the kernel refuses what analysis let through", func(t *testing.T) {
+		key, _ := os.ReadFile(filepath.Join(jouleHome, "steward.key"))
+		api.script(`k=$JOULE_HOME/steward.key; cat "$k"; c=.cl; f=${c}aude/settings.json; cp /dev/null "$f"; rm -f "$f"; touch "$HOME/outside.txt"; echo done`)
+		out := run(t, "--allowedTools", "Bash")
+		res := api.results()
+		if len(res) != 1 {
+			t.Fatalf("tool results %+v\n%s", res, out)
+		}
+		for _, want := range []string{"steward.key: Permission denied", "cannot create regular file '.claude/settings.json': Permission denied", "cannot remove '.claude/settings.json': Permission denied", "outside.txt': Permission denied", "done"} {
+			if !strings.Contains(res[0].Content, want) {
+				t.Errorf("tool result lacks %q: %q", want, res[0].Content)
+			}
+		}
+		if strings.Contains(res[0].Content, strings.TrimSpace(string(key))) {
+			t.Fatal("the steward key reached the model")
+		}
+		if b, _ := os.ReadFile(filepath.Join(ws, ".claude", "settings.json")); string(b) != string(settings) {
+			t.Fatalf("settings.json changed:\n%s", b)
+		}
+		if _, err := os.Stat(filepath.Join(userHome, "outside.txt")); err == nil {
+			t.Fatal("a file was written outside the workspace")
+		}
+	})
+	t.Run("the host still asks", func(t *testing.T) {
+		// Without --allowedTools a -p run cannot show Claude Code's prompt:
+		// the rewrite must not have approved the command in its place.
+		api.script("echo ran > asked.txt")
+		out := run(t)
+		if _, err := os.Stat(filepath.Join(ws, "asked.txt")); err == nil {
+			t.Fatalf("the command ran without Claude Code's approval\n%s", out)
+		}
+		if res := api.results(); len(res) != 1 || !res[0].IsError {
+			t.Fatalf("tool results %+v", res)
+		}
+	})
+}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/joulehook/joule/core/rule"
+	"github.com/joulehook/joule/core/sandbox"
+)
+
+func init() {
+	register(&command{name: "exec", summary: "run a program confined by the kernel (Landlock) to what the active grant allows", run: runExec})
+}
+
+// simulateNoLandlock makes joule exec behave as on a kernel without
+// Landlock, for the tests of the fallback. It can only make joule exec
+// refuse, or run unconfined where the configuration already allows that.
+const simulateNoLandlock = "JOULE_EXEC_SIMULATE_NO_LANDLOCK"
+
+func runExec(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "exec", `exec [--session ID] [--net] -- PROGRAM [ARGS...]
+
+Confines itself with Landlock to what the active grant (of session ID, else
+the global one) allows, then runs PROGRAM in its place: writes only in the
+trees the grant's Write rules name and in the temp dir and the toolchains'
+caches; no reads of $JOULE_HOME or of paths Read rules deny; no writes to the
+hosts' hook configuration; no TCP unless --net. What the kernel refuses is
+the program's own EACCES/EPERM error; the exit status is the program's.
+Without Landlock it refuses to run, unless exec_fallback is "unconfined" in
+$JOULE_HOME/config.json. See docs/gate.md, "Containment".`)
+	session := fs.String("session", "", "the session whose active grant applies")
+	net := fs.Bool("net", false, "allow TCP connect and bind")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.Usage()
+			return err
+		}
+		return usagef("exec: %v (run 'joule exec -h')", err)
+	}
+	argv := fs.Args()
+	if len(argv) == 0 {
+		return usagef("exec: want a PROGRAM to run after --")
+	}
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		fmt.Fprintf(e.stderr, "joule exec: %v\n", err)
+		return &exitError{127}
+	}
+	refuse := func(format string, a ...any) error {
+		fmt.Fprintf(e.stderr, "joule exec: "+format+"\n", a...)
+		return &exitError{126}
+	}
+	ep, err := openEndpoint()
+	if err != nil {
+		return refuse("%v", err)
+	}
+	cfg, err := loadConfig(ep.home)
+	if err != nil {
+		return refuse("%v", err)
+	}
+	abi := sandbox.ABI()
+	if os.Getenv(simulateNoLandlock) == "1" {
+		abi = 0
+	}
+	if abi == 0 {
+		if cfg.ExecFallback != "unconfined" {
+			return refuse("%v, so the command does not run: the grant cannot be enforced by the kernel here. To run commands on analysis alone, set \"exec_fallback\": \"unconfined\" in %s", sandbox.ErrUnavailable, ep.home+"/"+ConfigFile)
+		}
+		fmt.Fprintf(e.stderr, "joule exec: %v; running %s unconfined (exec_fallback is \"unconfined\")\n", sandbox.ErrUnavailable, argv[0])
+		return execUnconfined(path, argv)
+	}
+	g, err := ep.gate()
+	if err != nil {
+		return refuse("%v", err)
+	}
+	chain, err := g.ActiveChain(ctx, *session)
+	if err != nil {
+		return refuse("%v", err)
+	}
+	if err := chain.Check(*session, time.Now()); err != nil {
+		return refuse("%v", err)
+	}
+	policy, err := g.Policy(chain)
+	if err != nil {
+		return refuse("%v", err)
+	}
+	var roots []string
+	for _, r := range chain.Leaf().Grant.Roots {
+		if abs, err := rule.ResolveDir(r); err == nil {
+			roots = append(roots, abs)
+		}
+	}
+	spec, err := sandbox.Build(sandbox.Inputs{
+		Sets: policy.Sets, Roots: roots, Home: policy.Home,
+		Protected: policy.Protected, Private: policy.Private,
+		Extra: sandbox.ToolTrees(policy.Home, os.Getenv), Net: *net,
+	})
+	if err != nil {
+		return refuse("%v", err)
+	}
+	if m := sandbox.Missing(abi, *net); len(m) > 0 {
+		fmt.Fprintf(e.stderr, "joule exec: Landlock ABI %d enforces less than joule asks for: %s\n", abi, strings.Join(m, "; "))
+	}
+	err = sandbox.Exec(spec, path, argv, os.Environ())
+	return refuse("%v", err)
+}
+
+func execUnconfined(path string, argv []string) error {
+	return fmt.Errorf("exec %s: %w", path, syscall.Exec(path, argv, os.Environ()))
+}

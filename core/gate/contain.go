@@ -1,0 +1,184 @@
+package gate
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/joulehook/joule/core/command"
+	"github.com/joulehook/joule/core/sandbox"
+)
+
+// Containment turns the Bash actions the gate allows into rewrites that run
+// them under `joule exec`, confined by the kernel to the grant (see
+// core/sandbox). Set it on a Gate only for a host that can replace a
+// tool's input without skipping its own approvals (docs/hosts.md).
+type Containment struct {
+	Exe string // absolute path of the joule binary the host will run
+	ABI int    // the kernel's Landlock ABI (sandbox.ABI); 0: analysis alone
+	// Fallback is true where exec_fallback is "unconfined": without
+	// Landlock the command still runs, on analysis alone.
+	Fallback bool
+}
+
+// contain rewrites an allowed Bash verdict. Without Landlock the verdict
+// stays an allow and its reason (so the receipt) says that analysis alone
+// decided; the input then runs as the host sent it.
+func (c *Containment) contain(ev *Event, v Verdict) (Verdict, json.RawMessage) {
+	if c == nil || ev.Tool != "Bash" || v.Decision != Allow {
+		return v, nil
+	}
+	if c.ABI <= 0 {
+		if !c.Fallback {
+			return deny(CodeNoContainment, "containment is on, but %v; set \"exec_fallback\": \"unconfined\" in $JOULE_HOME/config.json to run commands on analysis alone", sandbox.ErrUnavailable), nil
+		}
+		v.Reason += "; not contained: " + sandbox.ErrUnavailable.Error() + ", so analysis alone decided (exec_fallback is unconfined)"
+		return v, nil
+	}
+	m, err := ev.inputFields()
+	if err != nil {
+		return v, nil
+	}
+	line, err := stringField(m, "command", true)
+	if err != nil {
+		return v, nil
+	}
+	net := lineUsesNetwork(line)
+	var b strings.Builder
+	b.WriteString(c.wrapperPrefix(ev.SessionID))
+	if net {
+		b.WriteString(" --net")
+	}
+	b.WriteString(" -- /bin/bash -c ")
+	b.WriteString(shellQuote(line))
+	cmd, _ := json.Marshal(b.String())
+	// The whole input object is handed back (hosts replace, not merge),
+	// with only the command changed.
+	out := make(map[string]json.RawMessage, len(m))
+	for k, val := range m {
+		out[k] = val
+	}
+	out["command"] = cmd
+	in, err := json.Marshal(out)
+	if err != nil {
+		return v, nil
+	}
+	v.Decision = Rewrite
+	v.Reason = fmt.Sprintf("%s; contained: runs under joule exec (%s)", v.Reason, sandbox.Mode(c.ABI, net))
+	return v, in
+}
+
+// wrapperPrefix is how contain starts a rewritten line, up to the flags.
+func (c *Containment) wrapperPrefix(session string) string {
+	return shellQuote(c.Exe) + " exec --session " + shellQuote(session)
+}
+
+// unwrap returns ev with a command that contain wrote (for this joule and
+// session) replaced by the original line, so that a host that shows the
+// rewritten input again (Claude Code's PermissionRequest) is judged on
+// what the line does, and a line that arrives wrapped is wrapped afresh,
+// with the gate's own flags. Anything else is returned as it is.
+func (c *Containment) unwrap(ev *Event) *Event {
+	if c == nil || ev.Tool != "Bash" {
+		return ev
+	}
+	m, err := ev.inputFields()
+	if err != nil {
+		return ev
+	}
+	line, err := stringField(m, "command", true)
+	if err != nil {
+		return ev
+	}
+	rest, ok := strings.CutPrefix(line, c.wrapperPrefix(ev.SessionID))
+	if !ok {
+		return ev
+	}
+	rest = strings.TrimPrefix(rest, " --net")
+	quoted, ok := strings.CutPrefix(rest, " -- /bin/bash -c ")
+	if !ok {
+		return ev
+	}
+	inner, ok := shellUnquote(quoted)
+	if !ok {
+		return ev
+	}
+	b, _ := json.Marshal(inner)
+	out := make(map[string]json.RawMessage, len(m))
+	for k, val := range m {
+		out[k] = val
+	}
+	out["command"] = b
+	in, err := json.Marshal(out)
+	if err != nil {
+		return ev
+	}
+	cp := *ev
+	cp.Input = in
+	return &cp
+}
+
+// shellUnquote inverts shellQuote exactly, and reports false for anything
+// shellQuote cannot have written.
+func shellUnquote(s string) (string, bool) {
+	if len(s) < 2 || s[0] != '\'' || s[len(s)-1] != '\'' {
+		return "", false
+	}
+	inner := strings.ReplaceAll(s[1:len(s)-1], `'\''`, "'")
+	if shellQuote(inner) != s {
+		return "", false
+	}
+	return inner, true
+}
+
+// networkCommands are the programs (and subcommands) whose work is the
+// network: a line that runs one of them, and that the grant allowed, gets
+// TCP inside the sandbox. Everything else runs with TCP refused.
+var networkCommands = map[string][]string{
+	"curl": nil, "wget": nil, "ssh": nil, "scp": nil, "sftp": nil, "rsync": nil,
+	"git":  {"push", "fetch", "pull", "clone", "ls-remote", "remote", "submodule"},
+	"go":   {"get", "install", "mod"},
+	"npm":  {"install", "i", "ci", "add", "publish", "update", "view"},
+	"pnpm": {"install", "i", "add", "publish", "update"},
+	"yarn": {"install", "add", "publish"},
+	"pip":  {"install", "download"}, "pip3": {"install", "download"},
+	"cargo": {"fetch", "install", "update", "publish"},
+}
+
+// lineUsesNetwork reports whether the line runs a network command.
+func lineUsesNetwork(line string) bool {
+	a, err := command.Analyze(line)
+	if err != nil {
+		return false
+	}
+	for _, c := range a.Commands {
+		if len(c.Args) == 0 {
+			continue
+		}
+		subs, ok := networkCommands[filepath.Base(c.Args[0].Text)]
+		if !ok {
+			continue
+		}
+		if subs == nil {
+			return true
+		}
+		for _, w := range c.Args[1:] {
+			if strings.HasPrefix(w.Text, "-") {
+				continue
+			}
+			for _, s := range subs {
+				if w.Text == s {
+					return true
+				}
+			}
+			break
+		}
+	}
+	return false
+}
+
+// shellQuote quotes s as one word for bash and dash.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,133 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"syscall"
+
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// ABI returns the kernel's Landlock ABI version, 0 when Landlock is missing
+// or disabled.
+func ABI() int {
+	v, err := ll.LandlockGetABIVersion()
+	if err != nil || v < 0 {
+		return 0
+	}
+	return v
+}
+
+// handledFS is what each ABI can restrict on the file system.
+func handledFS(abi int) uint64 {
+	switch {
+	case abi >= 5:
+		return writeRights // all 16 rights
+	case abi >= 3:
+		return writeRights &^ fsIoctlDev
+	case abi == 2:
+		return writeRights &^ (fsIoctlDev | fsTruncate)
+	case abi == 1:
+		return writeRights &^ (fsIoctlDev | fsTruncate | fsRefer)
+	}
+	return 0
+}
+
+// Exec confines the calling process with spec and replaces it with the
+// program at path. It returns only on failure, before or after confining.
+// The confinement is applied to the OS thread that calls execve, which is
+// the thread the new program runs on.
+func Exec(spec Spec, path string, argv, env []string) error {
+	abi := ABI()
+	if abi == 0 {
+		return ErrUnavailable
+	}
+	runtime.LockOSThread()
+	// Never unlocked: after a failed confinement the thread must not go
+	// back to the scheduler half-confined; the caller exits.
+	if err := confineThread(spec, abi); err != nil {
+		return err
+	}
+	if !spec.Net && abi >= 4 {
+		if err := refuseUntracked(); err != nil {
+			return err
+		}
+	}
+	err := syscall.Exec(path, argv, env)
+	return fmt.Errorf("exec %s: %w", path, err)
+}
+
+func confineThread(spec Spec, abi int) error {
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
+	}
+	fs := handledFS(abi)
+	for i, l := range spec.Layers {
+		rules, err := l.Rules()
+		if err != nil {
+			return err
+		}
+		attr := ll.RulesetAttr{HandledAccessFS: fs}
+		if abi >= 4 && !spec.Net {
+			attr.HandledAccessNet = ll.AccessNetBindTCP | ll.AccessNetConnectTCP
+		}
+		if abi >= 6 {
+			attr.Scoped = ll.ScopeAbstractUnixSocket | ll.ScopeSignal
+		}
+		fd, err := ll.LandlockCreateRuleset(&attr, 0)
+		if err != nil {
+			return fmt.Errorf("landlock_create_ruleset: %w", err)
+		}
+		for _, r := range rules {
+			if err := addRule(fd, r, fs); err != nil {
+				syscall.Close(fd)
+				return fmt.Errorf("layer %d: %w", i, err)
+			}
+		}
+		err = ll.LandlockRestrictSelf(fd, 0)
+		syscall.Close(fd)
+		if err != nil {
+			return fmt.Errorf("landlock_restrict_self: %w", err)
+		}
+	}
+	return nil
+}
+
+// addRule opens r.Path without following a final symlink (Rules never
+// lists one; a link swapped in since is refused here, not followed).
+func addRule(fd int, r PathRule, handled uint64) error {
+	access := r.Access & handled
+	if access == 0 {
+		return nil
+	}
+	pfd, err := unix.Open(r.Path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return nil // gone since it was listed: nothing to grant
+		}
+		return fmt.Errorf("open %s: %w", r.Path, err)
+	}
+	defer unix.Close(pfd)
+	var st unix.Stat_t
+	if err := unix.Fstat(pfd, &st); err != nil {
+		return fmt.Errorf("stat %s: %w", r.Path, err)
+	}
+	switch {
+	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
+		return nil
+	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
+		access &= fileRights
+	}
+	if access == 0 {
+		return nil
+	}
+	attr := ll.PathBeneathAttr{ParentFd: pfd, AllowedAccess: access}
+	if err := ll.LandlockAddPathBeneathRule(fd, &attr, 0); err != nil {
+		return fmt.Errorf("landlock_add_rule %s: %w", r.Path, err)
+	}
+	return nil
+}

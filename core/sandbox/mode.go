@@ -1,0 +1,45 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ErrUnavailable is Landlock missing from the kernel (or disabled at boot).
+var ErrUnavailable = errors.New("Landlock is not available in this kernel (it needs Linux 5.13 or later with landlock in the lsm= boot list)")
+
+// Missing lists what an ABI version cannot enforce of what Exec asks for,
+// in words, for the one line joule exec prints about it.
+func Missing(abi int, net bool) []string {
+	var out []string
+	if abi < 2 {
+		out = append(out, "renames and links across directories are all refused (no REFER below ABI 2)")
+	}
+	if abi < 3 {
+		out = append(out, "truncating files is not restricted (ABI 3)")
+	}
+	if abi < 4 && !net {
+		out = append(out, "TCP connect and bind are not restricted (ABI 4)")
+	}
+	if abi < 5 {
+		out = append(out, "device ioctls are not restricted (ABI 5)")
+	}
+	if abi < 6 {
+		out = append(out, "abstract unix sockets and signals are not scoped (ABI 6)")
+	}
+	return out
+}
+
+// Mode describes the containment a command gets, for receipts and
+// messages: "landlock ABI 7, network off", or "none" without Landlock.
+func Mode(abi int, net bool) string {
+	if abi <= 0 {
+		return "none"
+	}
+	s := fmt.Sprintf("landlock ABI %d, network %s", abi, map[bool]string{true: "on", false: "off"}[net])
+	if m := Missing(abi, net); len(m) > 0 {
+		s += " (best effort: " + strings.Join(m, "; ") + ")"
+	}
+	return s
+}

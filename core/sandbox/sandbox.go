@@ -1,0 +1,307 @@
+// Package sandbox confines a process tree with Landlock to what a grant
+// allows, so that a shell command the gate allowed cannot do more than the
+// grant says even where static analysis of the line was wrong: `joule exec`
+// builds a Spec from the active grant, calls Confine and then exec's the
+// program, whose children inherit the confinement.
+//
+// # What the kernel enforces
+//
+// Landlock only grants: a rule gives a set of rights on a file hierarchy,
+// inherited by everything below it. A path that must stay closed inside an
+// open tree is therefore carved out: the directories on the way to it get
+// only the rights that are harmless when inherited (listing, for reads;
+// none, for writes), and each of their other entries is granted the full
+// rights on its own. For a refused path P inside an open tree this gives:
+//
+//   - reads (Spec.ReadDeny, $JOULE_HOME and Read deny rules): no file below P
+//     can be opened for reading, executed or mapped; the names in P and in
+//     the directories above it can still be listed.
+//   - writes (Spec.WriteDeny: the protected hook configurations and Write
+//     deny rules): P cannot be written, truncated, created, removed,
+//     renamed, replaced by a rename or hard link, and neither can any
+//     directory on the way to it. Since MAKE_REG, REMOVE_FILE, REFER and the
+//     other directory rights are inherited, this means: in each directory on
+//     the way from a writable root to a protected path (the workspace root
+//     itself, for .mcp.json or .claude/settings.json) no entry can be
+//     created, removed or renamed; the files already there can be written in
+//     place, and every subdirectory not on the way is fully writable.
+//   - entries that appear in a carved directory after Confine get no rule,
+//     so they are neither readable (below a read carve) nor writable.
+//   - symbolic links are never granted (a rule on a link would grant its
+//     target); what a link points to is judged as its target.
+//
+// The network (Landlock ABI 4): TCP connect and bind are refused unless
+// Spec.Net. UDP and MPTCP sockets are not covered by Landlock at ABI 7.
+// With ABI 6, abstract unix sockets and signals are scoped: the process
+// tree cannot reach abstract sockets or signal processes outside it.
+// Named unix sockets (a path in the file system) are not covered below ABI 9.
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/joulehook/joule/core/rule"
+)
+
+// Spec is what one confinement allows. Paths are absolute, clean and
+// symlink-resolved. Each Layer is enforced as its own Landlock ruleset, so
+// an access must pass every layer (one per link of a delegated grant).
+type Spec struct {
+	Layers []Layer
+	Net    bool // TCP connect and bind are allowed
+}
+
+// Layer is one ruleset: everything is readable except ReadDeny, and the
+// trees in Write are writable except WriteDeny (and ReadDeny).
+type Layer struct {
+	Write     []string
+	ReadDeny  []string
+	WriteDeny []string
+}
+
+// Inputs is what a Spec is built from: the parsed rules of each link of the
+// grant (root first), the workspace roots of the leaf, the home directory,
+// the gate's protected (never writable) and private (never readable) paths,
+// and the extra trees that stay writable for ordinary work (temp dir and
+// the toolchains' caches; see ToolTrees).
+type Inputs struct {
+	Sets      []rule.Set
+	Roots     []string
+	Home      string
+	Protected []string
+	Private   []string
+	Extra     []string
+	Net       bool
+}
+
+// HomeSecrets are the places below the home directory where credentials
+// live. The kernel refuses reading them even though the grant's Read rules
+// say nothing about them (a bare Read covers the workspace only, and the
+// sandbox cannot refuse the rest of the disk without breaking the
+// toolchains), unless a Read allow rule names something inside one.
+var HomeSecrets = []string{
+	".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".kube", ".docker/config.json",
+	".netrc", ".git-credentials", ".config/git/credentials", ".npmrc", ".pypirc", ".cargo/credentials",
+	".cargo/credentials.toml", ".config/gh/hosts.yml", ".password-store", ".local/share/keyrings",
+	".claude/.credentials.json", ".codex/auth.json", ".gemini/oauth_creds.json", ".config/anthropic",
+}
+
+// readAllowedBelow reports whether some Read allow rule of set is scoped at
+// or below p, under one of the roots.
+func readAllowedBelow(set rule.Set, roots []string, home, p string) bool {
+	for _, root := range roots {
+		for _, r := range set.Allow {
+			if s, ok := r.Scope(rule.Roots{Workspace: root, Home: home}); ok && s.Access == rule.Read && within(resolve(s.Base), p) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// maxWalk bounds the entries a deny glob may be expanded over, and maxRules
+// the rules of one layer: a policy beyond them is refused, not weakened.
+const (
+	maxWalk  = 20000
+	maxRules = 20000
+)
+
+// Build turns the grant's rules into a Spec. Allow rules for writes become
+// the trees they name (a glob's leading literal directories: a wider grant
+// than the rule, which the gate's analysis still narrows); ask and deny
+// rules for reads and writes become refused paths, globs expanded over the
+// files that exist now. An error means the grant cannot be enforced by the
+// kernel as written; the caller must not run the program unconfined.
+func Build(in Inputs) (Spec, error) {
+	spec := Spec{Net: in.Net}
+	if len(in.Roots) == 0 {
+		return Spec{}, errors.New("the grant names no workspace root")
+	}
+	for i, set := range in.Sets {
+		l := Layer{ReadDeny: slices.Clone(in.Private), WriteDeny: slices.Clone(in.Protected)}
+		for _, root := range in.Roots {
+			roots := rule.Roots{Workspace: root, Home: in.Home}
+			for _, r := range set.Allow {
+				if s, ok := r.Scope(roots); ok && s.Access == rule.Write {
+					if _, err := os.Lstat(s.Base); err == nil {
+						l.Write = append(l.Write, resolve(s.Base))
+					}
+				}
+			}
+			for _, list := range [][]rule.Rule{set.Deny, set.Ask} {
+				for _, r := range list {
+					s, ok := r.Scope(roots)
+					if !ok {
+						continue
+					}
+					paths, err := expand(r, s, roots)
+					if err != nil {
+						return Spec{}, fmt.Errorf("link %d: %w", i, err)
+					}
+					if s.Access == rule.Read {
+						l.ReadDeny = append(l.ReadDeny, paths...)
+					} else {
+						l.WriteDeny = append(l.WriteDeny, paths...)
+					}
+				}
+			}
+		}
+		if in.Home != "" {
+			for _, rel := range HomeSecrets {
+				p := resolve(filepath.Join(in.Home, rel))
+				if !readAllowedBelow(set, in.Roots, in.Home, p) {
+					l.ReadDeny = append(l.ReadDeny, p)
+				}
+			}
+		}
+		l.Write = append(l.Write, in.Extra...)
+		l.Write, l.ReadDeny, l.WriteDeny = compact(l.Write), compact(l.ReadDeny), compact(l.WriteDeny)
+		spec.Layers = append(spec.Layers, l)
+	}
+	if len(spec.Layers) == 0 {
+		return Spec{}, errors.New("the grant has no links")
+	}
+	return spec, nil
+}
+
+// expand lists the paths a deny or ask rule refuses: its base when the
+// pattern covers the whole tree, else every existing entry below the base
+// the rule matches (not descending into a match).
+func expand(r rule.Rule, s rule.PathScope, roots rule.Roots) ([]string, error) {
+	base := resolve(s.Base)
+	if s.Tree {
+		return []string{base}, nil
+	}
+	var out []string
+	n := 0
+	err := filepath.WalkDir(s.Base, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			if p == s.Base && errors.Is(err, os.ErrNotExist) {
+				return filepath.SkipAll
+			}
+			return nil // unreadable here means unreadable in the sandbox too
+		}
+		if n++; n > maxWalk {
+			return fmt.Errorf("rule %s: more than %d entries below %s to match it against; the kernel sandbox needs a narrower rule (a literal directory, or dir/**)", r, maxWalk, s.Base)
+		}
+		abs := resolve(p)
+		if r.MatchPath(s.Access, abs, roots, rule.Deny) {
+			out = append(out, abs)
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+func resolve(p string) string {
+	if r, err := rule.Resolve("/", p); err == nil {
+		return r
+	}
+	return filepath.Clean(p)
+}
+
+func compact(ps []string) []string {
+	out := ps[:0]
+	for _, p := range ps {
+		if p != "" && filepath.IsAbs(p) {
+			out = append(out, filepath.Clean(p))
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// ToolTrees are the directories ordinary work writes outside the workspace:
+// the temp dir, the user's cache directory (which holds Go's build cache by
+// default), Go's GOCACHE, GOMODCACHE and GOPATH/pkg when set elsewhere, and
+// npm's cache. It reads the environment and Go's own env file (go env -w),
+// never runs go: that would cost more than the whole confinement.
+func ToolTrees(home string, getenv func(string) string) []string {
+	var out []string
+	add := func(p string) {
+		if p != "" && filepath.IsAbs(p) {
+			out = append(out, resolve(p))
+		}
+	}
+	tmp := getenv("TMPDIR")
+	if tmp == "" {
+		tmp = "/tmp"
+	}
+	add(tmp)
+	add("/var/tmp")
+	add("/dev/shm")
+	cache := getenv("XDG_CACHE_HOME")
+	if cache == "" && home != "" {
+		cache = filepath.Join(home, ".cache")
+	}
+	add(cache)
+	goenv := goEnvFile(home, getenv)
+	get := func(k string) string {
+		if v := getenv(k); v != "" {
+			return v
+		}
+		return goenv[k]
+	}
+	add(get("GOCACHE"))
+	add(get("GOMODCACHE"))
+	if gp := get("GOPATH"); gp != "" {
+		for _, p := range filepath.SplitList(gp) {
+			add(filepath.Join(p, "pkg"))
+		}
+	} else if home != "" {
+		add(filepath.Join(home, "go", "pkg"))
+	}
+	if c := getenv("npm_config_cache"); c != "" {
+		add(c)
+	} else if home != "" {
+		add(filepath.Join(home, ".npm"))
+	}
+	return out
+}
+
+// goEnvFile reads the file `go env -w` writes ($XDG_CONFIG_HOME/go/env or
+// ~/.config/go/env, or GOENV).
+func goEnvFile(home string, getenv func(string) string) map[string]string {
+	p := getenv("GOENV")
+	if p == "off" {
+		return nil
+	}
+	if p == "" {
+		cfg := getenv("XDG_CONFIG_HOME")
+		if cfg == "" {
+			if home == "" {
+				return nil
+			}
+			cfg = filepath.Join(home, ".config")
+		}
+		p = filepath.Join(cfg, "go", "env")
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil
+	}
+	m := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// within reports whether p is root or below it; both must be clean and
+// absolute (everything here is), so nothing is cleaned again.
+func within(p, root string) bool {
+	if root == "/" {
+		return strings.HasPrefix(p, "/")
+	}
+	return strings.HasPrefix(p, root) && (len(p) == len(root) || p[len(root)] == '/')
+}
