@@ -147,8 +147,8 @@ func gitTemplate(t testing.TB) string {
 	return gitOnce.dir
 }
 
-// sandbox is a throwaway home and workspace in which a payload runs for real.
-type sandbox struct {
+// arena is a throwaway home and workspace in which a payload runs for real.
+type arena struct {
 	root, home, jh, ws, mark, settings string
 	secret                             string
 	port                               int
@@ -156,7 +156,7 @@ type sandbox struct {
 	ln                                 net.Listener
 }
 
-func newSandbox(t testing.TB) *sandbox {
+func newSandbox(t testing.TB) *arena {
 	t.Helper()
 	// Not t.TempDir: a payload may leave a process behind that still
 	// writes there (go's telemetry, a background job) when the test ends.
@@ -173,7 +173,7 @@ func newSandbox(t testing.TB) *sandbox {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &sandbox{root: root, home: filepath.Join(root, "home")}
+	s := &arena{root: root, home: filepath.Join(root, "home")}
 	s.jh = filepath.Join(s.home, ".local", "share", "joule")
 	s.ws = filepath.Join(s.home, "ws")
 	s.mark = filepath.Join(root, "mark")
@@ -222,7 +222,7 @@ func newSandbox(t testing.TB) *sandbox {
 	return s
 }
 
-func (s *sandbox) env() []string {
+func (s *arena) env() []string {
 	return []string{
 		"HOME=" + s.home, "JOULE_HOME=" + s.jh, "WS=" + s.ws, "MARK=" + s.mark,
 		"PORT=" + fmt.Sprint(s.port), "PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8", "TMPDIR=" + s.root,
@@ -251,7 +251,7 @@ func goEnv(name string) string {
 // run runs line with bash -c in the workspace, as a host's Bash tool does,
 // and returns what it printed. The whole process group is killed at the
 // deadline.
-func (s *sandbox) run(t testing.TB, line string) []byte {
+func (s *arena) run(t testing.TB, line string) []byte {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -266,7 +266,7 @@ func (s *sandbox) run(t testing.TB, line string) []byte {
 
 // happened reports whether the payload's effect took place, and what was
 // seen when it did not.
-func (s *sandbox) happened(effect string, out []byte, settingsBefore []byte) (bool, string) {
+func (s *arena) happened(effect string, out []byte, settingsBefore []byte) (bool, string) {
 	switch effect {
 	case "marker":
 		_, err := os.Lstat(s.mark)
@@ -303,7 +303,7 @@ func (s *sandbox) happened(effect string, out []byte, settingsBefore []byte) (bo
 
 // policy signs a one-link grant for the sandbox's workspace and returns the
 // gate's policy for it, protected paths included.
-func (s *sandbox) policy(t testing.TB, name string) *Policy {
+func (s *arena) policy(t testing.TB, name string) *Policy {
 	t.Helper()
 	g := &grant.Grant{Subject: grant.AnySubject, Roots: []string{s.ws}, Allow: []string{"Read"}, BudgetUJ: 1 << 40}
 	if name != "none" {
@@ -329,7 +329,7 @@ func (s *sandbox) policy(t testing.TB, name string) *Policy {
 	return p
 }
 
-func (s *sandbox) judge(t testing.TB, grantName, line string) Verdict {
+func (s *arena) judge(t testing.TB, grantName, line string) Verdict {
 	t.Helper()
 	input, _ := json.Marshal(map[string]string{"command": line})
 	return Decide(&Event{SessionID: "attack", Tool: "Bash", Input: input, Cwd: s.ws}, s.policy(t, grantName))
