@@ -25,6 +25,9 @@ type config struct {
 	// storeconfig.go): kept raw so each stays next to its command.
 	Tiers json.RawMessage
 	Store string // where the ledger and receipts live: a path or a postgres:// URL
+	// Witness lists further places the log's checkpoints are kept
+	// (witness.go).
+	Witness witnessConfig
 }
 
 // configFile is its JSON shape: energies as strings with units ("50mJ").
@@ -33,6 +36,7 @@ type configFile struct {
 	LockTimeout string            `json:"lock_timeout"`
 	Tiers       json.RawMessage   `json:"tiers,omitempty"`
 	Store       string            `json:"store,omitempty"`
+	Witness     *witnessFile      `json:"witness,omitempty"`
 }
 
 func loadConfig(home string) (*config, error) {
@@ -51,6 +55,11 @@ func loadConfig(home string) (*config, error) {
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}
 	cfg := &config{Costs: gate.Costs{}, Tiers: f.Tiers, Store: f.Store}
+	if f.Witness != nil {
+		if cfg.Witness, err = f.Witness.parse(home); err != nil {
+			return nil, fmt.Errorf("%s: witness: %v", path, err)
+		}
+	}
 	if f.LockTimeout != "" {
 		d, err := time.ParseDuration(f.LockTimeout)
 		if err != nil || d <= 0 {

@@ -42,6 +42,8 @@ const (
 	CodeUnanalyzable    = "unanalyzable-command"
 	CodeSelfTamper      = "self-tamper"
 	CodeStoreError      = "store-unavailable"
+	CodeRolledBack      = "store-rolled-back" // the store is smaller than, or not an extension of, its witness
+	CodeWitnessInvalid  = "witness-invalid"   // the witness outside the store is missing, unreadable or unsigned
 	CodeInternal        = "internal-error"
 )
 

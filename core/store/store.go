@@ -104,6 +104,8 @@ type Store struct {
 	// walRetryAt is the size at which it tries again after a busy attempt.
 	walBusy    atomic.Bool
 	walRetryAt int64
+	// wit is the witness outside the database (witness.go).
+	wit witnessState
 }
 
 type config struct {

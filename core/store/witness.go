@@ -1,0 +1,523 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// The witness keeps the log's newest signed checkpoint outside the
+// database, so that a store wiped, truncated, rolled back to an older copy
+// or replaced by another store is refused instead of silently trusted. Any
+// process that can write the database file can also rewrite the witness
+// file beside it, so a local witness catches accidents and careless
+// tampering; a witness file on another disk, or a Command that posts each
+// checkpoint to another host, is what holds against the store's own user.
+//
+// After each committed append the store signs a checkpoint of the new log
+// and writes it to every witness file (temp file, fsync, rename, under a
+// lock file, never replacing a newer checkpoint with an older one) and runs
+// Command. Inside every seal's transaction, the store checks that the log
+// it is about to extend still holds, at the witnessed size, the witnessed
+// root: a log that is smaller, or whose first leaves hash to another root,
+// makes the seal fail with ErrRolledBack, and nothing is written.
+
+var (
+	// ErrRolledBack reports a store that is smaller than, or not an
+	// extension of, the checkpoint last witnessed outside it. Decisions
+	// must be refused until the loss is accepted (AcceptLoss).
+	ErrRolledBack = errors.New("store rolled back")
+	// ErrWitnessInvalid reports a witness file that cannot be trusted:
+	// unreadable, not a checkpoint signed by this endpoint, or missing
+	// beside a store that records having been witnessed.
+	ErrWitnessInvalid = errors.New("witness invalid")
+)
+
+// WitnessError says what the witness remembers and what the store holds.
+type WitnessError struct {
+	File      string      // the witness file
+	Witnessed *Checkpoint // what it remembers; nil when unreadable or missing
+	StoreSize int64       // the log's size now; -1 when not read
+	Problem   string
+	err       error // ErrRolledBack or ErrWitnessInvalid
+}
+
+func (e *WitnessError) Error() string {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "%v: %s", e.err, e.Problem)
+	if e.Witnessed != nil {
+		fmt.Fprintf(&b, " (witness %s: log size %d, root %s)", e.File, e.Witnessed.Size, e.Witnessed.Root)
+	} else if e.File != "" {
+		fmt.Fprintf(&b, " (witness %s)", e.File)
+	}
+	return b.String()
+}
+
+func (e *WitnessError) Unwrap() error { return e.err }
+
+// Witness configures where a store's checkpoints are kept outside it.
+type Witness struct {
+	// Origin names the log in its checkpoints.
+	Origin string
+	// Signer signs each checkpoint; Verifier checks witnessed ones.
+	Signer   note.Signer
+	Verifier note.Verifier
+	// Files are where the newest checkpoint is kept, each the signed note
+	// alone. Files[0] is the home's own witness; the rest are further
+	// copies (another disk, a mounted share). A missing file is created
+	// at the next append.
+	Files []string
+	// Command, when set, runs after each append with the signed note on
+	// its standard input (posting it to a team's server, say), for at
+	// most CommandTimeout (default 10s).
+	Command        []string
+	CommandTimeout time.Duration
+	// Marker names this witness in the store's settings: once a store has
+	// been witnessed under Marker, a missing witness file is refused
+	// instead of started afresh. Empty: a missing witness is started
+	// afresh at the store's current state.
+	Marker string
+	// NoSync skips the fsync of each witness file before its rename.
+	NoSync bool
+	// OnError reports a witness file or command that could not be written
+	// or run after a decision was committed; nil ignores it.
+	OnError func(error)
+}
+
+// witnessState is what the store knows of its witness.
+type witnessState struct {
+	mu     sync.Mutex
+	w      *Witness
+	loaded bool
+	cp     *Checkpoint // the newest checkpoint witnessed; nil: none
+	file   string      // where cp was read or written
+	err    error       // why the witness could not be read
+}
+
+// SetWitness makes the store check every seal against w and keep w up to
+// date after each append. Call it before the store is used.
+func (s *Store) SetWitness(w *Witness) error {
+	if w == nil {
+		s.wit.w = nil
+		return nil
+	}
+	if err := checkLine("origin", w.Origin); err != nil {
+		return fmt.Errorf("store: witness: %w", err)
+	}
+	if w.Signer == nil || w.Verifier == nil || len(w.Files) == 0 {
+		return errors.New("store: witness: want a signer, a verifier and at least one file")
+	}
+	if w.Marker != "" {
+		if err := checkID("setting", witnessMarkerKey(w.Marker)); err != nil {
+			return fmt.Errorf("store: witness: marker: %w", err)
+		}
+	}
+	s.wit.w = w
+	s.wit.loaded = false
+	return nil
+}
+
+// Witness returns the store's witness configuration, or nil.
+func (s *Store) Witness() *Witness { return s.wit.w }
+
+func witnessMarkerKey(m string) string { return "witness:" + m }
+
+// ReadWitnessFile reads and verifies one witness file: nil, nil when it
+// does not exist.
+func ReadWitnessFile(path, origin string, v note.Verifier) (*Checkpoint, []byte, error) {
+	msg, err := readSmall(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, &WitnessError{File: path, StoreSize: -1, Problem: "the witness cannot be read: " + err.Error(), err: ErrWitnessInvalid}
+	}
+	cp, err := OpenCheckpoint(msg, origin, v)
+	if err != nil {
+		return nil, nil, &WitnessError{File: path, StoreSize: -1, Problem: err.Error(), err: ErrWitnessInvalid}
+	}
+	return &cp, msg, nil
+}
+
+// OpenCheckpoint verifies a signed checkpoint note of origin with v and
+// parses it.
+func OpenCheckpoint(msg []byte, origin string, v note.Verifier) (Checkpoint, error) {
+	n, err := note.Open(msg, note.VerifierList(v))
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("not a checkpoint signed by %s: %v", v.Name(), err)
+	}
+	cp, err := ParseCheckpoint([]byte(n.Text))
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	if cp.Origin != origin {
+		return Checkpoint{}, fmt.Errorf("a checkpoint of %q, not of %q", cp.Origin, origin)
+	}
+	return cp, nil
+}
+
+func readSmall(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	const limit = 64 << 10
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > limit {
+		return nil, fmt.Errorf("larger than %d bytes", limit)
+	}
+	return b, nil
+}
+
+// loadWitness reads every witness file and keeps the newest checkpoint.
+// The caller holds s.wit.mu.
+func (s *Store) loadWitness() {
+	st := &s.wit
+	st.loaded, st.cp, st.file, st.err = true, nil, "", nil
+	for _, f := range st.w.Files {
+		cp, _, err := ReadWitnessFile(f, st.w.Origin, st.w.Verifier)
+		if err != nil {
+			st.err = err
+			return
+		}
+		if cp != nil && (st.cp == nil || cp.Size > st.cp.Size) {
+			st.cp, st.file = cp, f
+		}
+	}
+}
+
+// witnessed returns the newest checkpoint witnessed (reading the files
+// the first time, or again when reload is set) and where it was found.
+func (s *Store) witnessed(reload bool) (*Checkpoint, string, error) {
+	st := &s.wit
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if !st.loaded || reload {
+		s.loadWitness()
+	}
+	return st.cp, st.file, st.err
+}
+
+// WitnessState checks the store against its witness now, outside any
+// write: the checkpoint witnessed (nil if none), its file, and nil or an
+// error wrapping ErrRolledBack or ErrWitnessInvalid.
+func (s *Store) WitnessState(ctx context.Context) (*Checkpoint, string, error) {
+	if s.wit.w == nil {
+		return nil, "", nil
+	}
+	cp, file, err := s.witnessed(true)
+	if err != nil {
+		return nil, file, err
+	}
+	err = s.read(ctx, func(tx conn) error {
+		size, err := logSize(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if cp == nil {
+			return s.witnessMissing(ctx, tx, size)
+		}
+		return s.checkWitnessed(cp, file, size, hashReader{ctx, tx})
+	})
+	return cp, file, err
+}
+
+// checkWitnessed checks that a log of size, read through r, extends cp.
+func (s *Store) checkWitnessed(cp *Checkpoint, file string, size int64, r tlog.HashReader) error {
+	if size < cp.Size {
+		return &WitnessError{File: file, Witnessed: cp, StoreSize: size,
+			Problem: fmt.Sprintf("the store holds %d receipts, fewer than the %d witnessed: it was wiped, truncated or replaced by an older copy", size, cp.Size), err: ErrRolledBack}
+	}
+	root, err := tlog.TreeHash(cp.Size, r)
+	if err != nil {
+		return err
+	}
+	if root != cp.Root {
+		return &WitnessError{File: file, Witnessed: cp, StoreSize: size,
+			Problem: fmt.Sprintf("the store's first %d receipts are not the ones witnessed (root %s): it was replaced by another store or rewritten", cp.Size, root), err: ErrRolledBack}
+	}
+	return nil
+}
+
+// witnessMissing decides about a store without a witness file: refused
+// when its settings record that this witness kept it, else fine (the first
+// append starts the witness).
+func (s *Store) witnessMissing(ctx context.Context, q querier, size int64) error {
+	w := s.wit.w
+	if w.Marker == "" {
+		return nil
+	}
+	var v string
+	err := q.QueryRowContext(ctx, `SELECT value FROM settings WHERE key = ?`, witnessMarkerKey(w.Marker)).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return &WitnessError{File: w.Files[0], StoreSize: size,
+		Problem: fmt.Sprintf("the witness file is missing, but the store records being witnessed there since log size %s", v), err: ErrWitnessInvalid}
+}
+
+// pendingWitness is a checkpoint to publish once its transaction commits.
+type pendingWitness struct {
+	cp    Checkpoint
+	force bool // replace a newer witness (AcceptLoss)
+}
+
+// witnessTx runs inside a seal's write transaction, after the seals
+// appended the log's leaves first..next-1 (read through r): it checks that
+// the log they extended still holds what was witnessed, and returns the
+// checkpoint to publish after the commit. A failure returns an error and the
+// transaction must roll back.
+func (s *Store) witnessTx(ctx context.Context, tx conn, r tlog.HashReader, first, next int64) (*pendingWitness, error) {
+	w := s.wit.w
+	if w == nil || next <= first {
+		return nil, nil
+	}
+	for attempt := 0; ; attempt++ {
+		cp, file, err := s.witnessed(attempt > 0)
+		if err == nil && cp == nil {
+			err = s.witnessMissing(ctx, tx, first)
+			if err == nil && w.Marker != "" {
+				// Start the witness at the log before these seals, then
+				// record that it was started: a crash after the commit
+				// leaves a witness that the store extends.
+				if err = s.startWitness(ctx, tx, r, first); err != nil {
+					return nil, err
+				}
+			}
+		} else if err == nil {
+			err = s.checkWitnessed(cp, file, first, r)
+		}
+		var we *WitnessError
+		if err != nil && errors.As(err, &we) && attempt == 0 {
+			// Another process may have accepted a loss and re-anchored
+			// the witness since this one read it.
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		break
+	}
+	root, err := tlog.TreeHash(next, r)
+	if err != nil {
+		return nil, err
+	}
+	return &pendingWitness{cp: Checkpoint{Origin: w.Origin, Size: next, Root: root}}, nil
+}
+
+// startWitness writes the first witness of a log of size n and records in
+// the store's settings that it is witnessed.
+func (s *Store) startWitness(ctx context.Context, tx conn, r tlog.HashReader, n int64) error {
+	w := s.wit.w
+	root, err := tlog.TreeHash(n, r)
+	if err != nil {
+		return err
+	}
+	cp := Checkpoint{Origin: w.Origin, Size: n, Root: root}
+	msg, err := note.Sign(&note.Note{Text: string(cp.Text())}, w.Signer)
+	if err != nil {
+		return fmt.Errorf("witness: sign: %w", err)
+	}
+	if err := writeWitnessFile(w.Files[0], msg, n, false, !w.NoSync); err != nil {
+		return fmt.Errorf("witness: %w", err)
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`,
+		witnessMarkerKey(w.Marker), strconv.FormatInt(n, 10))
+	return err
+}
+
+// publish signs p's checkpoint and writes it to every witness, after its
+// transaction committed. Failures go to OnError: the decision stands.
+func (s *Store) publish(p *pendingWitness) {
+	if p == nil {
+		return
+	}
+	w := s.wit.w
+	msg, err := note.Sign(&note.Note{Text: string(p.cp.Text())}, w.Signer)
+	if err != nil {
+		s.witnessFailed(fmt.Errorf("witness: sign: %w", err))
+		return
+	}
+	wrote := false
+	for _, f := range w.Files {
+		if err := writeWitnessFile(f, msg, p.cp.Size, p.force, !w.NoSync); err != nil {
+			s.witnessFailed(fmt.Errorf("witness %s: %w", f, err))
+			continue
+		}
+		wrote = true
+	}
+	if wrote {
+		st := &s.wit
+		st.mu.Lock()
+		if st.err == nil && (p.force || st.cp == nil || p.cp.Size > st.cp.Size) {
+			cp := p.cp
+			st.cp, st.file, st.loaded = &cp, w.Files[0], true
+		}
+		st.mu.Unlock()
+	}
+	if len(w.Command) > 0 {
+		if err := runWitnessCommand(w, msg); err != nil {
+			s.witnessFailed(err)
+		}
+	}
+}
+
+func (s *Store) witnessFailed(err error) {
+	if f := s.wit.w.OnError; f != nil {
+		f(err)
+	}
+}
+
+func runWitnessCommand(w *Witness, msg []byte) error {
+	timeout := w.CommandTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, w.Command[0], w.Command[1:]...)
+	cmd.Stdin = bytes.NewReader(msg)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("witness command %s: %v: %s", w.Command[0], err, clip(bytes.TrimSpace(stderr.Bytes())))
+	}
+	return nil
+}
+
+// writeWitnessFile replaces path with msg, a checkpoint of size, unless
+// it already holds a checkpoint at least as large (and force is not set):
+// under a lock file beside it, so concurrent writers never let an older
+// checkpoint replace a newer one, and atomically (temp file, fsync when
+// sync is set, rename), so a reader sees the old note or the new one.
+func writeWitnessFile(path string, msg []byte, size int64, force, sync bool) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	unlock, err := lockFile(path + ".lock")
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if !force {
+		if cur, err := readSmall(path); err == nil {
+			if n, ok := noteSize(cur); ok && n >= size {
+				return nil
+			}
+		}
+	}
+	var suffix [6]byte
+	rand.Read(suffix[:])
+	tmp := path + ".tmp-" + hex.EncodeToString(suffix[:])
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(msg)
+	if err == nil && sync {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}
+
+// noteSize reads the tree size of a witness file without checking its
+// signature: only to keep the larger of two checkpoints.
+func noteSize(msg []byte) (int64, bool) {
+	_, rest, ok := bytes.Cut(msg, []byte("\n"))
+	if !ok {
+		return 0, false
+	}
+	line, _, ok := bytes.Cut(rest, []byte("\n"))
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(line), 10, 64)
+	return n, err == nil && n >= 0
+}
+
+// AcceptLoss is the recovery from ErrRolledBack or ErrWitnessInvalid: it
+// seals req (whose Build is given the checkpoint witnessed, nil if none,
+// and the log as it is now) without checking the witness, then re-anchors
+// every witness file at the log that now ends with that receipt, keeping
+// each replaced witness file beside it as FILE.lost-UNIXNANO.
+func (s *Store) AcceptLoss(ctx context.Context, session string, build func(pos Position, witnessed *Checkpoint, now Checkpoint) ([]byte, error)) (Entry, []string, error) {
+	w := s.wit.w
+	if w == nil {
+		return Entry{}, nil, errors.New("store: accept loss: the store has no witness")
+	}
+	witnessed, _, werr := s.witnessed(true)
+	if werr != nil && !errors.Is(werr, ErrWitnessInvalid) {
+		return Entry{}, nil, werr
+	}
+	var (
+		cur  Checkpoint
+		kept []string
+	)
+	req := SealRequest{Session: session, force: true}
+	req.Build = func(pos Position, _ error) ([]byte, bool, error) {
+		env, err := build(pos, witnessed, cur)
+		return env, false, err
+	}
+	req.before = func(ctx context.Context, tx conn, r tlog.HashReader, size int64) error {
+		root, err := tlog.TreeHash(size, r)
+		if err != nil {
+			return err
+		}
+		cur = Checkpoint{Origin: w.Origin, Size: size, Root: root}
+		return nil
+	}
+	if err := req.check(); err != nil {
+		return Entry{}, nil, fmt.Errorf("store: accept loss: %w", err)
+	}
+	stamp := strconv.FormatInt(time.Now().UnixNano(), 10)
+	for _, f := range w.Files {
+		if b, err := os.ReadFile(f); err == nil {
+			lost := f + ".lost-" + stamp
+			if err := os.WriteFile(lost, b, 0o600); err != nil {
+				return Entry{}, nil, fmt.Errorf("store: accept loss: keep %s: %w", f, err)
+			}
+			kept = append(kept, lost)
+		}
+	}
+	e, err := s.sealOne(ctx, req)
+	if err != nil {
+		return Entry{}, kept, fmt.Errorf("store: accept loss: %w", err)
+	}
+	if w.Marker != "" {
+		if err := s.SetSetting(ctx, witnessMarkerKey(w.Marker), strconv.FormatInt(e.Index+1, 10)); err != nil {
+			return e, kept, err
+		}
+	}
+	return e, kept, nil
+}
