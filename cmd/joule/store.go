@@ -13,27 +13,39 @@ func init() {
 }
 
 func runStore(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "store", "store migrate|check [--store PATH|URL]\n\nmigrate brings the store's schema up to this joule's version (run it as\nthe database owner before rolling out a new joule to a team).\ncheck verifies the whole store: every session chain, the Merkle log,\nevery grant against its ledger and every checkpoint. Exit status 1 if\nanything is wrong.\n\nThe store is --store, else $JOULE_STORE, else config.json's \"store\",\nelse joule.db in $JOULE_HOME.")
+	fs := newFlags(e, "store", "store migrate|check|accept-loss [--store PATH|URL]\n\nmigrate brings the store's schema up to this joule's version (run it as\nthe database owner before rolling out a new joule to a team).\ncheck verifies the whole store: every session chain, the Merkle log,\nevery grant against its ledger and every checkpoint, and the store\nagainst the checkpoint witnessed outside it. Exit status 1 if anything\nis wrong.\naccept-loss is the way out of a store refused by its witness (wiped,\nrolled back or replaced): it seals a receipt recording what was witnessed\nand what the store holds now, and re-anchors the witness there.\n\nThe store is --store, else $JOULE_STORE, else config.json's \"store\",\nelse joule.db in $JOULE_HOME.")
 	loc := fs.String("store", "", "the store: a file path or a postgres:// URL")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 || fs.Arg(0) != "migrate" && fs.Arg(0) != "check" {
-		return usagef("store: want 'migrate' or 'check' (run 'joule store -h')")
+	if fs.NArg() != 1 || fs.Arg(0) != "migrate" && fs.Arg(0) != "check" && fs.Arg(0) != "accept-loss" {
+		return usagef("store: want 'migrate', 'check' or 'accept-loss' (run 'joule store -h')")
 	}
-	if *loc == "" {
-		home, err := identity.Home()
+	if fs.Arg(0) == "accept-loss" {
+		if *loc != "" {
+			return usagef("store accept-loss: works on the home's configured store; set $JOULE_STORE instead of --store")
+		}
+		ep, err := openEndpoint()
 		if err != nil {
 			return err
 		}
-		cfg, err := loadConfig(home)
-		if err != nil {
-			return err
-		}
+		defer ep.Close()
+		return acceptLoss(ctx, e, ep)
+	}
+	home, err := identity.Home()
+	if err != nil {
+		return err
+	}
+	cfg, err := loadConfig(home)
+	if err != nil {
+		return err
+	}
+	configured := *loc == ""
+	if configured {
 		if *loc, err = storeLocation(home, cfg); err != nil {
 			return err
 		}
-	} else if _, err := storeLocation("/", &config{Store: *loc}); err != nil {
+	} else if *loc, err = storeLocation(home, &config{Store: *loc}); err != nil {
 		return err
 	}
 	// Open migrates: migrate is Open plus a report, check is Open plus
@@ -47,9 +59,14 @@ func runStore(ctx context.Context, e *env, args []string) error {
 	if fs.Arg(0) == "migrate" {
 		return nil
 	}
+	witnessFailed := checkWitness(ctx, e, st, home, *loc, configured, cfg)
 	if err := st.Verify(ctx); err != nil {
 		fmt.Fprintf(e.stdout, "check   FAILED\n")
 		return err
+	}
+	if witnessFailed {
+		fmt.Fprintf(e.stdout, "check   FAILED: the store is not what its witness remembers\n")
+		return &exitError{1}
 	}
 	size, err := st.LogSize(ctx)
 	if err != nil {
