@@ -106,6 +106,45 @@ type witnessState struct {
 	cp     *Checkpoint // the newest checkpoint witnessed; nil: none
 	file   string      // where cp was read or written
 	err    error       // why the witness could not be read
+	// stamps are the witness files as last read or written: a file that
+	// changed since (another process, or an edit) is read again.
+	stamps []fileStamp
+}
+
+// fileStamp identifies one version of a file: a rename replaces it with a
+// new inode, an edit in place changes its time or size.
+type fileStamp struct {
+	fi  os.FileInfo // nil: the file did not exist
+	err bool
+}
+
+func stampOf(path string) fileStamp {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileStamp{err: !errors.Is(err, os.ErrNotExist)}
+	}
+	return fileStamp{fi: fi}
+}
+
+func (a fileStamp) same(b fileStamp) bool {
+	if a.fi == nil || b.fi == nil {
+		return a.fi == nil && b.fi == nil && !a.err && !b.err
+	}
+	return os.SameFile(a.fi, b.fi) && a.fi.ModTime().Equal(b.fi.ModTime()) && a.fi.Size() == b.fi.Size()
+}
+
+// changed reports whether any witness file changed since it was last read
+// or written. The caller holds st.mu.
+func (st *witnessState) changed() bool {
+	if len(st.stamps) != len(st.w.Files) {
+		return true
+	}
+	for i, f := range st.w.Files {
+		if !st.stamps[i].same(stampOf(f)) {
+			return true
+		}
+	}
+	return false
 }
 
 // SetWitness makes the store check every seal against w and keep w up to
@@ -192,6 +231,10 @@ func readSmall(path string) ([]byte, error) {
 func (s *Store) loadWitness() {
 	st := &s.wit
 	st.loaded, st.cp, st.file, st.err = true, nil, "", nil
+	st.stamps = st.stamps[:0]
+	for _, f := range st.w.Files {
+		st.stamps = append(st.stamps, stampOf(f))
+	}
 	for _, f := range st.w.Files {
 		cp, _, err := ReadWitnessFile(f, st.w.Origin, st.w.Verifier)
 		if err != nil {
@@ -210,7 +253,7 @@ func (s *Store) witnessed(reload bool) (*Checkpoint, string, error) {
 	st := &s.wit
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if !st.loaded || reload {
+	if !st.loaded || reload || st.changed() {
 		s.loadWitness()
 	}
 	return st.cp, st.file, st.err
@@ -335,7 +378,7 @@ func (s *Store) startWitness(ctx context.Context, tx conn, r tlog.HashReader, n 
 		return err
 	}
 	cp := Checkpoint{Origin: w.Origin, Size: n, Root: root}
-	msg, err := note.Sign(&note.Note{Text: string(cp.Text())}, w.Signer)
+	msg, err := signNote(cp, w.Signer)
 	if err != nil {
 		return fmt.Errorf("witness: sign: %w", err)
 	}
@@ -354,7 +397,7 @@ func (s *Store) publish(p *pendingWitness) {
 		return
 	}
 	w := s.wit.w
-	msg, err := note.Sign(&note.Note{Text: string(p.cp.Text())}, w.Signer)
+	msg, err := signNote(p.cp, w.Signer)
 	if err != nil {
 		s.witnessFailed(fmt.Errorf("witness: sign: %w", err))
 		return
@@ -372,7 +415,13 @@ func (s *Store) publish(p *pendingWitness) {
 		st.mu.Lock()
 		if st.err == nil && (p.force || st.cp == nil || p.cp.Size > st.cp.Size) {
 			cp := p.cp
-			st.cp, st.file, st.loaded = &cp, w.Files[0], true
+			st.cp, st.file = &cp, w.Files[0]
+			// What this process wrote is not read back; a file another
+			// process replaced meanwhile is.
+			st.stamps = st.stamps[:0]
+			for _, f := range w.Files {
+				st.stamps = append(st.stamps, stampOf(f))
+			}
 		}
 		st.mu.Unlock()
 	}
@@ -381,6 +430,10 @@ func (s *Store) publish(p *pendingWitness) {
 			s.witnessFailed(err)
 		}
 	}
+}
+
+func signNote(cp Checkpoint, signer note.Signer) ([]byte, error) {
+	return note.Sign(&note.Note{Text: string(cp.Text())}, signer)
 }
 
 func (s *Store) witnessFailed(err error) {
