@@ -403,6 +403,9 @@ func verifyLatestCheckpoint(ctx context.Context, ep *endpoint) error {
 	if cp.Size > size {
 		return fmt.Errorf("checkpoint of size %d is ahead of the log (%d)", cp.Size, size)
 	}
+	if cp.Size == 0 {
+		return nil // every log extends the empty one
+	}
 	proof, err := ep.store.ProveTree(ctx, cp.Size, size)
 	if err != nil {
 		return err
@@ -593,8 +596,7 @@ func verifyExport(e *env, steward, pubkey, format string) error {
 		for verdicts[first].Verdict == receipts.VerdictOK {
 			first++
 		}
-		fmt.Fprintf(e.stdout, "%d of %d receipts damaged; the first bad position is receipt %d\n", bad, len(envs), first+1)
-		return &exitError{1}
+		return fmt.Errorf("%d of %d receipts damaged; the first bad position is receipt %d of the export", bad, len(envs), first+1)
 	}
 	fmt.Fprintf(e.stdout, "verified: session %s, %d receipts, chain intact, sealed by %s\n", receiptHeader(verdicts[0].Receipt).Session, len(envs), steward)
 	return nil

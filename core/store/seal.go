@@ -111,6 +111,7 @@ func (s *Store) sealOne(ctx context.Context, req SealRequest) (Entry, error) {
 			// one needs no savepoint whatever fails.
 			b := newBatch(s, tx)
 			if req.before != nil {
+				b.ctx = ctx
 				size, err := logSize(ctx, tx)
 				if err != nil {
 					return err
