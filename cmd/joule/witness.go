@@ -29,6 +29,7 @@ type witnessConfig struct {
 	Files   []string
 	Command []string
 	Timeout time.Duration
+	Sync    bool // fsync each witness file before its rename
 }
 
 // witnessFile is its JSON shape.
@@ -36,10 +37,11 @@ type witnessFile struct {
 	Files   []string `json:"files"`
 	Command []string `json:"command"`
 	Timeout string   `json:"timeout"`
+	Sync    bool     `json:"sync"`
 }
 
 func (f *witnessFile) parse(home string) (witnessConfig, error) {
-	c := witnessConfig{Command: f.Command}
+	c := witnessConfig{Command: f.Command, Sync: f.Sync}
 	for _, p := range f.Files {
 		if p == "" {
 			return c, errors.New("files: an empty path")
@@ -88,7 +90,10 @@ func witnessFor(home, loc string, configured bool, cfg *config, signer note.Sign
 		Signer:   signer,
 		Verifier: v,
 		Files:    []string{primary},
-		OnError:  func(err error) { fmt.Fprintf(os.Stderr, "joule: %v\n", err) },
+		// The rename is atomic; the fsync before it only closes the
+		// power-loss window (docs/receipts.md, "The witness").
+		NoSync:  true,
+		OnError: func(err error) { fmt.Fprintf(os.Stderr, "joule: %v\n", err) },
 	}
 	if host, err := os.Hostname(); err == nil {
 		w.Marker = host + ":" + primary
@@ -98,6 +103,7 @@ func witnessFor(home, loc string, configured bool, cfg *config, signer note.Sign
 	if configured && cfg != nil {
 		w.Files = append(w.Files, cfg.Witness.Files...)
 		w.Command, w.CommandTimeout = cfg.Witness.Command, cfg.Witness.Timeout
+		w.NoSync = !cfg.Witness.Sync
 	}
 	return w, nil
 }

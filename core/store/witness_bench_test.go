@@ -58,3 +58,44 @@ func BenchmarkSealWitness(b *testing.B) {
 	b.ReportMetric(float64(spent[1])/float64(spent[0]), "witness-x-base")
 	b.ReportMetric(float64(spent[2])/float64(spent[0]), "synced-x-base")
 }
+
+// BenchmarkWitnessWork measures the witness's own work per seal, apart
+// from the seal: reading the witness as a seal does (what a one-shot hook
+// process does once: its form, not its signature), reading and verifying
+// it as store check does, signing the new checkpoint and rewriting the
+// file in place under its lock.
+func BenchmarkWitnessWork(b *testing.B) {
+	dir := b.TempDir()
+	path := filepath.Join(dir, "checkpoint")
+	signer, verifier := testSigner(b), testVerifier(b)
+	for _, step := range []string{"read", "read+verify", "sign+write"} {
+		b.Run(step, func(b *testing.B) {
+			cp := Checkpoint{Origin: "bench", Size: 1}
+			msg, _ := signNote(cp, signer)
+			if err := writeWitnessFile(path, msg, 1, true, false); err != nil {
+				b.Fatal(err)
+			}
+			defer cpuMeter(b)()
+			for i := 0; b.Loop(); i++ {
+				if step != "sign+write" {
+					read := ReadWitnessFile
+					if step == "read" {
+						read = readWitnessUnverified
+					}
+					if _, _, err := read(path, "bench", verifier); err != nil {
+						b.Fatal(err)
+					}
+					continue
+				}
+				cp.Size = int64(i + 2)
+				msg, err := signNote(cp, signer)
+				if err == nil {
+					err = writeWitnessFile(path, msg, cp.Size, false, false)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -8,14 +8,19 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// lockFile takes an exclusive lock on path (created 0600), waiting for it.
-func lockFile(path string) (func(), error) {
+// lockFile takes a lock on path (created 0600), exclusive or shared,
+// waiting for it.
+func lockFile(path string, exclusive bool) (func(), error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	for {
-		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
+		how := unix.LOCK_SH
+		if exclusive {
+			how = unix.LOCK_EX
+		}
+		err = unix.Flock(int(f.Fd()), how)
 		if err != unix.EINTR {
 			break
 		}
