@@ -2,16 +2,20 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/fxamacker/cbor/v2"
+
+	"github.com/joulehook/joule/core/store/pgtest"
 )
 
 // Each test here edits a real home the way an agent running as the same
@@ -334,5 +338,45 @@ func TestDamagedSession(t *testing.T) {
 				t.Errorf("offline verify of the export: %+v", off)
 			}
 		})
+	}
+}
+
+// On a team's PostgreSQL store the witness is this home's: a database
+// dropped and recreated empty (or restored from an older dump) is refused
+// by the gate and store check here, and accept-loss recovers.
+func TestWitnessPostgres(t *testing.T) {
+	srv, dbURL, env, ws := teamHome(t, 10)
+	for i := range 3 {
+		if d := gateOnce(t, env, bashEvent(ws, "t", fmt.Sprintf("go test ./%d", i))); d.Decision != "allow" {
+			t.Fatalf("decision %d: %+v", i, d)
+		}
+	}
+	home := homeOf(env)
+	files, _ := filepath.Glob(filepath.Join(home, WitnessDir, "checkpoint-????????????????"))
+	if len(files) != 1 {
+		t.Fatalf("witness files for the PostgreSQL store: %v", files)
+	}
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := strings.TrimPrefix(u.Path, "/")
+	ctx := context.Background()
+	for _, stmt := range []string{"DROP DATABASE " + name, fmt.Sprintf("CREATE DATABASE %s OWNER %s", name, pgtest.Role)} {
+		if err := srv.Exec(ctx, "postgres", stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := gateOnce(t, env, bashEvent(ws, "t", "go test ./x")); d.Decision != "deny" || d.Code != "store-rolled-back" {
+		t.Errorf("gate on the recreated database: %+v", d)
+	}
+	if c := joule(t, nil, env, "store", "check"); c.code != 1 || !strings.Contains(c.stdout, "witness FAILED") {
+		t.Errorf("store check on the recreated database: %+v", c)
+	}
+	if a := joule(t, nil, env, "store", "accept-loss"); a.code != 0 || !strings.Contains(a.stdout, "witnessed log size 3") {
+		t.Fatalf("accept-loss: %+v", a)
+	}
+	if c := joule(t, nil, env, "store", "check"); c.code != 0 {
+		t.Errorf("store check after recovery: %+v", c)
 	}
 }
