@@ -44,7 +44,7 @@ func (k Keys) Verdicts(envelopes [][]byte) []Verdict {
 		switch {
 		case err != nil:
 			v.Verdict, v.Reason = verdict, err.Error()
-		case i > 0 && a.Session != session:
+		case session != "" && a.Session != session:
 			v.Verdict, v.Reason = VerdictBrokenChain, fmt.Sprintf("session %q in a chain of session %q", a.Session, session)
 		case a.Sequence != lastSeq+1:
 			v.Verdict, v.Reason = VerdictBrokenChain, fmt.Sprintf("sequence %d where %d was due: a receipt is missing, inserted or out of order", a.Sequence, lastSeq+1)
@@ -53,7 +53,7 @@ func (k Keys) Verdicts(envelopes [][]byte) []Verdict {
 		}
 		if a != nil {
 			v.Receipt = a
-			if i == 0 {
+			if session == "" {
 				session = a.Session
 			}
 			lastSeq = a.Sequence
