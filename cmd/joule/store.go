@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 
 	"github.com/joulehook/joule/core/identity"
 	"github.com/joulehook/joule/core/store"
@@ -45,8 +46,14 @@ func runStore(ctx context.Context, e *env, args []string) error {
 		if *loc, err = storeLocation(home, cfg); err != nil {
 			return err
 		}
-	} else if *loc, err = storeLocation(home, &config{Store: *loc}); err != nil {
+	} else if _, err := storeLocation("/", &config{Store: *loc}); err != nil {
 		return err
+	} else if !store.IsURL(*loc) {
+		// --store is relative to the working directory; the witness is
+		// named after the absolute path.
+		if *loc, err = filepath.Abs(*loc); err != nil {
+			return err
+		}
 	}
 	// Open migrates: migrate is Open plus a report, check is Open plus
 	// Verify.
