@@ -30,6 +30,9 @@ type config struct {
 	// Landlock: "refuse" (the default) or "unconfined" (run the program,
 	// analysis alone having judged it).
 	ExecFallback string
+	// Witness lists further places the log's checkpoints are kept
+	// (witness.go).
+	Witness witnessConfig
 }
 
 // configFile is its JSON shape: energies as strings with units ("50mJ").
@@ -39,6 +42,7 @@ type configFile struct {
 	Tiers        json.RawMessage   `json:"tiers,omitempty"`
 	Store        string            `json:"store,omitempty"`
 	ExecFallback string            `json:"exec_fallback,omitempty"`
+	Witness      *witnessFile      `json:"witness,omitempty"`
 }
 
 func loadConfig(home string) (*config, error) {
@@ -61,6 +65,11 @@ func loadConfig(home string) (*config, error) {
 	case "", "refuse", "unconfined":
 	default:
 		return nil, fmt.Errorf("%s: exec_fallback %q: want \"refuse\" or \"unconfined\"", path, f.ExecFallback)
+	}
+	if f.Witness != nil {
+		if cfg.Witness, err = f.Witness.parse(home); err != nil {
+			return nil, fmt.Errorf("%s: witness: %v", path, err)
+		}
 	}
 	if f.LockTimeout != "" {
 		d, err := time.ParseDuration(f.LockTimeout)

@@ -223,6 +223,11 @@ func runInit(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer ep.Close()
+	// A home whose witness remembers a log the store no longer holds (a
+	// deleted or wiped store) is not started over silently.
+	if err := ep.witnessProblem(ctx); err != nil {
+		return err
+	}
 	g, err := f.build(time.Now())
 	if err != nil {
 		return err

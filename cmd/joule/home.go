@@ -70,6 +70,14 @@ func openEndpoint() (*endpoint, error) {
 	if err != nil {
 		return nil, err
 	}
+	w, err := witnessFor(home, loc, true, cfg, id.NoteSigner, id.VerifierKey)
+	if err == nil {
+		err = st.SetWitness(w)
+	}
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
 	trust, err := loadTrust(home, id)
 	if err != nil {
 		st.Close()

@@ -31,7 +31,7 @@ const receiptsUsage = `receipts ls [SESSION]
        receipts verify [SESSION]
        receipts verify --steward S --pubkey KEY [--format cbor|jsonl] < export
        receipts export SESSION [--format cbor|jsonl]
-       receipts prove INDEX [--size N] | receipts prove --from OLD [--size N]
+       receipts prove INDEX [--size N] | receipts prove --from OLD|witness|FILE [--size N]
        receipts checkpoint
 
 ls lists sessions (or one session's receipts); show prints one receipt,
@@ -40,7 +40,9 @@ signature, every session chain, the Merkle log, the ledger and the latest
 checkpoint, or, with --pubkey, an exported chain offline, reporting the first
 bad position; export writes a session as a CBOR sequence of envelopes or as
 JSON lines; prove prints an inclusion proof for log entry INDEX (or a
-consistency proof from tree size OLD) against a fresh signed checkpoint.`
+consistency proof from tree size OLD, from the checkpoint this home's
+witness keeps, or from a checkpoint note in FILE, each checked against the
+root that checkpoint signed) against a fresh signed checkpoint.`
 
 // LogOrigin names the Merkle log in its checkpoints.
 func logOrigin(steward string) string { return "joule receipts log " + steward }
@@ -55,7 +57,7 @@ func runReceipts(ctx context.Context, e *env, args []string) error {
 	steward := fs.String("steward", "", "verify an export offline: the steward")
 	pubkey := fs.String("pubkey", "", "verify an export offline: the steward's public key (base64url or steward.pub)")
 	size := fs.Int64("size", 0, "prove: the tree size to prove against (default: the whole log)")
-	from := fs.Int64("from", -1, "prove: a consistency proof from this earlier tree size")
+	from := fs.String("from", "", "prove: a consistency proof from this earlier tree size, from 'witness' (the checkpoint kept in $JOULE_HOME/witness) or from a checkpoint note file")
 	switch sub {
 	case "-h", "--help", "help":
 		fmt.Fprintf(e.stdout, "usage: joule %s\n", receiptsUsage)
@@ -93,23 +95,33 @@ func runReceipts(ctx context.Context, e *env, args []string) error {
 		if fs.NArg() != 1 {
 			return usagef("receipts export: want one session id")
 		}
-		entries, err := ep.store.Session(ctx, fs.Arg(0))
+		warnWitness(ctx, e, ep)
+		// Everything is written, damaged receipts included, so that an
+		// offline verify of the export names the first bad position.
+		rows, verdicts, err := sessionVerdicts(ctx, ep, keys, fs.Arg(0))
 		if err != nil {
 			return err
 		}
-		if len(entries) == 0 {
-			return fmt.Errorf("session %q has no receipts", fs.Arg(0))
-		}
 		w := bufio.NewWriter(e.stdout)
-		for _, en := range entries {
+		for i, en := range rows {
 			if *format == "cbor" {
 				w.Write(en.Envelope)
 				continue
 			}
-			b, _ := json.Marshal(map[string]any{"session": en.Session, "sequence": en.Seq, "index": en.Index, "hash": core.ID(en.Hash).String(), "envelope": core.EncodeBase64(en.Envelope)})
+			line := map[string]any{"session": en.Session, "sequence": en.Seq, "index": en.Index, "hash": core.ID(en.Hash).String(), "envelope": core.EncodeBase64(en.Envelope), "verdict": verdicts[i].Verdict}
+			if verdicts[i].Reason != "" {
+				line["reason"] = verdicts[i].Reason
+			}
+			b, _ := json.Marshal(line)
 			fmt.Fprintf(w, "%s\n", b)
 		}
-		return w.Flush()
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		if bad, first := damaged(rows, verdicts); bad > 0 {
+			fmt.Fprintf(e.stderr, "joule: session %s: %d of %d receipts damaged, first at seq %d (%s); all %d exported\n", fs.Arg(0), bad, len(rows), rows[first].Seq, verdicts[first].Verdict, len(rows))
+		}
+		return nil
 	case "prove":
 		return receiptsProve(ctx, e, ep, fs.Args(), *size, *from)
 	case "checkpoint":
@@ -124,6 +136,7 @@ func runReceipts(ctx context.Context, e *env, args []string) error {
 }
 
 func receiptsList(ctx context.Context, e *env, ep *endpoint, keys receipts.Keys, args []string) error {
+	warnWitness(ctx, e, ep)
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	if len(args) == 0 {
 		sessions, err := ep.store.Sessions(ctx)
@@ -136,28 +149,105 @@ func receiptsList(ctx context.Context, e *env, ep *endpoint, keys receipts.Keys,
 		}
 		return tw.Flush()
 	}
-	entries, err := ep.store.Session(ctx, args[0])
+	rows, verdicts, err := sessionVerdicts(ctx, ep, keys, args[0])
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(tw, "SEQ\tINDEX\tKIND\tDECISION\tCODE\tDEBIT\tSUMMARY")
-	for _, en := range entries {
-		a, err := keys.Open(en.Envelope)
-		if err != nil {
-			fmt.Fprintf(tw, "%d\t%d\tINVALID\t\t\t\t%v\n", en.Seq, en.Index, err)
-			continue
+	fmt.Fprintln(tw, "SEQ\tINDEX\tVERDICT\tKIND\tDECISION\tCODE\tDEBIT\tSUMMARY")
+	for i, en := range rows {
+		v := verdicts[i]
+		why := ""
+		if v.Verdict != receipts.VerdictOK {
+			why = " [" + v.Reason + "]"
 		}
-		if d := a.Decision; d != nil {
-			fmt.Fprintf(tw, "%d\t%d\tdecision\t%s\t%s\t%d µJ\t%s\n", en.Seq, en.Index, d.Decision, d.Code, d.DebitUJ, d.Summary)
-		} else {
+		a := v.Receipt
+		switch {
+		case a == nil:
+			fmt.Fprintf(tw, "%d\t%d\t%s\t\t\t\t\t%s\n", en.Seq, en.Index, v.Verdict, v.Reason)
+		case a.Decision != nil:
+			d := a.Decision
+			fmt.Fprintf(tw, "%d\t%d\t%s\tdecision\t%s\t%s\t%d µJ\t%s%s\n", en.Seq, en.Index, v.Verdict, d.Decision, d.Code, d.DebitUJ, d.Summary, why)
+		default:
 			f := a.Efficiency
-			fmt.Fprintf(tw, "%d\t%d\tefficiency\t%s\t%s\t%d µJ\t%s %s\n", en.Seq, en.Index, f.Status, f.Coverage, f.EstimatedUJ, f.Unit, f.Model)
+			fmt.Fprintf(tw, "%d\t%d\t%s\tefficiency\t%s\t%s\t%d µJ\t%s %s%s\n", en.Seq, en.Index, v.Verdict, f.Status, f.Coverage, f.EstimatedUJ, f.Unit, f.Model, why)
 		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if bad, first := damaged(rows, verdicts); bad > 0 {
+		fmt.Fprintf(e.stdout, "%d of %d receipts damaged, first at seq %d (%s)\n", bad, len(rows), rows[first].Seq, verdicts[first].Verdict)
+	}
+	return nil
+}
+
+// VerdictBadRow is the verdict of a receipt that verifies but whose row
+// does not: its stored hash, sequence or prev disagree with the envelope.
+const VerdictBadRow = "bad-row"
+
+// sessionVerdicts reads a session's rows as stored, damaged ones
+// included, and judges each receipt on its own (receipts.Keys.Verdicts),
+// adding what only the row can tell: a stored hash that is not the
+// envelope's, or a SEQ column that is not the receipt's sequence.
+func sessionVerdicts(ctx context.Context, ep *endpoint, keys receipts.Keys, session string) ([]store.StoredEntry, []receipts.Verdict, error) {
+	rows, err := ep.store.SessionRows(ctx, session)
+	if err != nil {
+		return nil, nil, err
+	}
+	envs := make([][]byte, len(rows))
+	for i, r := range rows {
+		envs[i] = r.Envelope
+	}
+	verdicts := keys.Verdicts(envs)
+	for i, r := range rows {
+		v := &verdicts[i]
+		if v.Verdict != receipts.VerdictOK {
+			if r.Fault != "" {
+				v.Reason += "; row: " + r.Fault
+			}
+			continue
+		}
+		if r.Fault != "" {
+			v.Verdict, v.Reason = VerdictBadRow, r.Fault
+		} else if h := receiptHeader(v.Receipt); h.Sequence != r.Seq || h.Prev != core.ID(r.Prev) {
+			v.Verdict, v.Reason = VerdictBadRow, fmt.Sprintf("the row says seq %d, the signed receipt seq %d", r.Seq, h.Sequence)
+		}
+	}
+	return rows, verdicts, nil
+}
+
+func receiptHeader(a *receipts.Any) receipts.Header {
+	if d := a.Decision; d != nil {
+		return receipts.Header{Session: d.Session, Sequence: d.Sequence, Prev: d.Prev}
+	}
+	f := a.Efficiency
+	return receipts.Header{Session: f.Session, Sequence: f.Sequence, Prev: f.Prev}
+}
+
+// damaged counts the receipts whose verdict is not ok and finds the first.
+func damaged(rows []store.StoredEntry, verdicts []receipts.Verdict) (n, first int) {
+	first = -1
+	for i, v := range verdicts {
+		if v.Verdict != receipts.VerdictOK {
+			if first < 0 {
+				first = i
+			}
+			n++
+		}
+	}
+	return n, first
+}
+
+// warnWitness says, on standard error, that the store is not what its
+// witness remembers: what a read command shows may be a rolled-back log.
+func warnWitness(ctx context.Context, e *env, ep *endpoint) {
+	if err := ep.witnessProblem(ctx); err != nil {
+		fmt.Fprintf(e.stderr, "joule: warning: %v\n", err)
+	}
 }
 
 func receiptsShow(ctx context.Context, e *env, ep *endpoint, keys receipts.Keys, args []string) error {
+	warnWitness(ctx, e, ep)
 	var en store.Entry
 	var err error
 	switch len(args) {
@@ -172,22 +262,43 @@ func receiptsShow(ctx context.Context, e *env, ep *endpoint, keys receipts.Keys,
 		if perr != nil || seq == 0 {
 			return usagef("receipts show: SEQ must be a positive number")
 		}
-		var entries []store.Entry
-		entries, err = ep.store.Session(ctx, args[0])
-		if err == nil && seq > uint64(len(entries)) {
-			err = fmt.Errorf("session %q has %d receipts", args[0], len(entries))
+		// The receipt's verdict within its chain, damaged or not.
+		rows, verdicts, err := sessionVerdicts(ctx, ep, keys, args[0])
+		if err != nil {
+			return err
 		}
-		if err == nil {
-			en = entries[seq-1]
+		for i, r := range rows {
+			if r.Seq == seq {
+				return showEntry(e, keys, r.Entry, &verdicts[i], r.Fault)
+			}
 		}
+		return fmt.Errorf("session %q has no receipt with seq %d (%d receipts)", args[0], seq, len(rows))
 	default:
 		return usagef("receipts show: want SESSION SEQ or INDEX")
 	}
 	if err != nil {
 		return err
 	}
+	return showEntry(e, keys, en, nil, "")
+}
+
+// showEntry prints one receipt, decoded, with its verdict: v when the
+// caller judged it within its chain, else its signature alone.
+func showEntry(e *env, keys receipts.Keys, en store.Entry, v *receipts.Verdict, fault string) error {
 	out := map[string]any{"session": en.Session, "sequence": en.Seq, "index": en.Index, "hash": core.ID(en.Hash).String(), "envelope_hex": fmt.Sprintf("%x", en.Envelope)}
-	if a, err := keys.Open(en.Envelope); err != nil {
+	if v != nil {
+		out["verdict"] = v.Verdict
+		out["verified"] = v.Verdict == receipts.VerdictOK
+		if v.Reason != "" {
+			out["error"] = v.Reason
+		}
+		if v.Receipt != nil {
+			out["receipt"] = v.Receipt.Core()
+		}
+		if fault != "" {
+			out["row_fault"] = fault
+		}
+	} else if a, err := keys.Open(en.Envelope); err != nil {
 		out["verified"] = false
 		out["error"] = err.Error()
 	} else {
@@ -210,23 +321,29 @@ func receiptsVerify(ctx context.Context, e *env, ep *endpoint, keys receipts.Key
 		if len(args) > 0 && s.ID != args[0] {
 			continue
 		}
-		entries, err := ep.store.Session(ctx, s.ID)
+		rows, verdicts, err := sessionVerdicts(ctx, ep, keys, s.ID)
 		if err != nil {
 			fmt.Fprintf(e.stdout, "FAIL session %s: %v\n", s.ID, err)
 			failed++
 			continue
 		}
-		envs := make([][]byte, len(entries))
-		for i, en := range entries {
-			envs[i] = en.Envelope
-		}
-		total += len(envs)
-		if _, err := keys.VerifyChain(envs); err != nil {
-			fmt.Fprintf(e.stdout, "FAIL session %s: %v\n", s.ID, err)
+		total += len(rows)
+		if bad, first := damaged(rows, verdicts); bad > 0 {
+			r, v := rows[first], verdicts[first]
+			fmt.Fprintf(e.stdout, "FAIL session %s seq %d (log index %d): %s: %s", s.ID, r.Seq, r.Index, v.Verdict, v.Reason)
+			if bad > 1 {
+				fmt.Fprintf(e.stdout, " (%d of %d receipts damaged: joule receipts ls %s)", bad, len(rows), s.ID)
+			}
+			fmt.Fprintln(e.stdout)
 			failed++
 			continue
 		}
-		fmt.Fprintf(e.stdout, "ok   session %s: %d receipts, chain intact\n", s.ID, len(envs))
+		if uint64(len(rows)) != s.Count {
+			fmt.Fprintf(e.stdout, "FAIL session %s: %d receipts stored, but its head says %d\n", s.ID, len(rows), s.Count)
+			failed++
+			continue
+		}
+		fmt.Fprintf(e.stdout, "ok   session %s: %d receipts, chain intact\n", s.ID, len(rows))
 	}
 	if len(args) > 0 && total == 0 {
 		return fmt.Errorf("session %q has no receipts", args[0])
@@ -238,6 +355,12 @@ func receiptsVerify(ctx context.Context, e *env, ep *endpoint, keys receipts.Key
 			failed++
 		} else {
 			fmt.Fprintln(e.stdout, "ok   checkpoint: signed, and the log extends it")
+		}
+		if cp, _, err := ep.store.WitnessState(ctx); err != nil {
+			fmt.Fprintf(e.stdout, "FAIL witness: %v\n", err)
+			failed++
+		} else if cp != nil {
+			fmt.Fprintf(e.stdout, "ok   witness: the log extends the checkpoint witnessed at size %d\n", cp.Size)
 		}
 	}
 	if failed > 0 {
@@ -277,6 +400,9 @@ func verifyLatestCheckpoint(ctx context.Context, ep *endpoint) error {
 	if cp.Size > size {
 		return fmt.Errorf("checkpoint of size %d is ahead of the log (%d)", cp.Size, size)
 	}
+	if cp.Size == 0 {
+		return nil // every log extends the empty one
+	}
 	proof, err := ep.store.ProveTree(ctx, cp.Size, size)
 	if err != nil {
 		return err
@@ -288,7 +414,23 @@ func verifyLatestCheckpoint(ctx context.Context, ep *endpoint) error {
 	return tlog.CheckTree(proof, size, head, cp.Size, cp.Root)
 }
 
-func receiptsProve(ctx context.Context, e *env, ep *endpoint, args []string, size, from int64) error {
+func receiptsProve(ctx context.Context, e *env, ep *endpoint, args []string, size int64, fromArg string) error {
+	from := int64(-1)
+	var witnessed *store.Checkpoint
+	var witnessNote []byte
+	if fromArg != "" {
+		n, perr := strconv.ParseInt(fromArg, 10, 64)
+		switch {
+		case perr == nil:
+			from = n
+		default:
+			cp, msg, err := readCheckpointArg(ep, fromArg)
+			if err != nil {
+				return err
+			}
+			witnessed, witnessNote, from = cp, msg, cp.Size
+		}
+	}
 	cp, err := ep.store.Checkpoint(ctx, logOrigin(ep.id.Steward), ep.id.NoteSigner)
 	if err != nil {
 		return err
@@ -306,6 +448,22 @@ func receiptsProve(ctx context.Context, e *env, ep *endpoint, args []string, siz
 	}
 	out := map[string]any{"checkpoint": string(cp), "tree_size": size, "root": root.String(), "verifier_key": ep.id.VerifierKey}
 	switch {
+	case witnessed != nil:
+		// The old root is the one the witness signed, never the store's
+		// own idea of it.
+		if from > size {
+			return fmt.Errorf("%w: the checkpoint of %s is of log size %d, but the store holds %d receipts", store.ErrRolledBack, fromArg, from, size)
+		}
+		var proof tlog.TreeProof
+		if from > 0 {
+			if proof, err = ep.store.ProveTree(ctx, from, size); err != nil {
+				return err
+			}
+			if err := tlog.CheckTree(proof, size, root, from, witnessed.Root); err != nil {
+				return fmt.Errorf("%w: the log of size %d is not an extension of the checkpoint of %s (size %d, root %s): %v", store.ErrRolledBack, size, fromArg, from, witnessed.Root, err)
+			}
+		}
+		out["old_size"], out["old_root"], out["consistency_proof"], out["old_checkpoint"] = from, witnessed.Root.String(), hashStrings(proof), string(witnessNote)
 	case from >= 0:
 		proof, err := ep.store.ProveTree(ctx, from, size)
 		if err != nil {
@@ -344,6 +502,38 @@ func receiptsProve(ctx context.Context, e *env, ep *endpoint, args []string, siz
 	return nil
 }
 
+// readCheckpointArg reads the checkpoint `prove --from` names: "witness"
+// for the newest this home's witness keeps, else a file holding a signed
+// checkpoint note, verified with this endpoint's key.
+func readCheckpointArg(ep *endpoint, arg string) (*store.Checkpoint, []byte, error) {
+	w := ep.store.Witness()
+	if w == nil {
+		return nil, nil, errors.New("receipts prove: the store has no witness")
+	}
+	files := []string{arg}
+	if arg == "witness" {
+		files = w.Files
+	}
+	var best *store.Checkpoint
+	var bestMsg []byte
+	for _, f := range files {
+		cp, msg, err := store.ReadWitnessFile(f, w.Origin, w.Verifier)
+		if err != nil {
+			return nil, nil, err
+		}
+		if cp != nil && (best == nil || cp.Size > best.Size) {
+			best, bestMsg = cp, msg
+		}
+	}
+	if best == nil {
+		if arg == "witness" {
+			return nil, nil, fmt.Errorf("no witness yet in %s (the next receipt starts it)", w.Files[0])
+		}
+		return nil, nil, fmt.Errorf("receipts prove --from: %s does not exist (want a tree size, 'witness' or a checkpoint note file)", arg)
+	}
+	return best, bestMsg, nil
+}
+
 func hashStrings(hs []tlog.Hash) []string {
 	out := make([]string, len(hs))
 	for i, h := range hs {
@@ -376,14 +566,36 @@ func verifyExport(e *env, steward, pubkey, format string) error {
 	if err != nil {
 		return err
 	}
-	got, err := receipts.VerifyChain(v, steward, envs)
-	if err != nil {
-		return err
-	}
-	if len(got) == 0 {
+	if len(envs) == 0 {
 		return errors.New("the export holds no receipts")
 	}
-	fmt.Fprintf(e.stdout, "verified: session %s, %d receipts, chain intact, sealed by %s\n", got[0].Session, len(got), steward)
+	// Every receipt is judged, so the first bad position is named and the
+	// damage after it is seen in full.
+	verdicts := receipts.Keys{steward: v}.Verdicts(envs)
+	bad := 0
+	var lastGood uint64
+	for _, vd := range verdicts {
+		if vd.Verdict == receipts.VerdictOK {
+			lastGood = receiptHeader(vd.Receipt).Sequence
+			continue
+		}
+		bad++
+		where := fmt.Sprintf("receipt %d of the export", vd.Position)
+		if vd.Receipt != nil {
+			where += fmt.Sprintf(" (seq %d)", receiptHeader(vd.Receipt).Sequence)
+		} else if lastGood > 0 {
+			where += fmt.Sprintf(" (after seq %d)", lastGood)
+		}
+		fmt.Fprintf(e.stdout, "FAIL %s: %s: %s\n", where, vd.Verdict, vd.Reason)
+	}
+	if bad > 0 {
+		first := 0
+		for verdicts[first].Verdict == receipts.VerdictOK {
+			first++
+		}
+		return fmt.Errorf("%d of %d receipts damaged; the first bad position is receipt %d of the export", bad, len(envs), first+1)
+	}
+	fmt.Fprintf(e.stdout, "verified: session %s, %d receipts, chain intact, sealed by %s\n", receiptHeader(verdicts[0].Receipt).Session, len(envs), steward)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 
 	"github.com/joulehook/joule/core/audit"
 	"github.com/joulehook/joule/core/grant"
@@ -16,28 +17,46 @@ func init() {
 }
 
 func runStore(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "store", "store migrate|check [--store PATH|URL]\n\nmigrate brings the store's schema up to this joule's version (run it as\nthe database owner before rolling out a new joule to a team).\ncheck verifies the whole store: every session chain, the Merkle log,\nevery checkpoint, every grant envelope's signature and id, every column\na decision reads against the envelope, every ledger figure against the\nsigned receipts and every reservation against its grant. Each finding\nnames the grant, session and SEQ. Exit status 1 if anything is wrong.\n\nThe store is --store, else $JOULE_STORE, else config.json's \"store\",\nelse joule.db in $JOULE_HOME.")
+	fs := newFlags(e, "store", "store migrate|check|accept-loss [--store PATH|URL]\n\nmigrate brings the store's schema up to this joule's version (run it as\nthe database owner before rolling out a new joule to a team).\ncheck verifies the whole store: every session chain, the Merkle log,\nevery checkpoint, every grant envelope's signature and id, every column\na decision reads against the envelope, every ledger figure against the\nsigned receipts, every reservation against its grant, and the store\nagainst the checkpoint witnessed outside it. Each finding names the\ngrant, session and SEQ. Exit status 1 if anything is wrong.\naccept-loss is the way out of a store refused by its witness (wiped,\nrolled back or replaced): it seals a receipt recording what was witnessed\nand what the store holds now, and re-anchors the witness there.\n\nThe store is --store, else $JOULE_STORE, else config.json's \"store\",\nelse joule.db in $JOULE_HOME.")
 	loc := fs.String("store", "", "the store: a file path or a postgres:// URL")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 || fs.Arg(0) != "migrate" && fs.Arg(0) != "check" {
-		return usagef("store: want 'migrate' or 'check' (run 'joule store -h')")
+	if fs.NArg() != 1 || fs.Arg(0) != "migrate" && fs.Arg(0) != "check" && fs.Arg(0) != "accept-loss" {
+		return usagef("store: want 'migrate', 'check' or 'accept-loss' (run 'joule store -h')")
 	}
-	if *loc == "" {
-		home, err := identity.Home()
+	if fs.Arg(0) == "accept-loss" {
+		if *loc != "" {
+			return usagef("store accept-loss: works on the home's configured store; set $JOULE_STORE instead of --store")
+		}
+		ep, err := openEndpoint()
 		if err != nil {
 			return err
 		}
-		cfg, err := loadConfig(home)
-		if err != nil {
-			return err
-		}
+		defer ep.Close()
+		return acceptLoss(ctx, e, ep)
+	}
+	home, err := identity.Home()
+	if err != nil {
+		return err
+	}
+	cfg, err := loadConfig(home)
+	if err != nil {
+		return err
+	}
+	configured := *loc == ""
+	if configured {
 		if *loc, err = storeLocation(home, cfg); err != nil {
 			return err
 		}
 	} else if _, err := storeLocation("/", &config{Store: *loc}); err != nil {
 		return err
+	} else if !store.IsURL(*loc) {
+		// --store is relative to the working directory; the witness is
+		// named after the absolute path.
+		if *loc, err = filepath.Abs(*loc); err != nil {
+			return err
+		}
 	}
 	// Open migrates: migrate is Open plus a report, check is Open plus
 	// Verify.
@@ -50,6 +69,7 @@ func runStore(ctx context.Context, e *env, args []string) error {
 	if fs.Arg(0) == "migrate" {
 		return nil
 	}
+	witnessFailed := checkWitness(ctx, e, st, home, *loc, configured, cfg)
 	trust, keys, why := checkKeys()
 	if why != "" {
 		// Only the structure can be checked.
@@ -69,6 +89,10 @@ func runStore(ctx context.Context, e *env, args []string) error {
 			fmt.Fprintf(e.stdout, "check   FAILED: %d findings\n", len(findings))
 			return &exitError{1}
 		}
+	}
+	if witnessFailed {
+		fmt.Fprintf(e.stdout, "check   FAILED: the store is not what its witness remembers\n")
+		return &exitError{1}
 	}
 	size, err := st.LogSize(ctx)
 	if err != nil {

@@ -45,6 +45,8 @@ const (
 	CodeSelfTamper      = "self-tamper"
 	CodeStoreError      = "store-unavailable"
 	CodeStoreCorrupt    = "store-corrupt"
+	CodeRolledBack      = "store-rolled-back" // the store is smaller than, or not an extension of, its witness
+	CodeWitnessInvalid  = "witness-invalid"   // the witness outside the store is missing, unreadable or unsigned
 	CodeInternal        = "internal-error"
 	CodeNoContainment   = "containment-unavailable"
 )

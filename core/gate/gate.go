@@ -309,10 +309,16 @@ func (g *Gate) open(env []byte) (*grant.Signed, error) {
 }
 
 func isStoreFailure(err error) bool {
-	return errors.Is(err, store.ErrLocked) || errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrCorrupt) || errors.Is(err, store.ErrNotStore) || errors.Is(err, store.ErrTooNew)
+	return errors.Is(err, store.ErrLocked) || errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrRolledBack) || errors.Is(err, store.ErrWitnessInvalid) || errors.Is(err, store.ErrCorrupt) || errors.Is(err, store.ErrNotStore) || errors.Is(err, store.ErrTooNew)
 }
 
 func storeFailure(err error) Result {
+	switch {
+	case errors.Is(err, store.ErrRolledBack):
+		return Result{Decision: Deny, Code: CodeRolledBack, Reason: "the receipt store was rolled back, so nothing is decided until the loss is accepted ('joule store accept-loss'): " + err.Error()}
+	case errors.Is(err, store.ErrWitnessInvalid):
+		return Result{Decision: Deny, Code: CodeWitnessInvalid, Reason: "the store's witness cannot be trusted, so nothing is decided until the loss is accepted ('joule store accept-loss'): " + err.Error()}
+	}
 	return Result{Decision: Deny, Code: CodeStoreError, Reason: "the receipt store is unavailable, so nothing can be allowed: " + err.Error()}
 }
 

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"golang.org/x/mod/sumdb/note"
 )
 
 // FuzzOpen feeds arbitrary bytes to Open as a database file, seeded with a
@@ -137,6 +139,37 @@ func FuzzSeal(f *testing.F) {
 		}
 		if after.SpentUJ != want {
 			t.Fatalf("spent %d -> %d, want %d (amount %d keep %t)", before.SpentUJ, after.SpentUJ, want, amount, keep)
+		}
+	})
+}
+
+// FuzzWitnessFile feeds arbitrary witness files to the seal's reader and
+// to store check's: neither panics, the seal's never accepts what is not a
+// canonical checkpoint naming the key, and check's only accepts a note the
+// key signed.
+func FuzzWitnessFile(f *testing.F) {
+	signer, verifier := testSigner(f), testVerifier(f)
+	good, _ := signNote(Checkpoint{Origin: "o", Size: 3}, signer)
+	f.Add(good)
+	f.Add([]byte("o\n3\nAAAA\n\n— joule.test abc\n"))
+	f.Add([]byte{})
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		path := filepath.Join(dir, "checkpoint")
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		noteSize(b)
+		cp, _, err := readWitnessUnverified(path, "o", verifier)
+		if err == nil && cp != nil {
+			if again, perr := ParseCheckpoint(cp.Text()); perr != nil || again.Size != cp.Size {
+				t.Fatalf("accepted a checkpoint that does not round-trip: %+v", cp)
+			}
+		}
+		if cp, _, err := ReadWitnessFile(path, "o", verifier); err == nil && cp != nil {
+			if _, verr := note.Open(b, note.VerifierList(verifier)); verr != nil {
+				t.Fatalf("check accepted a note the key did not sign: %v", verr)
+			}
 		}
 	})
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+
+	"golang.org/x/mod/sumdb/tlog"
 )
 
 // Group commit: the decisions of many goroutines share one transaction and
@@ -134,10 +136,13 @@ func (s *Store) sealGroup(calls []*sealCall) {
 	// The group is not any one caller's: it is bounded by the lock
 	// timeout, and a caller whose context ends meanwhile still gets the
 	// outcome of what was done in its name.
-	var err error
+	var (
+		err error
+		wit *pendingWitness
+	)
 	if !s.pg && !s.group.savepoints {
 		err = s.write(context.Background(), func(ctx context.Context, tx conn) error {
-			return s.sealBatch(ctx, tx, reqs, entries, errs)
+			return s.sealBatch(ctx, tx, reqs, entries, errs, &wit)
 		})
 	}
 	if !s.pg && errors.Is(err, errSavepoints) {
@@ -145,8 +150,16 @@ func (s *Store) sealGroup(calls []*sealCall) {
 	}
 	if s.pg || s.group.savepoints || errors.Is(err, errSavepoints) {
 		err = s.write(context.Background(), func(ctx context.Context, tx conn) error {
-			return s.sealSavepoints(ctx, tx, reqs, entries, errs)
+			if err := s.sealSavepoints(ctx, tx, reqs, entries, errs); err != nil {
+				return err
+			}
+			var err error
+			wit, err = s.witnessGroup(ctx, tx, hashReader{ctx, tx}, entries, errs)
+			return err
 		})
+	}
+	if err == nil {
+		s.publish(wit)
 	}
 	for i, c := range calls {
 		if err != nil {
@@ -161,9 +174,10 @@ func (s *Store) sealGroup(calls []*sealCall) {
 // sealBatch seals reqs as one batch, setting entries[i] or errs[i] for
 // each. A decision that fails without having written anything is left out
 // of the batch; one that fails after writing returns errSavepoints.
-func (s *Store) sealBatch(ctx context.Context, tx conn, reqs []SealRequest, entries []Entry, errs []error) error {
+func (s *Store) sealBatch(ctx context.Context, tx conn, reqs []SealRequest, entries []Entry, errs []error, wit **pendingWitness) error {
 	clear(entries)
 	clear(errs)
+	*wit = nil
 	b := newBatch(s, tx)
 	for i, req := range reqs {
 		e, err := b.seal(ctx, req)
@@ -178,6 +192,10 @@ func (s *Store) sealBatch(ctx context.Context, tx conn, reqs []SealRequest, entr
 			return errSavepoints
 		}
 		errs[i] = err
+	}
+	var err error
+	if *wit, err = s.witnessGroup(ctx, tx, b, entries, errs); err != nil {
+		return err
 	}
 	if err := b.flush(ctx); err != nil {
 		if perCall(err) {
@@ -222,6 +240,29 @@ func (s *Store) sealSavepoints(ctx context.Context, tx conn, reqs []SealRequest,
 		}
 	}
 	return nil
+}
+
+// witnessGroup is witnessTx for the seals of a group that succeeded.
+func (s *Store) witnessGroup(ctx context.Context, tx conn, r tlog.HashReader, entries []Entry, errs []error) (*pendingWitness, error) {
+	if s.wit.w == nil {
+		return nil, nil
+	}
+	first, next := int64(-1), int64(-1)
+	for i, e := range entries {
+		if errs[i] != nil {
+			continue
+		}
+		if first < 0 || e.Index < first {
+			first = e.Index
+		}
+		if e.Index+1 > next {
+			next = e.Index + 1
+		}
+	}
+	if first < 0 {
+		return nil, nil
+	}
+	return s.witnessTx(ctx, tx, r, first, next)
 }
 
 // perCall reports whether an error, after its savepoint was rolled back,

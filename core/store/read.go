@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"lukechampine.com/blake3"
@@ -129,8 +130,75 @@ func scanEntry(row scanner) (Entry, error) {
 		return Entry{}, err
 	}
 	if blake3.Sum256(e.Envelope) != e.Hash {
-		return Entry{}, corruptf("entry %d envelope does not match its hash %x", e.Index, e.Hash)
+		return Entry{}, corruptf("session %q seq %d (log index %d): the envelope does not match its hash %x", e.Session, e.Seq, e.Index, e.Hash)
 	}
 	e.Time = fromUnixNano(created)
 	return e, nil
+}
+
+// StoredEntry is a receipt's row as stored, damaged or not.
+type StoredEntry struct {
+	Entry
+	// Fault says how the row breaks the store's invariants (an envelope
+	// that does not hash to its stored hash, a malformed column); empty
+	// when it does not.
+	Fault string
+}
+
+// SessionRows returns every row of session id in sequence order, as
+// stored: unlike Session, a damaged row is returned, with its Fault,
+// rather than failing the whole session, so that damage can be shown
+// receipt by receipt. An unknown session is an error wrapping ErrNotFound.
+func (s *Store) SessionRows(ctx context.Context, id string) ([]StoredEntry, error) {
+	if err := checkID("session", id); err != nil {
+		return nil, fmt.Errorf("store: session: %w", err)
+	}
+	rows, err := s.conn().QueryContext(ctx, `SELECT `+entryColumns+` FROM entries WHERE session = ? ORDER BY seq, idx`, id)
+	if err != nil {
+		return nil, fmt.Errorf("store: session %q: %w", id, s.classify(err))
+	}
+	defer rows.Close()
+	var out []StoredEntry
+	for rows.Next() {
+		var (
+			e          StoredEntry
+			seq        int64
+			prev, hash []byte
+			created    int64
+		)
+		if err := rows.Scan(&e.Index, &e.Session, &seq, &prev, &hash, &e.Envelope, &created); err != nil {
+			return nil, fmt.Errorf("store: session %q: %w", id, s.classify(err))
+		}
+		var faults []string
+		if seq < 1 {
+			faults = append(faults, fmt.Sprintf("sequence %d", seq))
+		} else {
+			e.Seq = uint64(seq)
+		}
+		if len(prev) == len(e.Prev) {
+			copy(e.Prev[:], prev)
+		} else {
+			faults = append(faults, fmt.Sprintf("prev is %d bytes", len(prev)))
+		}
+		if len(hash) == len(e.Hash) {
+			copy(e.Hash[:], hash)
+			if blake3.Sum256(e.Envelope) != e.Hash {
+				faults = append(faults, "the envelope does not match its stored hash")
+			}
+		} else {
+			faults = append(faults, fmt.Sprintf("hash is %d bytes", len(hash)))
+		}
+		e.Time = fromUnixNano(created)
+		if len(faults) > 0 {
+			e.Fault = strings.Join(faults, "; ")
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: session %q: %w", id, s.classify(err))
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("store: session %q: %w", id, ErrNotFound)
+	}
+	return out, nil
 }

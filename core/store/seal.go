@@ -54,6 +54,12 @@ type SealRequest struct {
 	// Draw, when set, charges one call's share of a reservation that
 	// stays open for others (a lease), in the same transaction.
 	Draw *Draw
+
+	// force seals without checking the witness, and re-anchors it
+	// (AcceptLoss); before runs first in the transaction, given the log's
+	// size.
+	force  bool
+	before func(ctx context.Context, tx conn, r tlog.HashReader, size int64) error
 }
 
 // Draw takes ReleaseUJ off a reservation's hold (never below zero) and
@@ -94,27 +100,76 @@ func (s *Store) Seal(ctx context.Context, req SealRequest) (Entry, error) {
 
 // sealOne is Seal alone in its transaction.
 func (s *Store) sealOne(ctx context.Context, req SealRequest) (Entry, error) {
-	var sealed Entry
+	var (
+		sealed Entry
+		wit    *pendingWitness
+	)
 	err := s.write(ctx, func(ctx context.Context, tx conn) error {
+		wit = nil
 		if !tx.pg {
 			// Any error rolls the whole transaction back, so a batch of
 			// one needs no savepoint whatever fails.
 			b := newBatch(s, tx)
+			if req.before != nil {
+				b.ctx = ctx
+				size, err := logSize(ctx, tx)
+				if err != nil {
+					return err
+				}
+				if err := req.before(ctx, tx, b, size); err != nil {
+					return err
+				}
+			}
 			e, err := b.seal(ctx, req)
 			if err != nil {
 				return err
 			}
 			sealed = e
+			if wit, err = s.witnessSeal(ctx, tx, b, req.force, e.Index, e.Index+1); err != nil {
+				return err
+			}
 			return b.flush(ctx)
 		}
 		locked, err := lockSeal(ctx, tx, []SealRequest{req})
 		if err != nil {
 			return err
 		}
-		sealed, err = s.sealTx(ctx, tx, req, locked)
+		r := hashReader{ctx, tx}
+		if req.before != nil {
+			size, err := logSize(ctx, tx)
+			if err != nil {
+				return err
+			}
+			if err := req.before(ctx, tx, r, size); err != nil {
+				return err
+			}
+		}
+		if sealed, err = s.sealTx(ctx, tx, req, locked); err != nil {
+			return err
+		}
+		wit, err = s.witnessSeal(ctx, tx, r, req.force, sealed.Index, sealed.Index+1)
 		return err
 	})
+	if err == nil {
+		s.publish(wit)
+	}
 	return sealed, err
+}
+
+// witnessSeal is witnessTx for seals, or, for a forced one (AcceptLoss),
+// only the checkpoint to re-anchor the witness at.
+func (s *Store) witnessSeal(ctx context.Context, tx conn, r tlog.HashReader, force bool, first, next int64) (*pendingWitness, error) {
+	if s.wit.w == nil {
+		return nil, nil
+	}
+	if !force {
+		return s.witnessTx(ctx, tx, r, first, next)
+	}
+	root, err := tlog.TreeHash(next, r)
+	if err != nil {
+		return nil, err
+	}
+	return &pendingWitness{cp: Checkpoint{Origin: s.wit.w.Origin, Size: next, Root: root}, force: true}, nil
 }
 
 // sealTx seals req inside tx, whose locks lockSeal took. locked holds the

@@ -106,6 +106,8 @@ type Store struct {
 	walRetryAt int64
 	// grantCheck verifies grant envelopes on decision paths (signed.go).
 	grantCheck grantCheckSlot
+	// wit is the witness outside the database (witness.go).
+	wit witnessState
 }
 
 type config struct {

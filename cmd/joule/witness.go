@@ -1,0 +1,284 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/joulehook/joule/core"
+	"github.com/joulehook/joule/core/identity"
+	"github.com/joulehook/joule/core/receipts"
+	"github.com/joulehook/joule/core/store"
+)
+
+// WitnessDir holds, in $JOULE_HOME, the newest signed checkpoint of each
+// store this home has appended to (docs/receipts.md, "The witness").
+const WitnessDir = "witness"
+
+// witnessConfig is config.json's "witness": further witness files and a
+// witness command, for the home's configured store.
+type witnessConfig struct {
+	Files   []string
+	Command []string
+	Timeout time.Duration
+	Sync    bool // fsync each witness file before its rename
+}
+
+// witnessFile is its JSON shape.
+type witnessFile struct {
+	Files   []string `json:"files"`
+	Command []string `json:"command"`
+	Timeout string   `json:"timeout"`
+	Sync    bool     `json:"sync"`
+}
+
+func (f *witnessFile) parse(home string) (witnessConfig, error) {
+	c := witnessConfig{Command: f.Command, Sync: f.Sync}
+	for _, p := range f.Files {
+		if p == "" {
+			return c, errors.New("files: an empty path")
+		}
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(home, p)
+		}
+		c.Files = append(c.Files, filepath.Clean(p))
+	}
+	if len(f.Command) > 0 && f.Command[0] == "" {
+		return c, errors.New("command: an empty program name")
+	}
+	if f.Timeout != "" {
+		d, err := time.ParseDuration(f.Timeout)
+		if err != nil || d <= 0 {
+			return c, fmt.Errorf("timeout %q: want a positive duration such as 5s", f.Timeout)
+		}
+		c.Timeout = d
+	}
+	return c, nil
+}
+
+// witnessPath is the home's own witness file for the store at loc:
+// witness/checkpoint for the home's default store, else one named after
+// the location (a URL without its password), so that a home that also
+// opens other stores keeps a witness for each.
+func witnessPath(home, loc string) string {
+	if loc == filepath.Join(home, StoreFile) {
+		return filepath.Join(home, WitnessDir, "checkpoint")
+	}
+	sum := sha256.Sum256([]byte(showStore(loc)))
+	return filepath.Join(home, WitnessDir, "checkpoint-"+hex.EncodeToString(sum[:8]))
+}
+
+// witnessFor is the witness of the store at loc opened from home: the
+// home's own file, and for the home's configured store the files and the
+// command of config.json.
+func witnessFor(home, loc string, configured bool, cfg *config, signer note.Signer, verifierKey string) (*store.Witness, error) {
+	v, err := note.NewVerifier(verifierKey)
+	if err != nil {
+		return nil, err
+	}
+	primary := witnessPath(home, loc)
+	w := &store.Witness{
+		Origin:   logOrigin(signer.Name()),
+		Signer:   signer,
+		Verifier: v,
+		Files:    []string{primary},
+		// The rename is atomic; the fsync before it only closes the
+		// power-loss window (docs/receipts.md, "The witness").
+		NoSync:  true,
+		OnError: func(err error) { fmt.Fprintf(os.Stderr, "joule: %v\n", err) },
+	}
+	if host, err := os.Hostname(); err == nil {
+		w.Marker = host + ":" + primary
+	} else {
+		w.Marker = primary
+	}
+	if configured && cfg != nil {
+		w.Files = append(w.Files, cfg.Witness.Files...)
+		w.Command, w.CommandTimeout = cfg.Witness.Command, cfg.Witness.Timeout
+		w.NoSync = !cfg.Witness.Sync
+	}
+	return w, nil
+}
+
+// witnessProblem checks the endpoint's store against its witness: nil, or
+// the error (wrapping store.ErrRolledBack or store.ErrWitnessInvalid) to
+// report, with the way out.
+func (ep *endpoint) witnessProblem(ctx context.Context) error {
+	_, _, err := ep.store.WitnessState(ctx)
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, store.ErrRolledBack) || errors.Is(err, store.ErrWitnessInvalid) {
+		return withHint(err, recoverHint)
+	}
+	return err
+}
+
+// recoverHint is the way out of a store refused by its witness.
+const recoverHint = "nothing is decided until the loss is accepted: inspect with 'joule store check', then run 'joule store accept-loss' to record the loss as a signed receipt and re-anchor the witness"
+
+// LossSession is the session that holds the receipts of accepted losses.
+const LossSession = "joule-store"
+
+// CodeLossAccepted is the code of the receipt `joule store accept-loss`
+// seals.
+const CodeLossAccepted = "store-loss-accepted"
+
+// acceptLoss seals, into LossSession, a receipt that records what the
+// witness remembered and what the store holds now, and re-anchors the
+// witness there.
+func acceptLoss(ctx context.Context, e *env, ep *endpoint) error {
+	before := ep.witnessProblem(ctx)
+	sealer, err := ep.id.Sealer()
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	var summary string
+	en, kept, err := ep.store.AcceptLoss(ctx, LossSession, func(pos store.Position, witnessed *store.Checkpoint, cur store.Checkpoint) ([]byte, error) {
+		lost := "no readable witness"
+		var digest core.ID
+		if witnessed != nil {
+			lost = fmt.Sprintf("witnessed log size %d root %s", witnessed.Size, witnessed.Root)
+			digest = core.Sum(witnessed.Text())
+		}
+		summary = fmt.Sprintf("store loss accepted: %s; store now log size %d root %s", lost, cur.Size, cur.Root)
+		reason := "the store was found smaller than, or not an extension of, its witness, and the loss was accepted"
+		if before != nil {
+			reason = truncate(before.Error(), 900)
+		}
+		nonce, err := core.NewNonce()
+		if err != nil {
+			return nil, err
+		}
+		d := &receipts.Decision{
+			Kind: receipts.KindDecision, Session: pos.Session, Sequence: pos.Seq, Prev: core.ID(pos.Prev),
+			TimeMS: uint64(now.UnixMilli()), Tool: "joule store accept-loss", InputDigest: digest,
+			Summary: summary, Cwd: ep.home, Decision: receipts.Allow, Code: CodeLossAccepted,
+			Reason: reason, Grants: []string{}, Provenance: core.Estimator, Nonce: nonce, Steward: sealer.Steward(),
+		}
+		payload, err := receipts.Encode(d)
+		if err != nil {
+			return nil, err
+		}
+		return sealer.SealPayload(payload)
+	})
+	if err != nil {
+		return err
+	}
+	if before == nil {
+		fmt.Fprintln(e.stdout, "note     the store matched its witness; the witness is re-anchored anyway")
+	} else {
+		fmt.Fprintf(e.stdout, "found    %v\n", errors.Unwrap(before))
+	}
+	fmt.Fprintf(e.stdout, "recorded %s\n", summary)
+	fmt.Fprintf(e.stdout, "receipt  session %s seq %d (log index %d), %s\n", en.Session, en.Seq, en.Index, core.ID(en.Hash))
+	for _, k := range kept {
+		fmt.Fprintf(e.stdout, "kept     %s (the replaced witness)\n", k)
+	}
+	fmt.Fprintf(e.stdout, "witness  re-anchored at log size %d\n", en.Index+1)
+	if gs, err := ep.store.Grants(ctx); err == nil && len(gs) == 0 {
+		fmt.Fprintln(e.stdout, "grants   none left in the store: run 'joule init' to issue one")
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+// checkWitness reports, for `store check`, the store against each witness
+// file of this home: whether the store extends the checkpoint witnessed,
+// by a consistency proof from the witnessed size and root to the log now.
+// It returns whether any finding fails.
+func checkWitness(ctx context.Context, e *env, st *store.Store, home, loc string, configured bool, cfg *config) bool {
+	id, err := identity.Load(home)
+	if err != nil {
+		fmt.Fprintf(e.stdout, "witness not checked: %v\n", err)
+		return false
+	}
+	w, err := witnessFor(home, loc, configured, cfg, id.NoteSigner, id.VerifierKey)
+	if err == nil {
+		err = st.SetWitness(w)
+	}
+	if err != nil {
+		fmt.Fprintf(e.stdout, "witness FAILED: %v\n", err)
+		return true
+	}
+	failed, found := false, false
+	size, err := st.LogSize(ctx)
+	if err != nil {
+		fmt.Fprintf(e.stdout, "witness FAILED: %v\n", err)
+		return true
+	}
+	for _, f := range w.Files {
+		cp, _, err := store.ReadWitnessFile(f, w.Origin, w.Verifier)
+		switch {
+		case err != nil:
+			fmt.Fprintf(e.stdout, "witness FAILED: %v\n", err)
+			failed = true
+		case cp == nil:
+			fmt.Fprintf(e.stdout, "witness %s: none yet (the next receipt starts it)\n", f)
+		default:
+			found = true
+			if err := proveExtends(ctx, st, cp, size); err != nil {
+				fmt.Fprintf(e.stdout, "witness FAILED: %s: %v\n", f, err)
+				failed = true
+				continue
+			}
+			behind := ""
+			if size > cp.Size {
+				behind = fmt.Sprintf("; %d receipts since", size-cp.Size)
+			}
+			fmt.Fprintf(e.stdout, "witness %s: log size %d, and the store (size %d) extends it: consistency proof checked%s\n", f, cp.Size, size, behind)
+		}
+	}
+	if !found && !failed {
+		// No witness file at all: refused if the store records one.
+		if _, _, err := st.WitnessState(ctx); err != nil {
+			fmt.Fprintf(e.stdout, "witness FAILED: %v\n", err)
+			failed = true
+		}
+	}
+	return failed
+}
+
+// proveExtends checks, with a consistency proof, that the store's log of
+// size extends the witnessed checkpoint cp.
+func proveExtends(ctx context.Context, st *store.Store, cp *store.Checkpoint, size int64) error {
+	if cp.Size > size {
+		return fmt.Errorf("%w: the witness remembers %d receipts, the store holds %d", store.ErrRolledBack, cp.Size, size)
+	}
+	head, err := st.TreeHash(ctx, size)
+	if err != nil {
+		return err
+	}
+	if cp.Size == 0 {
+		return nil
+	}
+	if cp.Size == size {
+		if head != cp.Root {
+			return fmt.Errorf("%w: the store's root at size %d is %s, the witness's %s", store.ErrRolledBack, size, head, cp.Root)
+		}
+		return nil
+	}
+	proof, err := st.ProveTree(ctx, cp.Size, size)
+	if err != nil {
+		return err
+	}
+	if err := tlog.CheckTree(proof, size, head, cp.Size, cp.Root); err != nil {
+		return fmt.Errorf("%w: the store's log is not an extension of the witnessed one: %v", store.ErrRolledBack, err)
+	}
+	return nil
+}

@@ -1,0 +1,680 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// The witness keeps the log's newest signed checkpoint outside the
+// database, so that a store wiped, truncated, rolled back to an older copy
+// or replaced by another store is refused instead of silently trusted. Any
+// process that can write the database file can also rewrite the witness
+// file beside it, so a local witness catches accidents and careless
+// tampering; a witness file on another disk, or a Command that posts each
+// checkpoint to another host, is what holds against the store's own user.
+//
+// After each committed append the store signs a checkpoint of the new log
+// and writes it to every witness file (temp file, fsync, rename, under a
+// lock file, never replacing a newer checkpoint with an older one) and runs
+// Command. Inside every seal's transaction, the store checks that the log
+// it is about to extend still holds, at the witnessed size, the witnessed
+// root: a log that is smaller, or whose first leaves hash to another root,
+// makes the seal fail with ErrRolledBack, and nothing is written.
+
+var (
+	// ErrRolledBack reports a store that is smaller than, or not an
+	// extension of, the checkpoint last witnessed outside it. Decisions
+	// must be refused until the loss is accepted (AcceptLoss).
+	ErrRolledBack = errors.New("store rolled back")
+	// ErrWitnessInvalid reports a witness file that cannot be trusted:
+	// unreadable, not a checkpoint signed by this endpoint, or missing
+	// beside a store that records having been witnessed.
+	ErrWitnessInvalid = errors.New("witness invalid")
+)
+
+// WitnessError says what the witness remembers and what the store holds.
+type WitnessError struct {
+	File      string      // the witness file
+	Witnessed *Checkpoint // what it remembers; nil when unreadable or missing
+	StoreSize int64       // the log's size now; -1 when not read
+	Problem   string
+	err       error // ErrRolledBack or ErrWitnessInvalid
+}
+
+func (e *WitnessError) Error() string {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "%v: %s", e.err, e.Problem)
+	if e.Witnessed != nil {
+		fmt.Fprintf(&b, " (witness %s: log size %d, root %s)", e.File, e.Witnessed.Size, e.Witnessed.Root)
+	} else if e.File != "" {
+		fmt.Fprintf(&b, " (witness %s)", e.File)
+	}
+	return b.String()
+}
+
+func (e *WitnessError) Unwrap() error { return e.err }
+
+// Witness configures where a store's checkpoints are kept outside it.
+type Witness struct {
+	// Origin names the log in its checkpoints.
+	Origin string
+	// Signer signs each checkpoint; Verifier checks witnessed ones.
+	Signer   note.Signer
+	Verifier note.Verifier
+	// Files are where the newest checkpoint is kept, each the signed note
+	// alone. Files[0] is the home's own witness; the rest are further
+	// copies (another disk, a mounted share). A missing file is created
+	// at the next append.
+	Files []string
+	// Command, when set, runs after each append with the signed note on
+	// its standard input (posting it to a team's server, say), for at
+	// most CommandTimeout (default 10s).
+	Command        []string
+	CommandTimeout time.Duration
+	// Marker names this witness in the store's settings: once a store has
+	// been witnessed under Marker, a missing witness file is refused
+	// instead of started afresh. Empty: a missing witness is started
+	// afresh at the store's current state.
+	Marker string
+	// NoSync skips the fsync of each witness file before its rename.
+	NoSync bool
+	// OnError reports a witness file or command that could not be written
+	// or run after a decision was committed; nil ignores it.
+	OnError func(error)
+}
+
+// witnessState is what the store knows of its witness.
+type witnessState struct {
+	mu     sync.Mutex
+	w      *Witness
+	loaded bool
+	cp     *Checkpoint // the newest checkpoint witnessed; nil: none
+	file   string      // where cp was read or written
+	err    error       // why the witness could not be read
+	// stamps are the witness files as last read or written: a file that
+	// changed since (another process, or an edit) is read again.
+	stamps []fileStamp
+}
+
+// fileStamp identifies one version of a file: a rename replaces it with a
+// new inode, an edit in place changes its time or size.
+type fileStamp struct {
+	fi  os.FileInfo // nil: the file did not exist
+	err bool
+}
+
+func stampOf(path string) fileStamp {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileStamp{err: !errors.Is(err, os.ErrNotExist)}
+	}
+	return fileStamp{fi: fi}
+}
+
+func (a fileStamp) same(b fileStamp) bool {
+	if a.fi == nil || b.fi == nil {
+		return a.fi == nil && b.fi == nil && !a.err && !b.err
+	}
+	return os.SameFile(a.fi, b.fi) && a.fi.ModTime().Equal(b.fi.ModTime()) && a.fi.Size() == b.fi.Size()
+}
+
+// changed reports whether any witness file changed since it was last read
+// or written. The caller holds st.mu.
+func (st *witnessState) changed() bool {
+	if len(st.stamps) != len(st.w.Files) {
+		return true
+	}
+	for i, f := range st.w.Files {
+		if !st.stamps[i].same(stampOf(f)) {
+			return true
+		}
+	}
+	return false
+}
+
+// SetWitness makes the store check every seal against w and keep w up to
+// date after each append. Call it before the store is used.
+func (s *Store) SetWitness(w *Witness) error {
+	if w == nil {
+		s.wit.w = nil
+		return nil
+	}
+	if err := checkLine("origin", w.Origin); err != nil {
+		return fmt.Errorf("store: witness: %w", err)
+	}
+	if w.Signer == nil || w.Verifier == nil || len(w.Files) == 0 {
+		return errors.New("store: witness: want a signer, a verifier and at least one file")
+	}
+	if w.Marker != "" {
+		if err := checkID("setting", witnessMarkerKey(w.Marker)); err != nil {
+			return fmt.Errorf("store: witness: marker: %w", err)
+		}
+	}
+	s.wit.w = w
+	s.wit.loaded = false
+	return nil
+}
+
+// Witness returns the store's witness configuration, or nil.
+func (s *Store) Witness() *Witness { return s.wit.w }
+
+func witnessMarkerKey(m string) string { return "witness:" + m }
+
+// ReadWitnessFile reads and verifies one witness file: nil, nil when it
+// does not exist.
+func ReadWitnessFile(path, origin string, v note.Verifier) (*Checkpoint, []byte, error) {
+	msg, err := readWitnessBytes(path, true)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, &WitnessError{File: path, StoreSize: -1, Problem: "the witness cannot be read: " + err.Error(), err: ErrWitnessInvalid}
+	}
+	cp, err := OpenCheckpoint(msg, origin, v)
+	if err != nil {
+		return nil, nil, &WitnessError{File: path, StoreSize: -1, Problem: err.Error(), err: ErrWitnessInvalid}
+	}
+	return &cp, msg, nil
+}
+
+// readWitnessUnverified is ReadWitnessFile for the seal's hot path: it
+// checks the note's form, its origin and that it names v's key, but not
+// the signature (a tenth of a one-shot hook's decision). Verifying it there
+// would add nothing against whoever can forge the witness: the endpoint key
+// that signs it is in the same home. WitnessState, which store check,
+// receipts verify and init use, verifies it.
+func readWitnessUnverified(path, origin string, v note.Verifier) (*Checkpoint, []byte, error) {
+	msg, err := readWitnessBytes(path, false)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil, nil
+	}
+	invalid := func(problem string) (*Checkpoint, []byte, error) {
+		return nil, nil, &WitnessError{File: path, StoreSize: -1, Problem: problem, err: ErrWitnessInvalid}
+	}
+	if err != nil {
+		return invalid("the witness cannot be read: " + err.Error())
+	}
+	_, err = note.Open(msg, note.VerifierList())
+	var unverified *note.UnverifiedNoteError
+	if !errors.As(err, &unverified) {
+		return invalid(fmt.Sprintf("not a signed note: %v", err))
+	}
+	named := false
+	for _, sig := range unverified.Note.UnverifiedSigs {
+		named = named || sig.Name == v.Name() && sig.Hash == v.KeyHash()
+	}
+	if !named {
+		return invalid("not a checkpoint signed by " + v.Name())
+	}
+	cp, err := ParseCheckpoint([]byte(unverified.Note.Text))
+	if err != nil {
+		return invalid(err.Error())
+	}
+	if cp.Origin != origin {
+		return invalid(fmt.Sprintf("a checkpoint of %q, not of %q", cp.Origin, origin))
+	}
+	return &cp, msg, nil
+}
+
+// OpenCheckpoint verifies a signed checkpoint note of origin with v and
+// parses it.
+func OpenCheckpoint(msg []byte, origin string, v note.Verifier) (Checkpoint, error) {
+	n, err := note.Open(msg, note.VerifierList(v))
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("not a checkpoint signed by %s: %v", v.Name(), err)
+	}
+	cp, err := ParseCheckpoint([]byte(n.Text))
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	if cp.Origin != origin {
+		return Checkpoint{}, fmt.Errorf("a checkpoint of %q, not of %q", cp.Origin, origin)
+	}
+	return cp, nil
+}
+
+// readWitnessBytes reads a witness file under its lock, shared, so that
+// it is never seen half rewritten.
+// Unless locked is set, a read that finds a whole note (ending in a
+// newline) is taken without the lock: a seal that reads a note torn in a
+// way that still parses finds it does not match and reads it again,
+// locked and verified.
+func readWitnessBytes(path string, locked bool) ([]byte, error) {
+	if !locked {
+		b, err := readSmall(path)
+		if err != nil || bytes.HasSuffix(b, []byte("\n")) {
+			return b, err
+		}
+	} else if _, err := os.Stat(path); err != nil {
+		return nil, err
+	}
+	unlock, err := lockFile(path+".lock", false)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	return readSmall(path)
+}
+
+func readSmall(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	const limit = 64 << 10
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > limit {
+		return nil, fmt.Errorf("larger than %d bytes", limit)
+	}
+	return b, nil
+}
+
+// loadWitness reads every witness file and keeps the newest checkpoint.
+// The caller holds s.wit.mu.
+func (s *Store) loadWitness(verify bool) {
+	st := &s.wit
+	st.loaded, st.cp, st.file, st.err = true, nil, "", nil
+	st.stamps = st.stamps[:0]
+	for _, f := range st.w.Files {
+		st.stamps = append(st.stamps, stampOf(f))
+	}
+	for _, f := range st.w.Files {
+		read := ReadWitnessFile
+		if !verify {
+			read = readWitnessUnverified
+		}
+		cp, _, err := read(f, st.w.Origin, st.w.Verifier)
+		if err != nil {
+			st.err = err
+			return
+		}
+		if cp != nil && (st.cp == nil || cp.Size > st.cp.Size) {
+			st.cp, st.file = cp, f
+		}
+	}
+}
+
+// witnessed returns the newest checkpoint witnessed (reading the files
+// the first time, when they changed, or when reload is set: then with
+// their signatures verified) and where it was found.
+func (s *Store) witnessed(reload bool) (*Checkpoint, string, error) {
+	st := &s.wit
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if !st.loaded || reload || st.changed() {
+		s.loadWitness(reload)
+	}
+	return st.cp, st.file, st.err
+}
+
+// WitnessState checks the store against its witness now, outside any
+// write: the checkpoint witnessed (nil if none), its file, and nil or an
+// error wrapping ErrRolledBack or ErrWitnessInvalid.
+func (s *Store) WitnessState(ctx context.Context) (*Checkpoint, string, error) {
+	if s.wit.w == nil {
+		return nil, "", nil
+	}
+	cp, file, err := s.witnessed(true)
+	if err != nil {
+		return nil, file, err
+	}
+	err = s.read(ctx, func(tx conn) error {
+		size, err := logSize(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if cp == nil {
+			return s.witnessMissing(ctx, tx, size)
+		}
+		return s.checkWitnessed(cp, file, size, hashReader{ctx, tx})
+	})
+	return cp, file, err
+}
+
+// checkWitnessed checks that a log of size, read through r, extends cp.
+func (s *Store) checkWitnessed(cp *Checkpoint, file string, size int64, r tlog.HashReader) error {
+	if size < cp.Size {
+		return &WitnessError{File: file, Witnessed: cp, StoreSize: size,
+			Problem: fmt.Sprintf("the store holds %d receipts, fewer than the %d witnessed: it was wiped, truncated or replaced by an older copy", size, cp.Size), err: ErrRolledBack}
+	}
+	root, err := tlog.TreeHash(cp.Size, r)
+	if err != nil {
+		return err
+	}
+	if root != cp.Root {
+		return &WitnessError{File: file, Witnessed: cp, StoreSize: size,
+			Problem: fmt.Sprintf("the store's first %d receipts are not the ones witnessed (root %s): it was replaced by another store or rewritten", cp.Size, root), err: ErrRolledBack}
+	}
+	return nil
+}
+
+// witnessMissing decides about a store without a witness file: refused
+// when its settings record that this witness kept it, else fine (the first
+// append starts the witness).
+func (s *Store) witnessMissing(ctx context.Context, q querier, size int64) error {
+	w := s.wit.w
+	if w.Marker == "" {
+		return nil
+	}
+	var v string
+	err := q.QueryRowContext(ctx, `SELECT value FROM settings WHERE key = ?`, witnessMarkerKey(w.Marker)).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return &WitnessError{File: w.Files[0], StoreSize: size,
+		Problem: fmt.Sprintf("the witness file is missing, but the store records being witnessed there since log size %s", v), err: ErrWitnessInvalid}
+}
+
+// pendingWitness is a checkpoint to publish once its transaction commits.
+type pendingWitness struct {
+	cp    Checkpoint
+	force bool // replace a newer witness (AcceptLoss)
+}
+
+// witnessTx runs inside a seal's write transaction, after the seals
+// appended the log's leaves first..next-1 (read through r): it checks that
+// the log they extended still holds what was witnessed, and returns the
+// checkpoint to publish after the commit. A failure returns an error and the
+// transaction must roll back.
+func (s *Store) witnessTx(ctx context.Context, tx conn, r tlog.HashReader, first, next int64) (*pendingWitness, error) {
+	w := s.wit.w
+	if w == nil || next <= first {
+		return nil, nil
+	}
+	for attempt := 0; ; attempt++ {
+		cp, file, err := s.witnessed(attempt > 0)
+		if err == nil && cp == nil {
+			err = s.witnessMissing(ctx, tx, first)
+			if err == nil && w.Marker != "" {
+				// Start the witness at the log before these seals, then
+				// record that it was started: a crash after the commit
+				// leaves a witness that the store extends.
+				if err = s.startWitness(ctx, tx, r, first); err != nil {
+					return nil, err
+				}
+			}
+		} else if err == nil {
+			err = s.checkWitnessed(cp, file, first, r)
+		}
+		var we *WitnessError
+		if err != nil && errors.As(err, &we) && attempt == 0 {
+			// Another process may have accepted a loss and re-anchored
+			// the witness since this one read it.
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		break
+	}
+	root, err := tlog.TreeHash(next, r)
+	if err != nil {
+		return nil, err
+	}
+	return &pendingWitness{cp: Checkpoint{Origin: w.Origin, Size: next, Root: root}}, nil
+}
+
+// startWitness writes the first witness of a log of size n and records in
+// the store's settings that it is witnessed.
+func (s *Store) startWitness(ctx context.Context, tx conn, r tlog.HashReader, n int64) error {
+	w := s.wit.w
+	root, err := tlog.TreeHash(n, r)
+	if err != nil {
+		return err
+	}
+	cp := Checkpoint{Origin: w.Origin, Size: n, Root: root}
+	msg, err := signNote(cp, w.Signer)
+	if err != nil {
+		return fmt.Errorf("witness: sign: %w", err)
+	}
+	if err := writeWitnessFile(w.Files[0], msg, n, false, !w.NoSync); err != nil {
+		return fmt.Errorf("witness: %w", err)
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`,
+		witnessMarkerKey(w.Marker), strconv.FormatInt(n, 10))
+	return err
+}
+
+// publish signs p's checkpoint and writes it to every witness, after its
+// transaction committed. Failures go to OnError: the decision stands.
+func (s *Store) publish(p *pendingWitness) {
+	if p == nil {
+		return
+	}
+	w := s.wit.w
+	msg, err := signNote(p.cp, w.Signer)
+	if err != nil {
+		s.witnessFailed(fmt.Errorf("witness: sign: %w", err))
+		return
+	}
+	wrote := false
+	for _, f := range w.Files {
+		if err := writeWitnessFile(f, msg, p.cp.Size, p.force, !w.NoSync); err != nil {
+			s.witnessFailed(fmt.Errorf("witness %s: %w", f, err))
+			continue
+		}
+		wrote = true
+	}
+	if wrote {
+		st := &s.wit
+		st.mu.Lock()
+		if st.err == nil && (p.force || st.cp == nil || p.cp.Size > st.cp.Size) {
+			cp := p.cp
+			st.cp, st.file = &cp, w.Files[0]
+			// What this process wrote is not read back; a file another
+			// process replaced meanwhile is.
+			st.stamps = st.stamps[:0]
+			for _, f := range w.Files {
+				st.stamps = append(st.stamps, stampOf(f))
+			}
+		}
+		st.mu.Unlock()
+	}
+	if len(w.Command) > 0 {
+		if err := runWitnessCommand(w, msg); err != nil {
+			s.witnessFailed(err)
+		}
+	}
+}
+
+func signNote(cp Checkpoint, signer note.Signer) ([]byte, error) {
+	return note.Sign(&note.Note{Text: string(cp.Text())}, signer)
+}
+
+func (s *Store) witnessFailed(err error) {
+	if f := s.wit.w.OnError; f != nil {
+		f(err)
+	}
+}
+
+func runWitnessCommand(w *Witness, msg []byte) error {
+	timeout := w.CommandTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, w.Command[0], w.Command[1:]...)
+	cmd.Stdin = bytes.NewReader(msg)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("witness command %s: %v: %s", w.Command[0], err, clip(bytes.TrimSpace(stderr.Bytes())))
+	}
+	return nil
+}
+
+// writeWitnessFile replaces path's contents with msg, a checkpoint of
+// size, unless it already holds a checkpoint at least as large (and force
+// is not set). Writers and readers take a lock file beside it (exclusive,
+// shared), so concurrent writers never let an older checkpoint replace a
+// newer one and a reader never sees a note half written.
+//
+// An existing file is rewritten in place: one write of a few hundred
+// bytes at offset 0, inside one disk sector, then a truncate only if the
+// note got shorter. That allocates nothing and renames nothing, so it adds
+// no metadata for the store's next fsync to commit; a rename of a new file
+// costs about half a decision more (docs/receipts.md, "The witness"). A new
+// file, and a forced replacement, are written to a temp file and renamed.
+func writeWitnessFile(path string, msg []byte, size int64, force, sync bool) error {
+	unlock, err := lockFile(path+".lock", true)
+	if errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return err
+		}
+		unlock, err = lockFile(path+".lock", true)
+	}
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if !force {
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err == nil {
+			defer f.Close()
+			return rewriteWitness(f, msg, size, sync)
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	var suffix [6]byte
+	rand.Read(suffix[:])
+	tmp := path + ".tmp-" + hex.EncodeToString(suffix[:])
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(msg)
+	if err == nil && sync {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}
+
+// rewriteWitness rewrites the open witness file f in place with msg,
+// unless it holds a checkpoint at least as large as size.
+func rewriteWitness(f *os.File, msg []byte, size int64, sync bool) error {
+	var buf [4096]byte
+	n, err := f.ReadAt(buf[:], 0)
+	if err != nil && err != io.EOF {
+		return err
+	}
+	if cur, ok := noteSize(buf[:n]); ok && cur >= size {
+		return nil
+	}
+	if _, err := f.WriteAt(msg, 0); err != nil {
+		return err
+	}
+	if n > len(msg) {
+		if err := f.Truncate(int64(len(msg))); err != nil {
+			return err
+		}
+	}
+	if sync {
+		return f.Sync()
+	}
+	return nil
+}
+
+// noteSize reads the tree size of a witness file without checking its
+// signature: only to keep the larger of two checkpoints.
+func noteSize(msg []byte) (int64, bool) {
+	_, rest, ok := bytes.Cut(msg, []byte("\n"))
+	if !ok {
+		return 0, false
+	}
+	line, _, ok := bytes.Cut(rest, []byte("\n"))
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(line), 10, 64)
+	return n, err == nil && n >= 0
+}
+
+// AcceptLoss is the recovery from ErrRolledBack or ErrWitnessInvalid: it
+// seals req (whose Build is given the checkpoint witnessed, nil if none,
+// and the log as it is now) without checking the witness, then re-anchors
+// every witness file at the log that now ends with that receipt, keeping
+// each replaced witness file beside it as FILE.lost-UNIXNANO.
+func (s *Store) AcceptLoss(ctx context.Context, session string, build func(pos Position, witnessed *Checkpoint, now Checkpoint) ([]byte, error)) (Entry, []string, error) {
+	w := s.wit.w
+	if w == nil {
+		return Entry{}, nil, errors.New("store: accept loss: the store has no witness")
+	}
+	witnessed, _, werr := s.witnessed(true)
+	if werr != nil && !errors.Is(werr, ErrWitnessInvalid) {
+		return Entry{}, nil, werr
+	}
+	var (
+		cur  Checkpoint
+		kept []string
+	)
+	req := SealRequest{Session: session, force: true}
+	req.Build = func(pos Position, _ error) ([]byte, bool, error) {
+		env, err := build(pos, witnessed, cur)
+		return env, false, err
+	}
+	req.before = func(ctx context.Context, tx conn, r tlog.HashReader, size int64) error {
+		root, err := tlog.TreeHash(size, r)
+		if err != nil {
+			return err
+		}
+		cur = Checkpoint{Origin: w.Origin, Size: size, Root: root}
+		return nil
+	}
+	if err := req.check(); err != nil {
+		return Entry{}, nil, fmt.Errorf("store: accept loss: %w", err)
+	}
+	stamp := strconv.FormatInt(time.Now().UnixNano(), 10)
+	for _, f := range w.Files {
+		if b, err := os.ReadFile(f); err == nil {
+			lost := f + ".lost-" + stamp
+			if err := os.WriteFile(lost, b, 0o600); err != nil {
+				return Entry{}, nil, fmt.Errorf("store: accept loss: keep %s: %w", f, err)
+			}
+			kept = append(kept, lost)
+		}
+	}
+	e, err := s.sealOne(ctx, req)
+	if err != nil {
+		return Entry{}, kept, fmt.Errorf("store: accept loss: %w", err)
+	}
+	if w.Marker != "" {
+		if err := s.SetSetting(ctx, witnessMarkerKey(w.Marker), strconv.FormatInt(e.Index+1, 10)); err != nil {
+			return e, kept, err
+		}
+	}
+	return e, kept, nil
+}
