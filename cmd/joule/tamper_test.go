@@ -171,14 +171,20 @@ func TestTamperedStore(t *testing.T) {
 			h.exec(t, `INSERT INTO ledger (grant_id, amount_uj, total_uj, entry, created_ns) SELECT grant_id, amount_uj, total_uj + amount_uj, entry, created_ns FROM ledger`)
 			h.exec(t, `UPDATE grants SET spent_uj = spent_uj * 2 WHERE id = ?`, h.id)
 		}, gate.CodeAllowed, []string{"grant %s session s1 seq 1: the ledger debits this receipt twice"}, nil},
+		{"ledger tail rewritten consistently", 3, func(t *testing.T, h *tamperHome) {
+			// The last debit row and the cache together: consistent
+			// inside the database, below what the witness outside it
+			// recorded.
+			h.exec(t, `DELETE FROM ledger WHERE entry = (SELECT idx FROM entries WHERE session = 's1' AND seq = 3)`)
+			h.exec(t, `UPDATE grants SET spent_uj = spent_uj - 50000 WHERE id = ?`, h.id)
+		}, gate.CodeStoreCorrupt, []string{"session s1 seq 3: the signed receipt debited"}, nil},
 		{"ledger history rewritten consistently", 3, func(t *testing.T, h *tamperHome) {
-			// Every debit row and the cache together: the decision
-			// path cannot see this without recomputing from the
-			// receipts (docs/receipts.md, "What a decision reads");
-			// store check does.
+			// Every debit row and the cache together: the witness
+			// outside the database remembers what was spent; store
+			// check recomputes it from the receipts.
 			h.exec(t, `DELETE FROM ledger WHERE grant_id = ?`, h.id)
 			h.exec(t, `UPDATE grants SET spent_uj = 0 WHERE id = ?`, h.id)
-		}, "", []string{"grant %s session s1 seq 1: the signed receipt debited 50000 µJ, which the ledger does not hold", "session s1 seq 3: the signed receipt debited"}, nil},
+		}, gate.CodeStoreCorrupt, []string{"grant %s session s1 seq 1: the signed receipt debited 50000 µJ, which the ledger does not hold", "session s1 seq 3: the signed receipt debited"}, nil},
 	}
 	for _, backend := range []string{"sqlite", "postgres"} {
 		t.Run(backend, func(t *testing.T) {

@@ -154,8 +154,10 @@ func (s *Store) sealGroup(calls []*sealCall) {
 				return err
 			}
 			var err error
-			wit, err = s.witnessGroup(ctx, tx, hashReader{ctx, tx}, entries, errs)
-			return err
+			if wit, err = s.witnessGroup(ctx, tx, hashReader{ctx, tx}, entries, errs); err != nil {
+				return err
+			}
+			return withSpent(ctx, tx, wit)
 		})
 	}
 	if err == nil {
@@ -204,7 +206,7 @@ func (s *Store) sealBatch(ctx context.Context, tx conn, reqs []SealRequest, entr
 		}
 		return err
 	}
-	return nil
+	return withSpent(ctx, tx, *wit)
 }
 
 // sealSavepoints seals reqs in one transaction, each in its own savepoint,

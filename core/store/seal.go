@@ -128,7 +128,10 @@ func (s *Store) sealOne(ctx context.Context, req SealRequest) (Entry, error) {
 			if wit, err = s.witnessSeal(ctx, tx, b, req.force, e.Index, e.Index+1); err != nil {
 				return err
 			}
-			return b.flush(ctx)
+			if err := b.flush(ctx); err != nil {
+				return err
+			}
+			return withSpent(ctx, tx, wit)
 		}
 		locked, err := lockSeal(ctx, tx, []SealRequest{req})
 		if err != nil {
@@ -147,8 +150,10 @@ func (s *Store) sealOne(ctx context.Context, req SealRequest) (Entry, error) {
 		if sealed, err = s.sealTx(ctx, tx, req, locked); err != nil {
 			return err
 		}
-		wit, err = s.witnessSeal(ctx, tx, r, req.force, sealed.Index, sealed.Index+1)
-		return err
+		if wit, err = s.witnessSeal(ctx, tx, r, req.force, sealed.Index, sealed.Index+1); err != nil {
+			return err
+		}
+		return withSpent(ctx, tx, wit)
 	})
 	if err == nil {
 		s.publish(wit)

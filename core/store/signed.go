@@ -113,7 +113,28 @@ func (s *Store) checkDecidable(ctx context.Context, q querier, g GrantRecord) er
 	if err := s.checkSigned(g); err != nil {
 		return err
 	}
-	return checkTally(ctx, q, g)
+	if err := checkTally(ctx, q, g); err != nil {
+		return err
+	}
+	return s.checkWitnessedSpent(g)
+}
+
+// checkWitnessedSpent refuses a grant whose spent total is below what the
+// witness outside the database last recorded for it: a ledger whose tail
+// was deleted, with the cache lowered to match, looks consistent inside
+// the database, but spending only grows.
+func (s *Store) checkWitnessedSpent(g GrantRecord) error {
+	if s.wit.w == nil {
+		return nil
+	}
+	cp, _, err := s.witnessed(false)
+	if err != nil || cp == nil {
+		return nil // the witness's own faults are judged with the seal
+	}
+	if w, ok := cp.witnessedSpent(g.ID); ok && g.SpentUJ < w {
+		return grantFault(g.ID, "it has spent %d µJ by its ledger, below the %d µJ the witness outside the store recorded at log size %d: the ledger was rewritten", g.SpentUJ, w, cp.Size)
+	}
+	return nil
 }
 
 // ReservationRecord is one open reservation and the grants it holds.

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -434,6 +435,60 @@ func (s *Store) witnessTx(ctx context.Context, tx conn, r tlog.HashReader, first
 		return nil, err
 	}
 	return &pendingWitness{cp: Checkpoint{Origin: w.Origin, Size: next, Root: root}}, nil
+}
+
+// withSpent adds every grant's spent total to p, once the transaction's
+// writes are all applied (a batch writes its grants last).
+func withSpent(ctx context.Context, q querier, p *pendingWitness) error {
+	if p == nil {
+		return nil
+	}
+	spent, err := spentExtensions(ctx, q)
+	p.cp.Extensions = spent
+	return err
+}
+
+// spentPrefix starts the witness's extension line for one grant's spent
+// total: "joule-spent <grant id> <µJ>".
+const spentPrefix = "joule-spent "
+
+// spentExtensions lists every grant's spent total as witness extension
+// lines, in the transaction that sealed: a ledger rewritten below what was
+// witnessed outside the database is then a store fault on the decision
+// path, not only in store check.
+func spentExtensions(ctx context.Context, q querier) ([]string, error) {
+	rows, err := q.QueryContext(ctx, `SELECT id, spent_uj FROM grants WHERE spent_uj > 0 ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		var spent int64
+		if err := rows.Scan(&id, &spent); err != nil {
+			return nil, err
+		}
+		if checkLine("grant id", id) != nil || strings.ContainsRune(id, ' ') {
+			continue // not a grant id joule writes; store check reports it
+		}
+		out = append(out, spentPrefix+id+" "+strconv.FormatInt(spent, 10))
+	}
+	return out, rows.Err()
+}
+
+// witnessedSpent is what the witness outside the database recorded as
+// grant id's spent total, and whether it recorded one.
+func (cp *Checkpoint) witnessedSpent(id string) (uint64, bool) {
+	for _, e := range cp.Extensions {
+		rest, ok := strings.CutPrefix(e, spentPrefix+id+" ")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseUint(rest, 10, 64)
+		return n, err == nil
+	}
+	return 0, false
 }
 
 // startWitness writes the first witness of a log of size n and records in
