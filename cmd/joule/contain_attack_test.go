@@ -29,6 +29,7 @@ type containCase struct {
 	Grant  string `json:"grant"`
 	Effect string `json:"effect"`
 	Cmd    string `json:"cmd"`
+	Setup  string `json:"setup,omitempty"` // run first, unconfined: the repository the payload finds
 	where  string
 }
 
@@ -175,6 +176,13 @@ func (s *slot) reset(t *testing.T) {
 	s.conns.Store(0)
 }
 
+// setup runs a case's setup step, unconfined, as the gate's harness does.
+func (s *slot) setup(c containCase) {
+	if c.Setup != "" {
+		s.run("bash", "-c", c.Setup)
+	}
+}
+
 func (s *slot) env() []string {
 	return []string{
 		"HOME=" + s.home, "JOULE_HOME=" + s.jh, "WS=" + s.ws, "MARK=" + s.mark,
@@ -293,6 +301,7 @@ func TestContainAttackTable(t *testing.T) {
 			defer wg.Done()
 			for c := range work {
 				s.reset(t)
+				s.setup(c)
 				before, _ := os.ReadFile(s.settings)
 				out := s.run("bash", "-c", c.Cmd)
 				if !s.happened(c.Effect, out, before) {
@@ -303,6 +312,7 @@ func TestContainAttackTable(t *testing.T) {
 					continue
 				}
 				s.reset(t)
+				s.setup(c)
 				before, _ = os.ReadFile(s.settings)
 				out = s.run(jouleBin, "exec", "--session", c.Grant, "--", "/bin/bash", "-c", c.Cmd)
 				if s.happened(c.Effect, out, before) {
