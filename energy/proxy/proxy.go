@@ -683,7 +683,7 @@ func (p *Proxy) account(c *call, m *meter, t *tap, failure error) (energy.Record
 
 // SuggestedBudget is the budget a refusal suggests at least: a day of
 // frontier-model work through the proxy (docs/meter.md).
-const SuggestedBudget = 30_000_000_000_000 // 30 MJ
+const SuggestedBudget = grant.DayBudget
 
 // suggestBudget is a budget that pays for a day of work and for many
 // calls like this one, in whole MJ.
