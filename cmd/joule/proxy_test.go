@@ -288,3 +288,53 @@ func TestReadmeMeteredExample(t *testing.T) {
 		t.Errorf("receipts verify: %s %s", r.stdout, r.stderr)
 	}
 }
+
+// TestOtelToken: with a token file, joule otel (and joule proxy --otlp)
+// refuse exports without the bearer token and record nothing from them.
+func TestOtelToken(t *testing.T) {
+	env, _ := initHome(t)
+	tokenFile := filepath.Join(t.TempDir(), "otlp.token")
+	if err := os.WriteFile(tokenFile, []byte("s3cret-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	body, err := os.ReadFile("../../energy/otlp/testdata/claude_code_logs.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"otel", "--token-file", tokenFile}, {"proxy", "--otlp", "--otlp-token-file", tokenFile}} {
+		url, stop := startDaemon(t, env, append(args, "--listen", "127.0.0.1:0")...)
+		post := func(auth string) int {
+			req, _ := http.NewRequest("POST", url+"/v1/logs", bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			if auth != "" {
+				req.Header.Set("Authorization", auth)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			return resp.StatusCode
+		}
+		before := strings.Count(joule(t, nil, env, "receipts", "ls", "cc-session-1").stdout, "observed")
+		for _, bad := range []string{"", "Bearer wrong", "Basic czNjcmV0LXRva2Vu", "Bearer s3cret-token-and-more"} {
+			if code := post(bad); code != http.StatusUnauthorized {
+				t.Errorf("%v with %q: %d, want 401", args, bad, code)
+			}
+		}
+		if r := joule(t, nil, env, "receipts", "ls", "cc-session-1"); strings.Count(r.stdout, "observed") != before {
+			t.Errorf("%v: an unauthorized export was recorded: %s", args, r.stdout)
+		}
+		if code := post("Bearer s3cret-token"); code != 200 {
+			t.Errorf("%v with the token: %d", args, code)
+		}
+		stop()
+	}
+	if r := joule(t, nil, env, "receipts", "show", "cc-session-1", "1"); r.code != 0 || !strings.Contains(r.stdout, "observed, not enforced") {
+		t.Errorf("receipts show: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	if r := joule(t, nil, env, "proxy", "--otlp-token-file", tokenFile); r.code != 2 {
+		t.Errorf("--otlp-token-file without --otlp: %+v", r)
+	}
+}
