@@ -222,7 +222,7 @@ listener also receives OTLP/HTTP telemetry (/v1/metrics, /v1/logs,
 		if err != nil {
 			return err
 		}
-		h = withTelemetry(p, &otlp.Receiver{Table: table, Recorder: recorder, Ledger: m.ep.store, Grants: grants, Session: *session, Logf: logf, Token: token})
+		h = withTelemetry(p, &otlp.Receiver{Table: table, Recorder: recorder, Ledger: m.ep.store, Grants: grants, Session: *session, Logf: logf, Token: token, State: m.ep.store})
 	} else if *tokenFile != "" {
 		return usagef("proxy: --otlp-token-file needs --otlp")
 	}
@@ -270,7 +270,7 @@ OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20TOKEN.`)
 		return err
 	}
 	defer m.ep.Close()
-	r := &otlp.Receiver{Table: m.table, Recorder: m.recorder, Ledger: m.ep.store, Grants: m.grants,
+	r := &otlp.Receiver{Table: m.table, Recorder: m.recorder, Ledger: m.ep.store, Grants: m.grants, State: m.ep.store,
 		Session: *session, Logf: newLogf(e, *quiet), Token: token}
 	return serve(ctx, e, "otel", *listen, r, func() {})
 }

@@ -7,7 +7,9 @@ package otlp
 import (
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,6 +33,7 @@ import (
 
 	"github.com/joulehook/joule/core/grant"
 	"github.com/joulehook/joule/core/receipts"
+	"github.com/joulehook/joule/core/store"
 	"github.com/joulehook/joule/energy"
 )
 
@@ -65,14 +68,99 @@ type Receiver struct {
 	// without it are refused with 401 and recorded nowhere.
 	Token string
 
-	mu     sync.Mutex
-	series map[string]seriesState // cumulative series: last value seen
-	source map[string]string      // session → the kind of telemetry counted for it
+	// State, when set, keeps the cumulative state (each series' last value,
+	// each session's kind of telemetry) across restarts, so that a new
+	// joule otel does not count a cumulative series' whole value again.
+	State State
+
+	exportMu sync.Mutex // one export at a time
+	mu       sync.Mutex
+	series   map[string]seriesState // cumulative series: last value seen
+	source   map[string]string      // session → the kind of telemetry counted for it
+}
+
+// State is where a Receiver keeps its cumulative state: the store's
+// settings (*store.Store implements it).
+type State interface {
+	Setting(ctx context.Context, key string) (string, error)
+	SetSetting(ctx context.Context, key, value string) error
 }
 
 type seriesState struct {
-	start uint64
-	value float64
+	Start uint64  `json:"start"`
+	Value float64 `json:"value"`
+}
+
+// stateKey is the setting that holds one series' or session's state: a
+// digest, since series keys are long and carry any attribute's bytes.
+func stateKey(kind, key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return "otlp." + kind + "." + hex.EncodeToString(sum[:16])
+}
+
+// lookup returns the state kept under key: this export's, else memory's,
+// else the store's (then remembered).
+func lookup[T any](r *Receiver, ex *export, pending map[string]T, mem *map[string]T, kind, key string) (T, bool, error) {
+	var zero T
+	if v, ok := pending[key]; ok {
+		return v, true, nil
+	}
+	r.mu.Lock()
+	v, ok := (*mem)[key]
+	r.mu.Unlock()
+	if ok || r.State == nil {
+		return v, ok, nil
+	}
+	raw, err := r.State.Setting(ex.ctx, stateKey(kind, key))
+	if errors.Is(err, store.ErrNotFound) {
+		return zero, false, nil
+	}
+	if err == nil {
+		err = json.Unmarshal([]byte(raw), &v)
+	}
+	if err != nil {
+		return zero, false, fmt.Errorf("reading the %s state of telemetry: %w", kind, err)
+	}
+	r.mu.Lock()
+	if *mem == nil {
+		*mem = map[string]T{}
+	}
+	(*mem)[key] = v
+	r.mu.Unlock()
+	return v, true, nil
+}
+
+// commit keeps the state an export left, once its receipts are sealed.
+func (r *Receiver) commit(ex *export) {
+	r.mu.Lock()
+	if r.series == nil {
+		r.series = map[string]seriesState{}
+	}
+	if r.source == nil {
+		r.source = map[string]string{}
+	}
+	for k, v := range ex.series {
+		r.series[k] = v
+	}
+	for k, v := range ex.kinds {
+		r.source[k] = v
+	}
+	r.mu.Unlock()
+	if r.State == nil {
+		return
+	}
+	save := func(kind, key string, v any) {
+		b, _ := json.Marshal(v)
+		if err := r.State.SetSetting(context.Background(), stateKey(kind, key), string(b)); err != nil && r.Logf != nil {
+			r.Logf("keeping the %s state of telemetry: %v (a restart may count it again)", kind, err)
+		}
+	}
+	for k, v := range ex.series {
+		save("series", k, v)
+	}
+	for k, v := range ex.kinds {
+		save("kind", k, v)
+	}
 }
 
 // observation is one unit of observed usage.
@@ -113,51 +201,62 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "joule otel: "+err.Error(), status)
 		return
 	}
-	var rj rejects
-	obs, err := r.decode(signal, body, isJSON, &rj)
+	// One export at a time: each reads the cumulative state the one before
+	// left. Exporters send one request a minute or so.
+	r.exportMu.Lock()
+	defer r.exportMu.Unlock()
+	ex := &export{ctx: req.Context(), series: map[string]seriesState{}, kinds: map[string]string{}}
+	obs, err := r.decode(signal, body, isJSON, ex)
 	if err != nil {
 		http.Error(w, "joule otel: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	if err := r.record(req.Context(), obs); err != nil {
+	err = ex.fail
+	if err == nil {
+		err = r.record(req.Context(), obs, ex)
+	}
+	if err == nil {
+		r.commit(ex)
+	}
+	if err != nil {
 		// Retryable for the exporter: nothing from this request was lost.
 		w.Header().Set("Retry-After", "5")
 		http.Error(w, "joule otel: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	if rj.n > 0 && r.Logf != nil {
-		r.Logf("rejected %d %s record(s): %s", rj.n, signal, rj.msg)
+	if ex.n > 0 && r.Logf != nil {
+		r.Logf("rejected %d %s record(s): %s", ex.n, signal, ex.msg)
 	}
-	writeResponse(w, signal, isJSON, rj)
+	writeResponse(w, signal, isJSON, ex)
 }
 
 // writeResponse answers an export: an empty Export*ServiceResponse for
 // full success, else one whose partial_success counts the rejected
 // records (data points, log records, spans) and says why.
-func writeResponse(w http.ResponseWriter, signal string, isJSON bool, rj rejects) {
+func writeResponse(w http.ResponseWriter, signal string, isJSON bool, ex *export) {
 	if isJSON {
 		w.Header().Set("Content-Type", "application/json")
-		if rj.n == 0 {
+		if ex.n == 0 {
 			io.WriteString(w, "{}")
 			return
 		}
 		field := map[string]string{"metrics": "rejectedDataPoints", "logs": "rejectedLogRecords", "traces": "rejectedSpans"}[signal]
-		b, _ := json.Marshal(map[string]any{"partialSuccess": map[string]string{field: strconv.FormatInt(rj.n, 10), "errorMessage": "joule otel: " + rj.msg}})
+		b, _ := json.Marshal(map[string]any{"partialSuccess": map[string]string{field: strconv.FormatInt(ex.n, 10), "errorMessage": "joule otel: " + ex.msg}})
 		w.Write(b)
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-protobuf")
 	w.WriteHeader(http.StatusOK)
-	if rj.n == 0 {
+	if ex.n == 0 {
 		return
 	}
 	// Export{Metrics,Logs,Trace}PartialSuccess: field 1 the rejected
 	// count (int64), field 2 the message; field 1 of the response.
 	var ps []byte
 	ps = protowire.AppendTag(ps, 1, protowire.VarintType)
-	ps = protowire.AppendVarint(ps, uint64(rj.n))
+	ps = protowire.AppendVarint(ps, uint64(ex.n))
 	ps = protowire.AppendTag(ps, 2, protowire.BytesType)
-	ps = protowire.AppendString(ps, "joule otel: "+rj.msg)
+	ps = protowire.AppendString(ps, "joule otel: "+ex.msg)
 	var resp []byte
 	resp = protowire.AppendTag(resp, 1, protowire.BytesType)
 	resp = protowire.AppendBytes(resp, ps)
@@ -206,7 +305,7 @@ func (r *Receiver) readBody(req *http.Request) ([]byte, error) {
 
 // The Export*ServiceRequest messages have the same fields as the *Data
 // messages, so decoding into those avoids linking gRPC.
-func (r *Receiver) decode(signal string, body []byte, isJSON bool, rj *rejects) ([]observation, error) {
+func (r *Receiver) decode(signal string, body []byte, isJSON bool, ex *export) ([]observation, error) {
 	unmarshal := func(m proto.Message) error {
 		if isJSON {
 			return protojson.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(body, m)
@@ -219,19 +318,19 @@ func (r *Receiver) decode(signal string, body []byte, isJSON bool, rj *rejects) 
 		if err := unmarshal(&m); err != nil {
 			return nil, fmt.Errorf("metrics export: %v", err)
 		}
-		return r.metrics(&m, rj), nil
+		return r.metrics(&m, ex), nil
 	case "logs":
 		var l logspb.LogsData
 		if err := unmarshal(&l); err != nil {
 			return nil, fmt.Errorf("logs export: %v", err)
 		}
-		return r.logs(&l, rj), nil
+		return r.logs(&l, ex), nil
 	}
 	var t tracepb.TracesData
 	if err := unmarshal(&t); err != nil {
 		return nil, fmt.Errorf("traces export: %v", err)
 	}
-	return r.spans(&t, rj), nil
+	return r.spans(&t, ex), nil
 }
 
 // attrs is a flattened attribute set: resource, then scope, then point.
@@ -327,18 +426,23 @@ func bound(what string, f float64, limit uint64) (uint64, error) {
 	return uint64(math.Round(f)), nil
 }
 
-// rejects counts the records of one export that were rejected, and why
-// the first was.
-type rejects struct {
-	n   int64
-	msg string
+// export is the state of one export request: the records rejected (and
+// why the first was), and the cumulative-metric state it would leave,
+// which is kept only once its receipts are sealed.
+type export struct {
+	ctx    context.Context
+	n      int64
+	msg    string
+	series map[string]seriesState // series key → its last value, after this export
+	kinds  map[string]string      // session → the kind of telemetry counted for it
+	fail   error                  // the state could not be read: retry the export
 }
 
-func (rj *rejects) add(err error) {
-	if rj.n == 0 {
-		rj.msg = err.Error()
+func (ex *export) add(err error) {
+	if ex.n == 0 {
+		ex.msg = err.Error()
 	}
-	rj.n++
+	ex.n++
 }
 
 func (a attrs) session(def string) string {
@@ -359,7 +463,7 @@ func (r *Receiver) defaultSession() string {
 	return DefaultSession
 }
 
-func (r *Receiver) metrics(m *metricspb.MetricsData, rj *rejects) []observation {
+func (r *Receiver) metrics(m *metricspb.MetricsData, ex *export) []observation {
 	var out []observation
 	for _, rm := range m.GetResourceMetrics() {
 		res := attrs{}.add(rm.GetResource().GetAttributes())
@@ -371,10 +475,10 @@ func (r *Receiver) metrics(m *metricspb.MetricsData, rj *rejects) []observation 
 					sum := met.GetSum()
 					for _, dp := range sum.GetDataPoints() {
 						a := attrs{}.add(rm.GetResource().GetAttributes()).add(dp.GetAttributes())
-						n, err := r.point(name, res, dp.GetAttributes(), dp.GetStartTimeUnixNano(), pointValue(dp),
+						n, err := r.point(ex, name, res, dp.GetAttributes(), dp.GetStartTimeUnixNano(), pointValue(dp),
 							sum.GetAggregationTemporality() == metricspb.AggregationTemporality_AGGREGATION_TEMPORALITY_CUMULATIVE)
 						if err != nil {
-							rj.add(err)
+							ex.add(err)
 							continue
 						}
 						if o, ok := tokenTypeObservation(name, a, n, r.defaultSession()); ok {
@@ -385,10 +489,10 @@ func (r *Receiver) metrics(m *metricspb.MetricsData, rj *rejects) []observation 
 					h := met.GetHistogram()
 					for _, dp := range h.GetDataPoints() {
 						a := attrs{}.add(rm.GetResource().GetAttributes()).add(dp.GetAttributes())
-						n, err := r.point(name, res, dp.GetAttributes(), dp.GetStartTimeUnixNano(), dp.GetSum(),
+						n, err := r.point(ex, name, res, dp.GetAttributes(), dp.GetStartTimeUnixNano(), dp.GetSum(),
 							h.GetAggregationTemporality() == metricspb.AggregationTemporality_AGGREGATION_TEMPORALITY_CUMULATIVE)
 						if err != nil {
-							rj.add(err)
+							ex.add(err)
 							continue
 						}
 						if o, ok := tokenTypeObservation(name, a, n, r.defaultSession()); ok {
@@ -405,14 +509,14 @@ func (r *Receiver) metrics(m *metricspb.MetricsData, rj *rejects) []observation 
 // point is the count a metric point adds: its value (delta series) or its
 // increase since the series' last point (cumulative), bounded by MaxCount.
 // A rejected point leaves the series' state as it was.
-func (r *Receiver) point(name string, res attrs, point []*commonpb.KeyValue, start uint64, v float64, cumulative bool) (uint64, error) {
+func (r *Receiver) point(ex *export, name string, res attrs, point []*commonpb.KeyValue, start uint64, v float64, cumulative bool) (uint64, error) {
 	if !cumulative {
 		return bound(name+" point", v, MaxCount)
 	}
 	if _, err := bound(name+" cumulative value", v, maxValue); err != nil {
 		return 0, err
 	}
-	return r.delta(name, res, point, start, v)
+	return r.delta(ex, name, res, point, start, v)
 }
 
 func pointValue(dp *metricspb.NumberDataPoint) float64 {
@@ -428,7 +532,7 @@ func pointValue(dp *metricspb.NumberDataPoint) float64 {
 // delta turns a cumulative series' value into its increase since the last
 // export, resetting when the series restarts; an increase over MaxCount is
 // rejected and not remembered.
-func (r *Receiver) delta(name string, res attrs, point []*commonpb.KeyValue, start uint64, v float64) (uint64, error) {
+func (r *Receiver) delta(ex *export, name string, res attrs, point []*commonpb.KeyValue, start uint64, v float64) (uint64, error) {
 	keys := make([]string, 0, len(res)+len(point))
 	for k, val := range res {
 		keys = append(keys, k+"="+fmt.Sprint(val.GetValue()))
@@ -438,21 +542,20 @@ func (r *Receiver) delta(name string, res attrs, point []*commonpb.KeyValue, sta
 	}
 	sort.Strings(keys)
 	key := name + "|" + strings.Join(keys, "|")
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.series == nil {
-		r.series = map[string]seriesState{}
+	prev, seen, err := lookup(r, ex, ex.series, &r.series, "series", key)
+	if err != nil {
+		ex.fail = err
+		return 0, nil
 	}
-	prev, seen := r.series[key]
 	d := v
-	if seen && prev.start == start && v >= prev.value {
-		d = v - prev.value
+	if seen && prev.Start == start && v >= prev.Value {
+		d = v - prev.Value
 	}
 	n, err := bound(name+" increase", d, MaxCount)
 	if err != nil {
 		return 0, err
 	}
-	r.series[key] = seriesState{start: start, value: v}
+	ex.series[key] = seriesState{Start: start, Value: v}
 	return n, nil
 }
 
@@ -503,7 +606,7 @@ func tokenTypeObservation(name string, a attrs, n uint64, def string) (observati
 	return o, true
 }
 
-func (r *Receiver) logs(l *logspb.LogsData, rj *rejects) []observation {
+func (r *Receiver) logs(l *logspb.LogsData, ex *export) []observation {
 	var out []observation
 	for _, rl := range l.GetResourceLogs() {
 		for _, sl := range rl.GetScopeLogs() {
@@ -518,7 +621,7 @@ func (r *Receiver) logs(l *logspb.LogsData, rj *rejects) []observation {
 				}
 				o, ok, err := eventObservation(name, a, r.defaultSession())
 				if err != nil {
-					rj.add(fmt.Errorf("%s: %w", name, err))
+					ex.add(fmt.Errorf("%s: %w", name, err))
 					continue
 				}
 				if ok {
@@ -573,7 +676,7 @@ func eventObservation(name string, a attrs, def string) (o observation, ok bool,
 
 // spans reads gen_ai.usage.* from model-call spans (GenAI semantic
 // conventions: input_tokens includes cache reads and writes).
-func (r *Receiver) spans(t *tracepb.TracesData, rj *rejects) []observation {
+func (r *Receiver) spans(t *tracepb.TracesData, ex *export) []observation {
 	var out []observation
 	for _, rs := range t.GetResourceSpans() {
 		for _, ss := range rs.GetScopeSpans() {
@@ -598,7 +701,7 @@ func (r *Receiver) spans(t *tracepb.TracesData, rj *rejects) []observation {
 				read, _ := get("gen_ai.usage.cache_read.input_tokens")
 				write, _ := get("gen_ai.usage.cache_creation.input_tokens")
 				if bad != nil {
-					rj.add(fmt.Errorf("span %s: %w", sp.GetName(), bad))
+					ex.add(fmt.Errorf("span %s: %w", sp.GetName(), bad))
 					continue
 				}
 				if !okIn && !okOut {
@@ -615,22 +718,22 @@ func (r *Receiver) spans(t *tracepb.TracesData, rj *rejects) []observation {
 
 // record seals one receipt per (session, model, source) in the request and
 // charges it to the session's grant after the fact.
-func (r *Receiver) record(ctx context.Context, obs []observation) error {
+func (r *Receiver) record(ctx context.Context, obs []observation, ex *export) error {
 	type key struct{ session, model, source string }
 	sums := map[key]*observation{}
 	var order []key
-	r.mu.Lock()
-	if r.source == nil {
-		r.source = map[string]string{}
-	}
 	for i := range obs {
 		o := obs[i]
 		// Per-request events and aggregate metrics describe the same calls:
 		// a session's first kind is the one counted, never both.
-		if k, ok := r.source[o.session]; ok && k != o.kind {
+		kind, ok, err := lookup(r, ex, ex.kinds, &r.source, "kind", o.session)
+		if err != nil {
+			return err
+		}
+		if ok && kind != o.kind {
 			continue
 		}
-		r.source[o.session] = o.kind
+		ex.kinds[o.session] = o.kind
 		k := key{o.session, o.model, o.source}
 		if s, ok := sums[k]; ok {
 			s.usage = s.usage.Add(o.usage)
@@ -639,7 +742,6 @@ func (r *Receiver) record(ctx context.Context, obs []observation) error {
 		sums[k] = &o
 		order = append(order, k)
 	}
-	r.mu.Unlock()
 	for _, k := range order {
 		o := sums[k]
 		u := o.usage

@@ -273,8 +273,8 @@ func FuzzDecode(f *testing.F) {
 		default:
 			return
 		}
-		var rj rejects
-		obs, err := r.decode(signal, b, isJSON, &rj)
+		ex := &export{ctx: context.Background(), series: map[string]seriesState{}, kinds: map[string]string{}}
+		obs, err := r.decode(signal, b, isJSON, ex)
 		if err != nil && len(obs) > 0 {
 			t.Fatal("observations from a body that did not decode")
 		}
@@ -397,4 +397,63 @@ func mustMetrics(b []byte) *metricspb.MetricsData {
 
 func spanJSON(attr string) []byte {
 	return []byte(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"name":"chat","attributes":[{"key":"session.id","value":{"stringValue":"s"}},` + attr + `,{"key":"gen_ai.usage.output_tokens","value":{"intValue":"5"}}]}]}]}]}`)
+}
+
+// TestCumulativeStateSurvivesRestart: a new receiver on the same store
+// (joule otel restarted) counts a cumulative series from where the last
+// one left it, and keeps each session's first kind of telemetry.
+func TestCumulativeStateSurvivesRestart(t *testing.T) {
+	st, err := store.Open(filepath.Join(t.TempDir(), "joule.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	pub, key, _ := ed25519.GenerateKey(rand.Reader)
+	sealer, _ := core.NewSealer("test.example", key)
+	v, _ := core.NewVerifier("test.example", pub)
+	receiver := func() *Receiver {
+		return &Receiver{Table: &energy.Table{}, Recorder: &energy.Recorder{Store: st, Sealer: sealer}, State: st}
+	}
+	post := func(rc *Receiver, path, ct string, body []byte) {
+		t.Helper()
+		req := httptest.NewRequest("POST", path, bytes.NewReader(body))
+		req.Header.Set("Content-Type", ct)
+		w := httptest.NewRecorder()
+		rc.ServeHTTP(w, req)
+		if w.Code != 200 {
+			t.Fatalf("%d %s", w.Code, w.Body)
+		}
+	}
+	cumulative := metricspb.AggregationTemporality_AGGREGATION_TEMPORALITY_CUMULATIVE
+	metric := func(out float64) []byte {
+		return tokenMetric("claude_code.token.usage", cumulative, 7, map[string]float64{"output": out}, kv("session.id", "m"))
+	}
+	post(receiver(), "/v1/metrics", "application/x-protobuf", metric(100))
+	post(receiver(), "/v1/metrics", "application/x-protobuf", metric(150)) // a restart in between
+	// Session "e" was counted from events; after a restart its metrics are
+	// still not counted on top.
+	post(receiver(), "/v1/logs", "application/json", logExport("e", map[string]string{"output_tokens": `{"intValue":"40"}`}))
+	post(receiver(), "/v1/metrics", "application/x-protobuf", tokenMetric("claude_code.token.usage", cumulative, 7, map[string]float64{"output": 40}, kv("session.id", "e")))
+	outputs := func(session string) []uint64 {
+		entries, _ := st.Session(context.Background(), session)
+		envs := make([][]byte, len(entries))
+		for i, e := range entries {
+			envs[i] = e.Envelope
+		}
+		all, err := receipts.VerifyChain(v, "test.example", envs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []uint64
+		for _, a := range all {
+			out = append(out, a.Efficiency.OutputTokens)
+		}
+		return out
+	}
+	if got := outputs("m"); len(got) != 2 || got[0] != 100 || got[1] != 50 {
+		t.Errorf("cumulative outputs across a restart: %v, want [100 50]", got)
+	}
+	if got := outputs("e"); len(got) != 1 || got[0] != 40 {
+		t.Errorf("session e: %v, want [40] (events only)", got)
+	}
 }
