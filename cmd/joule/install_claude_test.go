@@ -376,16 +376,16 @@ func TestClaudeCodeE2E(t *testing.T) {
 				t.Errorf("%d receipts with %d in / %d out tokens; the upstream answered %d calls with %d / %d", n, gotIn, gotOut, calls, in, outTok)
 			}
 			api.mu.Lock()
-		for _, b := range api.lastBodies {
-			var req struct {
-				Model     string `json:"model"`
-				MaxTokens int    `json:"max_tokens"`
+			for _, b := range api.lastBodies {
+				var req struct {
+					Model     string `json:"model"`
+					MaxTokens int    `json:"max_tokens"`
+				}
+				json.Unmarshal([]byte(b), &req)
+				t.Logf("request model %s max_tokens %d (%d bytes)", req.Model, req.MaxTokens, len(b))
 			}
-			json.Unmarshal([]byte(b), &req)
-			t.Logf("request model %s max_tokens %d (%d bytes)", req.Model, req.MaxTokens, len(b))
-		}
-		api.mu.Unlock()
-		if budget == "200kJ" && fitted != n {
+			api.mu.Unlock()
+			if budget == "200kJ" && fitted != n {
 				t.Errorf("%d of %d calls fitted on a %s grant", fitted, n, budget)
 			}
 			t.Logf("%s: %d calls through joule proxy, %d fitted, %d in / %d out tokens", budget, calls, fitted, in, outTok)
