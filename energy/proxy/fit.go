@@ -71,7 +71,7 @@ func members(obj []byte) ([]member, error) {
 	if _, err := dec.Token(); err != nil { // the closing brace
 		return nil, err
 	}
-	if _, err := dec.Token(); err == nil {
+	if len(bytes.TrimLeft(obj[dec.InputOffset():], " \t\r\n")) != 0 {
 		return nil, errors.New("data after the object")
 	}
 	return out, nil
@@ -280,11 +280,11 @@ func applyEdits(body []byte, edits []edit) []byte {
 // objectStart is the offset just past an object's opening brace, and the
 // separator an inserted first member needs.
 func objectStart(obj []byte, at int) (int, string) {
-	i := at + bytes.IndexByte(obj, '{') + 1
-	if len(bytes.TrimSpace(obj[bytes.IndexByte(obj, '{')+1:len(obj)-1])) == 0 {
-		return i, ""
+	i := bytes.IndexByte(obj, '{') + 1
+	if rest := bytes.TrimLeft(obj[i:], " \t\r\n"); len(rest) > 0 && rest[0] == '}' {
+		return at + i, ""
 	}
-	return i, ","
+	return at + i, ","
 }
 
 // edits lowers the output cap to out (and the thinking budget to budget),
@@ -321,14 +321,14 @@ func (oc *outputCap) edits(rt route, body []byte, out, budget uint64) []edit {
 			case oc.optionsNull != nil:
 				edits = append(edits, edit{oc.optionsNull.start, oc.optionsNull.end, "{" + strconv.Quote(sub) + ":" + n + "}"})
 			default:
-				at, _ := objectStart(body, 0)
-				edits = append(edits, edit{at, at, `"options":{` + strconv.Quote(sub) + ":" + n + "},"})
+				at, sep := objectStart(body, 0)
+				edits = append(edits, edit{at, at, `"options":{` + strconv.Quote(sub) + ":" + n + "}" + sep})
 			}
 		} else if f := oc.fields[0]; f.span.end != 0 { // "max_tokens": null
 			edits = append(edits, edit{f.span.start, f.span.end, n})
 		} else {
-			at, _ := objectStart(body, 0)
-			edits = append(edits, edit{at, at, strconv.Quote(name) + ":" + n + ","})
+			at, sep := objectStart(body, 0)
+			edits = append(edits, edit{at, at, strconv.Quote(name) + ":" + n + sep})
 		}
 	}
 	if oc.thinking != nil && budget != oc.budget {

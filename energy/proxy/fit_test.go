@@ -393,3 +393,49 @@ func TestFitConcurrent(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// FuzzFitRewrite: any body the meter accepts, fitted to any cap, is still
+// a JSON object whose cap members all read back at most that cap, with
+// every other member unchanged.
+func FuzzFitRewrite(f *testing.F) {
+	f.Add(0, `{"model":"m","max_tokens":128000,"messages":[]}`, uint64(5000))
+	f.Add(1, `{"model":"m","max_completion_tokens":9,"max_tokens":100000}`, uint64(1024))
+	f.Add(2, `{"model":"m","max_output_tokens":null}`, uint64(2048))
+	f.Add(3, `{"model":"m","options":{"num_predict":-1,"x":1}}`, uint64(3000))
+	f.Add(3, `{"model":"m","options":{ }}`, uint64(3000))
+	f.Add(0, `{"model":"m","max_tokens":64000,"thinking":{"type":"enabled","budget_tokens":30000}}`, uint64(8000))
+	paths := []string{"/v1/messages", "/v1/chat/completions", "/v1/responses", "/api/chat"}
+	f.Fuzz(func(t *testing.T, which int, body string, out uint64) {
+		rt, _ := lookupRoute(paths[uint(which)%uint(len(paths))])
+		out = out%maxCap + 1
+		fields, spans, err := object([]byte(body))
+		if err != nil {
+			return
+		}
+		oc, err := readCap(rt, fields, spans)
+		if err != nil {
+			return
+		}
+		budget, err := oc.fitThinking(out)
+		if err != nil {
+			return
+		}
+		got := applyEdits([]byte(body), oc.edits(rt, []byte(body), out, budget))
+		nf, nspans, err := object(got)
+		if err != nil {
+			t.Fatalf("fitted body %s does not parse: %v", got, err)
+		}
+		noc, err := readCap(rt, nf, nspans)
+		if err != nil {
+			t.Fatalf("fitted body %s: %v", got, err)
+		}
+		if n, ok := noc.requested(); !ok || n > out {
+			t.Fatalf("fitted body %s has cap %d (named %v), want at most %d", got, n, ok, out)
+		}
+		for k, v := range fields {
+			if k != "options" && k != "thinking" && !strings.HasPrefix(k, "max_") && string(nf[k]) != string(v) {
+				t.Fatalf("member %s changed: %s -> %s", k, v, nf[k])
+			}
+		}
+	})
+}

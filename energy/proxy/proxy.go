@@ -371,8 +371,8 @@ func (p *Proxy) parse(rt route, body []byte) (*call, map[string]json.RawMessage,
 func injectUsage(body []byte, fields map[string]json.RawMessage, spans map[string]member) (edit, bool) {
 	raw, ok := fields["stream_options"]
 	if !ok {
-		at, _ := objectStart(body, 0)
-		return edit{at, at, `"stream_options":{"include_usage":true},`}, true
+		at, sep := objectStart(body, 0)
+		return edit{at, at, `"stream_options":{"include_usage":true}` + sep}, true
 	}
 	m := spans["stream_options"]
 	if bytes.Equal(raw, []byte("null")) {
