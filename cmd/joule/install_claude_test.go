@@ -312,6 +312,10 @@ func TestClaudeCodeE2E(t *testing.T) {
 	// about 320 kJ) must be fitted: issue 16's failing session.
 	for _, budget := range []string{"30MJ", "200kJ"} {
 		t.Run("metered "+budget, func(t *testing.T) {
+			// The command hook again: the resident one's server is gone.
+			if r := joule(t, nil, env, "install", "claude-code", "--project", ws); r.code != 0 {
+				t.Fatalf("install: %+v", r)
+			}
 			if r := joule(t, nil, env, "grant", "issue", "--template", "dev", "--budget", budget, "--use", "--workspace", ws); r.code != 0 {
 				t.Fatalf("grant issue: %+v", r)
 			}
