@@ -147,6 +147,12 @@ func TestProxyCommand(t *testing.T) {
 	if !strings.Contains(logs, "sealed anthropic messages session=cc-1 seq=1") {
 		t.Errorf("log:\n%s", logs)
 	}
+	if r := joule(t, []byte(`{"session_id":"cc-1"}`), env, "statusline"); !strings.Contains(r.stdout, "1 of 2 calls fitted to the budget") {
+		t.Errorf("statusline: %q", r.stdout)
+	}
+	if r := joule(t, nil, env, "receipts", "show", "cc-1", "2"); !strings.Contains(r.stdout, "max_output_fitted") || !strings.Contains(r.stdout, "max_tokens 32000 -") {
+		t.Errorf("the fitted call's receipt: %s %s", r.stdout, r.stderr)
+	}
 	r := joule(t, nil, env, "receipts", "show", "cc-1", "1")
 	if r.code != 0 || !strings.Contains(r.stdout, "efficiency/1") || !strings.Contains(r.stdout, "enforced") || strings.Contains(r.stdout, "SECRET") {
 		t.Errorf("receipts show: %d\n%s\n%s", r.code, r.stdout, r.stderr)
