@@ -144,16 +144,18 @@ func (ep *endpoint) grantSource() (func(ctx context.Context, session string) ([]
 }
 
 func runProxy(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "proxy", `proxy [--listen 127.0.0.1:7411] [--anthropic URL] [--openai URL] [--ollama URL] [--otlp] [--session S]
+	fs := newFlags(e, "proxy", `proxy [--listen 127.0.0.1:7411] [--anthropic URL] [--openai URL] [--ollama URL] [--otlp [--otlp-token-file F]] [--session S]
 
 A base URL for hosts (ANTHROPIC_BASE_URL, OPENAI_BASE_URL, an Ollama host):
 it forwards the Anthropic Messages, OpenAI Chat Completions, Responses,
 Embeddings and Models APIs and Ollama's /api/chat, /api/generate and
 /api/embed, streaming as the upstream sends. Before forwarding a model call
-it reserves the call's largest cost against the active grant and refuses it,
-in the provider's own error shape, when the grant cannot pay; after, it
-settles to the real usage and seals an efficiency/1 receipt in the session's
-chain (session from x-claude-code-session-id, else --session). Credentials
+it reserves the call's largest cost against the active grant; when the grant
+cannot pay for the whole output cap (max_tokens, ...) it lowers the cap to
+what the budget pays (X-Joule-Fitted says so), and refuses, in the
+provider's own error shape, only a call not even 1,024 output tokens fit.
+After, it settles to the real usage and seals an efficiency/1 receipt in
+the session's chain (session from x-claude-code-session-id, else --session). Credentials
 pass through untouched and are never logged or stored. With --otlp the same
 listener also receives OTLP/HTTP telemetry (/v1/metrics, /v1/logs,
 /v1/traces). Configuration: $JOULE_HOME/meter.json (docs/meter.md).`)
