@@ -126,6 +126,13 @@ type Estimate struct {
 
 // ClassOf returns the model's class.
 func (t *Table) ClassOf(model string) Class {
+	c, _ := t.classFor(model)
+	return c
+}
+
+// classFor returns the model's class and whether a rule named it; a name
+// no rule matches is Frontier.
+func (t *Table) classFor(model string) (Class, bool) {
 	name := strings.ToLower(strings.TrimSpace(model))
 	// A hub name ("Qwen/Qwen3-32B") is also tried without its owner, since
 	// a glob's * stops at a slash.
@@ -133,14 +140,14 @@ func (t *Table) ClassOf(model string) Class {
 	for _, rules := range [][]ClassRule{t.rules(), DefaultClassRules} {
 		for _, r := range rules {
 			if ok, _ := path.Match(r.Pattern, name); ok {
-				return r.Class
+				return r.Class, true
 			}
 			if ok, _ := path.Match(r.Pattern, base); ok && base != name {
-				return r.Class
+				return r.Class, true
 			}
 		}
 	}
-	return Frontier
+	return Frontier, false
 }
 
 func (t *Table) rules() []ClassRule {
@@ -153,7 +160,7 @@ func (t *Table) rules() []ClassRule {
 // RatesFor returns the rates for model, the provenance they carry and
 // what they are based on.
 func (t *Table) RatesFor(model string) (Rates, Class, core.Provenance, string) {
-	class := t.ClassOf(model)
+	class, known := t.classFor(model)
 	if t != nil {
 		for _, c := range t.Calibrations {
 			if c.Model == model {
@@ -163,6 +170,9 @@ func (t *Table) RatesFor(model string) (Rates, Class, core.Provenance, string) {
 		if r, ok := t.Rates[class]; ok {
 			return r, class, core.Estimator, "class " + string(class) + " (configured)"
 		}
+	}
+	if r, ok := DefaultRates[class]; ok && !known {
+		return r, class, core.Estimator, "class " + string(class) + " (the default: no class rule names this model)"
 	}
 	if r, ok := DefaultRates[class]; ok {
 		return r, class, core.Estimator, "class " + string(class)

@@ -36,6 +36,10 @@ type Record struct {
 	// sealed carries its nonce, so that a receipt sealed from the journal
 	// after a crash can be told from one already sealed.
 	Nonce string
+	// MaxOutputRequested and MaxOutputFitted, when the meter lowered the
+	// call's output cap to fit its budget, are the cap asked for and the
+	// cap the call was forwarded with.
+	MaxOutputRequested, MaxOutputFitted uint64
 }
 
 // Recorder seals efficiency/1 receipts into a store's session chains.
@@ -64,6 +68,7 @@ func (r *Recorder) Seal(ctx context.Context, rec Record) (store.Entry, *receipts
 		OutputTokens: rec.Usage.Output, EstimatedUJ: rec.Estimate.UJ, Provenance: rec.Estimate.Provenance,
 		Coverage: rec.Coverage, Status: receipts.StatusIncomplete, Note: truncate(rec.Note, MaxNote),
 		Grants: rec.Grants, Steward: r.Sealer.Steward(),
+		MaxOutputRequested: rec.MaxOutputRequested, MaxOutputFitted: rec.MaxOutputFitted,
 	}
 	if eff.Unit == "" {
 		eff.Unit = "model-call"

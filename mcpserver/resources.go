@@ -154,7 +154,11 @@ type receiptItem struct {
 	Summary  string `json:"summary,omitempty"`
 	Unit     string `json:"unit,omitempty"`
 	EnergyUJ uint64 `json:"energy_uj"`
-	Error    string `json:"error,omitempty"` // does not verify
+	// A model call fitted to the budget: the output cap asked for and the
+	// one it was forwarded with.
+	MaxOutputRequested uint64 `json:"max_output_requested,omitempty"`
+	MaxOutputFitted    uint64 `json:"max_output_fitted,omitempty"`
+	Error              string `json:"error,omitempty"` // does not verify
 }
 
 func (s *Server) readReceipts(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
@@ -191,6 +195,7 @@ func (s *Server) readReceipts(ctx context.Context, req mcp.ReadResourceRequest) 
 		default:
 			e := a.Efficiency
 			it.Kind, it.Unit, it.EnergyUJ = e.Kind, e.Unit, e.EstimatedUJ
+			it.MaxOutputRequested, it.MaxOutputFitted = e.MaxOutputRequested, e.MaxOutputFitted
 			if e.MeasuredUJ != nil {
 				it.EnergyUJ = *e.MeasuredUJ
 			}

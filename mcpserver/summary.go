@@ -26,8 +26,11 @@ type Summary struct {
 	ByTier      map[string]uint64 `json:"energy_uj_by_tier"`
 	ByProv      map[string]uint64 `json:"energy_uj_by_provenance"`
 	ModelCalls  uint64            `json:"model_calls"`
-	Coverage    string            `json:"coverage"`
-	Budget      Budget            `json:"budget"`
+	// FittedCalls are the model calls the proxy forwarded with their
+	// output cap lowered to what the budget could pay.
+	FittedCalls uint64 `json:"fitted_calls"`
+	Coverage    string `json:"coverage"`
+	Budget      Budget `json:"budget"`
 }
 
 // DecisionCounts counts a session's decision receipts.
@@ -196,6 +199,9 @@ func (f *fold) add(s *Server, seq uint64, hash, prev [32]byte, envelope []byte, 
 	}
 	if e.Unit == "model-call" {
 		sum.ModelCalls++
+		if e.MaxOutputFitted != 0 {
+			sum.FittedCalls++
+		}
 		switch e.Coverage {
 		case "enforced":
 			f.enforced++

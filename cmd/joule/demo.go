@@ -156,8 +156,8 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 	if err := demoGate(ctx, e, home, ws, id, say); err != nil {
 		return err
 	}
-	// 9–10. The meter: a model call through joule proxy, refused over
-	// budget, then streamed and receipted.
+	// 9–10. The meter: a model call through joule proxy fitted to the
+	// budget, then one streamed whole and receipted.
 	if err := demoProxy(ctx, e, home, say); err != nil {
 		return err
 	}

@@ -79,7 +79,8 @@ func TestDoctor(t *testing.T) {
 			want: map[string]string{"l4": "fail"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			env, ws := initHome(t)
+			// A small grant, so that an L3 call's worst case is over it.
+			env, ws := initHome(t, "--budget", "50J")
 			home := strings.TrimPrefix(env[0], "JOULE_HOME=")
 			if tc.tiers != "" {
 				if err := os.WriteFile(filepath.Join(home, ConfigFile), []byte(`{"tiers": `+tc.tiers+`}`), 0o600); err != nil {

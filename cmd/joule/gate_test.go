@@ -270,7 +270,7 @@ func TestGrantCommands(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "not covered") {
 		t.Fatalf("wider child: %+v", r)
 	}
-	r = joule(t, nil, env, "grant", "issue", "--parent", id, "--allow", "Read", "--budget", "500J", "--workspace", ws)
+	r = joule(t, nil, env, "grant", "issue", "--parent", id, "--allow", "Read", "--budget", "500MJ", "--workspace", ws, "--deny", "Bash(sudo:*)", "--deny", "Bash(su:*)", "--deny", "Bash(git push --force:*)", "--deny", "Bash(git push -f:*)")
 	if r.code != 1 || !strings.Contains(r.stderr, "exceeds") {
 		t.Fatalf("budget child: %+v", r)
 	}

@@ -63,7 +63,7 @@ func (f *issueFlags) register(fs *flag.FlagSet, defTemplate string) {
 	fs.Var(&f.ask, "ask", "an ask rule: held until a human approves (repeatable)")
 	fs.Var(&f.deny, "deny", "a deny rule: wins over allow and ask (repeatable)")
 	fs.StringVar(&f.tiers, "tiers", "", "cascade tier verbs, e.g. l0,l1,l2 (default: the template's)")
-	fs.StringVar(&f.budget, "budget", "", "joule budget with a unit: µJ, mJ, J, kJ, Wh (default: the template's)")
+	fs.StringVar(&f.budget, "budget", "", "joule budget with a case-exact unit: µJ, mJ, J, kJ, MJ, GJ, Wh, kWh, MWh (default: the template's)")
 	fs.DurationVar(&f.ttl, "ttl", 0, "how long the grant is valid, e.g. 8h (default: the template's)")
 	fs.StringVar(&f.parent, "parent", "", "delegate from this grant: the new grant must attenuate it")
 	fs.StringVar(&f.subject, "subject", grant.AnySubject, "the session that may use the grant, or * for any")

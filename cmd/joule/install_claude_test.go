@@ -54,6 +54,8 @@ type fakeAnthropic struct {
 	requests    int
 	turns       int // model turns in the current run
 	lastBodies  []string
+	// What the fake reported over the Messages API: calls and tokens.
+	calls, inTokens, outTokens int
 }
 
 type toolResult struct {
@@ -124,6 +126,14 @@ func (f *fakeAnthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	useTool := len(req.Tools) > 0 && !sawResult && command != "" && f.turns == 1
 	f.mu.Unlock()
 
+	f.mu.Lock()
+	f.calls++
+	if req.Stream {
+		f.inTokens, f.outTokens = f.inTokens+100, f.outTokens+20
+	} else {
+		f.inTokens, f.outTokens = f.inTokens+10, f.outTokens+1
+	}
+	f.mu.Unlock()
 	if !req.Stream {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"id":"msg_fake","type":"message","role":"assistant","model":"claude-fake","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":1}}`)
@@ -302,6 +312,95 @@ func TestClaudeCodeE2E(t *testing.T) {
 			t.Fatalf("the command hook is still installed next to the resident one:\n%s", b)
 		}
 	})
+	// The whole session through joule proxy, on a grant the size of the
+	// README's metered example, and on the 200 kJ the README used to give,
+	// on which every call (Opus, ~22,000 input tokens, max_tokens 32,000:
+	// about 320 kJ) must be fitted: issue 16's failing session.
+	for _, budget := range []string{"30MJ", "200kJ"} {
+		t.Run("metered "+budget, func(t *testing.T) {
+			// The command hook again: the resident one's server is gone.
+			if r := joule(t, nil, env, "install", "claude-code", "--project", ws); r.code != 0 {
+				t.Fatalf("install: %+v", r)
+			}
+			if r := joule(t, nil, env, "grant", "issue", "--template", "dev", "--budget", budget, "--use", "--workspace", ws); r.code != 0 {
+				t.Fatalf("grant issue: %+v", r)
+			}
+			proxyURL, stop := startDaemon(t, env, "proxy", "--listen", "127.0.0.1:0", "--anthropic", "http://"+ln.Addr().String())
+			os.Remove(filepath.Join(ws, "metered.txt"))
+			api.script("touch metered.txt")
+			api.mu.Lock()
+			api.calls, api.inTokens, api.outTokens = 0, 0, 0
+			api.mu.Unlock()
+			started := time.Now()
+			out := runClaude(t, []string{"ANTHROPIC_BASE_URL=" + proxyURL}, "--model", "claude-opus-4-5", "make the file", "--allowedTools", "Bash")
+			if _, err := os.Stat(filepath.Join(ws, "metered.txt")); err != nil {
+				t.Fatalf("the session through the proxy did not run its command: %v\n%s", err, out)
+			}
+			logs := stop()
+			api.mu.Lock()
+			calls, in, outTok := api.calls, api.inTokens, api.outTokens
+			api.mu.Unlock()
+			if calls == 0 || strings.Contains(logs, "refused") {
+				t.Fatalf("%d calls reached the upstream; proxy log:\n%s", calls, logs)
+			}
+			// Every call the upstream answered has its receipt, with the
+			// upstream's own token counts.
+			t.Setenv("JOULE_HOME", jouleHome)
+			ep, err := openEndpoint()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ep.Close()
+			keys, err := ep.keys()
+			if err != nil {
+				t.Fatal(err)
+			}
+			sessions, err := ep.store.Sessions(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var n, gotIn, gotOut, fitted int
+			for _, si := range sessions {
+				sid := si.ID
+				entries, err := ep.store.Session(context.Background(), sid)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, en := range entries {
+					a, err := keys.Open(en.Envelope)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if e := a.Efficiency; e != nil && e.Coverage == "enforced" && en.Time.After(started) {
+						n, gotIn, gotOut = n+1, gotIn+int(e.InputTokens+e.CachedInputTokens+e.CacheWriteTokens), gotOut+int(e.OutputTokens)
+						if e.Status != "complete" {
+							t.Errorf("receipt %s #%d: %+v", sid, e.Sequence, e)
+						}
+						if e.MaxOutputFitted != 0 {
+							fitted++
+						}
+					}
+				}
+			}
+			if n != calls || gotIn != in || gotOut != outTok {
+				t.Errorf("%d receipts with %d in / %d out tokens; the upstream answered %d calls with %d / %d", n, gotIn, gotOut, calls, in, outTok)
+			}
+			api.mu.Lock()
+			for _, b := range api.lastBodies {
+				var req struct {
+					Model     string `json:"model"`
+					MaxTokens int    `json:"max_tokens"`
+				}
+				json.Unmarshal([]byte(b), &req)
+				t.Logf("request model %s max_tokens %d (%d bytes)", req.Model, req.MaxTokens, len(b))
+			}
+			api.mu.Unlock()
+			if budget == "200kJ" && fitted != n {
+				t.Errorf("%d of %d calls fitted on a %s grant", fitted, n, budget)
+			}
+			t.Logf("%s: %d calls through joule proxy, %d fitted, %d in / %d out tokens", budget, calls, fitted, in, outTok)
+		})
+	}
 	t.Run("mcp listed", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()

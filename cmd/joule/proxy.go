@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -24,7 +25,7 @@ import (
 )
 
 func init() {
-	register(&command{name: "proxy", summary: "meter model calls at a base URL: refuse over budget, seal an efficiency receipt per call", run: runProxy})
+	register(&command{name: "proxy", summary: "meter model calls at a base URL: fit each call to the budget, seal an efficiency receipt per call", run: runProxy})
 	register(&command{name: "otel", summary: "receive OTLP/HTTP telemetry and seal observed (not enforced) efficiency receipts", run: runOtel})
 }
 
@@ -143,16 +144,18 @@ func (ep *endpoint) grantSource() (func(ctx context.Context, session string) ([]
 }
 
 func runProxy(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "proxy", `proxy [--listen 127.0.0.1:7411] [--anthropic URL] [--openai URL] [--ollama URL] [--otlp] [--session S]
+	fs := newFlags(e, "proxy", `proxy [--listen 127.0.0.1:7411] [--anthropic URL] [--openai URL] [--ollama URL] [--otlp [--otlp-token-file F]] [--session S]
 
 A base URL for hosts (ANTHROPIC_BASE_URL, OPENAI_BASE_URL, an Ollama host):
 it forwards the Anthropic Messages, OpenAI Chat Completions, Responses,
 Embeddings and Models APIs and Ollama's /api/chat, /api/generate and
 /api/embed, streaming as the upstream sends. Before forwarding a model call
-it reserves the call's largest cost against the active grant and refuses it,
-in the provider's own error shape, when the grant cannot pay; after, it
-settles to the real usage and seals an efficiency/1 receipt in the session's
-chain (session from x-claude-code-session-id, else --session). Credentials
+it reserves the call's largest cost against the active grant; when the grant
+cannot pay for the whole output cap (max_tokens, ...) it lowers the cap to
+what the budget pays (X-Joule-Fitted says so), and refuses, in the
+provider's own error shape, only a call not even 1,024 output tokens fit.
+After, it settles to the real usage and seals an efficiency/1 receipt in
+the session's chain (session from x-claude-code-session-id, else --session). Credentials
 pass through untouched and are never logged or stored. With --otlp the same
 listener also receives OTLP/HTTP telemetry (/v1/metrics, /v1/logs,
 /v1/traces). Configuration: $JOULE_HOME/meter.json (docs/meter.md).`)
@@ -161,6 +164,7 @@ listener also receives OTLP/HTTP telemetry (/v1/metrics, /v1/logs,
 	openai := fs.String("openai", "", "OpenAI-compatible upstream, e.g. a vLLM server (default "+proxy.DefaultOpenAIURL+")")
 	ollama := fs.String("ollama", "", "Ollama upstream (default "+proxy.DefaultOllamaURL+")")
 	withOTLP := fs.Bool("otlp", false, "also receive OTLP/HTTP metrics, logs and traces on the same listener")
+	tokenFile := fs.String("otlp-token-file", "", "with --otlp, refuse exports without the bearer token in this file (default: $"+otlpTokenEnv+" if set)")
 	session := fs.String("session", proxy.DefaultSession, "session for calls that name none in their headers")
 	maxBody := fs.Int64("max-body", proxy.DefaultMaxBody, "largest request body in bytes")
 	headerTimeout := fs.Duration("header-timeout", proxy.DefaultHeaderTimeout, "longest wait for an upstream's response headers")
@@ -216,7 +220,13 @@ listener also receives OTLP/HTTP telemetry (/v1/metrics, /v1/logs,
 	}
 	var h http.Handler = p
 	if *withOTLP {
-		h = withTelemetry(p, &otlp.Receiver{Table: table, Recorder: recorder, Ledger: m.ep.store, Grants: grants, Session: *session, Logf: logf})
+		token, err := otlpToken(*tokenFile)
+		if err != nil {
+			return err
+		}
+		h = withTelemetry(p, &otlp.Receiver{Table: table, Recorder: recorder, Ledger: m.ep.store, Grants: grants, Session: *session, Logf: logf, Token: token, State: m.ep.store})
+	} else if *tokenFile != "" {
+		return usagef("proxy: --otlp-token-file needs --otlp")
 	}
 	// Announce the address so local tiers (L2, L3) route through the proxy.
 	announce := func(addr net.Addr) func() {
@@ -232,7 +242,7 @@ listener also receives OTLP/HTTP telemetry (/v1/metrics, /v1/logs,
 }
 
 func runOtel(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "otel", `otel [--listen 127.0.0.1:4318] [--session S]
+	fs := newFlags(e, "otel", `otel [--listen 127.0.0.1:4318] [--session S] [--token-file FILE]
 
 Receives OTLP/HTTP (protobuf or JSON, gzip or not) on /v1/metrics, /v1/logs
 and /v1/traces, and seals each host's reported token usage
@@ -240,14 +250,21 @@ and /v1/traces, and seals each host's reported token usage
 gen_ai.usage.* spans, Gemini CLI and Codex events) as efficiency/1 receipts
 with coverage "observed": observed, not enforced. Each figure is charged to
 the session's grant after the fact. Point OTEL_EXPORTER_OTLP_ENDPOINT at
-http://LISTEN.`)
+http://LISTEN. With a token (--token-file, or $JOULE_OTLP_TOKEN) exports
+without "Authorization: Bearer TOKEN" are refused; exporters send it with
+OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20TOKEN.`)
 	listen := fs.String("listen", "127.0.0.1:4318", "address to listen on")
 	session := fs.String("session", otlp.DefaultSession, "session for telemetry that names none")
 	quiet := fs.Bool("quiet", false, "do not log one line per receipt to stderr")
+	tokenFile := fs.String("token-file", "", "refuse exports without the bearer token in this file (default: $"+otlpTokenEnv+" if set)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if err := noArgs(fs); err != nil {
+		return err
+	}
+	token, err := otlpToken(*tokenFile)
+	if err != nil {
 		return err
 	}
 	m, err := openMetering()
@@ -255,9 +272,30 @@ http://LISTEN.`)
 		return err
 	}
 	defer m.ep.Close()
-	r := &otlp.Receiver{Table: m.table, Recorder: m.recorder, Ledger: m.ep.store, Grants: m.grants,
-		Session: *session, Logf: newLogf(e, *quiet)}
+	r := &otlp.Receiver{Table: m.table, Recorder: m.recorder, Ledger: m.ep.store, Grants: m.grants, State: m.ep.store,
+		Session: *session, Logf: newLogf(e, *quiet), Token: token}
 	return serve(ctx, e, "otel", *listen, r, func() {})
+}
+
+// otlpTokenEnv names the variable holding the OTLP receiver's bearer
+// token when no token file is given.
+const otlpTokenEnv = "JOULE_OTLP_TOKEN"
+
+// otlpToken is the bearer token OTLP exports must carry: the token file's
+// one line, else $JOULE_OTLP_TOKEN; "" when neither is set.
+func otlpToken(file string) (string, error) {
+	if file == "" {
+		return strings.TrimSpace(os.Getenv(otlpTokenEnv)), nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("OTLP token: %w", err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" || strings.ContainsAny(tok, " \t\r\n") {
+		return "", fmt.Errorf("OTLP token file %s must hold one token on one line", file)
+	}
+	return tok, nil
 }
 
 // metering is what both meters (the proxy and OTLP ingest) work from.

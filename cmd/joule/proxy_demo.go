@@ -30,8 +30,8 @@ const demoSession = "demo-proxy"
 // demoProxy runs the meter end to end on loopback: a stand-in for the
 // Anthropic Messages API that streams its answer as server-sent events, the
 // real proxy in front of it with a per-session grant of 5 kJ, one call the
-// ceiling refuses and one it lets through, and the efficiency receipt the
-// second one sealed, verified with the public key.
+// ceiling fits to the budget and one it lets through whole, and the
+// efficiency receipt the second one sealed, verified with the public key.
 func demoProxy(ctx context.Context, e *env, home string, say func(string, ...any)) error {
 	id, err := identity.Load(home)
 	if err != nil {
@@ -106,20 +106,20 @@ func demoProxy(ctx context.Context, e *env, home string, say func(string, ...any
 		req.Header.Set("x-claude-code-session-id", demoSession)
 		return http.DefaultClient.Do(req)
 	}
+	// 32,000 output tokens of a frontier model are 96 kJ, far over the
+	// 5 kJ grant: the proxy fits the call to what the budget pays rather
+	// than refusing it.
 	resp, err := ask(32000)
 	if err != nil {
 		return err
 	}
-	refusal, _ := io.ReadAll(resp.Body)
+	fittedBody, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	var shaped struct {
-		Error struct{ Type, Message string } `json:"error"`
+	fitted := resp.Header.Get(proxy.FittedHeader)
+	if resp.StatusCode != http.StatusOK || fitted == "" {
+		return fmt.Errorf("demo: a call over the budget was not fitted to it: HTTP %d %.200s", resp.StatusCode, fittedBody)
 	}
-	json.Unmarshal(refusal, &shaped)
-	if resp.StatusCode == http.StatusOK {
-		return errors.New("demo: the proxy let through a call its grant cannot pay for")
-	}
-	say("   refused   max_tokens 32000: HTTP %d %s: %s", resp.StatusCode, shaped.Error.Type, shaped.Error.Message)
+	say("   fitted    %s: the grant cannot pay for 32000 output tokens (96 kJ), so the call went through with the cap it can pay for", fitted)
 
 	start := time.Now()
 	resp, err = ask(256)

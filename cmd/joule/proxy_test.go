@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -121,9 +122,23 @@ func TestProxyCommand(t *testing.T) {
 	if normalize(got) != normalize(directBody) {
 		t.Errorf("proxied stream differs from the direct one:\n%s\n---\n%s", got, directBody)
 	}
-	code, got, _ = call(32000, "cc-1") // 32000 × 3 J is over 20 kJ
-	if code != 402 || !bytes.Contains(got, []byte(`"billing_error"`)) {
-		t.Errorf("over budget: %d %s", code, got)
+	// 32000 × 3 J is over 20 kJ: the call is fitted to what the budget pays.
+	code, got, h = call(32000, "cc-1")
+	if code != 200 || !strings.HasPrefix(h.Get("X-Joule-Fitted"), "max_tokens 32000 -> ") {
+		t.Errorf("fitted: %d %q %s", code, h.Get("X-Joule-Fitted"), got)
+	}
+	// 200 kB of input is 50,000 tokens, 25 kJ: not even the input fits.
+	big := `{"model":"claude-sonnet-4-5","max_tokens":256,"messages":[{"role":"user","content":"` + strings.Repeat("x", 200_000) + `"}]}`
+	req, _ := http.NewRequest("POST", url+"/v1/messages", strings.NewReader(big))
+	req.Header.Set("x-claude-code-session-id", "cc-1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 402 || !bytes.Contains(got, []byte(`"billing_error"`)) || !bytes.Contains(got, []byte("joule grant issue --template dev --budget 30MJ --use")) {
+		t.Errorf("over budget: %d %s", resp.StatusCode, got)
 	}
 	logs := stop()
 	if strings.Contains(logs, "SECRET") {
@@ -131,6 +146,12 @@ func TestProxyCommand(t *testing.T) {
 	}
 	if !strings.Contains(logs, "sealed anthropic messages session=cc-1 seq=1") {
 		t.Errorf("log:\n%s", logs)
+	}
+	if r := joule(t, []byte(`{"session_id":"cc-1"}`), env, "statusline"); !strings.Contains(r.stdout, "1 of 2 calls fitted to the budget") {
+		t.Errorf("statusline: %q", r.stdout)
+	}
+	if r := joule(t, nil, env, "receipts", "show", "cc-1", "2"); !strings.Contains(r.stdout, "max_output_fitted") || !strings.Contains(r.stdout, "max_tokens 32000 -") {
+		t.Errorf("the fitted call's receipt: %s %s", r.stdout, r.stderr)
 	}
 	r := joule(t, nil, env, "receipts", "show", "cc-1", "1")
 	if r.code != 0 || !strings.Contains(r.stdout, "efficiency/1") || !strings.Contains(r.stdout, "enforced") || strings.Contains(r.stdout, "SECRET") {
@@ -205,10 +226,121 @@ func TestDemoProxy(t *testing.T) {
 	if err := demoProxy(context.Background(), e, home, say); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	for _, want := range []string{"refused   max_tokens 32000: HTTP 402 billing_error", "efficiency/1 #1", "claude-sonnet-4-5-20250929", "coverage enforced, status complete", "nothing reserved"} {
+	for _, want := range []string{"fitted    max_tokens 32000 -> ", "efficiency/1 #2", "claude-sonnet-4-5-20250929", "coverage enforced, status complete", "nothing reserved"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out.String())
 		}
 	}
 	t.Log("\n" + out.String())
+}
+
+// TestReadmeMeteredExample runs the README's metered-session example as
+// printed: joule init, the grant command it gives, then a Claude Code–like
+// session through joule proxy (Opus, max_tokens 128000, a 60 kB context,
+// four calls at a time). Every call is forwarded and receipted.
+func TestReadmeMeteredExample(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := string(readme)
+	if i := strings.Index(section, "## Metering model calls"); i >= 0 {
+		section = section[i:]
+	}
+	m := regexp.MustCompile("`(joule grant issue [^`]*--use)`").FindStringSubmatch(section)
+	if m == nil {
+		t.Fatal("the README's metering section names no grant command")
+	}
+	env, _ := initHome(t)
+	if r := joule(t, nil, env, strings.Fields(m[1])[1:]...); r.code != 0 {
+		t.Fatalf("%s: %d %s", m[1], r.code, r.stderr)
+	}
+	upstream := httptest.NewServer(anthropicStandIn())
+	defer upstream.Close()
+	url, stop := startDaemon(t, env, "proxy", "--listen", "127.0.0.1:0", "--anthropic", upstream.URL, "--quiet")
+	body := `{"model":"claude-opus-4-5","max_tokens":128000,"stream":true,"messages":[{"role":"user","content":"` + strings.Repeat("context ", 7500) + `"}]}`
+	const calls = 20
+	codes := make(chan int, calls)
+	sem := make(chan struct{}, 4)
+	for i := 0; i < calls; i++ {
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem }()
+			req, _ := http.NewRequest("POST", url+"/v1/messages", strings.NewReader(body))
+			req.Header.Set("x-claude-code-session-id", "readme")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Error(err)
+				codes <- 0
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || !bytes.Contains(b, []byte("message_stop")) {
+				t.Errorf("%s: status %d %.300s", m[1], resp.StatusCode, b)
+			}
+			codes <- resp.StatusCode
+		}()
+	}
+	for i := 0; i < calls; i++ {
+		<-codes
+	}
+	stop()
+	r := joule(t, nil, env, "receipts", "ls", "readme")
+	if r.code != 0 || strings.Count(r.stdout, "model-call claude-opus") != calls {
+		t.Errorf("receipts ls: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := joule(t, nil, env, "receipts", "verify"); r.code != 0 {
+		t.Errorf("receipts verify: %s %s", r.stdout, r.stderr)
+	}
+}
+
+// TestOtelToken: with a token file, joule otel (and joule proxy --otlp)
+// refuse exports without the bearer token and record nothing from them.
+func TestOtelToken(t *testing.T) {
+	env, _ := initHome(t)
+	tokenFile := filepath.Join(t.TempDir(), "otlp.token")
+	if err := os.WriteFile(tokenFile, []byte("s3cret-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	body, err := os.ReadFile("../../energy/otlp/testdata/claude_code_logs.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"otel", "--token-file", tokenFile}, {"proxy", "--otlp", "--otlp-token-file", tokenFile}} {
+		url, stop := startDaemon(t, env, append(args, "--listen", "127.0.0.1:0")...)
+		post := func(auth string) int {
+			req, _ := http.NewRequest("POST", url+"/v1/logs", bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			if auth != "" {
+				req.Header.Set("Authorization", auth)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			return resp.StatusCode
+		}
+		before := strings.Count(joule(t, nil, env, "receipts", "ls", "cc-session-1").stdout, "observed")
+		for _, bad := range []string{"", "Bearer wrong", "Basic czNjcmV0LXRva2Vu", "Bearer s3cret-token-and-more"} {
+			if code := post(bad); code != http.StatusUnauthorized {
+				t.Errorf("%v with %q: %d, want 401", args, bad, code)
+			}
+		}
+		if r := joule(t, nil, env, "receipts", "ls", "cc-session-1"); strings.Count(r.stdout, "observed") != before {
+			t.Errorf("%v: an unauthorized export was recorded: %s", args, r.stdout)
+		}
+		if code := post("Bearer s3cret-token"); code != 200 {
+			t.Errorf("%v with the token: %d", args, code)
+		}
+		stop()
+	}
+	if r := joule(t, nil, env, "receipts", "show", "cc-session-1", "1"); r.code != 0 || !strings.Contains(r.stdout, "observed, not enforced") {
+		t.Errorf("receipts show: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	if r := joule(t, nil, env, "proxy", "--otlp-token-file", tokenFile); r.code != 2 {
+		t.Errorf("--otlp-token-file without --otlp: %+v", r)
+	}
 }

@@ -21,6 +21,7 @@ func init() {
 // sessionStats is what the status line shows of one session's receipts.
 type sessionStats struct {
 	allowed, denied, asked int
+	calls, fitted          int // model calls, and those fitted to the budget
 	// joules by provenance: gate debits and efficiency receipts
 	measured, modelled, estimated uint64
 }
@@ -84,6 +85,11 @@ func statusLine(ctx context.Context, r io.Reader) (line string) {
 		dec += fmt.Sprintf(" · %d asked", st.asked)
 	}
 	parts = append(parts, dec)
+	if st.fitted > 0 {
+		// The budget is low enough that calls get less output than they
+		// ask for: worth a glance before it refuses them.
+		parts = append(parts, fmt.Sprintf("%d of %d calls fitted to the budget", st.fitted, st.calls))
+	}
 	parts = append(parts, budgetLeft(ctx, ep, in.SessionID))
 	return "joule " + strings.Join(parts, " │ ")
 }
@@ -118,6 +124,12 @@ func sessionStatsOf(ctx context.Context, ep *endpoint, session string) (sessionS
 			}
 			st.add(a.Decision.Provenance, a.Decision.DebitUJ, nil)
 		case a.Efficiency != nil:
+			if a.Efficiency.Unit == "model-call" {
+				st.calls++
+				if a.Efficiency.MaxOutputFitted != 0 {
+					st.fitted++
+				}
+			}
 			st.add(a.Efficiency.Provenance, a.Efficiency.EstimatedUJ, a.Efficiency.MeasuredUJ)
 		}
 	}

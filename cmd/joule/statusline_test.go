@@ -19,8 +19,8 @@ func TestStatusline(t *testing.T) {
 		env  []string
 		want []string
 	}{
-		// Two Bash allows at the default 50 mJ each, from the 50 J dev grant.
-		{status, env, []string{"joule ⚡ 100 mJ (100 mJ estimated)", "2 allowed · 1 denied", "49.9 J left"}},
+		// Two Bash allows at the default 50 mJ each, from the 30 MJ dev grant.
+		{status, env, []string{"joule ⚡ 100 mJ (100 mJ estimated)", "2 allowed · 1 denied", "29.999 MJ left"}},
 		{`{"session_id":"other"}`, env, []string{"⚡ 0 µJ", "0 allowed · 0 denied"}},
 		{"not json", env, []string{"joule: no session"}},
 		{status, []string{"JOULE_HOME=" + t.TempDir()}, []string{"joule: not initialised"}},

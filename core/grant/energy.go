@@ -8,13 +8,18 @@ import (
 	"strings"
 )
 
-// units maps an energy unit to microjoules.
+// units maps an energy unit to microjoules. Units are case-exact, as SI
+// prefixes are: mJ is a millijoule and MJ a megajoule. Longer names come
+// first, so that "MWh" is not read as "M" and "Wh".
 var units = []struct {
 	name string
 	uj   uint64
 }{
+	{"MWh", 3_600_000_000_000_000},
 	{"kWh", 3_600_000_000_000},
 	{"Wh", 3_600_000_000},
+	{"GJ", 1_000_000_000_000_000},
+	{"MJ", 1_000_000_000_000},
 	{"kJ", 1_000_000_000},
 	{"mJ", 1_000},
 	{"µJ", 1},
@@ -22,8 +27,11 @@ var units = []struct {
 	{"J", 1_000_000},
 }
 
+// unitList is what an error about a unit names.
+const unitList = "µJ, mJ, J, kJ, MJ, GJ, Wh, kWh, MWh; case-exact: mJ is a millijoule, MJ a megajoule"
+
 // ParseEnergy parses an amount of energy such as "50J", "1.5kJ", "250 mJ",
-// "2Wh" or "1000µJ" into integer microjoules. Decimals are parsed exactly
+// "20MJ", "2Wh", "5.5kWh" or "1000µJ" into integer microjoules. Decimals are parsed exactly
 // (no floating point); a result that is not a whole number of microjoules,
 // or that overflows 2^63-1 µJ, is an error.
 func ParseEnergy(s string) (uint64, error) {
@@ -36,7 +44,7 @@ func ParseEnergy(s string) (uint64, error) {
 		num = strings.TrimSpace(num)
 		whole, frac, _ := strings.Cut(num, ".")
 		if whole == "" && frac == "" || strings.ContainsAny(num, "+-_ eE") {
-			return 0, fmt.Errorf("energy %q: want a number and a unit (µJ, mJ, J, kJ, Wh, kWh), e.g. 50J", s)
+			return 0, fmt.Errorf("energy %q: want a number and a unit (%s), e.g. 20MJ", s, unitList)
 		}
 		w := uint64(0)
 		if whole != "" {
@@ -73,7 +81,7 @@ func ParseEnergy(s string) (uint64, error) {
 		}
 		return total, nil
 	}
-	return 0, fmt.Errorf("energy %q: missing unit (µJ, mJ, J, kJ, Wh, kWh), e.g. 50J", s)
+	return 0, fmt.Errorf("energy %q: missing or unknown unit (%s), e.g. 20MJ", s, unitList)
 }
 
 // FormatEnergy renders microjoules in the largest unit that keeps three
@@ -82,7 +90,7 @@ func FormatEnergy(uj uint64) string {
 	for _, u := range []struct {
 		name string
 		uj   uint64
-	}{{"kJ", 1_000_000_000}, {"J", 1_000_000}, {"mJ", 1_000}} {
+	}{{"GJ", 1_000_000_000_000_000}, {"MJ", 1_000_000_000_000}, {"kJ", 1_000_000_000}, {"J", 1_000_000}, {"mJ", 1_000}} {
 		if uj >= u.uj {
 			whole, rem := uj/u.uj, uj%u.uj
 			if rem == 0 {
@@ -90,7 +98,10 @@ func FormatEnergy(uj uint64) string {
 			}
 			frac := strings.TrimRight(fmt.Sprintf("%0*d", digits(u.uj)-1, rem), "0")
 			if len(frac) > 3 {
-				frac = frac[:3]
+				frac = strings.TrimRight(frac[:3], "0")
+			}
+			if frac == "" {
+				return fmt.Sprintf("%d %s", whole, u.name)
 			}
 			return fmt.Sprintf("%d.%s %s", whole, frac, u.name)
 		}

@@ -1,6 +1,9 @@
 package grant
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestParseEnergy(t *testing.T) {
 	tests := []struct {
@@ -33,6 +36,26 @@ func TestParseEnergy(t *testing.T) {
 		{"9300000000kJ", 0, false},
 		{"9200000000kJ", 9_200_000_000_000_000_000, true},
 		{"1.2.3J", 0, false},
+		// Megajoules and up; units are case-exact.
+		{"20MJ", 20_000_000_000_000, true},
+		{"1.5 MJ", 1_500_000_000_000, true},
+		{"2GJ", 2_000_000_000_000_000, true},
+		{"9.2GJ", 9_200_000_000_000_000, true},
+		{"9224GJ", 0, false},
+		{"3kWh", 10_800_000_000_000, true},
+		{"1MWh", 3_600_000_000_000_000, true},
+		{"2.5MWh", 9_000_000_000_000_000, true},
+		{"2563MWh", 0, false},
+		{"5mJ", 5_000, true},
+		{"5MJ", 5_000_000_000_000, true},
+		{"5mj", 0, false},
+		{"5Mj", 0, false},
+		{"5kj", 0, false},
+		{"5KJ", 0, false},
+		{"5gJ", 0, false},
+		{"5mwh", 0, false},
+		{"5KWh", 0, false},
+		{"5 M J", 0, false},
 		{"", 0, false},
 	}
 	for _, tt := range tests {
@@ -44,15 +67,18 @@ func TestParseEnergy(t *testing.T) {
 }
 
 func TestFormatEnergy(t *testing.T) {
-	for in, want := range map[uint64]string{0: "0 µJ", 999: "999 µJ", 1000: "1 mJ", 1_500_000: "1.5 J", 50_000_000: "50 J", 1_234_567: "1.234 J", 2_000_000_000: "2 kJ"} {
+	for in, want := range map[uint64]string{0: "0 µJ", 999: "999 µJ", 1000: "1 mJ", 1_500_000: "1.5 J", 50_000_000: "50 J", 1_234_567: "1.234 J", 2_000_000_000: "2 kJ", 1_170_793_000_000: "1.17 MJ", 20_000_000_000_000: "20 MJ", 3_600_000_000_000_000: "3.6 GJ"} {
 		if got := FormatEnergy(in); got != want {
 			t.Errorf("FormatEnergy(%d) = %q, want %q", in, got, want)
+		}
+		if back, err := ParseEnergy(strings.ReplaceAll(FormatEnergy(in), " ", "")); err != nil || back > in {
+			t.Errorf("ParseEnergy(FormatEnergy(%d)) = %d, %v", in, back, err)
 		}
 	}
 }
 
 func FuzzParseEnergy(f *testing.F) {
-	for _, s := range []string{"50J", "1.5kJ", "0.001mJ", "2Wh", "1e3J", "..J"} {
+	for _, s := range []string{"50J", "1.5kJ", "0.001mJ", "2Wh", "1e3J", "..J", "20MJ", "1MWh", "5mj"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -22,6 +22,13 @@ var readOnlyCommands = []string{
 // rewriting on shared branches, and fetching code to run it.
 var selfHarm = []string{"Bash(sudo:*)", "Bash(su:*)", "Bash(git push --force:*)", "Bash(git push -f:*)"}
 
+// DayBudget is the budget of the interactive templates, and so of the
+// grant joule init issues: a day of frontier-model coding through the
+// metering proxy at the default coefficients, with room to spare (the
+// arithmetic is in docs/meter.md). The ci template, which runs for two
+// hours, gets a third of it.
+const DayBudget = 30_000_000_000_000 // 30 MJ
+
 // Templates are the named grants of `joule grant issue --template` and
 // `joule init`. Every rule is in the workspace's terms; see docs/grants.md.
 var Templates = map[string]Template{
@@ -30,7 +37,7 @@ var Templates = map[string]Template{
 		Allow:    append([]string{"Read", "WebSearch"}, readOnlyCommands...),
 		Deny:     append([]string{"Write"}, selfHarm...),
 		Tiers:    []string{"l0", "l1", "l2"},
-		BudgetUJ: 10_000_000,
+		BudgetUJ: DayBudget,
 		TTL:      8 * time.Hour,
 	},
 	"dev": {
@@ -43,7 +50,7 @@ var Templates = map[string]Template{
 		Ask:      []string{"WebFetch", "Bash(rm:*)", "Bash(git push:*)"},
 		Deny:     selfHarm,
 		Tiers:    []string{"l0", "l1", "l2", "l3", "l4"},
-		BudgetUJ: 50_000_000,
+		BudgetUJ: DayBudget,
 		TTL:      8 * time.Hour,
 	},
 	"ci": {
@@ -52,7 +59,7 @@ var Templates = map[string]Template{
 			"Bash(npm test:*)", "Bash(cargo test:*)", "Bash(pytest:*)"}, readOnlyCommands...),
 		Deny:     append([]string{"WebFetch", "Bash(git push:*)", "Bash(curl:*)", "Bash(wget:*)"}, selfHarm...),
 		Tiers:    []string{"l0", "l1", "l2", "l3"},
-		BudgetUJ: 20_000_000,
+		BudgetUJ: DayBudget / 3,
 		TTL:      2 * time.Hour,
 	},
 }

@@ -74,6 +74,10 @@ type Efficiency struct {
 	Grants            []string        `cbor:"grants" json:"grants"`
 	Nonce             string          `cbor:"nonce" json:"nonce"`
 	Steward           string          `cbor:"steward" json:"steward"`
+	// A call the meter fitted to its budget: the output cap it asked for
+	// and the one it was forwarded with (both absent otherwise).
+	MaxOutputRequested uint64 `cbor:"max_output_requested,omitempty" json:"max_output_requested,omitempty"`
+	MaxOutputFitted    uint64 `cbor:"max_output_fitted,omitempty" json:"max_output_fitted,omitempty"`
 }
 
 // Coverage values of an efficiency receipt.

@@ -18,6 +18,8 @@ import (
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/joulehook/joule/core"
@@ -271,9 +273,187 @@ func FuzzDecode(f *testing.F) {
 		default:
 			return
 		}
-		obs, err := r.decode(signal, b, isJSON)
+		ex := &export{ctx: context.Background(), series: map[string]seriesState{}, kinds: map[string]string{}}
+		obs, err := r.decode(signal, b, isJSON, ex)
 		if err != nil && len(obs) > 0 {
 			t.Fatal("observations from a body that did not decode")
 		}
+		for _, o := range obs {
+			u := o.usage
+			if u.Input > MaxCount || u.CachedInput > MaxCount || u.CacheWrite > MaxCount || u.Output > 2*MaxCount {
+				t.Fatalf("an observation past the bound: %+v", u)
+			}
+		}
 	})
+}
+
+// logExport is a Claude Code api_request event export in OTLP/JSON with
+// the given attributes (values as JSON AnyValues).
+func logExport(session string, attrs map[string]string) []byte {
+	var kvs []string
+	kvs = append(kvs, `{"key":"session.id","value":{"stringValue":"`+session+`"}}`, `{"key":"model","value":{"stringValue":"claude-sonnet-4-5"}}`)
+	for k, v := range attrs {
+		kvs = append(kvs, `{"key":"`+k+`","value":`+v+`}`)
+	}
+	return []byte(`{"resourceLogs":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"claude-code"}}]},"scopeLogs":[{"logRecords":[{"body":{"stringValue":"claude_code.api_request"},"attributes":[` + strings.Join(kvs, ",") + `]}]}]}]}`)
+}
+
+// TestRejectsAbsurdCounts: a record with a count that is negative, not a
+// number or past MaxCount, on any number path, is rejected with OTLP's
+// partialSuccess and neither sealed nor charged; a good record beside it
+// is.
+func TestRejectsAbsurdCounts(t *testing.T) {
+	good := map[string]string{"input_tokens": `{"intValue":"100"}`, "output_tokens": `{"intValue":"50"}`}
+	tests := []struct {
+		name, path string
+		body       []byte
+		field      string
+	}{
+		{"negative string", "/v1/logs", logExport("s", map[string]string{"input_tokens": `{"stringValue":"-1000"}`, "output_tokens": `{"intValue":"50"}`}), "rejectedLogRecords"},
+		{"int64 max", "/v1/logs", logExport("s", map[string]string{"input_tokens": `{"intValue":"9223372036854775807"}`}), "rejectedLogRecords"},
+		{"past the bound", "/v1/logs", logExport("s", map[string]string{"output_tokens": `{"intValue":"10000001"}`}), "rejectedLogRecords"},
+		{"negative int", "/v1/logs", logExport("s", map[string]string{"output_tokens": `{"intValue":"-5"}`}), "rejectedLogRecords"},
+		{"huge double", "/v1/logs", logExport("s", map[string]string{"output_tokens": `{"doubleValue":1e300}`}), "rejectedLogRecords"},
+		{"not a number", "/v1/logs", logExport("s", map[string]string{"output_tokens": `{"stringValue":"lots"}`}), "rejectedLogRecords"},
+		{"a bool", "/v1/logs", logExport("s", map[string]string{"output_tokens": `{"boolValue":true}`}), "rejectedLogRecords"},
+		{"delta point 10^12", "/v1/metrics", tokenJSON(metricspb.AggregationTemporality_AGGREGATION_TEMPORALITY_DELTA, 1e12), "rejectedDataPoints"},
+		{"cumulative point 10^12", "/v1/metrics", tokenJSON(metricspb.AggregationTemporality_AGGREGATION_TEMPORALITY_CUMULATIVE, 1e12), "rejectedDataPoints"},
+		{"negative point", "/v1/metrics", tokenJSON(metricspb.AggregationTemporality_AGGREGATION_TEMPORALITY_DELTA, -3), "rejectedDataPoints"},
+		{"span", "/v1/traces", spanJSON(`{"key":"gen_ai.usage.input_tokens","value":{"intValue":"-1"}}`), "rejectedSpans"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t, true)
+			code, body := r.post(tt.path, "application/json", tt.body, false)
+			if code != 200 || !strings.Contains(body, `"partialSuccess":{`) || !strings.Contains(body, `"`+tt.field+`":"1"`) || !strings.Contains(body, `"errorMessage":"joule otel: `) {
+				t.Errorf("%d %s", code, body)
+			}
+			if recs := r.receipts("s"); len(recs) != 0 {
+				t.Errorf("sealed %+v", recs[0])
+			}
+			if recs := r.receipts(DefaultSession); len(recs) != 0 {
+				t.Errorf("sealed %+v", recs[0])
+			}
+			g, _ := r.st.Grant(context.Background(), r.grantID)
+			if g.SpentUJ != 0 || g.ReservedUJ != 0 {
+				t.Errorf("charged: %+v", g)
+			}
+		})
+	}
+	t.Run("beside a good record", func(t *testing.T) {
+		r := newRig(t, true)
+		bad := string(logExport("s", map[string]string{"input_tokens": `{"stringValue":"-1000"}`}))
+		okRec := string(logExport("s", good))
+		// Two resourceLogs in one export: the bad one rejected, the good one sealed.
+		both := strings.TrimSuffix(bad, "]}") + "," + strings.TrimPrefix(okRec, `{"resourceLogs":[`)
+		code, body := r.post("/v1/logs", "application/json", []byte(both), false)
+		if code != 200 || !strings.Contains(body, `"rejectedLogRecords":"1"`) {
+			t.Errorf("%d %s", code, body)
+		}
+		recs := r.receipts("s")
+		if len(recs) != 1 || recs[0].InputTokens != 100 || recs[0].OutputTokens != 50 {
+			t.Errorf("receipts %+v", recs)
+		}
+	})
+	t.Run("protobuf", func(t *testing.T) {
+		r := newRig(t, true)
+		code, body := r.post("/v1/metrics", "application/x-protobuf", tokenMetric("claude_code.token.usage", metricspb.AggregationTemporality_AGGREGATION_TEMPORALITY_DELTA, 1, map[string]float64{"input": 1e12, "output": 5}, kv("session.id", "s")), false)
+		if code != 200 {
+			t.Fatalf("%d", code)
+		}
+		// ExportMetricsServiceResponse{partial_success: {rejected_data_points: 1, error_message}}
+		b := []byte(body)
+		num, typ, n := protowire.ConsumeTag(b)
+		if num != 1 || typ != protowire.BytesType || n < 0 {
+			t.Fatalf("response %x", b)
+		}
+		ps, _ := protowire.ConsumeBytes(b[n:])
+		num, _, n = protowire.ConsumeTag(ps)
+		rejected, m := protowire.ConsumeVarint(ps[n:])
+		if num != 1 || m < 0 || rejected != 1 || !bytes.Contains(ps, []byte("joule otel: ")) {
+			t.Errorf("partial success %x", ps)
+		}
+		if recs := r.receipts("s"); len(recs) != 1 || recs[0].InputTokens != 0 || recs[0].OutputTokens != 5 {
+			t.Errorf("receipts %+v", recs)
+		}
+	})
+}
+
+func tokenJSON(temporality metricspb.AggregationTemporality, v float64) []byte {
+	b, err := protojson.Marshal(mustMetrics(tokenMetric("claude_code.token.usage", temporality, 1, map[string]float64{"output": v}, kv("session.id", "s"))))
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func mustMetrics(b []byte) *metricspb.MetricsData {
+	var m metricspb.MetricsData
+	if err := proto.Unmarshal(b, &m); err != nil {
+		panic(err)
+	}
+	return &m
+}
+
+func spanJSON(attr string) []byte {
+	return []byte(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"name":"chat","attributes":[{"key":"session.id","value":{"stringValue":"s"}},` + attr + `,{"key":"gen_ai.usage.output_tokens","value":{"intValue":"5"}}]}]}]}]}`)
+}
+
+// TestCumulativeStateSurvivesRestart: a new receiver on the same store
+// (joule otel restarted) counts a cumulative series from where the last
+// one left it, and keeps each session's first kind of telemetry.
+func TestCumulativeStateSurvivesRestart(t *testing.T) {
+	st, err := store.Open(filepath.Join(t.TempDir(), "joule.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	pub, key, _ := ed25519.GenerateKey(rand.Reader)
+	sealer, _ := core.NewSealer("test.example", key)
+	v, _ := core.NewVerifier("test.example", pub)
+	receiver := func() *Receiver {
+		return &Receiver{Table: &energy.Table{}, Recorder: &energy.Recorder{Store: st, Sealer: sealer}, State: st}
+	}
+	post := func(rc *Receiver, path, ct string, body []byte) {
+		t.Helper()
+		req := httptest.NewRequest("POST", path, bytes.NewReader(body))
+		req.Header.Set("Content-Type", ct)
+		w := httptest.NewRecorder()
+		rc.ServeHTTP(w, req)
+		if w.Code != 200 {
+			t.Fatalf("%d %s", w.Code, w.Body)
+		}
+	}
+	cumulative := metricspb.AggregationTemporality_AGGREGATION_TEMPORALITY_CUMULATIVE
+	metric := func(out float64) []byte {
+		return tokenMetric("claude_code.token.usage", cumulative, 7, map[string]float64{"output": out}, kv("session.id", "m"))
+	}
+	post(receiver(), "/v1/metrics", "application/x-protobuf", metric(100))
+	post(receiver(), "/v1/metrics", "application/x-protobuf", metric(150)) // a restart in between
+	// Session "e" was counted from events; after a restart its metrics are
+	// still not counted on top.
+	post(receiver(), "/v1/logs", "application/json", logExport("e", map[string]string{"output_tokens": `{"intValue":"40"}`}))
+	post(receiver(), "/v1/metrics", "application/x-protobuf", tokenMetric("claude_code.token.usage", cumulative, 7, map[string]float64{"output": 40}, kv("session.id", "e")))
+	outputs := func(session string) []uint64 {
+		entries, _ := st.Session(context.Background(), session)
+		envs := make([][]byte, len(entries))
+		for i, e := range entries {
+			envs[i] = e.Envelope
+		}
+		all, err := receipts.VerifyChain(v, "test.example", envs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []uint64
+		for _, a := range all {
+			out = append(out, a.Efficiency.OutputTokens)
+		}
+		return out
+	}
+	if got := outputs("m"); len(got) != 2 || got[0] != 100 || got[1] != 50 {
+		t.Errorf("cumulative outputs across a restart: %v, want [100 50]", got)
+	}
+	if got := outputs("e"); len(got) != 1 || got[0] != 40 {
+		t.Errorf("session e: %v, want [40] (events only)", got)
+	}
 }

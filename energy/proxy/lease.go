@@ -149,6 +149,24 @@ func (ls *leases) admit(ctx context.Context, grants []string, est uint64) (ticke
 	}
 }
 
+// free is the most one call of grants can be admitted for from the
+// chain's leases without a new reservation, for fitting a call to them.
+func (ls *leases) free(grants []string) uint64 {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	c := ls.chains[strings.Join(grants, "\x00")]
+	if c == nil {
+		return 0
+	}
+	var f uint64
+	for _, l := range []*lease{c.cur, c.next} {
+		if l != nil && !l.retired && time.Since(l.made) < LeaseMaxAge {
+			f = max(f, l.free())
+		}
+	}
+	return f
+}
+
 // reserveLocked reserves the chain's next lease in the background. needed
 // says a call is waiting for it: then a failure is reported to that call,
 // and the proxy's own idle lease is given back first if that is what

@@ -68,6 +68,10 @@ type Config struct {
 	// sealed; past it, a call's handler waits for the store before it
 	// returns. 0 is DefaultMaxUnsealed.
 	MaxUnsealed int
+	// Floor is the fewest output tokens a call is fitted to when its
+	// grants cannot pay for its whole output cap; below it the call is
+	// refused. 0 is DefaultFloor.
+	Floor uint64
 	// Journal is the directory of the proxy's journal (see journal.go),
 	// which lets the next proxy seal what this one answered if it is
 	// killed first; empty means none. Run Recover on it before New.
@@ -110,6 +114,9 @@ func New(cfg Config) (*Proxy, error) {
 	}
 	if cfg.HeaderTimeout <= 0 {
 		cfg.HeaderTimeout = DefaultHeaderTimeout
+	}
+	if cfg.Floor == 0 {
+		cfg.Floor = DefaultFloor
 	}
 	if cfg.MaxUnsealed <= 0 {
 		cfg.MaxUnsealed = DefaultMaxUnsealed
@@ -213,6 +220,11 @@ type call struct {
 	reserved   uint64
 	ticket     ticket
 	inputEst   uint64 // input tokens estimated from the body
+	rates      energy.Rates
+	oc         *outputCap // nil for routes without an output cap
+	want       uint64     // the output cap asked for, or the class default
+	fitted     uint64     // the cap the call was fitted to; 0 when it was not
+	thinking   uint64     // the thinking budget it was fitted to
 	stream     bool
 	start      time.Time
 	status     int
@@ -262,7 +274,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, rt.family, errInvalid, "joule proxy: reading the request body: "+err.Error())
 		return
 	}
-	c, fields, err := p.parse(rt, body)
+	c, fields, spans, err := p.parse(rt, body)
 	if err != nil {
 		writeError(w, rt.family, errInvalid, "joule proxy: "+err.Error())
 		return
@@ -278,15 +290,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, rt.family, errNoGrant, "joule proxy: no active grant: run 'joule init' or 'joule grant use ID'")
 		return
 	}
-	if c.ticket, err = p.leases.admit(ctx, c.grants, c.reserved); err != nil {
-		var be *store.BudgetError
-		if errors.As(err, &be) {
-			writeError(w, rt.family, errBudget, fmt.Sprintf(
-				"joule: this call may cost up to %s (model %s, ~%d input tokens, up to %d output tokens) and grant %s has %s left. "+
-					"Lower max_tokens, or issue a grant with a larger budget: joule grant issue --budget %s --use",
-				grant.FormatEnergy(c.reserved), c.model, c.inputEst, p.maxOut(rt, fields, c.model), be.GrantID, grant.FormatEnergy(be.RemainingUJ),
-				suggestBudget(c.reserved)))
-			p.logf("refused %s session=%s model=%s: over budget", r.URL.Path, c.session, c.model)
+	if err = p.admitFit(ctx, c); err != nil {
+		var fe *floorError
+		if errors.As(err, &fe) {
+			writeError(w, rt.family, errBudget, fe.message(c))
+			p.logf("refused %s session=%s model=%s: not even the floor fits the budget", r.URL.Path, c.session, c.model)
 			return
 		}
 		if errors.Is(err, store.ErrRevoked) || errors.Is(err, store.ErrNotFound) {
@@ -296,10 +304,17 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, rt.family, errInternal, "joule proxy: the ledger is unavailable, so no call can be paid for: "+err.Error())
 		return
 	}
+	var edits []edit
+	if c.fitted != 0 {
+		edits = c.oc.edits(rt, body, c.fitted, c.thinking)
+	}
 	if rt.family == OpenAI && rt.name == "chat" && c.stream {
-		if nb, ok := injectUsage(fields); ok {
-			body, c.injected = nb, true
+		if e, ok := injectUsage(body, fields, spans); ok {
+			edits, c.injected = append(edits, e), true
 		}
+	}
+	if len(edits) > 0 {
+		body = applyEdits(body, edits)
 	}
 	p.inflight.Add(1)
 	c.start = time.Now()
@@ -313,76 +328,69 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // parse reads what the ceiling needs from a request body: the model, the
 // output cap, streaming, and an input-token estimate.
-func (p *Proxy) parse(rt route, body []byte) (*call, map[string]json.RawMessage, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil {
-		return nil, nil, fmt.Errorf("the request body is not a JSON object: %v", err)
+func (p *Proxy) parse(rt route, body []byte) (*call, map[string]json.RawMessage, map[string]member, error) {
+	fields, spans, err := object(body)
+	if err != nil {
+		var dup *dupKeyError
+		if errors.As(err, &dup) {
+			return nil, nil, nil, err
+		}
+		return nil, nil, nil, fmt.Errorf("the request body is not a JSON object: %v", err)
 	}
 	c := &call{route: rt}
 	if raw, ok := fields["model"]; ok {
 		if err := json.Unmarshal(raw, &c.model); err != nil {
-			return nil, nil, errors.New(`"model" is not a string`)
+			return nil, nil, nil, errors.New(`"model" is not a string`)
 		}
 	}
 	if c.model == "" && rt.name != "models" {
-		return nil, nil, errors.New(`the request names no "model"`)
+		return nil, nil, nil, errors.New(`the request names no "model"`)
 	}
 	c.stream = rt.stream(fields)
 	// A token is about four bytes of text; counting the whole body (JSON
 	// syntax included) errs high, as a ceiling should.
 	c.inputEst = uint64(len(body)+3) / 4
-	rates := p.models.get(c.model).rates
-	out := p.maxOut(rt, fields, c.model)
-	c.reserved = energy.Cap(rates.Of(energy.Usage{Input: c.inputEst, Output: out}))
-	return c, fields, nil
-}
-
-// maxOut is the request's output cap, or the class default.
-func (p *Proxy) maxOut(rt route, fields map[string]json.RawMessage, model string) uint64 {
-	if rt.name == "embeddings" || rt.name == "embed" {
-		return 0
-	}
-	for _, name := range rt.maxOut {
-		raw, ok := fields[name]
-		if sub, nested := strings.CutPrefix(name, "options."); nested {
-			var opts map[string]json.RawMessage
-			if json.Unmarshal(fields["options"], &opts) != nil {
-				continue
-			}
-			raw, ok = opts[sub]
+	mi := p.models.get(c.model)
+	c.rates = mi.rates
+	if len(rt.maxOut) > 0 {
+		if c.oc, err = readCap(rt, fields, spans); err != nil {
+			return nil, nil, nil, err
 		}
-		var n int64
-		if ok && json.Unmarshal(raw, &n) == nil && n > 0 {
-			return uint64(n)
+		var named bool
+		if c.want, named = c.oc.requested(); !named {
+			c.want = mi.maxOut
 		}
 	}
-	return p.models.get(model).maxOut
+	c.reserved = energy.Cap(c.rates.Of(energy.Usage{Input: c.inputEst, Output: c.want}))
+	return c, fields, spans, nil
 }
 
 // injectUsage asks a Chat Completions stream for its usage chunk when the
-// client did not; the chunk is then kept from the client.
-func injectUsage(fields map[string]json.RawMessage) ([]byte, bool) {
-	var opts map[string]json.RawMessage
-	if raw, ok := fields["stream_options"]; ok && !bytes.Equal(raw, []byte("null")) {
-		if json.Unmarshal(raw, &opts) != nil {
-			return nil, false
-		}
-		var on bool
-		if json.Unmarshal(opts["include_usage"], &on) == nil && on {
-			return nil, false
-		}
+// client did not; the chunk is then kept from the client. It is an edit of
+// the body, which otherwise stays byte for byte.
+func injectUsage(body []byte, fields map[string]json.RawMessage, spans map[string]member) (edit, bool) {
+	raw, ok := fields["stream_options"]
+	if !ok {
+		at, sep := objectStart(body, 0)
+		return edit{at, at, `"stream_options":{"include_usage":true}` + sep}, true
 	}
-	if opts == nil {
-		opts = map[string]json.RawMessage{}
+	m := spans["stream_options"]
+	if bytes.Equal(raw, []byte("null")) {
+		return edit{m.start, m.end, `{"include_usage":true}`}, true
 	}
-	opts["include_usage"] = json.RawMessage("true")
-	b, err := json.Marshal(opts)
+	ofields, ospans, err := object(raw)
 	if err != nil {
-		return nil, false
+		return edit{}, false
 	}
-	fields["stream_options"] = b
-	nb, err := json.Marshal(fields)
-	return nb, err == nil
+	var on bool
+	if json.Unmarshal(ofields["include_usage"], &on) == nil && on {
+		return edit{}, false
+	}
+	if im, ok := ospans["include_usage"]; ok {
+		return edit{m.start + im.start, m.start + im.end, "true"}, true
+	}
+	at, sep := objectStart(raw, m.start)
+	return edit{at, at, `"include_usage":true` + sep}, true
 }
 
 func (p *Proxy) session(r *http.Request) string {
@@ -433,6 +441,9 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		return nil
 	}
 	c.status = resp.StatusCode
+	if c.fitted != 0 {
+		resp.Header.Set(FittedHeader, c.fitHeader())
+	}
 	c.upstreamOK = resp.StatusCode >= 200 && resp.StatusCode < 300
 	m := &meter{}
 	t := &tap{body: resp.Body, onEnd: func(t *tap) { p.sealLater(func() { p.finish(c, m, t, nil) }) }}
@@ -663,12 +674,22 @@ func (p *Proxy) account(c *call, m *meter, t *tap, failure error) (energy.Record
 		Coverage: receipts.CoverageEnforced, Complete: complete, Note: strings.Join(notes, "; "),
 		Grants: c.grants, Time: time.Now(),
 	}
+	if c.fitted != 0 {
+		rec.MaxOutputRequested, rec.MaxOutputFitted = c.want, c.fitted
+		rec.Note = c.fitHeader() + " to the budget; " + rec.Note
+	}
 	return rec, energy.Cap(est.UJ)
 }
 
-// suggestBudget is a budget for a few calls like this one, in whole kJ.
-func suggestBudget(reserved uint64) string {
-	return fmt.Sprintf("%dkJ", reserved/250_000_000+1)
+// SuggestedBudget is the budget a refusal suggests at least: a day of
+// frontier-model work through the proxy (docs/meter.md).
+const SuggestedBudget = grant.DayBudget
+
+// suggestBudget is a budget that pays for a day of work and for many
+// calls like this one, in whole MJ.
+func suggestBudget(need uint64) string {
+	uj := max(SuggestedBudget, energy.Cap(need)/1000*1000*100)
+	return fmt.Sprintf("%dMJ", (uj+999_999_999_999)/1_000_000_000_000)
 }
 
 // retryLocked runs fn until it succeeds, fails other than by the store's

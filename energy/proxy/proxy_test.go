@@ -439,13 +439,13 @@ func TestBudgetRefusal(t *testing.T) {
 		{"/v1/messages", `{"model":"claude-opus-4-1","max_tokens":32000,"messages":[{"role":"user","content":"hi"}]}`, 402, `"type":"billing_error"`},
 		{"/v1/chat/completions", `{"model":"gpt-5","max_completion_tokens":100000,"messages":[{"role":"user","content":"hi"}]}`, 429, `"type":"insufficient_quota"`},
 		{"/v1/responses", `{"model":"gpt-5","input":"hi"}`, 429, `"code":"insufficient_quota"`},
-		{"/api/chat", `{"model":"llama3.2","messages":[{"role":"user","content":"hi"}]}`, 402, `{"error":"joule: this call may cost up to`},
+		{"/api/chat", `{"model":"llama3.2","messages":[{"role":"user","content":"hi"}]}`, 402, `{"error":"joule: the budget cannot pay for this call`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
 			r := newRig(t, 1_000_000) // 1 J
 			resp, got := r.do("POST", tt.path, tt.body)
-			if resp.StatusCode != tt.status || !strings.Contains(string(got), tt.shape) || !strings.Contains(string(got), "joule grant issue --budget") {
+			if resp.StatusCode != tt.status || !strings.Contains(string(got), tt.shape) || !strings.Contains(string(got), "joule grant issue --template dev --budget 30MJ --use") {
 				t.Errorf("got %d %s, want %d with %s", resp.StatusCode, got, tt.status, tt.shape)
 			}
 			if n := r.up.calls.Load(); n != 0 {

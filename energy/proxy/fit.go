@@ -1,0 +1,449 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/joulehook/joule/core/grant"
+	"github.com/joulehook/joule/core/store"
+	"github.com/joulehook/joule/energy"
+)
+
+// Fitting (docs/meter.md). A host asks for the most output a model may
+// give (Claude Code asks Opus for 128,000 tokens on every call) and
+// usually gets a few hundred. Reserving that worst case would refuse every
+// call on a budget of the size a day of work has, so when the grant
+// cannot pay for the whole cap the proxy lowers the request's output cap
+// to what the budget can pay, reserves that, and forwards the call: the
+// upstream then stops by itself at the cap, so the ceiling holds exactly
+// and no answer is cut mid-stream. Only when not even the request's input
+// and a floor of output fit is the call refused.
+
+// DefaultFloor is the fewest output tokens a fitted call is given; below
+// it the call is refused.
+const DefaultFloor = 1024
+
+// thinkingMin is Anthropic's least thinking.budget_tokens; the budget
+// must also stay below max_tokens.
+const thinkingMin = 1024
+
+// maxCap is the largest output cap the proxy takes: 2^53, past which a
+// JSON number is no longer an exact integer in most clients.
+const maxCap = 1 << 53
+
+// member is one member of a JSON object: its key and its value's span.
+type member struct {
+	key        string
+	start, end int
+}
+
+// members scans a JSON object's top level, keeping each value's byte span,
+// so the body can be changed in one place and kept byte for byte
+// elsewhere.
+func members(obj []byte) ([]member, error) {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	t, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	if d, ok := t.(json.Delim); !ok || d != '{' {
+		return nil, errors.New("not an object")
+	}
+	var out []member
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		key, _ := t.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, err
+		}
+		end := int(dec.InputOffset())
+		out = append(out, member{key, end - len(raw), end})
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return nil, err
+	}
+	if len(bytes.TrimLeft(obj[dec.InputOffset():], " \t\r\n")) != 0 {
+		return nil, errors.New("data after the object")
+	}
+	return out, nil
+}
+
+// readKeys are the members the meter reads: each must appear at most once,
+// since a provider may take the first where joule took the last.
+var readKeys = map[string]bool{
+	"model": true, "stream": true, "stream_options": true, "max_tokens": true, "max_completion_tokens": true,
+	"max_output_tokens": true, "options": true, "thinking": true, "num_predict": true, "budget_tokens": true,
+}
+
+// object parses a JSON object into its members by name, refusing a member
+// the meter reads that appears twice.
+func object(b []byte) (map[string]json.RawMessage, map[string]member, error) {
+	ms, err := members(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	fields := make(map[string]json.RawMessage, len(ms))
+	spans := make(map[string]member, len(ms))
+	for _, m := range ms {
+		if _, dup := fields[m.key]; dup && readKeys[m.key] {
+			return nil, nil, &dupKeyError{m.key}
+		}
+		fields[m.key] = b[m.start:m.end:m.end]
+		spans[m.key] = m
+	}
+	return fields, spans, nil
+}
+
+// dupKeyError is a member the meter reads named twice.
+type dupKeyError struct{ key string }
+
+func (e *dupKeyError) Error() string {
+	return fmt.Sprintf("%q appears twice in the request body; name it once", e.key)
+}
+
+// capField is one output-cap member of a request: where it is and what it
+// says.
+type capField struct {
+	name    string // as the request spells it: "max_tokens", "options.num_predict"
+	present bool   // in the body with a number (null and Ollama's -1/-2 are absent)
+	value   uint64
+	span    member // in the body, or within the options object
+}
+
+// outputCap is what a request says about its output: the cap members
+// present, the thinking budget, and where options live.
+type outputCap struct {
+	fields      []capField
+	options     *member // Ollama's options object, when present
+	optionsNull *member // "options": null
+	thinking    *member // Anthropic's thinking object, when it has a budget
+	budget      uint64  // thinking.budget_tokens
+	budgetAt    member  // its span within the thinking object
+}
+
+// requested is the cap the request names (the smallest present), if any.
+func (oc *outputCap) requested() (uint64, bool) {
+	var n uint64
+	ok := false
+	for _, f := range oc.fields {
+		if f.present && (!ok || f.value < n) {
+			n, ok = f.value, true
+		}
+	}
+	return n, ok
+}
+
+// parseCap reads one cap value. Ollama's num_predict takes -1 (no limit)
+// and -2 (fill the context), which are absent caps here.
+func parseCap(name string, raw []byte, ollama bool) (uint64, bool, error) {
+	s := string(bytes.TrimSpace(raw))
+	if s == "null" {
+		return 0, false, nil
+	}
+	if s == "" || s[0] != '-' && (s[0] < '0' || s[0] > '9') {
+		return 0, false, fmt.Errorf("%q must be an integer, not %s", name, clip(s, 32))
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	switch {
+	case err != nil && strings.ContainsAny(s, ".eE"):
+		return 0, false, fmt.Errorf("%q must be a whole number, not %s", name, clip(s, 32))
+	case err != nil || n > maxCap:
+		return 0, false, fmt.Errorf("%q is %s, above the largest cap joule takes (2^53)", name, clip(s, 32))
+	case ollama && (n == -1 || n == -2):
+		return 0, false, nil
+	case n <= 0:
+		return 0, false, fmt.Errorf("%q must be at least 1, not %d", name, n)
+	}
+	return uint64(n), true, nil
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// readCap finds the route's output-cap members in a parsed body.
+func readCap(rt route, fields map[string]json.RawMessage, spans map[string]member) (*outputCap, error) {
+	oc := &outputCap{}
+	for _, name := range rt.maxOut {
+		if sub, nested := strings.CutPrefix(name, "options."); nested {
+			raw, ok := fields["options"]
+			if ok && string(raw) == "null" {
+				om := spans["options"]
+				oc.optionsNull = &om
+			}
+			if !ok || string(raw) == "null" {
+				oc.fields = append(oc.fields, capField{name: name})
+				continue
+			}
+			om := spans["options"]
+			oc.options = &om
+			ofields, ospans, err := object(raw)
+			var dup *dupKeyError
+			if errors.As(err, &dup) {
+				return nil, err
+			}
+			if err != nil {
+				return nil, errors.New(`"options" is not a JSON object`)
+			}
+			f := capField{name: name}
+			if raw, ok := ofields[sub]; ok {
+				if f.value, f.present, err = parseCap(name, raw, true); err != nil {
+					return nil, err
+				}
+				f.span = ospans[sub]
+			}
+			oc.fields = append(oc.fields, f)
+			continue
+		}
+		f := capField{name: name}
+		if raw, ok := fields[name]; ok {
+			var err error
+			if f.value, f.present, err = parseCap(name, raw, false); err != nil {
+				return nil, err
+			}
+			f.span = spans[name]
+		}
+		oc.fields = append(oc.fields, f)
+	}
+	if rt.family == Anthropic {
+		if raw, ok := fields["thinking"]; ok && string(raw) != "null" {
+			tfields, tspans, err := object(raw)
+			var dup *dupKeyError
+			if errors.As(err, &dup) {
+				return nil, err
+			}
+			if err != nil {
+				return nil, errors.New(`"thinking" is not a JSON object`)
+			}
+			if braw, ok := tfields["budget_tokens"]; ok {
+				n, present, err := parseCap("thinking.budget_tokens", braw, false)
+				if err != nil {
+					return nil, err
+				}
+				if present {
+					tm := spans["thinking"]
+					oc.thinking, oc.budget, oc.budgetAt = &tm, n, tspans["budget_tokens"]
+				}
+			}
+		}
+	}
+	return oc, nil
+}
+
+// fitThinking is the thinking budget for output cap out: unchanged while
+// it stays below the cap, else lowered to half the cap (at least
+// thinkingMin). It fails when no budget can both stay below out and reach
+// thinkingMin.
+func (oc *outputCap) fitThinking(out uint64) (uint64, error) {
+	if oc.thinking == nil || oc.budget < out {
+		return oc.budget, nil
+	}
+	if out <= thinkingMin {
+		return 0, fmt.Errorf("the budget pays for %d output tokens, and extended thinking needs thinking.budget_tokens of at least %d below max_tokens", out, thinkingMin)
+	}
+	return max(thinkingMin, out/2), nil
+}
+
+// edit replaces body[at:end] with with.
+type edit struct {
+	at, end int
+	with    string
+}
+
+// applyEdits applies non-overlapping edits to a copy of body.
+func applyEdits(body []byte, edits []edit) []byte {
+	// Apply from the end, so earlier spans stay where they were.
+	for i := 1; i < len(edits); i++ {
+		for j := i; j > 0 && edits[j].at > edits[j-1].at; j-- {
+			edits[j], edits[j-1] = edits[j-1], edits[j]
+		}
+	}
+	out := append(make([]byte, 0, len(body)+64), body...)
+	for _, e := range edits {
+		out = append(out[:e.at], append([]byte(e.with), out[e.end:]...)...)
+	}
+	return out
+}
+
+// objectStart is the offset just past an object's opening brace, and the
+// separator an inserted first member needs.
+func objectStart(obj []byte, at int) (int, string) {
+	i := bytes.IndexByte(obj, '{') + 1
+	if rest := bytes.TrimLeft(obj[i:], " \t\r\n"); len(rest) > 0 && rest[0] == '}' {
+		return at + i, ""
+	}
+	return at + i, ","
+}
+
+// edits lowers the output cap to out (and the thinking budget to budget),
+// every other byte kept. A request that named no cap gets the route's
+// first cap member.
+func (oc *outputCap) edits(rt route, body []byte, out, budget uint64) []edit {
+	var edits []edit
+	n := strconv.FormatUint(out, 10)
+	named := false
+	for _, f := range oc.fields {
+		if !f.present {
+			continue
+		}
+		named = true
+		if f.value <= out {
+			continue
+		}
+		at, end := f.span.start, f.span.end
+		if strings.HasPrefix(f.name, "options.") {
+			at, end = at+oc.options.start, end+oc.options.start
+		}
+		edits = append(edits, edit{at, end, n})
+	}
+	if !named && len(rt.maxOut) > 0 {
+		name := rt.maxOut[0]
+		if sub, nested := strings.CutPrefix(name, "options."); nested {
+			f := oc.fields[0]
+			switch {
+			case oc.options != nil && f.span.end != 0: // num_predict -1, -2 or null
+				edits = append(edits, edit{oc.options.start + f.span.start, oc.options.start + f.span.end, n})
+			case oc.options != nil:
+				at, sep := objectStart(body[oc.options.start:oc.options.end], oc.options.start)
+				edits = append(edits, edit{at, at, strconv.Quote(sub) + ":" + n + sep})
+			case oc.optionsNull != nil:
+				edits = append(edits, edit{oc.optionsNull.start, oc.optionsNull.end, "{" + strconv.Quote(sub) + ":" + n + "}"})
+			default:
+				at, sep := objectStart(body, 0)
+				edits = append(edits, edit{at, at, `"options":{` + strconv.Quote(sub) + ":" + n + "}" + sep})
+			}
+		} else if f := oc.fields[0]; f.span.end != 0 { // "max_tokens": null
+			edits = append(edits, edit{f.span.start, f.span.end, n})
+		} else {
+			at, sep := objectStart(body, 0)
+			edits = append(edits, edit{at, at, strconv.Quote(name) + ":" + n + sep})
+		}
+	}
+	if oc.thinking != nil && budget != oc.budget {
+		edits = append(edits, edit{oc.thinking.start + oc.budgetAt.start, oc.thinking.start + oc.budgetAt.end, strconv.FormatUint(budget, 10)})
+	}
+	return edits
+}
+
+// fitOutput is the most output tokens, up to want, whose cost with the
+// input estimate fits avail µJ; ok is false when not even the input does.
+func fitOutput(r energy.Rates, input, want, avail uint64) (uint64, bool) {
+	in := r.Of(energy.Usage{Input: input})
+	if in > avail {
+		return 0, false
+	}
+	if r.OutputUJ == 0 {
+		return want, true
+	}
+	return min(want, (avail-in)/r.OutputUJ), true
+}
+
+// floorError is a call refused because not even its input and the floor
+// of output fit what its grants have left.
+type floorError struct {
+	grant     string
+	remaining uint64 // what the grant had left, less what calls in flight hold
+	need      uint64 // the input and the floor
+	floor     uint64
+	thinking  bool // the floor is extended thinking's
+}
+
+func (e *floorError) Error() string {
+	return fmt.Sprintf("grant %s has %s left; the call needs %s", e.grant, grant.FormatEnergy(e.remaining), grant.FormatEnergy(e.need))
+}
+
+func (e *floorError) message(c *call) string {
+	what := fmt.Sprintf("~%d input tokens and the floor of %d output tokens", c.inputEst, e.floor)
+	if e.thinking {
+		what += fmt.Sprintf(" (extended thinking needs max_tokens above its least thinking.budget_tokens, %d)", thinkingMin)
+	}
+	if e.floor == 0 {
+		what = fmt.Sprintf("~%d input tokens", c.inputEst)
+	}
+	return fmt.Sprintf("joule: the budget cannot pay for this call: grant %s has %s left (less what calls in flight hold), "+
+		"and the call needs at least %s for %s of model %s. Raise the budget: joule grant issue --template dev --budget %s --use",
+		e.grant, grant.FormatEnergy(e.remaining), grant.FormatEnergy(e.need), what, c.model, suggestBudget(e.need))
+}
+
+// fitTries bounds how often a call is fitted again when other calls took
+// the budget it was fitted to first.
+const fitTries = 8
+
+// admitFit admits c whole if its grants can pay for its whole output cap,
+// else fitted to the most output they can pay for, down to the floor.
+func (p *Proxy) admitFit(ctx context.Context, c *call) error {
+	t, err := p.leases.admit(ctx, c.grants, c.reserved)
+	if err == nil {
+		c.ticket = t
+		return nil
+	}
+	floor := min(p.cfg.Floor, c.want)
+	thinking := false
+	if c.oc != nil && c.oc.thinking != nil && c.oc.budget >= floor && floor <= thinkingMin {
+		floor, thinking = min(thinkingMin+1, c.want), true // a fitted thinking budget needs room below the cap
+	}
+	for try := 0; ; try++ {
+		var be *store.BudgetError
+		if !errors.As(err, &be) {
+			return err
+		}
+		avail := max(be.RemainingUJ, p.leases.free(c.grants))
+		out, ok := fitOutput(c.rates, c.inputEst, c.want, avail)
+		if half, _ := fitOutput(c.rates, c.inputEst, c.want, avail/2); ok && half >= floor {
+			// A fitted call takes at most half of what is left, so that
+			// calls made at the same time still find their floor.
+			out = half
+		}
+		if !ok || out < floor || c.oc == nil && out < c.want || try == fitTries {
+			return &floorError{grant: be.GrantID, remaining: avail, floor: floor, thinking: thinking,
+				need: energy.Cap(c.rates.Of(energy.Usage{Input: c.inputEst, Output: floor}))}
+		}
+		budget := uint64(0)
+		if c.oc != nil {
+			if budget, err = c.oc.fitThinking(out); err != nil {
+				return &floorError{grant: be.GrantID, remaining: avail, floor: thinkingMin + 1, thinking: true,
+					need: energy.Cap(c.rates.Of(energy.Usage{Input: c.inputEst, Output: thinkingMin + 1}))}
+			}
+		}
+		est := energy.Cap(c.rates.Of(energy.Usage{Input: c.inputEst, Output: out}))
+		if t, err = p.leases.admit(ctx, c.grants, est); err == nil {
+			c.ticket, c.reserved = t, est
+			if out < c.want {
+				c.fitted, c.thinking = out, budget
+			}
+			return nil
+		}
+	}
+}
+
+// FittedHeader names, on the response of a fitted call, the cap the call
+// asked for and the one it was forwarded with, e.g.
+// "max_tokens 128000 -> 5120".
+const FittedHeader = "X-Joule-Fitted"
+
+func (c *call) fitHeader() string {
+	name := c.route.maxOut[0]
+	for _, f := range c.oc.fields {
+		if f.present {
+			name = f.name
+			break
+		}
+	}
+	h := fmt.Sprintf("%s %d -> %d", name, c.want, c.fitted)
+	if c.oc.thinking != nil && c.thinking != c.oc.budget {
+		h += fmt.Sprintf(", thinking.budget_tokens %d -> %d", c.oc.budget, c.thinking)
+	}
+	return h
+}
