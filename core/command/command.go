@@ -80,7 +80,6 @@ type Write struct {
 	Append bool `json:"append"`
 }
 
-
 // Codes of [UnanalyzableError]. Each names one reason a line cannot be
 // judged safely.
 const (
@@ -373,7 +372,6 @@ func (a *analyzer) addCommand(words []word, fr frame) {
 	}
 	a.out.Commands = append(a.out.Commands, c)
 }
-
 
 // addWrite lists one write, once.
 func (a *analyzer) addWrite(w Write) {
