@@ -52,7 +52,7 @@ func Handler(s hook.Scope) map[string]any {
 			"headers": map[string]any{"Authorization": "Bearer " + s.Resident.Token},
 			"timeout": h["timeout"], "onFailure": h["onFailure"], "statusMessage": h["statusMessage"]}
 	}
-	h["command"] = hook.ShellQuote(s.Joule) + " hook " + Host
+	h["command"] = hook.Command(s, Host)
 	return h
 }
 
@@ -64,7 +64,7 @@ func isOurs(h any) bool {
 	}
 	cmd, _ := m["command"].(string)
 	url, _ := m["url"].(string)
-	return strings.HasSuffix(cmd, " hook "+Host) && strings.Contains(cmd, "joule") || strings.HasSuffix(url, "/hooks/"+Host)
+	return hook.IsJouleLine(cmd, Host) || strings.HasSuffix(url, "/hooks/"+Host)
 }
 
 func statusCommand(s hook.Scope) string { return hook.ShellQuote(s.Joule) + " statusline" }
