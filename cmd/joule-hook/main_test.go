@@ -110,7 +110,9 @@ func (f *fixture) run(stdin []byte, env []string, name string, args ...string) r
 	return r
 }
 
-func (f *fixture) joule(stdin []byte, args ...string) result { return f.run(stdin, nil, "joule", args...) }
+func (f *fixture) joule(stdin []byte, args ...string) result {
+	return f.run(stdin, nil, "joule", args...)
+}
 
 func (f *fixture) client(host string, payload []byte, env ...string) result {
 	return f.run(payload, env, "joule-hook", host)
