@@ -47,7 +47,8 @@ func main() {
 //   - hook: today's `joule hook claude-code`, a whole joule per decision;
 //   - 64 concurrent clients against one gate, in decisions per second,
 //     beside 64 concurrent joule hook processes (target ≥ 5×,
-//     concurrent-x-process).
+//     concurrent-x-process) and 64 Go floor processes, the ceiling of
+//     any process per decision (concurrent-x-gofloor).
 func BenchmarkHookClient(b *testing.B) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
@@ -57,7 +58,7 @@ func BenchmarkHookClient(b *testing.B) {
 		py = strings.TrimSpace(string(out))
 	}
 	b.StopTimer()
-	f := newFixture(b)
+	f := newFixture(b, "--budget", "100kJ")
 	dir := b.TempDir()
 	hookPy := filepath.Join(dir, "hook.py")
 	os.WriteFile(hookPy, []byte(pythonHook), 0o644)
@@ -132,6 +133,7 @@ func BenchmarkHookClient(b *testing.B) {
 		}
 		return float64(conc*bursts) / time.Since(start).Seconds()
 	}
+	floorRate := rate(floor)
 	procRate := rate(jouleBin, "hook", "claude-code")
 	clientRate := rate(client, "claude-code")
 	b.ReportMetric(pyNs/1e6, "python-ms/op")
@@ -145,4 +147,7 @@ func BenchmarkHookClient(b *testing.B) {
 	b.ReportMetric(procRate, "process-64-dec/s")
 	b.ReportMetric(clientRate, "client-64-dec/s")
 	b.ReportMetric(clientRate/procRate, "concurrent-x-process")
+	// The ceiling: 64 Go floor processes at once, which decide nothing.
+	b.ReportMetric(floorRate, "gofloor-64-dec/s")
+	b.ReportMetric(clientRate/floorRate, "concurrent-x-gofloor")
 }
