@@ -151,6 +151,9 @@ func (c *client) start(by time.Time) {
 	}
 	cmd := exec.Command(c.joule, "gate", "serve", "--ready-fd", "3")
 	cmd.Stdout, cmd.Stderr = logf, logf
+	// The gate outlives this hook: it must not hold the workspace as its
+	// working directory (it decides with each request's own cwd).
+	cmd.Dir = "/"
 	cmd.ExtraFiles = []*os.File{w}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	err = cmd.Start()
