@@ -42,8 +42,8 @@ func main() {
 //
 //   - steady: joule-hook with its resident gate running (target ≤ 1.5× the
 //     Go floor, steady-x-gofloor);
-//   - first: joule-hook with no gate running, so the call starts it
-//     (target ≤ 1.2× joule hook, first-x-hook);
+//   - first: joule-hook with no gate running: it decides in-process and
+//     starts the gate (target ≤ 1.2× joule hook, first-x-hook);
 //   - hook: today's `joule hook claude-code`, a whole joule per decision;
 //   - 64 concurrent clients against one gate, in decisions per second,
 //     beside 64 concurrent joule hook processes (target ≥ 5×,
@@ -99,15 +99,15 @@ func BenchmarkHookClient(b *testing.B) {
 	pyNs := timeIt(n, nil, func() { run(py, hookPy) })
 	floorNs := timeIt(n, nil, func() { run(floor) })
 	hookNs := timeIt(n, nil, func() { run(jouleBin, "hook", "claude-code") })
+	// Each first call starts the gate the next iteration stops.
+	f.serveGate()
 	stopGate := func() {
-		pid := f.gatePID()
+		pid := f.waitGate(0)
 		f.joule(nil, "gate", "stop")
-		if pid > 0 {
-			waitGone(b, pid)
-		}
+		waitGone(b, pid)
 	}
 	firstNs := timeIt(n, stopGate, func() { run(client, "claude-code") })
-	run(client, "claude-code") // the gate runs from here on
+	f.waitGate(0) // the gate runs from here on
 	b.ResetTimer()
 	b.StartTimer()
 	for i := 0; i < n; i++ {

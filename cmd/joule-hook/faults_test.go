@@ -26,7 +26,7 @@ func TestGateKilledWhileClientWaits(t *testing.T) {
 	if r := f.client("claude-code", f.claude("k", "go test ./...")); !isClaudeAllow(r) {
 		t.Fatalf("warm-up: %+v", r)
 	}
-	pid := f.gatePID()
+	pid := f.waitGate(0)
 	syscall.Kill(pid, syscall.SIGSTOP)
 	cmd := exec.Command(filepath.Join(f.bin, "joule-hook"), "claude-code")
 	cmd.Env = append(os.Environ(), f.env...)
@@ -49,9 +49,7 @@ func TestGateKilledWhileClientWaits(t *testing.T) {
 	if !isClaudeAllow(r) {
 		t.Fatalf("after kill -9: %+v", r)
 	}
-	if p := f.gatePID(); p == 0 || p == pid {
-		t.Fatalf("gate pid %d after the old %d was killed", p, pid)
-	}
+	f.waitGate(pid)
 }
 
 // TestStaleSocket: a socket file no process listens on (a gate that died)
@@ -73,9 +71,7 @@ func TestStaleSocket(t *testing.T) {
 	if r := f.client("claude-code", f.claude("s", "go test ./...")); !isClaudeAllow(r) {
 		t.Fatalf("%+v", r)
 	}
-	if f.gatePID() == 0 {
-		t.Fatalf("no gate replaced the stale socket; log:\n%s", f.log())
-	}
+	f.waitGate(0)
 }
 
 // TestUnsafeGateDirectory: a gate directory or socket others may enter,
@@ -114,7 +110,7 @@ func TestUnsafeGateDirectory(t *testing.T) {
 			if r := f.client("claude-code", f.claude("u", "go test ./...")); !isClaudeAllow(r) {
 				t.Fatalf("warm-up: %+v", r)
 			}
-			pid := f.gatePID()
+			pid := f.waitGate(0)
 			f.joule(nil, "gate", "stop")
 			waitGone(t, pid)
 			dir := f.dir()
@@ -213,6 +209,13 @@ func TestRaceToStart(t *testing.T) {
 			t.Errorf("client %d: %+v", i, r)
 		}
 	}
+	f.waitGate(0)
+	// The calls after the race go through the one gate.
+	for i := range 4 {
+		if r := f.client("claude-code", f.claude(fmt.Sprintf("r%d", i), "git status")); !isClaudeAllow(r) {
+			t.Errorf("after the race: %+v", r)
+		}
+	}
 	if got := strings.Count(f.log(), ": serving "); got != 1 {
 		t.Fatalf("%d gates served; log:\n%s", got, f.log())
 	}
@@ -227,7 +230,7 @@ func TestOldGateReplaced(t *testing.T) {
 	if r := f.client("claude-code", f.claude("v", "go test ./...")); !isClaudeAllow(r) {
 		t.Fatalf("%+v", r)
 	}
-	old := f.gatePID()
+	old := f.waitGate(0)
 	// A new build at the same path: another file (inode, mtime, size).
 	j := filepath.Join(f.bin, "joule")
 	b, _ := os.ReadFile(j)
@@ -239,9 +242,7 @@ func TestOldGateReplaced(t *testing.T) {
 		t.Fatalf("after the upgrade: %+v", r)
 	}
 	waitGone(t, old)
-	if p := f.gatePID(); p == 0 || p == old {
-		t.Fatalf("gate %d after the upgrade (old %d); log:\n%s", p, old, f.log())
-	}
+	f.waitGate(old)
 	if !strings.Contains(f.log(), "changed") {
 		t.Fatalf("the old gate did not say why it exited:\n%s", f.log())
 	}
@@ -255,7 +256,7 @@ func TestOtherStoreNotAnswered(t *testing.T) {
 	if r := f.client("claude-code", f.claude("m", "go test ./...")); !isClaudeAllow(r) {
 		t.Fatalf("%+v", r)
 	}
-	pid := f.gatePID()
+	pid := f.waitGate(0)
 	other := filepath.Join(t.TempDir(), "other.db")
 	r := f.client("claude-code", f.claude("m2", "go test ./..."), "JOULE_STORE="+other)
 	if r.code == 0 && r.stdout == "" && r.stderr == "" {
@@ -306,7 +307,7 @@ func TestNoAnswerInTime(t *testing.T) {
 	if r := f.client("claude-code", f.claude("n", "go test ./...")); !isClaudeAllow(r) {
 		t.Fatalf("%+v", r)
 	}
-	pid := f.gatePID()
+	pid := f.waitGate(0)
 	syscall.Kill(pid, syscall.SIGSTOP)
 	defer syscall.Kill(pid, syscall.SIGKILL)
 	for _, host := range []string{"claude-code", "codex", "cline", "opencode"} {
@@ -326,6 +327,7 @@ func TestConcurrentBudget(t *testing.T) {
 		t.Skip("64 processes")
 	}
 	f := newFixture(t, "--template", "", "--allow", "Bash(go test:*)", "--budget", "2J") // Bash costs 50 mJ: 40 calls
+	f.serveGate()
 	const n = 64
 	var wg sync.WaitGroup
 	res := make([]result, n)

@@ -4,9 +4,10 @@
 // call: `joule-hook HOST < payload.json`. It forwards the payload to the
 // resident gate of $JOULE_HOME (joule gate serve) over its Unix socket and
 // writes back exactly what the gate answers: stdout, stderr, exit status.
-// When no gate answers it starts one (detached, in its own session, logging
-// to $JOULE_HOME/gate.log) and asks again; when that fails too it runs
-// `joule hook HOST` itself. Whatever happens the host gets a decision, and
+// When no gate answers it runs `joule hook HOST` itself, so the host gets
+// its decision as fast as without a gate, and then starts a gate for the
+// calls after it (detached, in its own session, logging to
+// $JOULE_HOME/gate.log). Whatever happens the host gets a decision, and
 // on any failure its own explicit deny before the hook's timeout
 // ($JOULE_HOOK_TIMEOUT, default 20s; every install writes 30s).
 //
@@ -78,6 +79,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return deny("no resident gate answered and no joule binary was found beside " + self() + ", in $JOULE_BIN or on $PATH")
 	}
 	out, errb, code, err := c.inProcess(deadline.Add(-200 * time.Millisecond))
+	if c.spawn {
+		defer c.start()
+	}
 	if err != nil {
 		return deny("no resident gate answered and '" + joule + " hook " + host + "' failed: " + err.Error())
 	}
@@ -91,10 +95,11 @@ type client struct {
 	payload     []byte
 	deadline    time.Time
 	home, dir   string
+	spawn       bool // start a gate once this call is answered
 }
 
-// viaGate asks the resident gate, starting it when none answers; ok is
-// false when the caller must decide in-process instead.
+// viaGate asks the resident gate; ok is false when the caller must decide
+// in-process instead (and c.spawn says whether to start a gate after).
 func (c *client) viaGate(by time.Time) (*resident.Response, bool) {
 	home, err := resident.Home()
 	if err != nil {
@@ -106,67 +111,59 @@ func (c *client) viaGate(by time.Time) (*resident.Response, bool) {
 	userHome, _ := os.UserHomeDir()
 	req := &resident.Request{Op: resident.OpHook, Host: c.host, Cwd: cwd, Home: home, UserHome: userHome,
 		Store: store, StoreSet: storeSet, Joule: c.joule, Payload: c.payload}
-	started := false
-	for attempt := 0; attempt < 6 && time.Now().Before(by); attempt++ {
-		resp, err := resident.Ask(c.dir, req, by)
-		switch {
-		case err == nil && resp.Kind == resident.Answer:
-			return resp, true
-		case err == nil && resp.Kind == resident.Mismatch:
-			return nil, false
-		case errors.Is(err, resident.ErrUnsafe):
-			c.log("not using the resident gate: %v", err)
-			return nil, false
-		case c.joule == "":
-			return nil, false
-		}
-		// No gate (none yet, a dead one's stale socket) or one that is
-		// exiting (Stale): start one, once, or again after a Stale.
-		if !started || err == nil {
-			c.start(by)
-			started = true
-			continue
-		}
-		time.Sleep(time.Duration(attempt) * 5 * time.Millisecond)
+	resp, err := resident.Ask(c.dir, req, by)
+	switch {
+	case err == nil && resp.Kind == resident.Answer:
+		return resp, true
+	case errors.Is(err, resident.ErrUnsafe):
+		c.log("not using the resident gate: %v", err)
+	case err == nil && resp.Kind == resident.Mismatch:
+	default:
+		// No gate (none yet, a dead one's stale socket, one killed while
+		// it had this request) or one that is exiting (Stale): this call
+		// is decided in-process, and a gate is started for the next.
+		c.spawn = true
 	}
 	return nil, false
 }
 
-// start launches `joule gate serve` detached, in its own session, and
-// waits until it listens (it writes one byte on fd 3), exits (another gate
-// won the race, or it failed) or by passes.
-func (c *client) start(by time.Time) {
-	r, w, err := os.Pipe()
-	if err != nil {
+// start launches `joule gate serve` detached, in its own session, after
+// this call's answer is written, unless a gate holds the lock (one is
+// starting or serving): a first call costs what joule hook costs, and the
+// calls after it find the gate.
+func (c *client) start() {
+	if err := os.MkdirAll(c.dir, 0o700); err != nil {
 		return
 	}
-	defer r.Close()
+	if resident.CheckDir(c.dir) != nil {
+		return
+	}
+	if lock, err := os.OpenFile(filepath.Join(c.dir, resident.LockName), os.O_RDWR|os.O_CREATE, 0o600); err == nil {
+		held := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil
+		lock.Close()
+		if held {
+			return
+		}
+	}
 	logf, err := os.OpenFile(filepath.Join(c.home, resident.LogName), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		logf, err = os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 		if err != nil {
-			w.Close()
 			return
 		}
 	}
-	cmd := exec.Command(c.joule, "gate", "serve", "--ready-fd", "3")
+	defer logf.Close()
+	cmd := exec.Command(c.joule, "gate", "serve")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// The gate outlives this hook: it must not hold the workspace as its
 	// working directory (it decides with each request's own cwd).
 	cmd.Dir = "/"
-	cmd.ExtraFiles = []*os.File{w}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	err = cmd.Start()
-	w.Close()
-	logf.Close()
-	if err != nil {
+	if err := cmd.Start(); err != nil {
 		c.log("cannot start %s gate serve: %v", c.joule, err)
 		return
 	}
-	go cmd.Wait()
-	r.SetReadDeadline(by)
-	var b [1]byte
-	r.Read(b[:])
+	cmd.Process.Release()
 }
 
 // inProcess runs `joule hook HOST` on the payload: the path that needs no

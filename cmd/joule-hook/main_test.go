@@ -144,6 +144,33 @@ func (f *fixture) gatePID() int {
 	return 0
 }
 
+// waitGate waits for a gate other than not to answer (the client starts
+// one after it answered in-process) and returns its pid.
+func (f *fixture) waitGate(not int) int {
+	f.t.Helper()
+	for i := 0; i < 300; i++ {
+		if p := f.gatePID(); p != 0 && p != not {
+			return p
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	f.t.Fatalf("no gate (other than %d) answers; log:\n%s", not, f.log())
+	return 0
+}
+
+// serveGate starts a gate as joule-hook would, without a decision.
+func (f *fixture) serveGate() int {
+	f.t.Helper()
+	cmd := exec.Command(filepath.Join(f.bin, "joule"), "gate", "serve")
+	cmd.Env = append(os.Environ(), f.env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		f.t.Fatal(err)
+	}
+	go cmd.Wait()
+	return f.waitGate(0)
+}
+
 func (f *fixture) dir() string { return resident.Dir(f.home) }
 
 func (f *fixture) log() string {
@@ -192,10 +219,7 @@ func TestFirstCallStartsOneGate(t *testing.T) {
 	if !isClaudeAllow(r) {
 		t.Fatalf("first call: %+v", r)
 	}
-	pid := f.gatePID()
-	if pid == 0 {
-		t.Fatalf("no gate after the first call; log:\n%s", f.log())
-	}
+	pid := f.waitGate(0)
 	for i := 0; i < 3; i++ {
 		if r := f.client("claude-code", f.claude("a", "git status")); !isClaudeAllow(r) {
 			t.Fatalf("call %d: %+v", i, r)
@@ -274,9 +298,7 @@ func TestSameAnswers(t *testing.T) {
 			t.Errorf("%d %s: an empty answer to a payload that is not allowed", i, c.host)
 		}
 	}
-	if f.gatePID() == 0 {
-		t.Fatal("the client answered without a gate")
-	}
+	f.waitGate(0)
 }
 
 // TestSameReceipts seals one decision each way, in two sessions: the

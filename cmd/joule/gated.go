@@ -163,32 +163,21 @@ func newResidentGate(idle time.Duration) (*residentGate, error) {
 	r.userHome, _ = os.UserHomeDir()
 	r.store, r.storeSet = os.LookupEnv(StoreEnv)
 	r.sock = filepath.Join(r.dir, resident.SocketName)
-	ep, err := openEndpoint()
-	if err != nil {
-		return nil, err
-	}
-	g, err := ep.gate()
-	if err != nil {
-		ep.Close()
-		return nil, err
-	}
-	r.ep, r.g = ep, g
 	if err := os.MkdirAll(r.dir, 0o700); err != nil {
-		ep.Close()
 		return nil, fmt.Errorf("gate directory: %w", err)
 	}
 	if err := resident.CheckDir(r.dir); err != nil {
-		ep.Close()
 		return nil, err
 	}
 	lock, err := os.OpenFile(filepath.Join(r.dir, resident.LockName), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		ep.Close()
 		return nil, err
 	}
-	// Exactly one gate per home: the one holding the lock. A gate that
-	// finds it held waits for the holder either to listen (then it leaves
-	// the socket to it) or to exit (a stale gate handing over).
+	// Exactly one gate per home: the one holding the lock, from before it
+	// opens the store until it exits (joule-hook starts no gate while the
+	// lock is held). A gate that finds it held waits for the holder either
+	// to listen (then it leaves the socket to it) or to exit (a stale gate
+	// handing over).
 	for waited := time.Duration(0); ; waited += 5 * time.Millisecond {
 		err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if err == nil {
@@ -196,22 +185,31 @@ func newResidentGate(idle time.Duration) (*residentGate, error) {
 		}
 		if !errors.Is(err, syscall.EWOULDBLOCK) {
 			lock.Close()
-			ep.Close()
 			return nil, fmt.Errorf("gate lock: %w", err)
 		}
 		if c, err := net.DialTimeout("unix", r.sock, 50*time.Millisecond); err == nil {
 			c.Close()
 			lock.Close()
-			ep.Close()
 			return nil, nil
 		}
 		if waited > 10*time.Second {
 			lock.Close()
-			ep.Close()
 			return nil, errors.New("another joule gate holds " + filepath.Join(r.dir, resident.LockName) + " but does not answer")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	ep, err := openEndpoint()
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	g, err := ep.gate()
+	if err != nil {
+		ep.Close()
+		lock.Close()
+		return nil, err
+	}
+	r.ep, r.g = ep, g
 	r.lock = lock
 	// The lock is ours: any socket file left is a dead gate's.
 	os.Remove(r.sock)
