@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -83,59 +84,64 @@ func BenchmarkHookClient(b *testing.B) {
 	}
 	client := filepath.Join(f.bin, "joule-hook")
 	jouleBin := filepath.Join(f.bin, "joule")
-	timeIt := func(n int, before, f func()) float64 {
-		var total time.Duration
-		for i := 0; i < n; i++ {
-			if before != nil {
-				before()
-			}
-			start := time.Now()
-			f()
-			total += time.Since(start)
-		}
-		return float64(total.Nanoseconds()) / float64(n)
+	clock := func(f func()) time.Duration {
+		start := time.Now()
+		f()
+		return time.Since(start)
 	}
+	// The machine's load changes from second to second: each iteration
+	// runs every path once, in turn, and the figures are medians, so the
+	// ratios compare paths under the same load.
 	n := b.N
-	pyNs := timeIt(n, nil, func() { run(py, hookPy) })
-	floorNs := timeIt(n, nil, func() { run(floor) })
-	hookNs := timeIt(n, nil, func() { run(jouleBin, "hook", "claude-code") })
-	// Each first call starts the gate the next iteration stops.
+	var pyD, floorD, hookD, firstD, steadyD []time.Duration
 	f.serveGate()
-	stopGate := func() {
+	b.ResetTimer()
+	for i := 0; i < n; i++ {
+		b.StopTimer()
+		pyD = append(pyD, clock(func() { run(py, hookPy) }))
+		floorD = append(floorD, clock(func() { run(floor) }))
+		hookD = append(hookD, clock(func() { run(jouleBin, "hook", "claude-code") }))
 		pid := f.waitGate(0)
 		f.joule(nil, "gate", "stop")
 		waitGone(b, pid)
-	}
-	firstNs := timeIt(n, stopGate, func() { run(client, "claude-code") })
-	f.waitGate(0) // the gate runs from here on
-	b.ResetTimer()
-	b.StartTimer()
-	for i := 0; i < n; i++ {
-		run(client, "claude-code")
+		// No gate: this call decides in-process and starts one.
+		firstD = append(firstD, clock(func() { run(client, "claude-code") }))
+		f.waitGate(0)
+		run(client, "claude-code") // the new gate's first decision
+		b.StartTimer()
+		steadyD = append(steadyD, clock(func() { run(client, "claude-code") }))
 	}
 	b.StopTimer()
-	steadyNs := float64(b.Elapsed().Nanoseconds()) / float64(n)
+	median := func(d []time.Duration) float64 {
+		slices.Sort(d)
+		return float64(d[len(d)/2].Nanoseconds())
+	}
+	pyNs, floorNs, hookNs, firstNs, steadyNs := median(pyD), median(floorD), median(hookD), median(firstD), median(steadyD)
 	const conc = 64
-	// Bursts of 64 at once, a few per run: one burst is a noisy sample.
+	// Bursts of 64 at once, a few per run (one burst is a noisy sample),
+	// the three kinds in turn.
 	bursts := max(1, n/10)
-	rate := func(name string, args ...string) float64 {
+	burst := func(name string, args ...string) time.Duration {
 		var wg sync.WaitGroup
 		start := time.Now()
-		for range bursts {
-			for i := 0; i < conc; i++ {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					run(name, args...)
-				}()
-			}
-			wg.Wait()
+		for i := 0; i < conc; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				run(name, args...)
+			}()
 		}
-		return float64(conc*bursts) / time.Since(start).Seconds()
+		wg.Wait()
+		return time.Since(start)
 	}
-	floorRate := rate(floor)
-	procRate := rate(jouleBin, "hook", "claude-code")
-	clientRate := rate(client, "claude-code")
+	var floorT, procT, clientT time.Duration
+	for range bursts {
+		floorT += burst(floor)
+		procT += burst(jouleBin, "hook", "claude-code")
+		clientT += burst(client, "claude-code")
+	}
+	rate := func(d time.Duration) float64 { return float64(conc*bursts) / d.Seconds() }
+	floorRate, procRate, clientRate := rate(floorT), rate(procT), rate(clientT)
 	b.ReportMetric(pyNs/1e6, "python-ms/op")
 	b.ReportMetric(floorNs/1e6, "gofloor-ms/op")
 	b.ReportMetric(hookNs/1e6, "hook-ms/op")
