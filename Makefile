@@ -9,8 +9,11 @@ FUZZTIME ?= 20s
 all: build
 
 # Static (no cgo): a hook process starts without the dynamic loader.
+# joule-hook, the thin client hosts run per tool call, goes beside joule:
+# that is where joule install and the client look for each other.
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/joule
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/joule-hook ./cmd/joule-hook
 
 # The main job end to end, on embedded defaults: no server to install.
 run: build

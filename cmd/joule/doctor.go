@@ -139,6 +139,11 @@ func (d *doctor) run(ctx context.Context, root string, probe bool) {
 		d.add("store", statusOK, "the store opens", "")
 		d.grant(ctx, ep)
 	}
+	if ok, text := gateState(); ok {
+		d.add("gate", statusOK, "resident gate runs: "+strings.Join(strings.Fields(text), " "), "")
+	} else {
+		d.add("gate", statusWarn, text, "hooks still decide (joule-hook starts the gate, or falls back to joule hook); 'joule gate status' shows it")
+	}
 	d.index(ctx, home, root, tc)
 	d.l3(ctx, home, tc, table)
 	d.l4(tc)

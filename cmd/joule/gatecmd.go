@@ -16,14 +16,28 @@ func init() {
 }
 
 func runGate(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "gate", `gate < event.json
+	if len(args) > 0 {
+		switch args[0] {
+		case "serve":
+			return runGateServe(ctx, e, args[1:])
+		case "status":
+			return runGateStatus(e, args[1:])
+		case "stop":
+			return runGateStop(e, args[1:])
+		}
+	}
+	fs := newFlags(e, "gate", `gate < event.json | gate serve | gate status | gate stop
 
 Reads one ActionEvent {"session_id","tool","input","cwd","content_id"} and
 prints the decision as JSON: {"decision":"allow|deny|ask|rewrite","code",
 "reason","session","sequence","receipt","grants","debit_uj"}. The decision is
 sealed as a receipt before it is printed. Every failure (bad input, no grant,
 a locked store) is a deny with a specific code; the exit status is 0 whenever
-a decision was printed.`)
+a decision was printed.
+
+'joule gate serve' runs the resident gate joule-hook clients ask (they
+start it themselves); 'joule gate status' and 'joule gate stop' show and
+stop it. See docs/gate.md, "The resident gate".`)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

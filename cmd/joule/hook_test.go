@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -200,6 +201,42 @@ func jouleIn(t *testing.T, dir string, stdin []byte, env []string, args ...strin
 	return result{out.String(), errb.String(), cmd.ProcessState.ExitCode()}
 }
 
+// hookBoth runs `joule hook HOST` and the thin client `joule-hook HOST`
+// (through the resident gate it starts) on the same payload in dir: the
+// host must read the same bytes and status from both. It returns joule
+// hook's result.
+func hookBoth(t *testing.T, dir string, stdin []byte, env []string, host string) result {
+	t.Helper()
+	in := jouleIn(t, dir, stdin, env, "hook", host)
+	cenv := append(append([]string{}, env...), "JOULE_BIN="+jouleBin, "JOULE_GATE_IDLE=1m")
+	cmd := exec.Command(clientBin, host)
+	cmd.Dir = dir
+	cmd.Stdin = bytes.NewReader(stdin)
+	cmd.Env = append(os.Environ(), cenv...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatal(err)
+	}
+	via := result{out.String(), errb.String(), cmd.ProcessState.ExitCode()}
+	if via != in {
+		t.Errorf("%s: joule hook answered %.300q %.300q %d; joule-hook %.300q %.300q %d", host, in.stdout, in.stderr, in.code, via.stdout, via.stderr, via.code)
+	}
+	if _, seen := gateStops.LoadOrStore(t, true); !seen {
+		t.Cleanup(func() {
+			stop := exec.Command(jouleBin, "gate", "stop")
+			stop.Env = append(os.Environ(), cenv...)
+			stop.Run()
+		})
+	}
+	return in
+}
+
+// gateStops notes the tests that stop their resident gate at the end.
+var gateStops sync.Map
+
 func toolField(key, tool string) string {
 	if tool == "" {
 		return ""
@@ -226,7 +263,7 @@ func TestHookBadInput(t *testing.T) {
 				{"unknown hook event", h.unknownEvent(ws), "event"},
 			}
 			for _, c := range cases {
-				r := jouleIn(t, ws, []byte(c.payload), env, "hook", h.host)
+				r := hookBoth(t, ws, []byte(c.payload), env, h.host)
 				if !h.denied(r) {
 					t.Errorf("%s: not the host's deny: exit %d stdout %.300q stderr %.300q", c.name, r.code, r.stdout, r.stderr)
 				}
@@ -235,7 +272,7 @@ func TestHookBadInput(t *testing.T) {
 				}
 			}
 			// The grant's own allow still gets through.
-			r := jouleIn(t, ws, []byte(h.call(ws, h.shell, `{"command":"go test ./..."}`)), env, "hook", h.host)
+			r := hookBoth(t, ws, []byte(h.call(ws, h.shell, `{"command":"go test ./..."}`)), env, h.host)
 			if !h.allowed(r) {
 				t.Errorf("allowed call: exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
 			}

@@ -134,7 +134,7 @@ is left to do. Hosts: `+installerNames()+`.`)
 	if err != nil {
 		return err
 	}
-	s := hook.Scope{Home: userHome, Joule: self, Contain: *contain}
+	s := hook.Scope{Home: userHome, Joule: self, Client: hookClient(self), Contain: *contain}
 	if project.set {
 		dir := project.dir
 		if dir == "" {
@@ -183,7 +183,7 @@ is left to do. Hosts: `+installerNames()+`.`)
 		fmt.Fprintf(e.stdout, "joule is no longer wired into %s here; receipts and grants in $JOULE_HOME are kept\n", host)
 		return nil
 	}
-	findings := append(inst.Check(s), grantFinding(ctx, s.Project))
+	findings := append(inst.Check(s), clientFinding(s), grantFinding(ctx, s.Project))
 	if *contain {
 		abi := sandbox.ABI()
 		text := fmt.Sprintf("containment: allowed Bash commands run under joule exec (%s); Claude Code still asks as it would, its rules now matching the joule exec line", sandbox.Mode(abi, false))
@@ -206,6 +206,31 @@ is left to do. Hosts: `+installerNames()+`.`)
 		fmt.Fprintf(e.stdout, "not armed yet: %d thing(s) to do above\n", missing)
 	}
 	return nil
+}
+
+// ClientName is the thin hook client's file name, installed beside joule.
+const ClientName = "joule-hook"
+
+// hookClient is the thin client beside the joule binary at self, or ""
+// when there is none (joule built alone): hooks then run joule hook.
+func hookClient(self string) string {
+	p := filepath.Join(filepath.Dir(self), ClientName)
+	if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+		return p
+	}
+	return ""
+}
+
+// clientFinding says whether hooks run the thin client and its resident
+// gate, or a whole joule process per call.
+func clientFinding(s hook.Scope) hook.Finding {
+	if s.Resident != nil {
+		return hook.Finding{OK: true, Text: "hooks are answered by joule serve over http"}
+	}
+	if s.Client == "" {
+		return hook.Finding{OK: true, Text: "hooks run joule hook in-process (no " + ClientName + " beside " + s.Joule + "; for the resident gate install both with 'make build' or go install github.com/joulehook/joule/cmd/...@latest and run joule install again)"}
+	}
+	return hook.Finding{OK: true, Text: "hooks run the thin client " + s.Client + ", answered by the resident gate (joule gate status)"}
 }
 
 // grantFinding checks that a grant is active and, for a project, that its

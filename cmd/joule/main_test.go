@@ -18,6 +18,9 @@ import (
 // host would, through argv, stdin, stdout, stderr and the exit status.
 var jouleBin string
 
+// clientBin is the thin hook client (cmd/joule-hook), built beside it.
+var clientBin string
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "joule-bin-")
 	if err != nil {
@@ -27,6 +30,16 @@ func TestMain(m *testing.M) {
 	// Built as the Makefile builds it: static, so the process benchmarks
 	// time what users run.
 	build := exec.Command("go", "build", "-trimpath", "-o", jouleBin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		os.Stderr.Write(out)
+		os.Exit(1)
+	}
+	// The thin client, in a directory of its own so that installs by
+	// jouleBin still write 'joule hook HOST'; it finds jouleBin through
+	// $JOULE_BIN (hookBoth).
+	clientBin = filepath.Join(dir, "client", "joule-hook")
+	build = exec.Command("go", "build", "-trimpath", "-o", clientBin, "../joule-hook")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		os.Stderr.Write(out)

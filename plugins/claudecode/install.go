@@ -52,9 +52,11 @@ func Handler(s hook.Scope) map[string]any {
 			"headers": map[string]any{"Authorization": "Bearer " + s.Resident.Token},
 			"timeout": h["timeout"], "onFailure": h["onFailure"], "statusMessage": h["statusMessage"]}
 	}
-	h["command"] = hook.ShellQuote(s.Joule) + " hook " + Host
+	h["command"] = hook.Command(s, Host)
 	if s.Contain {
-		h["command"] = h["command"].(string) + " --contain"
+		// Containment is decided in-process: the thin client carries no
+		// flags to the resident gate.
+		h["command"] = hook.ShellQuote(s.Joule) + " hook " + Host + " --contain"
 	}
 	return h
 }
@@ -67,8 +69,7 @@ func isOurs(h any) bool {
 	}
 	cmd, _ := m["command"].(string)
 	url, _ := m["url"].(string)
-	cmd = strings.TrimSuffix(cmd, " --contain")
-	return strings.HasSuffix(cmd, " hook "+Host) && strings.Contains(cmd, "joule") || strings.HasSuffix(url, "/hooks/"+Host)
+	return hook.IsJouleLine(strings.TrimSuffix(cmd, " --contain"), Host) || strings.HasSuffix(url, "/hooks/"+Host)
 }
 
 func statusCommand(s hook.Scope) string { return hook.ShellQuote(s.Joule) + " statusline" }

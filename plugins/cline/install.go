@@ -27,7 +27,7 @@ func script(s hook.Scope) []byte {
 }
 
 func isOurs(b []byte) bool {
-	return bytes.Contains(b, []byte("joule")) && bytes.Contains(b, []byte(" hook "+Host))
+	return bytes.Contains(b, []byte("joule")) && (bytes.Contains(b, []byte(" hook "+Host)) || bytes.Contains(b, []byte("joule-hook "+Host)) || bytes.Contains(b, []byte("joule-hook' "+Host)))
 }
 
 // Plan implements hook.Installer. A PreToolUse hook of the user's own is

@@ -17,6 +17,10 @@ type Scope struct {
 	Project string // absolute project directory; "" means the user scope
 	Home    string // the user's home directory
 	Joule   string // absolute path of the joule binary the hooks run
+	// Client is the absolute path of the thin hook client (joule-hook)
+	// beside Joule, which hooks run instead of 'joule hook HOST' so a
+	// decision costs no full joule start; "" when it is not installed.
+	Client string
 	// Resident, when set, wires the host's http hook to joule serve instead
 	// of a process per call (hosts that have one).
 	Resident *Resident
@@ -323,13 +327,21 @@ func HasHandler(hooks map[string]any, event string, ok func(map[string]any) bool
 }
 
 // IsJouleCommand recognises a command handler joule wrote for host,
-// wherever the binary lived.
+// wherever the binary lived: 'joule hook HOST' or 'joule-hook HOST'.
 func IsJouleCommand(host string) func(any) bool {
 	return func(v any) bool {
 		m, _ := v.(map[string]any)
 		cmd, _ := m["command"].(string)
-		return strings.Contains(cmd, "joule") && strings.HasSuffix(strings.TrimSpace(cmd), " hook "+host)
+		return IsJouleLine(cmd, host)
 	}
+}
+
+// IsJouleLine reports whether a hook command line runs joule for host,
+// through joule itself or through the thin client.
+func IsJouleLine(cmd, host string) bool {
+	cmd = strings.TrimSpace(cmd)
+	return strings.Contains(cmd, "joule") && (strings.HasSuffix(cmd, " hook "+host) ||
+		strings.HasSuffix(cmd, "joule-hook "+host) || strings.HasSuffix(cmd, "joule-hook' "+host))
 }
 
 // ShellQuote quotes p for the shell that runs a hook command.
@@ -342,8 +354,14 @@ func ShellQuote(p string) string {
 	return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
 }
 
-// Command is the hook command line that runs joule for host.
-func Command(s Scope, host string) string { return ShellQuote(s.Joule) + " hook " + host }
+// Command is the hook command line that runs joule for host: the thin
+// client when it is installed, else joule hook itself.
+func Command(s Scope, host string) string {
+	if s.Client != "" {
+		return ShellQuote(s.Client) + " " + host
+	}
+	return ShellQuote(s.Joule) + " hook " + host
+}
 
 // Executable checks that the joule binary a hook runs is there.
 func Executable(path string) Finding {

@@ -30,6 +30,17 @@ func PluginFor(joule string) []byte {
 	return bytes.Replace(Plugin, []byte(`process.env.JOULE_BIN ?? "joule"`), []byte(`process.env.JOULE_BIN ?? `+string(q)), 1)
 }
 
+// pluginFor is PluginFor with the thin client's path filled in too, when
+// s has one.
+func pluginFor(s hook.Scope) []byte {
+	b := PluginFor(s.Joule)
+	if s.Client == "" {
+		return b
+	}
+	q, _ := json.Marshal(s.Client)
+	return bytes.Replace(b, []byte(`process.env.JOULE_HOOK_CLIENT ?? ""`), []byte(`process.env.JOULE_HOOK_CLIENT ?? `+string(q)), 1)
+}
+
 // Plan implements hook.Installer.
 func (Installer) Plan(s hook.Scope, uninstall bool) ([]hook.Change, error) {
 	pp, cp := paths(s)
@@ -39,7 +50,7 @@ func (Installer) Plan(s hook.Scope, uninstall bool) ([]hook.Change, error) {
 	}
 	c := hook.Change{Path: pp, Before: before}
 	if !uninstall {
-		c.After = PluginFor(s.Joule)
+		c.After = pluginFor(s)
 	}
 	f, err := hook.ReadJSON(cp)
 	if err != nil {

@@ -6,8 +6,10 @@
 import type { Plugin } from "@opencode-ai/plugin"
 import { spawn } from "node:child_process"
 
-// joule install opencode writes the absolute path of the joule binary here.
+// joule install opencode writes the absolute path of the joule binary here,
+// and of the thin hook client beside it (joule-hook) when it is installed.
 const JOULE_BIN = process.env.JOULE_BIN ?? "joule"
+const JOULE_HOOK = process.env.JOULE_HOOK_CLIENT ?? ""
 const TIMEOUT_MS = 30_000
 
 interface Answer {
@@ -18,7 +20,9 @@ interface Answer {
 
 function decide(payload: string): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const child = spawn(JOULE_BIN, ["hook", "opencode"], { stdio: ["pipe", "pipe", "pipe"] })
+    const child = JOULE_HOOK
+      ? spawn(JOULE_HOOK, ["opencode"], { stdio: ["pipe", "pipe", "pipe"] })
+      : spawn(JOULE_BIN, ["hook", "opencode"], { stdio: ["pipe", "pipe", "pipe"] })
     let stdout = ""
     let stderr = ""
     const timer = setTimeout(() => {

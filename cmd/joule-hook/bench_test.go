@@ -1,0 +1,159 @@
+//go:build unix
+
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// pythonHook is the baseline every hook figure is measured beside: the
+// smallest useful python3 Claude Code hook, which parses the payload and
+// prints an allow.
+const pythonHook = `import json, sys
+event = json.load(sys.stdin)
+print(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow", "permissionDecisionReason": event.get("tool_name")}}))
+`
+
+// goFloor is the smallest static Go program that reads the payload and
+// prints a decision: no Go hook process can cost less.
+const goFloor = `package main
+
+import (
+	"encoding/json"
+	"os"
+)
+
+func main() {
+	var event map[string]any
+	json.NewDecoder(os.Stdin).Decode(&event)
+	json.NewEncoder(os.Stdout).Encode(map[string]any{"hookSpecificOutput": map[string]any{"hookEventName": "PreToolUse", "permissionDecision": "allow", "permissionDecisionReason": event["tool_name"]}})
+}
+`
+
+// BenchmarkHookClient measures one Claude Code PreToolUse decision with a
+// real grant and a durable receipt, each way a host can run it, in one run
+// beside the python3 hook and the Go floor:
+//
+//   - steady: joule-hook with its resident gate running (target ≤ 1.5× the
+//     Go floor, steady-x-gofloor);
+//   - first: joule-hook with no gate running: it decides in-process and
+//     starts the gate (target ≤ 1.2× joule hook, first-x-hook);
+//   - hook: today's `joule hook claude-code`, a whole joule per decision;
+//   - 64 concurrent clients against one gate, in decisions per second,
+//     beside 64 concurrent joule hook processes (target ≥ 5×,
+//     concurrent-x-process) and 64 Go floor processes, the ceiling of
+//     any process per decision (concurrent-x-gofloor).
+func BenchmarkHookClient(b *testing.B) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		b.Skip("python3 not found: no baseline")
+	}
+	if out, err := exec.Command(py, "-c", "import sys; print(sys.executable)").Output(); err == nil && len(strings.TrimSpace(string(out))) > 0 {
+		py = strings.TrimSpace(string(out))
+	}
+	b.StopTimer()
+	f := newFixture(b, "--budget", "100kJ")
+	dir := b.TempDir()
+	hookPy := filepath.Join(dir, "hook.py")
+	os.WriteFile(hookPy, []byte(pythonHook), 0o644)
+	os.WriteFile(filepath.Join(dir, "floor.go"), []byte(goFloor), 0o644)
+	floor := filepath.Join(dir, "floor")
+	build := exec.Command("go", "build", "-trimpath", "-o", floor, filepath.Join(dir, "floor.go"))
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("building the Go floor: %v\n%s", err, out)
+	}
+	payload := f.claude("bench", "go test ./... && git status")
+	env := append(os.Environ(), f.env...)
+	run := func(name string, args ...string) {
+		cmd := exec.Command(name, args...)
+		cmd.Env = env
+		cmd.Dir = f.ws
+		cmd.Stdin = strings.NewReader(string(payload))
+		out, err := cmd.Output()
+		if err != nil || strings.Contains(string(out), "deny") {
+			b.Fatalf("%s: %v %s", name, err, out)
+		}
+	}
+	client := filepath.Join(f.bin, "joule-hook")
+	jouleBin := filepath.Join(f.bin, "joule")
+	clock := func(f func()) time.Duration {
+		start := time.Now()
+		f()
+		return time.Since(start)
+	}
+	// The machine's load changes from second to second: each iteration
+	// runs every path once, in turn, and the figures are medians, so the
+	// ratios compare paths under the same load.
+	n := b.N
+	var pyD, floorD, hookD, firstD, steadyD []time.Duration
+	f.serveGate()
+	b.ResetTimer()
+	for i := 0; i < n; i++ {
+		b.StopTimer()
+		pyD = append(pyD, clock(func() { run(py, hookPy) }))
+		floorD = append(floorD, clock(func() { run(floor) }))
+		hookD = append(hookD, clock(func() { run(jouleBin, "hook", "claude-code") }))
+		pid := f.waitGate(0)
+		f.joule(nil, "gate", "stop")
+		waitGone(b, pid)
+		// No gate: this call decides in-process and starts one.
+		firstD = append(firstD, clock(func() { run(client, "claude-code") }))
+		f.waitGate(0)
+		run(client, "claude-code") // the new gate's first decision
+		b.StartTimer()
+		steadyD = append(steadyD, clock(func() { run(client, "claude-code") }))
+	}
+	b.StopTimer()
+	median := func(d []time.Duration) float64 {
+		slices.Sort(d)
+		return float64(d[len(d)/2].Nanoseconds())
+	}
+	pyNs, floorNs, hookNs, firstNs, steadyNs := median(pyD), median(floorD), median(hookD), median(firstD), median(steadyD)
+	const conc = 64
+	// Bursts of 64 at once, a few per run (one burst is a noisy sample),
+	// the three kinds in turn.
+	bursts := max(1, n/10)
+	burst := func(name string, args ...string) time.Duration {
+		var wg sync.WaitGroup
+		start := time.Now()
+		for i := 0; i < conc; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				run(name, args...)
+			}()
+		}
+		wg.Wait()
+		return time.Since(start)
+	}
+	var floorT, procT, clientT time.Duration
+	for range bursts {
+		floorT += burst(floor)
+		procT += burst(jouleBin, "hook", "claude-code")
+		clientT += burst(client, "claude-code")
+	}
+	rate := func(d time.Duration) float64 { return float64(conc*bursts) / d.Seconds() }
+	floorRate, procRate, clientRate := rate(floorT), rate(procT), rate(clientT)
+	b.ReportMetric(pyNs/1e6, "python-ms/op")
+	b.ReportMetric(floorNs/1e6, "gofloor-ms/op")
+	b.ReportMetric(hookNs/1e6, "hook-ms/op")
+	b.ReportMetric(firstNs/1e6, "first-ms/op")
+	b.ReportMetric(steadyNs/1e6, "steady-ms/op")
+	b.ReportMetric(steadyNs/floorNs, "steady-x-gofloor")
+	b.ReportMetric(steadyNs/pyNs, "steady-x-python")
+	b.ReportMetric(firstNs/hookNs, "first-x-hook")
+	b.ReportMetric(procRate, "process-64-dec/s")
+	b.ReportMetric(clientRate, "client-64-dec/s")
+	b.ReportMetric(clientRate/procRate, "concurrent-x-process")
+	// The ceiling: 64 Go floor processes at once, which decide nothing.
+	b.ReportMetric(floorRate, "gofloor-64-dec/s")
+	b.ReportMetric(clientRate/floorRate, "concurrent-x-gofloor")
+}

@@ -1,0 +1,461 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/joulehook/joule/core/gate"
+	"github.com/joulehook/joule/core/identity"
+	"github.com/joulehook/joule/plugins/antigravity"
+	"github.com/joulehook/joule/plugins/hook"
+	"github.com/joulehook/joule/plugins/hook/resident"
+	"github.com/joulehook/joule/plugins/windsurf"
+)
+
+// DefaultGateIdle is how long a resident gate waits for a request before
+// it exits by itself ($JOULE_GATE_IDLE or --idle change it).
+const DefaultGateIdle = 15 * time.Minute
+
+// runGateServe is `joule gate serve`: the resident gate of $JOULE_HOME on
+// its Unix socket. cmd/joule-hook starts it; a user rarely needs to.
+func runGateServe(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "gate serve", `gate serve [--idle 15m]
+
+Runs the resident gate of $JOULE_HOME: it answers joule-hook clients on a
+Unix socket in a directory only you can enter (`+"`joule gate status`"+` prints
+it), deciding each host payload exactly as 'joule hook HOST' does and
+sealing before it answers. It exits after --idle without a request, when
+its binary or $JOULE_HOME's configuration changes, and on 'joule gate stop'.
+joule-hook starts it when none answers; there is no need to run it by hand.`)
+	idle := fs.Duration("idle", gateIdle(), "exit after this long without a request (default $JOULE_GATE_IDLE, else 15m)")
+	readyFD := fs.Int("ready-fd", 0, "write one byte to this file descriptor once listening (joule-hook's start signal)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	if *idle <= 0 {
+		return usagef("gate serve: --idle must be positive")
+	}
+	var ready *os.File
+	if *readyFD > 2 {
+		ready = os.NewFile(uintptr(*readyFD), "ready")
+		defer ready.Close()
+	}
+	g, err := newResidentGate(*idle)
+	if err != nil {
+		return err
+	}
+	if g == nil { // another gate serves this home
+		return nil
+	}
+	if ready != nil {
+		ready.Write([]byte{1})
+		ready.Close()
+	}
+	fmt.Fprintf(e.stderr, "%s joule gate[%d]: serving %s on %s (idle exit after %s)\n", time.Now().UTC().Format(time.RFC3339), os.Getpid(), g.home, g.sock, *idle)
+	why := g.serve(ctx)
+	fmt.Fprintf(e.stderr, "%s joule gate[%d]: exiting: %s\n", time.Now().UTC().Format(time.RFC3339), os.Getpid(), why)
+	return nil
+}
+
+func gateIdle() time.Duration {
+	if v := os.Getenv("JOULE_GATE_IDLE"); v != "" {
+		if d, err := time.ParseDuration(v); err == nil && d > 0 {
+			return d
+		}
+	}
+	return DefaultGateIdle
+}
+
+// residentGate is one running gate: its endpoint, its socket and what it
+// was started from, checked again on every request.
+type residentGate struct {
+	home, dir, sock string
+	userHome        string
+	store           string
+	storeSet        bool
+	self            string
+	selfStat        fileID
+	confHash        [32]byte
+	started         time.Time
+
+	ep   *endpoint
+	g    *gate.Gate
+	ln   *net.UnixListener
+	lock *os.File
+
+	last     atomic.Int64 // unix nanoseconds of the last request
+	inflight sync.WaitGroup
+	active   atomic.Int64
+	stopOnce sync.Once
+	stopped  chan string
+}
+
+type fileID struct {
+	dev, ino uint64
+	size     int64
+	mtime    int64
+}
+
+func statID(p string) (fileID, error) {
+	st, err := os.Stat(p)
+	if err != nil {
+		return fileID{}, err
+	}
+	sys, _ := st.Sys().(*syscall.Stat_t)
+	id := fileID{size: st.Size(), mtime: st.ModTime().UnixNano()}
+	if sys != nil {
+		id.dev, id.ino = uint64(sys.Dev), uint64(sys.Ino)
+	}
+	return id, nil
+}
+
+// confHash digests what a gate reads once at start and a decision depends
+// on: config.json and the trusted issuers.
+func confHash(home string) [32]byte {
+	h := sha256.New()
+	for _, f := range []string{ConfigFile, IssuersFile, identity.PubKeyFile} {
+		b, err := os.ReadFile(filepath.Join(home, f))
+		fmt.Fprintf(h, "%s %d %v\n", f, len(b), err != nil)
+		h.Write(b)
+	}
+	var sum [32]byte
+	copy(sum[:], h.Sum(nil))
+	return sum
+}
+
+// newResidentGate opens $JOULE_HOME, takes the gate lock and listens. It
+// returns nil, nil when another gate already serves this home.
+func newResidentGate(idle time.Duration) (*residentGate, error) {
+	home, err := identity.Home()
+	if err != nil {
+		return nil, err
+	}
+	if abs, err := filepath.Abs(home); err == nil {
+		home = abs
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	if r, err := filepath.EvalSymlinks(self); err == nil {
+		self = r
+	}
+	selfStat, err := statID(self)
+	if err != nil {
+		return nil, err
+	}
+	r := &residentGate{home: home, dir: resident.Dir(home), self: self, selfStat: selfStat,
+		confHash: confHash(home), started: time.Now(), stopped: make(chan string, 1)}
+	r.userHome, _ = os.UserHomeDir()
+	r.store, r.storeSet = os.LookupEnv(StoreEnv)
+	r.sock = filepath.Join(r.dir, resident.SocketName)
+	if err := os.MkdirAll(r.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("gate directory: %w", err)
+	}
+	if err := resident.CheckDir(r.dir); err != nil {
+		return nil, err
+	}
+	lock, err := os.OpenFile(filepath.Join(r.dir, resident.LockName), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	// Exactly one gate per home: the one holding the lock, from before it
+	// opens the store until it exits (joule-hook starts no gate while the
+	// lock is held). A gate that finds it held waits for the holder either
+	// to listen (then it leaves the socket to it) or to exit (a stale gate
+	// handing over).
+	for waited := time.Duration(0); ; waited += 5 * time.Millisecond {
+		err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			lock.Close()
+			return nil, fmt.Errorf("gate lock: %w", err)
+		}
+		if c, err := net.DialTimeout("unix", r.sock, 50*time.Millisecond); err == nil {
+			c.Close()
+			lock.Close()
+			return nil, nil
+		}
+		if waited > 10*time.Second {
+			lock.Close()
+			return nil, errors.New("another joule gate holds " + filepath.Join(r.dir, resident.LockName) + " but does not answer")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	ep, err := openEndpoint()
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	g, err := ep.gate()
+	if err != nil {
+		ep.Close()
+		lock.Close()
+		return nil, err
+	}
+	r.ep, r.g = ep, g
+	r.lock = lock
+	// The lock is ours: any socket file left is a dead gate's.
+	os.Remove(r.sock)
+	old := syscall.Umask(0o077)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: r.sock, Net: "unix"})
+	syscall.Umask(old)
+	if err != nil {
+		lock.Close()
+		ep.Close()
+		return nil, err
+	}
+	if err := os.Chmod(r.sock, 0o600); err != nil {
+		ln.Close()
+		lock.Close()
+		ep.Close()
+		return nil, err
+	}
+	r.ln = ln
+	r.last.Store(time.Now().UnixNano())
+	go r.idleWatch(idle)
+	return r, nil
+}
+
+// serve answers until the gate stops, and says why it stopped.
+func (r *residentGate) serve(ctx context.Context) string {
+	go func() {
+		<-ctx.Done()
+		r.stop("interrupted")
+	}()
+	for {
+		c, err := r.ln.AcceptUnix()
+		if err != nil {
+			r.stop("the listener failed: " + err.Error())
+			break
+		}
+		r.inflight.Add(1)
+		r.active.Add(1)
+		go func() {
+			defer r.inflight.Done()
+			defer r.active.Add(-1)
+			r.handle(ctx, c)
+			r.last.Store(time.Now().UnixNano())
+		}()
+	}
+	why := <-r.stopped
+	r.inflight.Wait()
+	r.ep.Close()
+	r.lock.Close()
+	return why
+}
+
+// stop closes the listener (which removes the socket), so a new gate may
+// take over as soon as the requests in flight are answered.
+func (r *residentGate) stop(why string) {
+	r.stopOnce.Do(func() {
+		r.stopped <- why
+		r.ln.Close()
+	})
+}
+
+func (r *residentGate) idleWatch(idle time.Duration) {
+	tick := min(max(idle/10, 10*time.Millisecond), 5*time.Second)
+	for range time.Tick(tick) {
+		if r.active.Load() == 0 && time.Since(time.Unix(0, r.last.Load())) >= idle {
+			r.stop(fmt.Sprintf("idle for %s", idle))
+			return
+		}
+		if r.changed() != "" {
+			r.stop(r.changed())
+			return
+		}
+	}
+}
+
+// changed says what makes this gate stale: its binary replaced, or the
+// configuration it read at start changed.
+func (r *residentGate) changed() string {
+	if id, err := statID(r.self); err != nil || id != r.selfStat {
+		return "its binary " + r.self + " changed"
+	}
+	if confHash(r.home) != r.confHash {
+		return "the configuration in " + r.home + " changed"
+	}
+	return ""
+}
+
+func (r *residentGate) handle(ctx context.Context, c *net.UnixConn) {
+	defer c.Close()
+	if err := resident.CheckPeer(c); err != nil {
+		fmt.Fprintf(os.Stderr, "joule gate[%d]: refused a client: %v\n", os.Getpid(), err)
+		return
+	}
+	c.SetDeadline(time.Now().Add(time.Minute))
+	q, err := resident.ReadRequest(c)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "joule gate[%d]: bad request: %v\n", os.Getpid(), err)
+		return
+	}
+	resp := r.answer(ctx, q)
+	resident.WriteResponse(c, resp)
+}
+
+// answer decides q, or says why this gate must not.
+func (r *residentGate) answer(ctx context.Context, q *resident.Request) *resident.Response {
+	if why := r.changed(); why != "" {
+		r.stop(why)
+		return &resident.Response{Kind: resident.Stale}
+	}
+	home := q.Home
+	if abs, err := filepath.Abs(home); err == nil {
+		home = abs
+	}
+	if home != r.home || q.StoreSet != r.storeSet || q.Store != r.store || q.UserHome != r.userHome {
+		return &resident.Response{Kind: resident.Mismatch}
+	}
+	if q.Joule != "" {
+		j := q.Joule
+		if rj, err := filepath.EvalSymlinks(j); err == nil {
+			j = rj
+		}
+		if j != r.self {
+			return &resident.Response{Kind: resident.Mismatch}
+		}
+	}
+	switch q.Op {
+	case resident.OpStatus:
+		return &resident.Response{Kind: resident.Answer, Stdout: []byte(r.status())}
+	case resident.OpStop:
+		defer r.stop("stopped by 'joule gate stop'")
+		return &resident.Response{Kind: resident.Answer, Stdout: []byte(fmt.Sprintf("stopped the joule gate (pid %d) on %s\n", os.Getpid(), r.sock))}
+	case resident.OpHook:
+	default:
+		return &resident.Response{Kind: resident.Answer, Exit: 2, Stderr: []byte(fmt.Sprintf("joule gate: unknown request %q\n", q.Op))}
+	}
+	a, ok := residentAdapter(q.Host, q.Cwd)
+	if !ok {
+		return &resident.Response{Kind: resident.Answer, Exit: 2,
+			Stderr: []byte(fmt.Sprintf("joule: hook: unknown host %q (hosts: %s)\n", q.Host, hostNames()))}
+	}
+	out := hookOnce(ctx, a, r.g, q.Payload)
+	return &resident.Response{Kind: resident.Answer, Exit: out.Exit, Stdout: out.Stdout, Stderr: []byte(out.Stderr)}
+}
+
+// hookOnce is hook.Run behind the same recover as joule hook.
+func hookOnce(ctx context.Context, a hook.Adapter, d hook.Decider, payload []byte) (out hook.Output) {
+	defer func() {
+		if p := recover(); p != nil {
+			out = hook.Fallback(a, nil, hook.Deny(gate.CodeInternal, fmt.Sprintf("internal error: %v", p)))
+		}
+	}()
+	return hook.Run(ctx, a, d, payload)
+}
+
+// residentAdapter is the adapter joule hook would use for host in cwd:
+// Windsurf's and Antigravity's stand in the hook's own directory for the
+// cwd some events lack.
+func residentAdapter(host, cwd string) (hook.Adapter, bool) {
+	switch host {
+	case windsurf.Host:
+		return windsurf.Adapter{Dir: cwd}, true
+	case antigravity.Host:
+		return antigravity.Adapter{Dir: cwd}, true
+	}
+	a, ok := adapters[host]
+	return a, ok
+}
+
+func (r *residentGate) status() string {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "pid      %d\nversion  %s\nbinary   %s\nsocket   %s\nhome     %s\nuptime   %s\n",
+		os.Getpid(), version(), r.self, r.sock, r.home, time.Since(r.started).Round(time.Second))
+	return b.String()
+}
+
+// askGate sends op to the gate of $JOULE_HOME as this process's
+// environment selects it.
+func askGate(op string) (*resident.Response, string, error) {
+	home, err := identity.Home()
+	if err != nil {
+		return nil, "", err
+	}
+	dir := resident.Dir(home)
+	self, _ := os.Executable()
+	if r, err := filepath.EvalSymlinks(self); err == nil {
+		self = r
+	}
+	store, set := os.LookupEnv(StoreEnv)
+	userHome, _ := os.UserHomeDir()
+	q := &resident.Request{Op: op, Home: home, UserHome: userHome, Store: store, StoreSet: set, Joule: self}
+	resp, err := resident.Ask(dir, q, time.Now().Add(5*time.Second))
+	return resp, filepath.Join(dir, resident.SocketName), err
+}
+
+// gateState describes the resident gate for doctor and gate status: ok is
+// false when none runs (or it is not usable from here).
+func gateState() (ok bool, text string) {
+	resp, sock, err := askGate(resident.OpStatus)
+	switch {
+	case errors.Is(err, resident.ErrUnsafe):
+		return false, err.Error()
+	case err != nil:
+		return false, "no resident gate runs (" + sock + "); joule-hook starts one on the first hook call"
+	case resp.Kind == resident.Mismatch:
+		return false, "the resident gate on " + sock + " serves another binary, store or configuration; hooks from here decide in-process"
+	case resp.Kind == resident.Stale:
+		return false, "the resident gate on " + sock + " was stale and is exiting; the next hook call starts a new one"
+	}
+	return true, strings.TrimSpace(string(resp.Stdout))
+}
+
+func runGateStatus(e *env, args []string) error {
+	fs := newFlags(e, "gate status", "gate status\n\nPrints the resident gate's pid, version, binary, socket, home and uptime; exits 1 when none runs.")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	ok, text := gateState()
+	fmt.Fprintln(e.stdout, text)
+	if !ok {
+		return &exitError{1}
+	}
+	return nil
+}
+
+func runGateStop(e *env, args []string) error {
+	fs := newFlags(e, "gate stop", "gate stop\n\nStops the resident gate of $JOULE_HOME after the requests in flight; the next hook call starts a new one.")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	resp, sock, err := askGate(resident.OpStop)
+	if err != nil {
+		if errors.Is(err, resident.ErrUnsafe) {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "no resident gate runs (%s)\n", sock)
+		return nil
+	}
+	if resp.Kind != resident.Answer {
+		fmt.Fprintf(e.stdout, "the gate on %s is not this home's or is already exiting\n", sock)
+		return nil
+	}
+	e.stdout.Write(resp.Stdout)
+	return nil
+}
