@@ -99,7 +99,15 @@ func TestClaudeCodeContainE2E(t *testing.T) {
 	})
 	t.Run("the kernel refuses what analysis let through", func(t *testing.T) {
 		key, _ := os.ReadFile(filepath.Join(jouleHome, "steward.key"))
-		api.script(`k=$JOULE_HOME/steward.key; cat "$k"; c=.cl; f=${c}aude/settings.json; cp /dev/null "$f"; rm -f "$f"; touch "$HOME/outside.txt"; echo done`)
+		// make is granted, and what a Makefile runs is the workspace's,
+		// which the analysis cannot see: only the kernel stands between
+		// its recipe and the gate's files.
+		makefile := "leak:\n\t-@cat $$JOULE_HOME/steward.key\n\t-@cp /dev/null .claude/settings.json\n" +
+			"\t-@rm -f .claude/settings.json\n\t-@touch $$HOME/outside.txt\n\t@echo done\n"
+		if err := os.WriteFile(filepath.Join(ws, "Makefile"), []byte(makefile), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		api.script(`make -s leak`)
 		out := run(t, "--allowedTools", "Bash")
 		res := api.results()
 		if len(res) != 1 {

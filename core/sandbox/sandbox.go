@@ -64,6 +64,21 @@ type Layer struct {
 	WriteDeny []string
 }
 
+// kernelProtected is the protected paths the kernel refuses writes to:
+// all but those inside a .git directory (.git/config, .git/hooks), since
+// refusing them means no entry can be created in .git itself, where git
+// writes its index lock on every commit. The gate's analysis still
+// refuses writes there by any tool.
+func kernelProtected(protected []string) []string {
+	var out []string
+	for _, p := range protected {
+		if !strings.Contains(p+"/", "/.git/") {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // Inputs is what a Spec is built from: the parsed rules of each link of the
 // grant (root first), the workspace roots of the leaf, the home directory,
 // the gate's protected (never writable) and private (never readable) paths,
@@ -123,7 +138,7 @@ func Build(in Inputs) (Spec, error) {
 		return Spec{}, errors.New("the grant names no workspace root")
 	}
 	for i, set := range in.Sets {
-		l := Layer{ReadDeny: slices.Clone(in.Private), WriteDeny: slices.Clone(in.Protected)}
+		l := Layer{ReadDeny: slices.Clone(in.Private), WriteDeny: kernelProtected(in.Protected)}
 		for _, root := range in.Roots {
 			roots := rule.Roots{Workspace: root, Home: in.Home}
 			for _, r := range set.Allow {
