@@ -174,6 +174,16 @@ func (j *judge) resolve(p string) (string, error) {
 	return abs, err
 }
 
+// resolveIn resolves p, relative to the directory dir (absolute, as
+// commandDirs gives it). Relative to the working directory, which is
+// resolved already, it is not walked again from /.
+func (j *judge) resolveIn(dir, p string) (string, error) {
+	if dir != j.cwd && !strings.HasPrefix(p, "/") {
+		p = dir + "/" + p
+	}
+	return j.resolve(p)
+}
+
 func (j *judge) inRoots(abs string) bool {
 	return slices.ContainsFunc(j.roots, func(r string) bool { return within(abs, r) })
 }
@@ -675,11 +685,7 @@ func (j *judge) protectedWord(w command.Word, c command.Command) (Verdict, bool)
 		}
 	}
 	for _, d := range dirs {
-		target := text
-		if !strings.HasPrefix(text, "/") {
-			target = d + "/" + text
-		}
-		abs, err := j.resolve(target)
+		abs, err := j.resolveIn(d, text)
 		if err != nil {
 			continue
 		}

@@ -332,18 +332,11 @@ func (j *judge) readerArgs(c command.Command) (Verdict, bool) {
 			if isNetworkPath(text) {
 				continue // an ordinary file name to the program: it does not exist
 			}
-			targets := []string{text}
-			if !strings.HasPrefix(text, "/") {
-				if dirs == nil {
-					return deny(CodeUnanalyzable, "%s reads %q in a directory the line changed to in a way the gate cannot follow", name, truncate(text)), true
-				}
-				targets = targets[:0]
-				for _, d := range dirs {
-					targets = append(targets, d+"/"+text)
-				}
+			if dirs == nil && !strings.HasPrefix(text, "/") {
+				return deny(CodeUnanalyzable, "%s reads %q in a directory the line changed to in a way the gate cannot follow", name, truncate(text)), true
 			}
-			for _, t := range targets {
-				abs, err := j.resolve(t)
+			for _, d := range dirsOrUnknown(dirs) {
+				abs, err := j.resolveIn(d, text)
 				if err != nil {
 					return deny(CodeMalformed, "%s reads %q: %v", name, truncate(text), err), true
 				}
