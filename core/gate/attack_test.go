@@ -261,6 +261,11 @@ func (s *arena) run(t testing.TB, line string) []byte {
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
 	out, _ := cmd.CombinedOutput()
+	// A job the payload left in the background must not write into the
+	// sandbox after it is reset for the next run.
+	if cmd.Process != nil {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
 	return out
 }
 
