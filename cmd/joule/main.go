@@ -15,7 +15,9 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"sort"
+	"strings"
 )
 
 // Version is set at link time (-ldflags "-X main.Version=v1.2.3"); otherwise
@@ -201,6 +203,20 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 // arguments (joule receipts export SESSION --format jsonl); after "--"
 // everything is positional. fs.Args() then holds the positionals in order.
 func parseInterspersed(fs *flag.FlagSet, args []string) error {
+	// An id (43 characters of base64url) may start with '-': it is an
+	// argument, not a flag. It stands in for itself under a name no flag
+	// has while the flags are parsed.
+	ids := map[string]string{}
+	args = slices.Clone(args)
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		if strings.HasPrefix(a, "-") && isID(a) && fs.Lookup(strings.TrimLeft(a, "-")) == nil {
+			key := fmt.Sprintf("\x00id%d", i)
+			ids[key], args[i] = a, key
+		}
+	}
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -218,7 +234,26 @@ func parseInterspersed(fs *flag.FlagSet, args []string) error {
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+	for i, a := range pos {
+		if id, ok := ids[a]; ok {
+			pos[i] = id
+		}
+	}
 	return fs.Parse(append([]string{"--"}, pos...))
+}
+
+// isID reports the form of grant and receipt ids: 43 characters of
+// unpadded base64url (a BLAKE3-256 hash).
+func isID(a string) bool {
+	if len(a) != 43 {
+		return false
+	}
+	for _, c := range a {
+		if !(c == '-' || c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return true
 }
 
 // noArgs rejects positional arguments a command does not take.

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -241,5 +242,22 @@ func TestDemo(t *testing.T) {
 	r := joule(t, nil, nil, "demo")
 	if r.code != 0 || !strings.Contains(r.stdout, "6. verified") {
 		t.Fatalf("%+v", r)
+	}
+}
+
+// TestIDStartingWithDash: an id may start with '-' (base64url); it is an
+// argument, never a flag.
+func TestIDStartingWithDash(t *testing.T) {
+	fs := flag.NewFlagSet("grant revoke", flag.ContinueOnError)
+	session := fs.String("session", "", "")
+	id := "-N35PJ8fYHLIxGeNz5cOsxTEi_Ls_oQYtuoNvX3qyxk"
+	if err := parseInterspersed(fs, []string{id, "--session", "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	if fs.NArg() != 1 || fs.Arg(0) != id || *session != "s1" {
+		t.Fatalf("args %q, session %q", fs.Args(), *session)
+	}
+	if err := parseInterspersed(flag.NewFlagSet("x", flag.ContinueOnError), []string{"-nope"}); err == nil {
+		t.Fatal("an unknown short flag was taken as an argument")
 	}
 }
