@@ -474,33 +474,15 @@ func harmlessDevice(p string) bool {
 // the hosts' untracked hook configuration with it, and the -C directories
 // it names.
 func gitSweep(c command.Command) (chdirs []string, sweeps bool) {
-	if path.Base(c.Args[0].Text) != "git" {
-		return nil, false
-	}
-	args := c.Args[1:]
-	i := 0
-	for ; i < len(args) && strings.HasPrefix(args[i].Text, "-"); i++ {
-		switch args[i].Text {
-		case "-C":
-			if i+1 < len(args) {
-				chdirs = append(chdirs, args[i+1].Text)
-			}
-			i++
-		case "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env":
-			i++
-		}
-	}
-	if i >= len(args) {
-		return nil, false
-	}
-	switch args[i].Text {
+	sub, args, chdirs := gitSubcommand(c)
+	switch sub {
 	case "clean":
 		return chdirs, true
 	case "stash":
 	default:
 		return nil, false
 	}
-	for _, w := range args[i+1:] {
+	for _, w := range args {
 		t := w.Text
 		switch {
 		case !w.Literal:
