@@ -125,6 +125,32 @@ func (f *fixture) stopGate() {
 	if pid := f.gatePID(); pid > 0 {
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
+	// A client that answered in-process may have started a gate that does
+	// not listen yet; status cannot see it, its environment can. Without
+	// this the gate writes into the home while the test removes it.
+	for _, pid := range f.homeProcesses() {
+		syscall.Kill(pid, syscall.SIGKILL)
+		waitGone(f.t, pid)
+	}
+}
+
+// homeProcesses are the running processes whose JOULE_HOME is this
+// fixture's.
+func (f *fixture) homeProcesses() []int {
+	want := []byte("JOULE_HOME=" + f.home + "\x00")
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err == nil && bytes.Contains(append([]byte{0}, env...), append([]byte{0}, want...)) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // gatePID is the pid joule gate status reports, 0 when none answers.
