@@ -158,7 +158,7 @@ func (a *Agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResp
 		return acp.PromptResponse{}, acp.NewInternalError(map[string]any{"error": err.Error()})
 	}
 	_ = t.Update(ctx, plan(names, nil, ""))
-	c = c.WithGate(&memoGate{inner: gate.TierGate{Gate: a.opt.Gate}})
+	c = c.WithGate(&memoGate{inner: tiers.GrantGate{Gate: a.opt.Gate}})
 	req := &tiers.Request{Session: string(s.id), Prompt: text, Root: s.cwd, Sum: s.disk.Sum}
 	if err := t.preload(ctx, text); err != nil {
 		if ctx.Err() != nil {

@@ -127,7 +127,7 @@ func runGated(f *GatedFile, v *GatedVector) (*GatedVector, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := c.WithGate(gate.TierGate{Gate: g}).Run(ctx, &tiers.Request{Session: v.Session, Root: f.Workspace})
+	res, err := c.WithGate(tiers.GrantGate{Gate: g}).Run(ctx, &tiers.Request{Session: v.Session, Root: f.Workspace})
 	if err != nil {
 		return nil, err
 	}
