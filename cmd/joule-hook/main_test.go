@@ -221,9 +221,15 @@ func TestClientLinksNoHeavyCode(t *testing.T) {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
 	for _, bad := range []string{"mcp-go", "modelcontextprotocol", "modernc.org", "mvdan.cc/sh", "golang.org/x/tools", "jackc/pgx", "fxamacker", "go-cose", "encoding/json",
-		"github.com/joulehook/joule/core", "github.com/joulehook/joule/plugins/hook\n", "github.com/joulehook/joule/plugins/claudecode"} {
+		"github.com/joulehook/joule/core\n", "github.com/joulehook/joule/plugins/hook\n", "github.com/joulehook/joule/plugins/claudecode"} {
 		if strings.Contains(string(out)+"\n", bad) {
 			t.Errorf("joule-hook links %s", strings.TrimSpace(bad))
+		}
+	}
+	// Of core, only core/home, which links the standard library alone.
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if strings.HasPrefix(l, "github.com/joulehook/joule/core/") && l != "github.com/joulehook/joule/core/home" {
+			t.Errorf("joule-hook links %s", l)
 		}
 	}
 	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {

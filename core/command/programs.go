@@ -66,6 +66,19 @@ func flagWord(w word) (name, value string, hasValue, ok bool) {
 	return name, value, hasValue, true
 }
 
+// optionValue is the value of the option at args[*i]: given inline after
+// "=", or the next argument, which it consumes; false when there is none.
+func optionValue(args []word, i *int, value string, hasValue bool) (word, bool) {
+	if hasValue {
+		return literalWord(value), true
+	}
+	if *i+1 >= len(args) {
+		return word{}, false
+	}
+	*i++
+	return args[*i], true
+}
+
 // goValueFlags are the go command's flags that take a value (go help
 // build, go help testflag).
 var goValueFlags = map[string]bool{
@@ -953,13 +966,9 @@ func (a *analyzer) rgOptions(words []word, fr frame) {
 		}
 		switch name {
 		case "pre", "hostname-bin", "f", "file", "ignore-file":
-			v := literalWord(value)
-			if !hasValue {
-				if i+1 >= len(args) {
-					return
-				}
-				i++
-				v = args[i]
+			v, ok := optionValue(args, &i, value, hasValue)
+			if !ok {
+				return
 			}
 			if name == "pre" || name == "hostname-bin" {
 				if !v.Literal {
@@ -1039,13 +1048,9 @@ func (a *analyzer) cargoOptions(words []word, fr frame) {
 			a.refuseOption("cargo", "--config sets configuration keys, which can name a compiler wrapper or a runner")
 			return
 		case "target-dir", "artifact-dir", "out-dir", "manifest-path", "lockfile-path":
-			v := literalWord(value)
-			if !hasValue {
-				if i+1 >= len(args) {
-					return
-				}
-				i++
-				v = args[i]
+			v, ok := optionValue(args, &i, value, hasValue)
+			if !ok {
+				return
 			}
 			if name == "manifest-path" {
 				a.read(v, fr)
@@ -1081,15 +1086,12 @@ func (a *analyzer) pytestOptions(words []word, fr frame) {
 			a.refuseOption("pytest", "%s loads plugins, modules or settings the gate cannot see", quote(w.Text))
 			return
 		case !short && (name == "basetemp" || name == "junitxml" || name == "junit-xml" || name == "resultlog" || name == "debug"):
-			v := literalWord(value)
-			if !hasValue {
-				if name == "debug" || i+1 >= len(args) {
-					continue
-				}
-				i++
-				v = args[i]
+			if name == "debug" && !hasValue {
+				continue // --debug's file is optional and never the next argument
 			}
-			a.write(v, false, fr)
+			if v, ok := optionValue(args, &i, value, hasValue); ok {
+				a.write(v, false, fr)
+			}
 		}
 	}
 }

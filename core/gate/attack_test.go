@@ -250,10 +250,11 @@ func goEnv(name string) string {
 
 // run runs line with bash -c in the workspace, as a host's Bash tool does,
 // and returns what it printed. The whole process group is killed at the
-// deadline.
+// deadline, which is generous: payloads that build a Go program or run npm
+// take seconds, and many more on a loaded machine.
 func (s *arena) run(t testing.TB, line string) []byte {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-c", line)
 	cmd.Dir, cmd.Env = s.ws, s.env()

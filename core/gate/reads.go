@@ -498,6 +498,27 @@ func gitSweep(c command.Command) (chdirs []string, sweeps bool) {
 	return nil, false
 }
 
+// gitWorkDirs resolves where a git command works: each directory it may
+// start in, moved by its -C options in order.
+func (j *judge) gitWorkDirs(dirs, chdirs []string) ([]string, error) {
+	out := make([]string, 0, len(dirs))
+	for _, d := range dirs {
+		for _, cd := range chdirs {
+			if strings.HasPrefix(cd, "/") {
+				d = cd
+			} else {
+				d = d + "/" + cd
+			}
+		}
+		abs, err := j.resolve(d)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, abs)
+	}
+	return out, nil
+}
+
 // sweepVerdict denies a git command that would delete a protected
 // untracked file below where it runs.
 func (j *judge) sweepVerdict(c command.Command) (Verdict, bool) {
@@ -509,18 +530,11 @@ func (j *judge) sweepVerdict(c command.Command) (Verdict, bool) {
 	if dirs == nil {
 		return deny(CodeUnanalyzable, "%s deletes untracked files in a directory the gate cannot follow", quoteArgs(c.Args)), true
 	}
-	for _, d := range dirs {
-		for _, cd := range chdirs {
-			if strings.HasPrefix(cd, "/") {
-				d = cd
-			} else {
-				d = d + "/" + cd
-			}
-		}
-		abs, err := j.resolve(d)
-		if err != nil {
-			return deny(CodeMalformed, "%s: %v", quoteArgs(c.Args), err), true
-		}
+	abss, err := j.gitWorkDirs(dirs, chdirs)
+	if err != nil {
+		return deny(CodeMalformed, "%s: %v", quoteArgs(c.Args), err), true
+	}
+	for _, abs := range abss {
 		for _, p := range j.p.Protected {
 			if within(p, abs) && p != abs {
 				if _, err := os.Lstat(p); err == nil {
@@ -761,18 +775,11 @@ func (j *judge) trackedRewriteVerdict(c command.Command) (Verdict, bool) {
 	if dirs == nil {
 		dirs = []string{j.cwd}
 	}
-	for _, d := range dirs {
-		for _, cd := range chdirs {
-			if strings.HasPrefix(cd, "/") {
-				d = cd
-			} else {
-				d = d + "/" + cd
-			}
-		}
-		abs, err := j.resolve(d)
-		if err != nil {
-			return deny(CodeMalformed, "%s: %v", quoteArgs(c.Args), err), true
-		}
+	abss, err := j.gitWorkDirs(dirs, chdirs)
+	if err != nil {
+		return deny(CodeMalformed, "%s: %v", quoteArgs(c.Args), err), true
+	}
+	for _, abs := range abss {
 		top, index := gitIndex(abs)
 		if index == nil {
 			continue

@@ -21,6 +21,8 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/joulehook/joule/core"
+
+	"github.com/joulehook/joule/core/home"
 )
 
 // File names inside $JOULE_HOME.
@@ -50,19 +52,7 @@ func (id *Identity) Public() core.PublicKey {
 func (id *Identity) Sealer() (*core.Sealer, error) { return core.NewSealer(id.Steward, id.Key) }
 
 // Home returns $JOULE_HOME, or $XDG_DATA_HOME/joule, or ~/.local/share/joule.
-func Home() (string, error) {
-	if h := os.Getenv("JOULE_HOME"); h != "" {
-		return h, nil
-	}
-	if x := os.Getenv("XDG_DATA_HOME"); x != "" {
-		return filepath.Join(x, "joule"), nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("cannot locate a home directory: %w (set JOULE_HOME)", err)
-	}
-	return filepath.Join(home, ".local", "share", "joule"), nil
-}
+func Home() (string, error) { return home.Dir() }
 
 // ErrExists is returned by Create when a key is already there.
 var ErrExists = errors.New("a key already exists")

@@ -27,15 +27,7 @@ func (r Rule) Scope(roots Roots) (PathScope, bool) {
 	default:
 		return PathScope{}, false
 	}
-	var base string
-	switch r.path.anchor {
-	case anchorWorkspace:
-		base = roots.Workspace
-	case anchorHome:
-		base = roots.Home
-	case anchorRoot:
-		base = "/"
-	}
+	base := r.path.base(roots)
 	if !isCleanAbs(base) {
 		return PathScope{}, false
 	}

@@ -79,6 +79,17 @@ type pathPattern struct {
 	segs   []segment
 }
 
+// base is the directory the pattern is anchored at under roots.
+func (p pathPattern) base(roots Roots) string {
+	switch p.anchor {
+	case anchorHome:
+		return roots.Home
+	case anchorRoot:
+		return "/"
+	}
+	return roots.Workspace
+}
+
 // parsePathPattern parses a Read or Write rule's specifier: a glob relative
 // to the workspace (an optional leading ./ is dropped), or absolute (/p, or
 // Claude Code's //p), or relative to the home directory (~ or ~/p).
@@ -199,15 +210,7 @@ func (r Rule) MatchPath(kind Access, abs string, roots Roots, mode Mode) bool {
 	if !isCleanAbs(abs) {
 		return false
 	}
-	var base string
-	switch r.path.anchor {
-	case anchorWorkspace:
-		base = roots.Workspace
-	case anchorHome:
-		base = roots.Home
-	case anchorRoot:
-		base = "/"
-	}
+	base := r.path.base(roots)
 	if !isCleanAbs(base) {
 		return false
 	}

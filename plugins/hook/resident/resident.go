@@ -1,8 +1,8 @@
 // Package resident is what the thin hook client (cmd/joule-hook) and the
 // resident gate (joule gate serve) share: where the gate's socket lives, the
 // checks that it is the user's own, and the framing of one request and its
-// answer. It imports only the standard library, so the client that links it
-// starts as fast as the smallest Go program.
+// answer. It imports only the standard library (and core/home, which does too),
+// so the client that links it starts as fast as the smallest Go program.
 package resident
 
 import (
@@ -18,6 +18,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/joulehook/joule/core/home"
 )
 
 // MaxPayload bounds the payload a client forwards: the gate's own limit
@@ -38,20 +40,8 @@ const (
 	LogName    = "gate.log"
 )
 
-// Home is $JOULE_HOME resolved as joule resolves it (core/identity.Home).
-func Home() (string, error) {
-	if h := os.Getenv("JOULE_HOME"); h != "" {
-		return h, nil
-	}
-	if x := os.Getenv("XDG_DATA_HOME"); x != "" {
-		return filepath.Join(x, "joule"), nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("cannot locate a home directory: %w (set JOULE_HOME)", err)
-	}
-	return filepath.Join(home, ".local", "share", "joule"), nil
-}
+// Home is $JOULE_HOME resolved as joule resolves it (core/home).
+func Home() (string, error) { return home.Dir() }
 
 // Dir is the directory of the resident gate for home: home/gate when the
 // socket's path fits a Unix socket address, else a directory keyed by home
