@@ -63,6 +63,10 @@ type journal struct {
 	path    string
 	size    int64
 	pending map[string]bool // nonces written and not yet done
+	// held is done lines not yet written: they go out with the next
+	// line, in its write. One lost to a kill costs nothing, since recovery
+	// skips a receipt the session already has under its nonce.
+	held []byte
 }
 
 // openJournal creates a journal of this process in dir and locks it.
@@ -97,6 +101,17 @@ func (j *journal) done(nonce string) error {
 	return j.write(journalLine{Done: nonce}, nonce, false)
 }
 
+// flushLocked writes the done lines held back; j.mu is held.
+func (j *journal) flushLocked() error {
+	if len(j.held) == 0 || j.f == nil {
+		return nil
+	}
+	n, err := j.f.Write(j.held)
+	j.size += int64(n)
+	j.held = j.held[:0]
+	return err
+}
+
 func (j *journal) write(l journalLine, nonce string, pending bool) error {
 	b, err := json.Marshal(l)
 	if err != nil {
@@ -108,22 +123,28 @@ func (j *journal) write(l journalLine, nonce string, pending bool) error {
 	if j.f == nil {
 		return errors.New("journal closed")
 	}
-	// One write of one line: a process that dies leaves whole lines.
-	if _, err := j.f.Write(b); err != nil {
+	if !pending {
+		delete(j.pending, nonce)
+		if len(j.pending) == 0 && j.size+int64(len(j.held)) > journalCompactAt {
+			// Nothing in it is needed any more.
+			if err := j.f.Truncate(0); err == nil {
+				j.size, j.held = 0, j.held[:0]
+			}
+			return nil
+		}
+		j.held = append(j.held, b...)
+		if len(j.held) < 4<<10 {
+			return nil
+		}
+		return j.flushLocked()
+	}
+	// One write of whole lines, the held-back done lines first: a process
+	// that dies leaves whole lines.
+	j.held = append(j.held, b...)
+	if err := j.flushLocked(); err != nil {
 		return err
 	}
-	j.size += int64(len(b))
-	if pending {
-		j.pending[nonce] = true
-		return nil
-	}
-	delete(j.pending, nonce)
-	if len(j.pending) == 0 && j.size > journalCompactAt {
-		// Nothing in it is needed any more.
-		if err := j.f.Truncate(0); err == nil {
-			j.size = 0
-		}
-	}
+	j.pending[nonce] = true
 	return nil
 }
 
@@ -138,6 +159,8 @@ func (j *journal) close() (pending int) {
 	pending = len(j.pending)
 	if pending == 0 {
 		os.Remove(j.path)
+	} else {
+		j.flushLocked()
 	}
 	j.f.Close()
 	j.f = nil
