@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -28,6 +29,38 @@ func (s *Server) checkpoint(text []byte) (store.Checkpoint, error) {
 		return store.Checkpoint{}, fmt.Errorf("the latest checkpoint's signature does not verify: %v", err)
 	}
 	return store.ParseCheckpoint([]byte(n.Text))
+}
+
+// latestCheckpoint is the newest signed checkpoint of the log: the last
+// one stored (joule receipts checkpoint) or the one the witness keeps
+// outside the store (rewritten after every append), whichever is larger,
+// its signature verified. Nil when there is none yet.
+func (s *Server) latestCheckpoint(ctx context.Context) ([]byte, store.Checkpoint, error) {
+	var best []byte
+	var bestCP store.Checkpoint
+	text, err := s.cfg.Store.LatestCheckpoint(ctx)
+	switch {
+	case err == nil:
+		cp, err := s.checkpoint(text)
+		if err != nil {
+			return nil, store.Checkpoint{}, err
+		}
+		best, bestCP = text, cp
+	case !errors.Is(err, store.ErrNotFound):
+		return nil, store.Checkpoint{}, err
+	}
+	if w := s.cfg.Store.Witness(); w != nil {
+		for _, f := range w.Files {
+			cp, msg, err := store.ReadWitnessFile(f, w.Origin, w.Verifier)
+			if err != nil || cp == nil {
+				continue
+			}
+			if best == nil || cp.Size > bestCP.Size {
+				best, bestCP = msg, *cp
+			}
+		}
+	}
+	return best, bestCP, nil
 }
 
 // Envelope is a COSE_Sign1 envelope taken apart for display.
@@ -156,28 +189,22 @@ func (s *Server) receipt(r *http.Request) (any, error) {
 
 func (s *Server) prove(r *http.Request, idx int64, env []byte) Proof {
 	p := Proof{Index: idx, Hashes: []string{}, LeafHash: tlog.RecordHash(env).String()}
-	ctx := r.Context()
-	text, err := s.cfg.Store.LatestCheckpoint(ctx)
-	if errors.Is(err, store.ErrNotFound) {
-		p.Note = "no signed checkpoint yet"
-		return p
-	}
+	text, cp, err := s.latestCheckpoint(r.Context())
 	if err != nil {
 		p.Note = err.Error()
+		return p
+	}
+	if text == nil {
+		p.Note = "no signed checkpoint yet (joule receipts checkpoint signs one)"
 		return p
 	}
 	p.Checkpoint = string(text)
-	cp, err := s.checkpoint(text)
-	if err != nil {
-		p.Note = err.Error()
-		return p
-	}
 	p.TreeSize, p.Root = cp.Size, cp.Root.String()
 	if idx >= cp.Size {
 		p.Note = fmt.Sprintf("log index %d is after the latest signed checkpoint (size %d): the next one covers it", idx, cp.Size)
 		return p
 	}
-	proof, err := s.cfg.Store.ProveRecord(ctx, idx, cp.Size)
+	proof, err := s.cfg.Store.ProveRecord(r.Context(), idx, cp.Size)
 	if err != nil {
 		p.Note = err.Error()
 		return p

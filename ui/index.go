@@ -209,7 +209,7 @@ func (x *index) refresh(ctx context.Context, id string, s *session) error {
 	}
 	stored, err := x.st.SessionRows(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return errUnknownSession
+		return fmt.Errorf("%w: %q has no receipts in this store", errUnknownSession, id)
 	}
 	if err != nil {
 		return err

@@ -274,10 +274,8 @@ func (s *Server) overview(r *http.Request) (any, error) {
 		return nil, err
 	}
 	out := map[string]any{"log_size": size, "steward": s.cfg.Steward}
-	if text, err := s.cfg.Store.LatestCheckpoint(r.Context()); err == nil {
-		if cp, err := s.checkpoint(text); err == nil {
-			out["checkpoint_size"] = cp.Size
-		}
+	if text, cp, err := s.latestCheckpoint(r.Context()); err == nil && text != nil {
+		out["checkpoint_size"] = cp.Size
 	}
 	return out, nil
 }

@@ -237,7 +237,7 @@
     svg += `</svg>`;
     const ratio = c.spent_uj ? (c.all_l4_uj / c.spent_uj) : 0;
     const closed = Object.keys(c.closed_by_tier).sort().map((t) => `${t}: ${c.closed_by_tier[t]}`).join(", ");
-    return `<div class="k">Cascade savings against all-L4 (log scale)</div>${svg}<div data-testid="cascade">${c.requests} requests (${esc(closed)}): ${energy(c.spent_uj)} against ${energy(c.all_l4_uj)} all-L4${ratio ? `, ${trim(ratio)}× less` : ""}</div><div class="muted" style="font-size:12px">All-L4 per request: ${energy(c.per_request_l4_uj)}, ${esc(c.basis)}.</div>`;
+    return `<div class="k">Cascade savings against all-L4 (log scale)</div>${svg}<div data-testid="cascade">${c.requests} requests (${esc(closed)}): ${energy(c.spent_uj)} against ${energy(c.all_l4_uj)} all-L4${ratio ? `, ${ratio >= 100 ? Math.round(ratio).toLocaleString("en") : trim(ratio)}× less` : ""}</div><div class="muted" style="font-size:12px">All-L4 per request: ${energy(c.per_request_l4_uj)}, ${esc(c.basis)}.</div>`;
   }
 
   // makeChain is the virtual list of a chain: only the rows in view are
@@ -261,7 +261,7 @@
     function rowHTML(r) {
       const en = r.uj || r.kind ? `${energy(r.uj)} <span class="muted">${esc(r.provenance || "")}${r.coverage ? " · " + esc(r.coverage) : ""}</span>` : "";
       return `<span>${r.seq}</span><span>${r.index}</span><span class="${r.verdict === "ok" ? "v-ok" : "v-bad"}" title="${esc(r.reason)}">${esc(r.verdict)}</span><span>${esc(r.kind || "—")}</span>` +
-        `<span class="d-${esc(r.decision || "")}">${esc(r.decision || r.status || "")}</span><span>${esc(r.code || r.unit || "")}</span><span>${esc(r.tool || r.model || "")}</span><span>${esc(r.tier || "")}</span><span>${en}</span><span title="${esc(r.summary)}">${esc(r.summary || r.reason || "")}</span>`;
+        `<span class="d-${esc(r.decision || "")}">${esc(r.decision || r.status || "")}</span><span>${esc(r.code || r.coverage || "")}</span><span>${esc(r.tool || r.unit || "")}</span><span>${esc(r.tier || "")}</span><span>${en}</span><span title="${esc(r.summary)}">${esc(r.summary || r.reason || "")}</span>`;
     }
     function draw() {
       const first = Math.max(0, Math.floor(box.scrollTop / ROW) - 5);
