@@ -247,6 +247,12 @@ func TestDashboard(t *testing.T) {
 		t.Fatalf("joule demo did not say where it kept its home:\n%s", out)
 	}
 	home, ws := filepath.Join(string(m[1]), "home"), filepath.Join(string(m[1]), "workspace")
+	// make run ends with the command that opens the demo's store in joule
+	// ui: it names this home and this binary, and is what runs below.
+	printed := regexp.MustCompile(`JOULE_HOME=(\S+) (\S+) ui `).FindSubmatch(out)
+	if printed == nil || string(printed[1]) != home || string(printed[2]) != jouleBin {
+		t.Fatalf("joule demo --keep does not end with the joule ui command for its store (%s ui):\n%s", jouleBin, out)
+	}
 	otel := daemon(t, home, "otel", "--listen", "127.0.0.1:0", "--quiet")
 	_, otelURL, ok := strings.Cut(otel, "listening on ")
 	if !ok {
