@@ -75,6 +75,18 @@ type Stats struct {
 	First, Last uint64            `json:"-"`
 }
 
+// clone copies st, its map and slice included, to be read after the
+// session's lock is released.
+func (st Stats) clone() Stats {
+	c := st
+	c.ByTier = make(map[string]uint64, len(st.ByTier))
+	for k, v := range st.ByTier {
+		c.ByTier[k] = v
+	}
+	c.Grants = append([]string(nil), st.Grants...)
+	return c
+}
+
 // add counts one signed receipt, as `joule statusline` does.
 func (st *Stats) add(r *Row) {
 	if !r.signed {
@@ -178,7 +190,7 @@ func (x *index) cached(id string) (Stats, bool) {
 	if s.rows == nil {
 		return Stats{}, false
 	}
-	return s.stats, true
+	return s.stats.clone(), true
 }
 
 // get returns the session, brought up to date with the store, locked; the

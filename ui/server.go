@@ -327,8 +327,7 @@ func (s *Server) session(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := sess.stats
-	st.Grants = append([]string(nil), st.Grants...)
+	st := sess.stats.clone()
 	casc := cascadeOf(sess.rows)
 	chart := chartOf(sess.rows, 48)
 	sess.mu.Unlock()

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	_ "modernc.org/sqlite"
@@ -358,4 +359,64 @@ func FuzzEnvelopeOf(f *testing.F) {
 func ExampleCheckAddr() {
 	fmt.Println(CheckAddr("0.0.0.0:8080") != nil, CheckAddr("127.0.0.1:0") == nil)
 	// Output: true true
+}
+
+// TestConcurrentReaders: pages read while receipts are sealed (run under
+// -race: the index is shared by every request and the warmer).
+func TestConcurrentReaders(t *testing.T) {
+	f := newFixture(t)
+	f.seal("a", 1, receipts.CoverageEnforced)
+	done := make(chan struct{})
+	errs := make(chan string, 64)
+	go func() {
+		defer close(done)
+		for i := 0; i < 30; i++ {
+			f.seal("a", 1, receipts.CoverageEnforced)
+			f.seal("b", 1, receipts.CoverageObserved)
+		}
+	}()
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				for _, p := range []string{"/api/session?id=a", "/api/sessions", "/api/chain?id=a", "/api/overview"} {
+					req, _ := http.NewRequest("GET", f.http.URL+p, nil)
+					req.Header.Set("Authorization", "Bearer tok")
+					resp, err := http.DefaultClient.Do(req)
+					if err != nil {
+						errs <- err.Error()
+						return
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != 200 {
+						errs <- fmt.Sprintf("%s: %d", p, resp.StatusCode)
+						return
+					}
+				}
+			}
+		}()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go f.srv.Warm(ctx)
+	wg.Wait()
+	cancel()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	var got struct {
+		Stats Stats `json:"stats"`
+	}
+	f.get("/api/session?id=a", &got)
+	if got.Stats.Receipts != 31 || got.Stats.Damaged != 0 {
+		t.Errorf("after the race: %+v", got.Stats)
+	}
 }
