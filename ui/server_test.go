@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	neturl "net/url"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"github.com/joulehook/joule/core/identity"
 	"github.com/joulehook/joule/core/receipts"
 	"github.com/joulehook/joule/core/store"
+	"github.com/joulehook/joule/core/store/pgtest"
 	"github.com/joulehook/joule/energy"
 )
 
@@ -33,14 +35,21 @@ type fixture struct {
 	db   string
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T) *fixture { return newFixtureAt(t, "") }
+
+// newFixtureAt serves the store at loc (a postgres:// URL), or a new
+// SQLite file when loc is empty.
+func newFixtureAt(t *testing.T, loc string) *fixture {
 	t.Helper()
 	home := t.TempDir()
 	id, err := identity.Create(home, "ui.joule.test", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	db := filepath.Join(home, "joule.db")
+	db := loc
+	if db == "" {
+		db = filepath.Join(home, "joule.db")
+	}
 	st, err := store.Open(db)
 	if err != nil {
 		t.Fatal(err)
@@ -418,5 +427,54 @@ func TestConcurrentReaders(t *testing.T) {
 	f.get("/api/session?id=a", &got)
 	if got.Stats.Receipts != 31 || got.Stats.Damaged != 0 {
 		t.Errorf("after the race: %+v", got.Stats)
+	}
+}
+
+// TestPostgres: the same dashboard over a team's PostgreSQL store: the
+// figures, the chain, a flipped byte shown where it is, the proof.
+func TestPostgres(t *testing.T) {
+	bin := pgtest.Require(t)
+	srv, err := pgtest.Start(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Stop() })
+	url, err := srv.NewDatabase("ui")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := strings.TrimPrefix(u.Path, "/")
+	f := newFixtureAt(t, url)
+	f.seal("s", 4, receipts.CoverageEnforced)
+	f.seal("s", 2, receipts.CoverageObserved)
+	var got struct {
+		Stats Stats `json:"stats"`
+	}
+	if code := f.get("/api/session?id=s", &got); code != 200 || got.Stats.Receipts != 6 || got.Stats.Observed != 2000 || got.Stats.Enforced != 4000 || got.Stats.Damaged != 0 {
+		t.Fatalf("%d %+v", code, got.Stats)
+	}
+	if _, err := f.st.Checkpoint(context.Background(), "joule receipts log "+f.id.Steward, f.id.NoteSigner); err != nil {
+		t.Fatal(err)
+	}
+	var rc struct {
+		Proof Proof `json:"proof"`
+	}
+	if f.get("/api/receipt?id=s&seq=3", &rc); !rc.Proof.Verified {
+		t.Errorf("proof %+v", rc.Proof)
+	}
+	if err := srv.Exec(context.Background(), name, `UPDATE entries SET envelope = set_byte(envelope, length(envelope) - 70, get_byte(envelope, length(envelope) - 70) # 1) WHERE session = 's' AND seq = 3`); err != nil {
+		t.Fatal(err)
+	}
+	var ch struct {
+		FirstBad uint64 `json:"first_bad"`
+		Rows     []Row  `json:"rows"`
+	}
+	f.get("/api/chain?id=s", &ch)
+	if ch.FirstBad != 3 || ch.Rows[2].Verdict != receipts.VerdictBadSignature || ch.Rows[3].Verdict != receipts.VerdictBrokenChain {
+		t.Errorf("after the flip: first bad %d, rows %+v", ch.FirstBad, ch.Rows)
 	}
 }
