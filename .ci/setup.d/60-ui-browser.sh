@@ -11,7 +11,7 @@ SUDO=""
 need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 { command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; } || need+=(nodejs npm)
-fc-list 2>/dev/null | grep -qi dejavu || need+=(fonts-dejavu-core)
+dpkg -s fonts-dejavu-core >/dev/null 2>&1 || need+=(fonts-dejavu-core)
 if [ ${#need[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
