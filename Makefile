@@ -16,8 +16,10 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/joule-hook ./cmd/joule-hook
 
 # The main job end to end, on embedded defaults: no server to install.
+# The demo's store is kept, and its last line is the joule ui command that
+# opens it in the dashboard.
 run: build
-	./$(BIN) demo
+	./$(BIN) demo --keep
 
 # What the suite needs beyond Go (the real host CLIs and SDK clients from
 # npm, PostgreSQL and other Debian packages), installed idempotently by

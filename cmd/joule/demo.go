@@ -168,6 +168,13 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 	}
 	if *keep {
 		say("kept %s", tmp)
+		exe, err := os.Executable()
+		if err != nil {
+			exe = "joule"
+		}
+		say("look at these receipts in the dashboard: JOULE_HOME=%s %s ui   (then open the URL it prints)", home, exe)
+	} else {
+		say("to look at these receipts in the dashboard, run 'joule demo --keep': it prints the joule ui command for its store")
 	}
 	return nil
 }

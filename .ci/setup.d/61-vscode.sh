@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The VS Code extension (plugins/vscode): typescript, @types/vscode and
+# @vscode/vsce, pinned in plugins/vscode/package-lock.json. Idempotent.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  export DEBIAN_FRONTEND=noninteractive
+  SUDO=""
+  [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq nodejs npm
+fi
+dir=plugins/vscode
+if [ -f "$dir/node_modules/@vscode/vsce/package.json" ] &&
+   [ "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ]; then
+  echo "61-vscode: $dir/node_modules is up to date"
+  exit 0
+fi
+npm ci --prefix "$dir" --no-audit --no-fund

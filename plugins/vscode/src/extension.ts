@@ -1,0 +1,97 @@
+// The joule extension: JouleHook's vscode profile (§6). Its own
+// contributed tool is gated (joule gate), its receipts show in the status
+// bar and in the dashboard's session view, and the joule MCP server is
+// offered to agent mode. VS Code's own agent and its tokens stay invisible
+// to it (§7): the status bar says so.
+import * as vscode from "vscode";
+import * as joule from "./joule";
+
+function options(): joule.Options {
+  const c = vscode.workspace.getConfiguration("joule");
+  return { path: c.get<string>("path") || "joule", home: c.get<string>("home") || undefined, session: c.get<string>("session") || "vscode" };
+}
+
+function workspaceDir(): string {
+  return vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? process.cwd();
+}
+
+let ui: joule.UI | undefined;
+
+export function activate(context: vscode.ExtensionContext): void {
+  const item = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 100);
+  item.command = "joule.openDashboard";
+  item.text = "$(zap) joule";
+  item.show();
+  context.subscriptions.push(item);
+
+  let busy = false;
+  const refresh = async () => {
+    if (busy) return;
+    busy = true;
+    try {
+      const s = await joule.status(options());
+      item.text = s.text;
+      item.tooltip = s.tooltip;
+    } finally {
+      busy = false;
+    }
+  };
+  const seconds = Math.max(1, vscode.workspace.getConfiguration("joule").get<number>("refreshSeconds") ?? 2);
+  const timer = setInterval(refresh, seconds * 1000);
+  context.subscriptions.push({ dispose: () => clearInterval(timer) });
+  refresh();
+
+  context.subscriptions.push(vscode.commands.registerCommand("joule.refresh", refresh));
+  context.subscriptions.push(
+    vscode.commands.registerCommand("joule.openDashboard", async () => {
+      const o = options();
+      try {
+        if (!ui) ui = await joule.startUI(o);
+      } catch (e) {
+        vscode.window.showErrorMessage(`joule ui: ${(e as Error).message}`);
+        return;
+      }
+      const target = await vscode.env.asExternalUri(vscode.Uri.parse(joule.sessionURL(ui.url, o.session)));
+      const panel = vscode.window.createWebviewPanel("joule.dashboard", `joule: ${o.session}`, vscode.ViewColumn.Beside, { enableScripts: false });
+      const origin = `${target.scheme}://${target.authority}`;
+      panel.webview.html = `<!doctype html><html><head><meta http-equiv="Content-Security-Policy" content="default-src 'none'; frame-src ${origin};">
+<style>html,body,iframe{margin:0;padding:0;border:0;width:100%;height:100vh}</style></head>
+<body><iframe src="${target.toString(true)}" title="joule receipts"></iframe></body></html>`;
+    }),
+  );
+
+  // The extension's own tool: whatever the model asks it, joule decides
+  // first, and the decision is sealed as a receipt.
+  context.subscriptions.push(
+    vscode.lm.registerTool<joule.GateInput>("joule_gate", {
+      async prepareInvocation(opts) {
+        return { invocationMessage: `joule gate: ${opts.input.tool} ${opts.input.command ?? opts.input.file_path ?? ""}` };
+      },
+      async invoke(opts) {
+        const d = await joule.gate(options(), workspaceDir(), opts.input);
+        refresh();
+        return new vscode.LanguageModelToolResult([new vscode.LanguageModelTextPart(joule.describe(d))]);
+      },
+    }),
+  );
+
+  // The joule MCP server for agent mode: receipts as resources, gated
+  // workspace tools.
+  const changed = new vscode.EventEmitter<void>();
+  context.subscriptions.push(changed);
+  context.subscriptions.push(
+    vscode.lm.registerMcpServerDefinitionProvider("joule.mcp", {
+      onDidChangeMcpServerDefinitions: changed.event,
+      provideMcpServerDefinitions() {
+        const s = joule.mcpServer(options(), workspaceDir());
+        return [new vscode.McpStdioServerDefinition(s.label, s.command, s.args, s.env)];
+      },
+    }),
+  );
+  context.subscriptions.push(vscode.workspace.onDidChangeConfiguration((e) => { if (e.affectsConfiguration("joule")) { changed.fire(); refresh(); } }));
+}
+
+export function deactivate(): void {
+  ui?.stop();
+  ui = undefined;
+}

@@ -1,0 +1,144 @@
+// joule.ts: what the extension does with the joule binary, kept apart from
+// the VS Code API so that it is tested against the real binary
+// (src/test/joule.test.ts) as well as compiled against @types/vscode.
+import { spawn } from "node:child_process";
+
+export interface Options {
+  path: string; // the joule binary
+  home?: string; // JOULE_HOME, when set
+  session: string;
+}
+
+export interface Result {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function env(o: Options): NodeJS.ProcessEnv {
+  const e = { ...process.env };
+  if (o.home) e.JOULE_HOME = o.home;
+  return e;
+}
+
+// run runs joule with args and input on stdin.
+export function run(o: Options, args: string[], input = "", cwd?: string): Promise<Result> {
+  return new Promise((resolve) => {
+    const p = spawn(o.path, args, { env: env(o), cwd, stdio: ["pipe", "pipe", "pipe"] });
+    let stdout = "", stderr = "";
+    p.stdout.on("data", (b) => (stdout += b));
+    p.stderr.on("data", (b) => (stderr += b));
+    p.on("error", (err) => resolve({ code: -1, stdout, stderr: stderr + String(err) }));
+    p.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr }));
+    p.stdin.end(input);
+  });
+}
+
+// Disclosure is what the status bar's tooltip and every figure say: an
+// extension sees only what passes through joule (JouleHook §7).
+export const Disclosure =
+  "joule sees what passes through it: its own gated tool, the joule MCP server, and model calls sent through joule proxy. " +
+  "VS Code's own agent and its tokens are invisible to an extension; they are metered only where its model traffic goes through joule proxy " +
+  "or its telemetry to joule otel (observed, not enforced).";
+
+export interface Status {
+  text: string; // for the status bar
+  tooltip: string;
+  ok: boolean;
+}
+
+// statusOf turns `joule statusline`'s line into the status bar's text.
+export function statusOf(line: string): Status {
+  line = line.trim();
+  const body = line.startsWith("joule ⚡ ") ? line.slice("joule ⚡ ".length) : "";
+  if (!body) return { text: "$(warning) joule", tooltip: line || "joule printed nothing", ok: false };
+  const parts = body.split(" │ ");
+  const energy = parts[0].replace(/ \(.*\)$/, "");
+  return { text: `$(zap) ${energy} · ${parts.slice(1).join(" · ")}`, tooltip: `${line}\n\n${Disclosure}`, ok: true };
+}
+
+// status reads the session's figures as `joule statusline` prints them.
+export async function status(o: Options): Promise<Status> {
+  const r = await run(o, ["statusline"], JSON.stringify({ session_id: o.session }));
+  if (r.code !== 0) return { text: "$(warning) joule", tooltip: r.stderr || r.stdout, ok: false };
+  return statusOf(r.stdout);
+}
+
+export interface GateInput {
+  tool: string;
+  command?: string;
+  file_path?: string;
+}
+
+export interface Decision {
+  decision: string;
+  code?: string;
+  reason?: string;
+  [k: string]: unknown;
+}
+
+// gate asks `joule gate` about one action, as the language-model tool
+// does before the action runs. It fails closed: anything but a decision
+// from joule is a deny.
+export async function gate(o: Options, cwd: string, input: GateInput): Promise<Decision> {
+  const toolInput: Record<string, string> = {};
+  if (input.command !== undefined) toolInput.command = input.command;
+  if (input.file_path !== undefined) toolInput.file_path = input.file_path;
+  const ev = JSON.stringify({ session_id: o.session, tool: input.tool, input: toolInput, cwd });
+  const r = await run(o, ["gate"], ev, cwd);
+  try {
+    const d = JSON.parse(r.stdout) as Decision;
+    if (typeof d.decision === "string") return d;
+  } catch {
+    /* not a decision */
+  }
+  return { decision: "deny", code: "internal-error", reason: `joule gate did not answer (exit ${r.code}): ${r.stderr.trim() || r.stdout.trim()}` };
+}
+
+// describe is the tool's answer to the model.
+export function describe(d: Decision): string {
+  return `joule gate: ${d.decision} (${d.code ?? "?"}): ${d.reason ?? ""}`.trim();
+}
+
+export interface UI {
+  url: string;
+  stop(): void;
+}
+
+// startUI starts `joule ui` on a free loopback port and returns the URL it
+// printed (with its token).
+export function startUI(o: Options): Promise<UI> {
+  return new Promise((resolve, reject) => {
+    const p = spawn(o.path, ["ui", "--addr", "127.0.0.1:0"], { env: env(o), stdio: ["ignore", "pipe", "pipe"] });
+    let out = "", err = "";
+    const timer = setTimeout(() => { p.kill(); reject(new Error("joule ui did not start: " + err)); }, 20000);
+    p.stdout.on("data", (b) => {
+      out += b;
+      const m = out.match(/http:\/\/127\.0\.0\.1:\d+\/\?token=[0-9a-f]+/);
+      if (m) { clearTimeout(timer); resolve({ url: m[0], stop: () => p.kill() }); }
+    });
+    p.stderr.on("data", (b) => (err += b));
+    p.on("error", (e) => { clearTimeout(timer); reject(e); });
+    p.on("exit", (code) => { clearTimeout(timer); reject(new Error(`joule ui exited (${code}): ${err}`)); });
+  });
+}
+
+// sessionURL is the dashboard's view of one session.
+export function sessionURL(ui: string, session: string): string {
+  return ui + "#/session/" + encodeURIComponent(session);
+}
+
+export interface McpServer {
+  label: string;
+  command: string;
+  args: string[];
+  env: Record<string, string>;
+}
+
+// mcpServer is the joule MCP server VS Code's agent mode starts (the same
+// entry a workspace's .vscode/mcp.json would hold).
+export function mcpServer(o: Options, workspace: string): McpServer {
+  const e: Record<string, string> = {};
+  if (o.home) e.JOULE_HOME = o.home;
+  return { label: "joule", command: o.path, args: ["mcp", "--workspace", workspace, "--session", o.session], env: e };
+}
