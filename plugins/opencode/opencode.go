@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"strings"
 
 	"github.com/joulehook/joule/core/gate"
 	"github.com/joulehook/joule/plugins/hook"
@@ -18,6 +19,10 @@ const Host = "opencode"
 
 // BeforeTool is the plugin hook joule.ts forwards.
 const BeforeTool = "tool.execute.before"
+
+// JouleServer is the name joule install gives joule's MCP server in
+// opencode.json.
+const JouleServer = "joule"
 
 // Plugin is joule.ts, the plugin an install copies into OpenCode's plugin
 // directory.
@@ -70,7 +75,9 @@ type payload struct {
 // Parse maps what joule.ts forwards. OpenCode's built-in tools get the
 // gate's names and argument keys; bash's workdir, when absolute, is the cwd;
 // the callID is the content id. MCP tools (<server>_<tool>) keep their
-// OpenCode names: the split between server and tool is ambiguous.
+// OpenCode names, as the split between server and tool is ambiguous, except
+// joule's own server, which joule install registers as "joule": its tools
+// are mcp__joule__<tool>, as in every other host.
 func (Adapter) Parse(b []byte) (*hook.Call, error) {
 	var p payload
 	if err := hook.Decode(b, &p); err != nil {
@@ -98,7 +105,9 @@ func (Adapter) Parse(b []byte) (*hook.Call, error) {
 	if err != nil {
 		return call, err
 	}
-	if t, ok := tools[p.Input.Tool]; ok {
+	if rest, ok := strings.CutPrefix(p.Input.Tool, JouleServer+"_"); ok && rest != "" {
+		ev.Tool = hook.MCPTool(JouleServer, rest)
+	} else if t, ok := tools[p.Input.Tool]; ok {
 		ev.Tool = t.name
 		if in, err = hook.Rename(in, t.keys); err != nil {
 			return call, err
