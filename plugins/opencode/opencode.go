@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"reflect"
 	"strings"
 
 	"github.com/joulehook/joule/core/gate"
@@ -136,7 +137,7 @@ type answer struct {
 func (Adapter) Answer(call *hook.Call, res gate.Result) hook.Output {
 	res = hook.NoAsk(Host, res)
 	known := call != nil && call.Event != nil && call.Event.Input != nil
-	if known && res.Decision == gate.Rewrite && len(res.UpdatedInput) > 0 && string(call.Event.Input) == string(call.Input) {
+	if known && res.Decision == gate.Rewrite && len(res.UpdatedInput) > 0 && sameJSON(call.Event.Input, call.Input) {
 		return hook.Output{Stdout: hook.Marshal(answer{Decision: gate.Allow, Reason: hook.Reason(res), Args: res.UpdatedInput})}
 	}
 	res = hook.NoRewrite(Host, res)
@@ -147,6 +148,17 @@ func (Adapter) Answer(call *hook.Call, res gate.Result) hook.Output {
 		res = hook.Deny(gate.CodeInternal, "joule reached a decision without a hook event: "+res.Reason)
 	}
 	return hook.Output{Stdout: hook.Marshal(answer{Decision: gate.Deny, Reason: hook.Reason(res)})}
+}
+
+// sameJSON reports whether a and b are the same JSON value: the gate's
+// copy of the arguments is re-encoded (Go escapes <, > and &), so bytes
+// alone would refuse a rewrite of every command with a redirection.
+func sameJSON(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
 }
 
 // CanAsk implements hook.AskLimiter: tool.execute.before cannot ask.

@@ -315,5 +315,9 @@ func TestClineFailures(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(w.ws, "ours.txt")); err == nil {
 			t.Fatalf("the command ran: the script failed open\n%s", tail(r.stdout, 2000))
 		}
+		// And the hook was called for it: the stand-in counted every call.
+		if b, _ := os.ReadFile(filepath.Join(dir, "n")); strings.TrimSpace(string(b)) != fmt.Sprint(len(clineFailures)+1) {
+			t.Fatalf("the hook was called %q times, not %d", b, len(clineFailures)+1)
+		}
 	})
 }

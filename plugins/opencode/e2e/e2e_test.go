@@ -207,6 +207,7 @@ func (w *world) receipts() string {
 // joule's MCP server, each checked by its effect, by what the model was
 // sent back and by the sealed receipts.
 func TestOpenCodeE2E(t *testing.T) {
+	t.Parallel() // each task is one slow OpenCode start
 	w := newWorld(t)
 	plugin, err := os.ReadFile(filepath.Join(w.ws, ".opencode", "plugins", "joule.ts"))
 	if err != nil || !strings.Contains(string(plugin), w.joule) {
@@ -304,6 +305,7 @@ var failures = []struct{ name, script string }{
 // joule, and checks that each is blocked, by its effect and by what the
 // model is told, and that the task goes on to the next call.
 func TestOpenCodeFailures(t *testing.T) {
+	t.Parallel() // each task is one slow OpenCode start
 	w := newWorld(t)
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "joule-failing")
@@ -339,6 +341,7 @@ func TestOpenCodeFailures(t *testing.T) {
 // (which analysis cannot see) is stopped by the kernel, under joule exec,
 // while ordinary work runs.
 func TestOpenCodeContain(t *testing.T) {
+	t.Parallel() // each task is one slow OpenCode start
 	w := newWorld(t)
 	if r := w.run("grant", "issue", "--allow", "Read", "--allow", "Write", "--allow", "Bash", "--budget", "50J", "--workspace", w.ws, "--use"); r.code != 0 {
 		t.Fatalf("grant issue: %+v", r)
