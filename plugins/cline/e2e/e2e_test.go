@@ -137,7 +137,6 @@ func (w *world) after(i int) string {
 	w.t.Helper()
 	reqs := w.api.Requests()
 	var b strings.Builder
-	seen := 0
 	for _, r := range reqs {
 		tools := 0
 		for _, m := range r.Messages {
@@ -149,7 +148,6 @@ func (w *world) after(i int) string {
 			for _, m := range r.Messages {
 				b.WriteString(m.Role + ": " + m.Content + "\n")
 			}
-			seen++
 			break
 		}
 	}

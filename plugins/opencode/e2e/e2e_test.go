@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,32 +21,42 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(hosttest.Main(m, "../../..")) }
 
-// opencodeBin finds the pinned CLI.
+// opencodeBin finds the pinned CLI, asking its version once per run (a
+// start of the CLI is slow).
 func opencodeBin(t *testing.T) string {
 	t.Helper()
 	root, _ := filepath.Abs("testdata/node_modules")
-	for _, c := range []string{filepath.Join(root, "opencode-linux-x64", "bin", "opencode"), filepath.Join(root, ".bin", "opencode")} {
-		if out, err := exec.Command(c, "--version").Output(); err == nil && strings.TrimSpace(string(out)) == "1.18.33" {
-			return c
+	binOnce.Do(func() {
+		for _, c := range []string{filepath.Join(root, "opencode-linux-x64", "bin", "opencode"), filepath.Join(root, ".bin", "opencode")} {
+			if out, err := exec.Command(c, "--version").Output(); err == nil && strings.TrimSpace(string(out)) == "1.18.33" {
+				binPath = c
+				return
+			}
 		}
+	})
+	if binPath == "" {
+		hosttest.NeedTool(t, "the pinned OpenCode CLI (opencode-ai 1.18.33) under "+root, "run .ci/setup.d/10-hosts.sh (npm ci --prefix plugins/opencode/e2e/testdata)")
 	}
-	hosttest.NeedTool(t, "the pinned OpenCode CLI (opencode-ai 1.18.33) under "+root, "run .ci/setup.d/10-hosts.sh (npm ci --prefix plugins/opencode/e2e/testdata)")
-	return ""
+	return binPath
 }
+
+var (
+	binOnce sync.Once
+	binPath string
+)
 
 // world is one user: a $JOULE_HOME with a grant for ws, a home with
 // OpenCode's user configuration pointing at the fake model server.
 type world struct {
-	t                 *testing.T
-	joule             string
-	home, user, ws    string
-	api               *hosttest.Server
-	env               []string
-	opencode          string
-	session           string // the last run's session id
-	lastRunOutput     string
-	installOut        string
-	installedWithArgs []string
+	t              *testing.T
+	joule          string
+	home, user, ws string
+	api            *hosttest.Server
+	env            []string
+	opencode       string
+	session        string // the last run's session id
+	lastRunOutput  string
+	installOut     string
 }
 
 func newWorld(t *testing.T, installArgs ...string) *world {
