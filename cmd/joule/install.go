@@ -120,8 +120,8 @@ is left to do. Hosts: `+installerNames()+`.`)
 	if *resident && host != claudecode.Host {
 		return usagef("install: --resident is for claude-code, whose http hooks joule serve answers")
 	}
-	if *contain && (host != claudecode.Host || *resident) {
-		return usagef("install: --contain is for claude-code's command hook: docs/hosts.md says, per host, whether it can rewrite a command without skipping its own prompt")
+	if *contain && (host != claudecode.Host && host != opencode.Host || *resident) {
+		return usagef("install: --contain is for claude-code's command hook and opencode's plugin: docs/hosts.md says, per host, whether it can rewrite a command without skipping its own prompt")
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -187,6 +187,9 @@ is left to do. Hosts: `+installerNames()+`.`)
 	if *contain {
 		abi := sandbox.ABI()
 		text := fmt.Sprintf("containment: allowed Bash commands run under joule exec (%s); Claude Code still asks as it would, its rules now matching the joule exec line", sandbox.Mode(abi, false))
+		if host == opencode.Host {
+			text = fmt.Sprintf("containment: allowed bash commands run under joule exec (%s); OpenCode's own permission rules now match the joule exec line", sandbox.Mode(abi, false))
+		}
 		if abi == 0 {
 			text = "containment: Landlock is missing from this kernel, so contained commands are denied unless exec_fallback is \"unconfined\" in $JOULE_HOME/config.json"
 		}

@@ -159,12 +159,31 @@ func normalize(tool string, in json.RawMessage, root string) json.RawMessage {
 type output struct {
 	Cancel       bool   `json:"cancel"`
 	ErrorMessage string `json:"errorMessage,omitempty"`
+	Context      string `json:"context,omitempty"`
+	// OverrideInput is a json.RawMessage so that a deny can send null,
+	// which omitempty would drop: only present when set.
+	OverrideInput json.RawMessage `json:"overrideInput,omitempty"`
+}
+
+// nullInput are the SDK/CLI tools, by the gate's names, that validate
+// their input against a schema when they run (Cline 3.0.65's @cline/core:
+// run_commands, read_files, editor and three it keeps its names for), so
+// that a null input fails the one call, runs nothing, and the task goes on.
+var nullInput = map[string]bool{
+	"Bash": true, "Read": true, "Edit": true, "apply_patch": true,
+	"fetch_web_content": true, "search_codebase": true,
 }
 
 // Answer prints Cline's JSON with exit 0 in every case, since Cline reads
-// only stdout: {"cancel":false} to allow, {"cancel":true,"errorMessage"} to
-// deny. Cline's review flag has no effect on file hooks, so ask is a deny
-// that says so, and so is a rewrite.
+// only stdout: {"cancel":false} to allow. A deny must not be
+// {"cancel":true}, which is Cline's stop of the whole task (the model never
+// sees why, and nothing after it runs): for the built-in SDK/CLI tools that
+// validate their input, joule replaces the input with null (overrideInput),
+// so the call fails without running, and gives its reason as the hook's
+// context, which Cline hands the model with the call's error. Any other
+// tool (MCP, the VS Code shape) can only be stopped with the task. Cline's
+// review flag has no effect on file hooks, so ask is a deny that says so,
+// and so is a rewrite.
 func (Adapter) Answer(call *hook.Call, res gate.Result) hook.Output {
 	res = hook.NoAsk(Host, hook.NoRewrite(Host, res))
 	if res.Decision == gate.Allow && call != nil && call.Event != nil && call.Event.Input != nil {
@@ -173,7 +192,12 @@ func (Adapter) Answer(call *hook.Call, res gate.Result) hook.Output {
 	if res.Decision != gate.Deny {
 		res = hook.Deny(gate.CodeInternal, "joule reached a decision without a hook event: "+res.Reason)
 	}
-	return hook.Output{Stdout: hook.Marshal(output{Cancel: true, ErrorMessage: hook.Reason(res)})}
+	reason := hook.Reason(res)
+	if call != nil && call.Hook == "tool_call" && call.Event != nil && nullInput[call.Event.Tool] {
+		return hook.Output{Stdout: hook.Marshal(output{OverrideInput: json.RawMessage("null"),
+			Context: reason + " (joule replaced the call's input, so it did not run)"})}
+	}
+	return hook.Output{Stdout: hook.Marshal(output{Cancel: true, ErrorMessage: reason})}
 }
 
 // CanAsk implements hook.AskLimiter: Cline's review flag has no effect on

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+
+	"github.com/joulehook/joule/core/identity"
 
 	"github.com/joulehook/joule/plugins/hook"
 )
@@ -22,8 +25,26 @@ func hookPath(s hook.Scope) string {
 	return filepath.Join(s.Home, ".cline", "hooks", HookFile)
 }
 
+// script is the hook Cline runs. Cline reads only its stdout and takes an
+// empty one as no objection, so the script answers a deny itself when joule
+// is missing, crashes or prints no JSON. And Cline may run it from its hub
+// daemon, a process that outlives the CLI and keeps another environment, so
+// the script carries the JOULE_HOME it was installed with.
 func script(s hook.Scope) []byte {
-	return []byte("#!/bin/sh\n# joule gate: decides every Cline tool call from the active grant (joule install cline)\nexec " + hook.Command(s, Host) + "\n")
+	home, err := identity.Home()
+	if err != nil {
+		home = ""
+	}
+	var b strings.Builder
+	b.WriteString("#!/bin/sh\n# joule gate: decides every Cline tool call from the active grant (joule install cline)\n")
+	if home != "" {
+		b.WriteString("JOULE_HOME=" + hook.ShellQuote(home) + "\nexport JOULE_HOME\n")
+	}
+	b.WriteString("out=$(" + hook.Command(s, Host) + ")\nst=$?\n")
+	b.WriteString("case $out in\n'{'*'}') printf '%s\\n' \"$out\" ;;\n")
+	b.WriteString(`*) printf '{"cancel":true,"errorMessage":"joule gave no decision (exit status %s); the task is stopped"}\n' "$st" ;;` + "\n")
+	b.WriteString("esac\n")
+	return []byte(b.String())
 }
 
 func isOurs(b []byte) bool {
@@ -51,16 +72,20 @@ func (Installer) Plan(s hook.Scope, uninstall bool) ([]hook.Change, error) {
 	return []hook.Change{c}, nil
 }
 
-// Check implements hook.Installer.
+// Check implements hook.Installer: the hook on disk must be the script this
+// install writes (this binary, this JOULE_HOME) and executable.
 func (Installer) Check(s hook.Scope) []hook.Finding {
 	out := []hook.Finding{hook.Executable(s.Joule)}
 	path := hookPath(s)
 	b, err := os.ReadFile(path)
 	st, serr := os.Stat(path)
-	if err == nil && serr == nil && isOurs(b) && st.Mode()&0o111 != 0 {
+	switch {
+	case err == nil && serr == nil && bytes.Equal(b, script(s)) && st.Mode()&0o111 != 0:
 		out = append(out, hook.Finding{OK: true, Text: "executable PreToolUse hook " + path})
-	} else {
+	case err == nil && isOurs(b):
+		out = append(out, hook.Finding{Text: "the PreToolUse hook at " + path + " is not the one this install writes (another joule or JOULE_HOME, or not executable): run joule install again"})
+	default:
 		out = append(out, hook.Finding{Text: "no executable joule PreToolUse hook at " + path})
 	}
-	return append(out, hook.Finding{OK: true, Text: "hooks do not run under cline --yolo, and Cline ignores exit codes: joule answers with {\"cancel\":true} on every failure"})
+	return append(out, hook.Finding{OK: true, Text: "Cline ignores a hook's exit code and takes empty output as no objection: the hook answers a deny itself when joule fails"})
 }

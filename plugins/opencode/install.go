@@ -34,6 +34,11 @@ func PluginFor(joule string) []byte {
 // s has one.
 func pluginFor(s hook.Scope) []byte {
 	b := PluginFor(s.Joule)
+	if s.Contain {
+		// Containment is decided in-process: the thin client carries no
+		// flags to the resident gate.
+		return bytes.Replace(b, []byte("const CONTAIN = false"), []byte("const CONTAIN = true"), 1)
+	}
 	if s.Client == "" {
 		return b
 	}
@@ -61,9 +66,9 @@ func (Installer) Plan(s hook.Scope, uninstall bool) ([]hook.Change, error) {
 		return nil, err
 	}
 	if uninstall {
-		delete(mcp, "joule")
+		delete(mcp, JouleServer)
 	} else {
-		mcp["joule"] = map[string]any{"type": "local", "command": []any{s.Joule, "mcp"}, "enabled": true}
+		mcp[JouleServer] = map[string]any{"type": "local", "command": []any{s.Joule, "mcp"}, "enabled": true}
 	}
 	hook.PruneEmpty(f.Doc, "mcp")
 	if len(f.Doc) > 0 && f.Doc["$schema"] == nil && f.Before == nil {
@@ -72,15 +77,27 @@ func (Installer) Plan(s hook.Scope, uninstall bool) ([]hook.Change, error) {
 	return []hook.Change{c, f.Change(false)}, nil
 }
 
-// Check implements hook.Installer.
+// Check implements hook.Installer: the plugin on disk must be the one this
+// install writes (this binary, and containment as asked), and OpenCode must
+// be free to load it.
 func (Installer) Check(s hook.Scope) []hook.Finding {
 	pp, _ := paths(s)
 	out := []hook.Finding{hook.Executable(s.Joule)}
 	b, err := os.ReadFile(pp)
-	if err == nil && bytes.Contains(b, []byte(strconv.Quote(s.Joule))) {
-		out = append(out, hook.Finding{OK: true, Text: "plugin " + pp + " runs " + s.Joule})
-	} else {
+	switch {
+	case err == nil && bytes.Equal(b, pluginFor(s)):
+		text := "plugin " + pp + " runs " + s.Joule
+		if s.Contain {
+			text += " hook opencode --contain"
+		}
+		out = append(out, hook.Finding{OK: true, Text: text})
+	case err == nil && bytes.Contains(b, []byte(strconv.Quote(s.Joule))):
+		out = append(out, hook.Finding{Text: "the plugin at " + pp + " is not the one this install writes: run joule install again"})
+	default:
 		out = append(out, hook.Finding{Text: "no joule plugin at " + pp})
 	}
-	return append(out, hook.Finding{OK: true, Text: "OpenCode loads the plugin at its next start; every tool call then waits for joule's answer"})
+	if s.Project != "" && os.Getenv("OPENCODE_DISABLE_PROJECT_CONFIG") != "" {
+		out = append(out, hook.Finding{Text: "OPENCODE_DISABLE_PROJECT_CONFIG is set: OpenCode then loads no project plugin; unset it or install with --user"})
+	}
+	return append(out, hook.Finding{OK: true, Text: "OpenCode loads the plugin at its next start, with no step to enable it; every tool call then waits for joule's answer"})
 }

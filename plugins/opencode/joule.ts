@@ -10,7 +10,10 @@ import { spawn } from "node:child_process"
 // and of the thin hook client beside it (joule-hook) when it is installed.
 const JOULE_BIN = process.env.JOULE_BIN ?? "joule"
 const JOULE_HOOK = process.env.JOULE_HOOK_CLIENT ?? ""
-const TIMEOUT_MS = 30_000
+// joule install opencode --contain sets this: joule then rewrites the shell
+// commands it allows to run under joule exec, which only joule hook does.
+const CONTAIN = false
+const TIMEOUT_MS = Number(process.env.JOULE_HOOK_TIMEOUT_MS) > 0 ? Number(process.env.JOULE_HOOK_TIMEOUT_MS) : 30_000
 
 interface Answer {
   decision?: string
@@ -20,9 +23,12 @@ interface Answer {
 
 function decide(payload: string): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const child = JOULE_HOOK
-      ? spawn(JOULE_HOOK, ["opencode"], { stdio: ["pipe", "pipe", "pipe"] })
-      : spawn(JOULE_BIN, ["hook", "opencode"], { stdio: ["pipe", "pipe", "pipe"] })
+    const child =
+      JOULE_HOOK && !CONTAIN
+        ? spawn(JOULE_HOOK, ["opencode"], { stdio: ["pipe", "pipe", "pipe"] })
+        : spawn(JOULE_BIN, CONTAIN ? ["hook", "opencode", "--contain"] : ["hook", "opencode"], {
+            stdio: ["pipe", "pipe", "pipe"],
+          })
     let stdout = ""
     let stderr = ""
     const timer = setTimeout(() => {
@@ -56,7 +62,9 @@ export const JoulePlugin: Plugin = async ({ directory, worktree }) => ({
       throw new Error(answer.reason ?? "joule denied this call")
     }
     if (answer.args && typeof answer.args === "object") {
-      // A rewrite replaces the arguments: delete what is gone, set the rest.
+      // A rewrite replaces the arguments (with --contain: the command, to
+      // run under joule exec): delete what is gone, set the rest. OpenCode
+      // then checks its own permissions on what runs.
       for (const key of Object.keys(output.args ?? {})) delete output.args[key]
       Object.assign(output.args, answer.args)
     }

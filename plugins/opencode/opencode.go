@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"reflect"
+	"strings"
 
 	"github.com/joulehook/joule/core/gate"
 	"github.com/joulehook/joule/plugins/hook"
@@ -18,6 +20,10 @@ const Host = "opencode"
 
 // BeforeTool is the plugin hook joule.ts forwards.
 const BeforeTool = "tool.execute.before"
+
+// JouleServer is the name joule install gives joule's MCP server in
+// opencode.json.
+const JouleServer = "joule"
 
 // Plugin is joule.ts, the plugin an install copies into OpenCode's plugin
 // directory.
@@ -70,7 +76,9 @@ type payload struct {
 // Parse maps what joule.ts forwards. OpenCode's built-in tools get the
 // gate's names and argument keys; bash's workdir, when absolute, is the cwd;
 // the callID is the content id. MCP tools (<server>_<tool>) keep their
-// OpenCode names: the split between server and tool is ambiguous.
+// OpenCode names, as the split between server and tool is ambiguous, except
+// joule's own server, which joule install registers as "joule": its tools
+// are mcp__joule__<tool>, as in every other host.
 func (Adapter) Parse(b []byte) (*hook.Call, error) {
 	var p payload
 	if err := hook.Decode(b, &p); err != nil {
@@ -98,7 +106,9 @@ func (Adapter) Parse(b []byte) (*hook.Call, error) {
 	if err != nil {
 		return call, err
 	}
-	if t, ok := tools[p.Input.Tool]; ok {
+	if rest, ok := strings.CutPrefix(p.Input.Tool, JouleServer+"_"); ok && rest != "" {
+		ev.Tool = hook.MCPTool(JouleServer, rest)
+	} else if t, ok := tools[p.Input.Tool]; ok {
 		ev.Tool = t.name
 		if in, err = hook.Rename(in, t.keys); err != nil {
 			return call, err
@@ -127,7 +137,7 @@ type answer struct {
 func (Adapter) Answer(call *hook.Call, res gate.Result) hook.Output {
 	res = hook.NoAsk(Host, res)
 	known := call != nil && call.Event != nil && call.Event.Input != nil
-	if known && res.Decision == gate.Rewrite && len(res.UpdatedInput) > 0 && string(call.Event.Input) == string(call.Input) {
+	if known && res.Decision == gate.Rewrite && len(res.UpdatedInput) > 0 && sameJSON(call.Event.Input, call.Input) {
 		return hook.Output{Stdout: hook.Marshal(answer{Decision: gate.Allow, Reason: hook.Reason(res), Args: res.UpdatedInput})}
 	}
 	res = hook.NoRewrite(Host, res)
@@ -138,6 +148,17 @@ func (Adapter) Answer(call *hook.Call, res gate.Result) hook.Output {
 		res = hook.Deny(gate.CodeInternal, "joule reached a decision without a hook event: "+res.Reason)
 	}
 	return hook.Output{Stdout: hook.Marshal(answer{Decision: gate.Deny, Reason: hook.Reason(res)})}
+}
+
+// sameJSON reports whether a and b are the same JSON value: the gate's
+// copy of the arguments is re-encoded (Go escapes <, > and &), so bytes
+// alone would refuse a rewrite of every command with a redirection.
+func sameJSON(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
 }
 
 // CanAsk implements hook.AskLimiter: tool.execute.before cannot ask.

@@ -1,0 +1,321 @@
+// Package e2e runs the real Cline CLI (cline, pinned in
+// testdata/package.json, installed by .ci/setup.d/10-hosts.sh) headless
+// and offline against a fake Chat Completions endpoint, with joule
+// installed by `joule install cline --project` as a user would.
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/joulehook/joule/plugins/hook/hosttest"
+)
+
+func TestMain(m *testing.M) { os.Exit(hosttest.Main(m, "../../..")) }
+
+// clineBin finds the pinned CLI's native binary (the npm package's bin is a
+// node wrapper around it).
+func clineBin(t *testing.T) string {
+	t.Helper()
+	root, _ := filepath.Abs("testdata/node_modules")
+	for _, c := range []string{filepath.Join(root, "@cline", "cli-linux-x64", "bin", "cline"), filepath.Join(root, "cline", "bin", ".cline")} {
+		if st, err := os.Stat(c); err == nil && st.Mode()&0o111 != 0 {
+			return c
+		}
+	}
+	hosttest.NeedTool(t, "the pinned Cline CLI (cline 3.0.65) under "+root, "run .ci/setup.d/10-hosts.sh (npm ci --prefix plugins/cline/e2e/testdata)")
+	return ""
+}
+
+type world struct {
+	t              *testing.T
+	joule, cline   string
+	home, user, ws string
+	api            *hosttest.Server
+	env            []string
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	w := &world{t: t, joule: filepath.Join(hosttest.Bin, "joule"), cline: clineBin(t),
+		home: filepath.Join(dir, "home"), user: filepath.Join(dir, "user"), ws: filepath.Join(dir, "ws")}
+	os.MkdirAll(filepath.Join(w.ws, "src"), 0o755)
+	os.MkdirAll(w.user, 0o755)
+	os.MkdirAll(filepath.Join(dir, "tmp"), 0o755)
+	api, err := hosttest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(api.Close)
+	w.api = api
+	// The hook runs in the CLI's own process tree: the local backend, not
+	// the hub daemon that outlives it.
+	w.env = []string{"HOME=" + w.user, "JOULE_HOME=" + w.home, "PATH=/usr/local/bin:/usr/bin:/bin",
+		"TMPDIR=" + filepath.Join(dir, "tmp"), "CLINE_SESSION_BACKEND_MODE=local", "CLINE_TELEMETRY_DISABLED=1"}
+	if r := w.run(w.joule, "init", "--steward", "test.example", "--workspace", w.ws); r.code != 0 {
+		t.Fatalf("init: %+v", r)
+	}
+	r := w.run(w.joule, "install", "cline", "--project")
+	if r.code != 0 || !strings.Contains(r.stdout, "armed: every cline tool call is decided by joule") {
+		t.Fatalf("joule install cline --project: %+v", r)
+	}
+	// The user's own step: the model provider.
+	if r := w.runCtx(3*time.Minute, w.cline, "auth", "-p", "openai-compatible", "-k", "sk-test-dummy", "-m", "fake-model", "-b", api.URL); r.code != 0 {
+		t.Fatalf("cline auth: %+v", r)
+	}
+	return w
+}
+
+func (w *world) run(bin string, args ...string) result {
+	w.t.Helper()
+	return w.runCtx(time.Minute, bin, args...)
+}
+
+func (w *world) runCtx(d time.Duration, bin string, args ...string) result {
+	w.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir, cmd.Env = w.ws, w.env
+	out, err := hosttest.Run(ctx, cmd)
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		w.t.Fatalf("%s %v: %v\n%s", bin, args, err, out)
+	}
+	return result{code: code, stdout: string(out)}
+}
+
+// task runs one headless task in ws.
+func (w *world) task() result {
+	w.t.Helper()
+	start := time.Now()
+	r := w.runCtx(6*time.Minute, w.cline, "--json", "do the task")
+	w.t.Logf("cline task took %v, exit %d", time.Since(start).Round(time.Millisecond), r.code)
+	return r
+}
+
+func runCommands(command string) hosttest.Turn {
+	return hosttest.Turn{Calls: []hosttest.Call{{Name: "run_commands", Args: map[string]any{"commands": []string{command}}}}}
+}
+
+// toolResult is what the model was sent back for the run's tool call
+// number i (0-based, in order).
+func (w *world) toolResult(i int) string {
+	w.t.Helper()
+	var ids []string
+	for _, r := range w.api.Requests() {
+		for _, m := range r.Messages {
+			if m.Role == "tool" && !contains(ids, m.ToolCallID) {
+				ids = append(ids, m.ToolCallID)
+			}
+		}
+	}
+	if i >= len(ids) {
+		w.t.Fatalf("the model got %d tool results, not %d:\n%s", len(ids), i+1, tail(w.api.AllText(), 4000))
+	}
+	return w.api.ToolResults()[ids[i]]
+}
+
+// after is everything the model was shown after tool call number i's
+// result: the hook's context arrives there.
+func (w *world) after(i int) string {
+	w.t.Helper()
+	reqs := w.api.Requests()
+	var b strings.Builder
+	for _, r := range reqs {
+		tools := 0
+		for _, m := range r.Messages {
+			if m.Role == "tool" {
+				tools++
+			}
+		}
+		if tools > i {
+			for _, m := range r.Messages {
+				b.WriteString(m.Role + ": " + m.Content + "\n")
+			}
+			break
+		}
+	}
+	return b.String()
+}
+
+// taskID is the task (joule's session) the CLI's JSON events name.
+func taskID(t *testing.T, out string) string {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		var ev struct {
+			TaskID string `json:"taskId"`
+		}
+		if json.Unmarshal([]byte(line), &ev) == nil && ev.TaskID != "" {
+			return ev.TaskID
+		}
+	}
+	t.Fatalf("no taskId in cline's output:\n%s", tail(out, 3000))
+	return ""
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
+}
+
+// TestClineE2E: one task whose model is denied a command, then runs an
+// allowed one and an edit in the same task, each checked by its effect, by
+// what the model was sent and by the sealed receipts.
+func TestClineE2E(t *testing.T) {
+	t.Parallel() // each task is one slow Cline start
+	w := newWorld(t)
+	w.api.Script(
+		runCommands("dd if=/dev/null of=denied.txt"),
+		runCommands("touch allowed.txt && echo ran > allowed.txt"),
+		hosttest.Turn{Calls: []hosttest.Call{{Name: "editor", Args: map[string]any{"path": "src/written.txt", "new_text": "written by the model\n"}}}},
+		hosttest.Turn{Text: "all done"},
+	)
+	r := w.task()
+	t.Logf("loopback-only network namespace: %v", hosttest.NetNS)
+	if testing.Verbose() {
+		t.Logf("cline output:\n%s", tail(r.stdout, 3000))
+	}
+	rs := w.run(w.joule, "receipts", "ls", taskID(t, r.stdout)).stdout
+	t.Logf("receipts:\n%s", rs)
+	t.Run("config loaded", func(t *testing.T) {
+		var tools []string
+		for _, r := range w.api.Requests() {
+			if len(r.Tools) > 0 {
+				tools = r.Tools
+				break
+			}
+		}
+		for _, want := range []string{"run_commands", "editor"} {
+			if !contains(tools, want) {
+				t.Errorf("the model was not offered %s: %v", want, tools)
+			}
+		}
+	})
+	t.Run("denied, and the model told why", func(t *testing.T) {
+		if _, err := os.Stat(filepath.Join(w.ws, "denied.txt")); err == nil {
+			t.Fatal("denied.txt exists: the deny did not bind")
+		}
+		if !strings.Contains(rs, " deny ") || !strings.Contains(rs, "Bash: dd if=/dev/null of=denied.txt") {
+			t.Fatal("the deny is not sealed")
+		}
+		t.Logf("tool result: %q", w.toolResult(0))
+		if got := w.after(0); !strings.Contains(got, "joule deny (action-not-granted)") {
+			t.Fatalf("the model's next request does not carry joule's reason:\n%s", tail(got, 3000))
+		}
+	})
+	t.Run("allowed after the deny, same task", func(t *testing.T) {
+		b, err := os.ReadFile(filepath.Join(w.ws, "allowed.txt"))
+		if err != nil || strings.TrimSpace(string(b)) != "ran" {
+			t.Fatalf("the allowed command did not run (%v, %q)", err, b)
+		}
+		if !strings.Contains(rs, "Bash: touch allowed.txt") {
+			t.Fatal("the allow is not sealed")
+		}
+	})
+	t.Run("edit gated as a write", func(t *testing.T) {
+		b, err := os.ReadFile(filepath.Join(w.ws, "src", "written.txt"))
+		if err != nil || string(b) != "written by the model\n" {
+			t.Fatalf("the edit did not happen (%v, %q)", err, b)
+		}
+		if !strings.Contains(rs, "Edit: "+filepath.Join(w.ws, "src", "written.txt")) {
+			t.Fatal("the edit is not sealed as Edit")
+		}
+	})
+	t.Run("receipts verify", func(t *testing.T) {
+		r := w.run(w.joule, "receipts", "verify")
+		if r.code != 0 || !strings.Contains(r.stdout, "receipts verified") {
+			t.Fatalf("receipts verify: %+v", r)
+		}
+	})
+}
+
+// clineFailures are what Cline does with a PreToolUse hook that fails, one
+// per call of one task, measured with a stand-in hook that a counter
+// drives. ranOpen is what Cline 3.0.65 did (docs/hosts.md's table): the
+// command ran anyway. The last call runs joule's installed script with its
+// joule binary gone, which must deny (and so ends the task).
+var clineFailures = []struct {
+	name, script string
+	ranOpen      bool
+}{
+	{"crash", `kill -SEGV $$`, true},
+	{"exit 1, no output", `exit 1`, true},
+	{"exit 2, no output", `exit 2`, true},
+	{"exit 0, empty output", `exit 0`, true},
+	{"garbage output", `echo 'this is not json'; exit 0`, true},
+	{"missing binary", `exec /nonexistent/joule hook cline`, true},
+}
+
+func TestClineFailures(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	hookFile := filepath.Join(w.ws, ".cline", "hooks", "PreToolUse")
+	installed, err := os.ReadFile(hookFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	// joule's script, with a joule binary that is no longer there.
+	gone := filepath.Join(dir, "joule-gone")
+	ours := strings.ReplaceAll(string(installed), w.joule, gone)
+	os.WriteFile(filepath.Join(dir, "ours"), []byte(ours), 0o755)
+	var sh strings.Builder
+	sh.WriteString("#!/bin/sh\nn=$(cat " + dir + "/n 2>/dev/null || echo 0); n=$((n+1)); echo $n > " + dir + "/n\n")
+	sh.WriteString("case $n in\n")
+	var turns []hosttest.Turn
+	for i, f := range clineFailures {
+		fmt.Fprintf(&sh, "%d) cat >/dev/null; %s ;;\n", i+1, f.script)
+		turns = append(turns, runCommands(fmt.Sprintf("touch fail%d.txt", i+1)))
+	}
+	fmt.Fprintf(&sh, "*) exec %s/ours ;;\nesac\n", dir)
+	turns = append(turns, runCommands("touch ours.txt"), hosttest.Turn{Text: "all done"})
+	os.WriteFile(hookFile, []byte(sh.String()), 0o755)
+	w.api.Script(turns...)
+	r := w.task()
+	for i, f := range clineFailures {
+		t.Run(f.name, func(t *testing.T) {
+			_, err := os.Stat(filepath.Join(w.ws, fmt.Sprintf("fail%d.txt", i+1)))
+			ran := err == nil
+			t.Logf("%s: the command ran: %v", f.name, ran)
+			if ran != f.ranOpen {
+				t.Fatalf("Cline %s the command on a hook that fails with %s; docs/hosts.md says otherwise", map[bool]string{true: "ran", false: "blocked"}[ran], f.name)
+			}
+		})
+	}
+	t.Run("joule's script denies when joule is missing", func(t *testing.T) {
+		if _, err := os.Stat(filepath.Join(w.ws, "ours.txt")); err == nil {
+			t.Fatalf("the command ran: the script failed open\n%s", tail(r.stdout, 2000))
+		}
+		// And the hook was called for it: the stand-in counted every call.
+		if b, _ := os.ReadFile(filepath.Join(dir, "n")); strings.TrimSpace(string(b)) != fmt.Sprint(len(clineFailures)+1) {
+			t.Fatalf("the hook was called %q times, not %d", b, len(clineFailures)+1)
+		}
+	})
+}
