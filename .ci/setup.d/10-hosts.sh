@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Host adapters (issue 4): the pinned Claude Code CLI for the real end-to-end
-# test, and the published OpenCode plugin types + TypeScript that type-check
+# Host adapters (issues 4, 18): the pinned Claude Code and Gemini CLIs for the
+# real end-to-end tests, and the published OpenCode plugin types + TypeScript that type-check
 # joule's OpenCode plugin. Idempotent: npm ci from the committed lockfiles.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -11,7 +11,7 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
 fi
 node --version
 
-for dir in plugins/claudecode/e2e plugins/opencode; do
+for dir in plugins/claudecode/e2e plugins/geminicli/e2e plugins/opencode; do
   if [ -d "$dir/node_modules" ] && [ "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ]; then
     echo "hosts: $dir is up to date"
     continue
