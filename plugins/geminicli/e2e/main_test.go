@@ -60,21 +60,22 @@ func TestMain(m *testing.M) {
 }
 
 // inNetns re-runs this test binary in a new network namespace, whose only
-// interface is its own loopback: nothing the CLI does can leave the
-// machine. It reports false where the machine refuses a namespace.
+// interface is its own loopback, so that nothing the CLI does can leave the
+// machine, and a private mount namespace, where a test may mount a small
+// tmpfs. It reports false where the machine refuses them.
 func inNetns() (int, bool) {
 	unshare, err := exec.LookPath("unshare")
 	if err != nil {
 		return 0, false
 	}
-	if exec.Command(unshare, "-n", "true").Run() != nil {
+	if exec.Command(unshare, "-n", "-m", "true").Run() != nil {
 		return 0, false
 	}
 	self, err := os.Executable()
 	if err != nil {
 		return 0, false
 	}
-	cmd := exec.Command(unshare, append([]string{"-n", "--", self}, os.Args[1:]...)...)
+	cmd := exec.Command(unshare, append([]string{"-n", "-m", "--", self}, os.Args[1:]...)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = append(os.Environ(), netnsEnv+"=1")
 	err = cmd.Run()
@@ -212,7 +213,8 @@ func (f *fixture) joule(args ...string) result {
 // gemini runs the real CLI headless in ws against the fake API.
 func (f *fixture) gemini(extraEnv []string, args ...string) result {
 	f.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// Generous: on a loaded machine one run takes a minute or more.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	env := append(append([]string{}, f.env...), "GEMINI_API_KEY=test-dummy-key", "GOOGLE_GEMINI_BASE_URL=http://"+f.addr,
 		"GEMINI_CLI_NO_RELAUNCH=true", "NO_COLOR=1")
