@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,10 +84,20 @@ func TestGeminiContainE2E(t *testing.T) {
 		}
 	})
 	t.Run("the host still asks", func(t *testing.T) {
-		// Without yolo a headless run cannot show Gemini's confirmation:
-		// the rewrite must not have approved the joule exec line in its
-		// place.
-		f.api.play(call{"run_shell_command", map[string]any{"command": "echo ran > asked.txt"}})
+		// Headless without yolo, Gemini offers the shell only for what a
+		// rule of its own allows: here "touch". Uncontained, the rule
+		// matches and the command runs; contained, Gemini's policy judges
+		// the joule exec line, which the rule does not match, so the
+		// rewrite approved nothing in Gemini's place.
+		user := filepath.Join(f.home, ".gemini", "settings.json")
+		b, _ := os.ReadFile(user)
+		var doc map[string]any
+		json.Unmarshal(b, &doc)
+		doc["tools"] = map[string]any{"allowed": []any{"run_shell_command(touch)"}}
+		b, _ = json.Marshal(doc)
+		os.WriteFile(user, b, 0o644)
+
+		f.api.play(call{"run_shell_command", map[string]any{"command": "touch asked.txt"}})
 		g := f.gemini(nil, "-p", "do it")
 		if _, err := os.Stat(filepath.Join(f.ws, "asked.txt")); err == nil {
 			t.Fatalf("the contained command ran without Gemini's approval\n%s", g.stderr)
@@ -95,9 +106,19 @@ func TestGeminiContainE2E(t *testing.T) {
 		if len(res) != 1 {
 			t.Fatalf("exit %d, tool responses %+v\n%s\n%s", g.code, res, g.stdout, g.stderr)
 		}
-		t.Logf("without yolo the model saw: %s", res[0].text())
-		if rs := f.receipts(t); !strings.Contains(rs, "echo ran > asked.txt") {
+		t.Logf("contained, without yolo, the model saw: %s", res[0].text())
+		if rs := f.receipts(t); !strings.Contains(rs, "Bash: touch asked.txt") {
 			t.Fatalf("joule was not asked first:\n%s", rs)
+		}
+
+		// The control: the same run uncontained, where the rule matches.
+		if r := f.joule("install", "gemini-cli", "--project", "--trust"); r.code != 0 {
+			t.Fatalf("install: %+v", r)
+		}
+		f.api.play(call{"run_shell_command", map[string]any{"command": "touch asked.txt"}})
+		g = f.gemini(nil, "-p", "do it")
+		if _, err := os.Stat(filepath.Join(f.ws, "asked.txt")); err != nil {
+			t.Fatalf("uncontained, Gemini's own rule did not run the command: %v %+v\n%s", err, f.api.got(), g.stderr)
 		}
 	})
 }
