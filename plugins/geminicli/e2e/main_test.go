@@ -112,6 +112,9 @@ func loopbackUp() error {
 // npm ci into this directory.
 func geminiJS(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("the real Gemini CLI runs take minutes: not with -short")
+	}
 	if _, err := exec.LookPath("node"); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatal("node is missing: .ci/setup.d/10-hosts.sh installs it and the pinned Gemini CLI")
