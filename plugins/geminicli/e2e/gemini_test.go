@@ -23,6 +23,7 @@ func (f *fixture) receipts(t *testing.T) string {
 // TestGeminiE2E runs the real Gemini CLI headless against the fake API,
 // with joule installed by joule install as a user would.
 func TestGeminiE2E(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 
 	// Installed but not trusted: the armed check says so, and it is true.
