@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Host adapters (issues 4, 18): the pinned Claude Code, OpenCode (opencode-ai)
-# and Cline CLIs for the real end-to-end tests, and the published OpenCode
-# plugin types + TypeScript that type-check joule's OpenCode plugin.
-# Idempotent: npm ci from the committed lockfiles. (Cline asks for node >= 22
-# in its engines field; its CLI is a native binary and runs without it.)
+# Host adapters (issues 4, 18): the pinned Claude Code, Gemini CLI, OpenCode
+# (opencode-ai) and Cline CLIs for the real end-to-end tests, and the
+# published OpenCode plugin types + TypeScript that type-check joule's
+# OpenCode plugin. Idempotent: npm ci from the committed lockfiles. (Cline
+# asks for node >= 22 in its engines field; its CLI is a native binary and
+# runs without it.)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -13,7 +14,7 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
 fi
 node --version
 
-for dir in plugins/claudecode/e2e plugins/opencode plugins/opencode/e2e/testdata plugins/cline/e2e/testdata; do
+for dir in plugins/claudecode/e2e plugins/geminicli/e2e plugins/opencode plugins/opencode/e2e/testdata plugins/cline/e2e/testdata; do
   if [ -d "$dir/node_modules" ] && [ "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ]; then
     echo "hosts: $dir is up to date"
     continue

@@ -50,6 +50,20 @@ func hostNames() string {
 	return strings.Join(names, ", ")
 }
 
+// containHosts are the hosts whose hook can replace a shell command's
+// input without approving it past the host's own prompt (docs/hosts.md,
+// "Containment on the other hosts").
+var containHosts = map[string]bool{claudecode.Host: true, geminicli.Host: true, opencode.Host: true}
+
+func containHostNames() string {
+	var names []string
+	for n := range containHosts {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
 func runHook(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "hook", `hook HOST < payload.json
 
@@ -57,7 +71,7 @@ Reads one hook payload from HOST on stdin, decides it with the active grant,
 seals the decision as a receipt and answers in HOST's own format (JSON on
 stdout, stderr, exit status). Every failure is HOST's explicit deny.
 Hosts: `+hostNames()+`.`)
-	contain := fs.Bool("contain", false, "rewrite allowed shell commands to run under 'joule exec', confined by the kernel (claude-code, opencode)")
+	contain := fs.Bool("contain", false, "rewrite allowed shell commands to run under 'joule exec', confined by the kernel ("+containHostNames()+")")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -68,8 +82,8 @@ Hosts: `+hostNames()+`.`)
 	if !ok {
 		return usagef("hook: unknown host %q (hosts: %s)", fs.Arg(0), hostNames())
 	}
-	if *contain && a.Host() != claudecode.Host && a.Host() != opencode.Host {
-		return usagef("hook: --contain is for claude-code and opencode, the hosts whose rewrite keeps their own prompts (docs/hosts.md)")
+	if *contain && !containHosts[a.Host()] {
+		return usagef("hook: --contain is for %s, the hosts whose rewrite keeps their own prompts (docs/hosts.md)", containHostNames())
 	}
 	out := answerHook(ctx, e, a, *contain)
 	e.stdout.Write(out.Stdout)

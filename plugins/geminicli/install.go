@@ -1,23 +1,86 @@
 package geminicli
 
 import (
+	"encoding/json"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/joulehook/joule/plugins/hook"
 )
 
 // Installer writes Gemini CLI's settings.json: a BeforeTool hook on every
-// tool and joule's MCP server.
+// tool and joule's MCP server; with Scope.Trust also the folder trust
+// Gemini needs before it loads a project's settings.
 type Installer struct{}
 
 var _ hook.Installer = Installer{}
+
+// Timeout is the hook timeout joule install writes, in milliseconds. On
+// its timeout Gemini CLI runs the tool (docs/hosts.md, Gemini CLI), so the
+// wrapper answers a deny itself well before it.
+const Timeout = 30000
+
+// wrapperLimit is how long the wrapper lets joule take (seconds; SIGKILL
+// two seconds later): below Timeout, above joule-hook's own 20 s budget.
+const wrapperLimit = "25"
+
+// FailedReason is the deny the installed wrapper prints when joule gave no
+// answer of Gemini's form.
+const FailedReason = "joule deny (internal-error): joule gave Gemini CLI no answer (it failed, hung or printed something else), so the hook joule install wrote denies the call"
 
 func settingsPath(s hook.Scope) string {
 	if s.Project != "" {
 		return filepath.Join(s.Project, ".gemini", "settings.json")
 	}
 	return filepath.Join(s.Home, ".gemini", "settings.json")
+}
+
+// TrustedFoldersPath is Gemini CLI's folder trust file.
+func TrustedFoldersPath(home string) string {
+	if p := os.Getenv("GEMINI_CLI_TRUSTED_FOLDERS_PATH"); p != "" {
+		return p
+	}
+	return filepath.Join(home, ".gemini", "trustedFolders.json")
+}
+
+// inner is the joule command the wrapper runs.
+func inner(s hook.Scope) string {
+	if s.Contain {
+		// Containment is decided in-process, as for Claude Code.
+		return hook.ShellQuote(s.Joule) + " hook " + Host + " --contain"
+	}
+	return hook.Command(s, Host)
+}
+
+// Wrapper is the hook command joule install writes: Gemini CLI runs the
+// tool when a hook crashes, exits 1, prints nothing or garbage, or times
+// out (measured, docs/hosts.md), so the command checks that joule printed
+// a decision of Gemini's form and answers an explicit deny itself when it
+// did not, with joule bounded by timeout(1) where the machine has it.
+func Wrapper(s hook.Scope) string {
+	run := inner(s)
+	if t, err := exec.LookPath("timeout"); err == nil && filepath.IsAbs(t) {
+		run = hook.ShellQuote(t) + " -k 2 " + wrapperLimit + " " + run
+	}
+	deny, _ := json.Marshal(map[string]string{"decision": "deny", "reason": FailedReason})
+	return "out=$(" + run + "); case $out in '{\"decision\":\"'*'}') printf '%s\\n' \"$out\" ;; *) printf '%s\\n' " +
+		hook.ShellQuote(string(deny)) + " ;; esac"
+}
+
+// isJoule recognises joule's handler: the wrapper (named joule, running
+// joule hook or joule-hook for gemini-cli) or a bare command line an older
+// install wrote.
+func isJoule(v any) bool {
+	m, _ := v.(map[string]any)
+	cmd, _ := m["command"].(string)
+	if hook.IsJouleLine(strings.TrimSuffix(cmd, " --contain"), Host) {
+		return true
+	}
+	return m["name"] == "joule" && strings.HasPrefix(cmd, "out=$(") && strings.Contains(cmd, "joule") &&
+		(strings.Contains(cmd, " "+Host+")") || strings.Contains(cmd, " "+Host+" --contain)"))
 }
 
 // Plan implements hook.Installer.
@@ -30,23 +93,100 @@ func (Installer) Plan(s hook.Scope, uninstall bool) ([]hook.Change, error) {
 	if err != nil {
 		return nil, err
 	}
-	handler := map[string]any{"type": "command", "command": hook.Command(s, Host), "name": "joule",
-		"description": "joule gate: decides every tool call from the active grant", "timeout": 30000}
-	if err := hook.SetGroups(hooks, []string{BeforeTool}, "*", handler, hook.IsJouleCommand(Host), !uninstall, f.Path); err != nil {
+	handler := map[string]any{"type": "command", "command": Wrapper(s), "name": "joule",
+		"description": "joule gate: decides every tool call from the active grant", "timeout": Timeout}
+	if err := hook.SetGroups(hooks, []string{BeforeTool}, "*", handler, isJoule, !uninstall, f.Path); err != nil {
 		return nil, err
 	}
 	hook.PruneEmpty(f.Doc, "hooks")
 	if err := hook.MCPServer(f, map[string]any{"command": s.Joule, "args": []any{"mcp"}}, uninstall); err != nil {
 		return nil, err
 	}
-	return []hook.Change{f.Change(uninstall)}, nil
+	changes := []hook.Change{f.Change(uninstall)}
+	if s.Trust && s.Project != "" && !uninstall {
+		c, err := trustChange(s)
+		if err != nil {
+			return nil, err
+		}
+		changes = append(changes, c)
+	}
+	return changes, nil
 }
 
-// Check implements hook.Installer: the hook is there, hooks are enabled and
-// joule's is not disabled by name; project hooks need the user's approval.
+// trustChange adds TRUST_FOLDER for the project to trustedFolders.json,
+// as Gemini's own trust dialog would (the file is 0600, as Gemini makes it).
+func trustChange(s hook.Scope) (hook.Change, error) {
+	f, err := hook.ReadJSON(TrustedFoldersPath(s.Home))
+	if err != nil {
+		return hook.Change{}, err
+	}
+	dir := s.Project
+	if r, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = r
+	}
+	if trust(f.Doc, dir) != "TRUST_FOLDER" || f.Doc[dir] == "DO_NOT_TRUST" {
+		f.Doc[dir] = "TRUST_FOLDER"
+	}
+	c := f.Change(false)
+	c.Mode = 0o600
+	return c, nil
+}
+
+// trust is Gemini CLI's reading of its trust rules for dir (checkPathTrust
+// in its source): the longest rule path that contains dir wins, a
+// TRUST_PARENT rule standing for its parent directory. "" means no rule.
+func trust(rules map[string]any, dir string) string {
+	best, level := -1, ""
+	for p, v := range rules {
+		l, _ := v.(string)
+		eff := p
+		if l == "TRUST_PARENT" {
+			eff = filepath.Dir(p)
+		}
+		if r, err := filepath.EvalSymlinks(eff); err == nil {
+			eff = r
+		}
+		if eff != dir && !strings.HasPrefix(dir, strings.TrimSuffix(eff, "/")+"/") {
+			continue
+		}
+		if len(p) > best {
+			best, level = len(p), l
+		}
+	}
+	if level == "TRUST_FOLDER" || level == "TRUST_PARENT" {
+		return "TRUST_FOLDER"
+	}
+	return level
+}
+
+// folderTrustEnabled is security.folderTrust.enabled from Gemini's system
+// and user settings (on unless one turns it off; the system file wins).
+func folderTrustEnabled(home string) bool {
+	enabled := true
+	for _, p := range []string{filepath.Join(home, ".gemini", "settings.json"), systemSettings} {
+		f, err := hook.ReadJSON(p)
+		if err != nil {
+			continue
+		}
+		sec, _ := f.Doc["security"].(map[string]any)
+		ft, _ := sec["folderTrust"].(map[string]any)
+		if v, ok := ft["enabled"].(bool); ok {
+			enabled = v
+		}
+	}
+	return enabled
+}
+
+const systemSettings = "/etc/gemini-cli/settings.json"
+
+// Check implements hook.Installer: the wrapped hook is there, hooks are
+// enabled and joule's is not disabled by name, and for a project the
+// folder is trusted: Gemini CLI 0.61 loads no project setting (so no
+// project hook) in a folder it does not trust, and a headless run there
+// exits 55. It never asks to approve a project hook; it warns once.
 func (Installer) Check(s hook.Scope) []hook.Finding {
 	out := []hook.Finding{hook.Executable(s.Joule)}
-	for _, p := range []string{settingsPath(s), filepath.Join(s.Home, ".gemini", "settings.json"), "/etc/gemini-cli/settings.json"} {
+	for _, p := range []string{settingsPath(s), filepath.Join(s.Home, ".gemini", "settings.json"), systemSettings} {
 		f, err := hook.ReadJSON(p)
 		if err != nil {
 			out = append(out, hook.Finding{Text: err.Error()})
@@ -54,9 +194,12 @@ func (Installer) Check(s hook.Scope) []hook.Finding {
 		}
 		if p == settingsPath(s) {
 			hooks, _ := f.Doc["hooks"].(map[string]any)
-			if hook.HasHandler(hooks, BeforeTool, func(m map[string]any) bool { return hook.IsJouleCommand(Host)(m) }) {
-				out = append(out, hook.Finding{OK: true, Text: "BeforeTool hook on every tool in " + p})
-			} else {
+			switch {
+			case hook.HasHandler(hooks, BeforeTool, func(m map[string]any) bool { return isJoule(m) && m["command"] == Wrapper(s) }):
+				out = append(out, hook.Finding{OK: true, Text: "BeforeTool hook on every tool in " + p + ", wrapped so that a failed, silent or hung joule is a deny"})
+			case hook.HasHandler(hooks, BeforeTool, func(m map[string]any) bool { return isJoule(m) }):
+				out = append(out, hook.Finding{Text: "joule's BeforeTool hook in " + p + " is not the one this install writes (Gemini runs the tool when a bare hook fails): run joule install gemini-cli again"})
+			default:
 				out = append(out, hook.Finding{Text: "no joule BeforeTool hook in " + p})
 			}
 		}
@@ -69,7 +212,29 @@ func (Installer) Check(s hook.Scope) []hook.Finding {
 		}
 	}
 	if s.Project != "" {
-		out = append(out, hook.Finding{Text: "start gemini in " + s.Project + " and approve the project hook 'joule' when asked: Gemini CLI runs a new or changed project hook only after that"})
+		out = append(out, trustFinding(s))
 	}
 	return out
+}
+
+func trustFinding(s hook.Scope) hook.Finding {
+	if !folderTrustEnabled(s.Home) {
+		return hook.Finding{OK: true, Text: "Gemini's folder trust is off (security.folderTrust.enabled: false): it loads " + s.Project + "'s settings"}
+	}
+	path := TrustedFoldersPath(s.Home)
+	f, err := hook.ReadJSON(path)
+	if err != nil {
+		return hook.Finding{Text: err.Error() + ": Gemini stops on it"}
+	}
+	dir := s.Project
+	if r, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = r
+	}
+	switch trust(f.Doc, dir) {
+	case "TRUST_FOLDER":
+		return hook.Finding{OK: true, Text: s.Project + " is a trusted folder in " + path + ": Gemini loads its hook"}
+	case "DO_NOT_TRUST":
+		return hook.Finding{Text: path + " marks " + s.Project + " DO_NOT_TRUST: Gemini ignores the project's settings, so joule's hook never runs (a headless run exits 55); run 'joule install gemini-cli --project " + hook.ShellQuote(s.Project) + " --trust' to trust it"}
+	}
+	return hook.Finding{Text: s.Project + " is not a trusted folder: Gemini ignores its .gemini/settings.json, so joule's hook never runs (a headless run exits 55); run 'joule install gemini-cli --project " + hook.ShellQuote(s.Project) + " --trust', or trust the folder when Gemini asks"}
 }

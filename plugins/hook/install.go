@@ -27,6 +27,10 @@ type Scope struct {
 	// Contain makes the hook rewrite allowed shell commands to run under
 	// joule exec, confined by the kernel (hosts that can rewrite).
 	Contain bool
+	// Trust makes the install also perform the host's trust step for the
+	// project, where the host lets a user script it (Gemini CLI's folder
+	// trust).
+	Trust bool
 }
 
 // Resident is where joule serve answers and the bearer token it demands.
