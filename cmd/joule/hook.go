@@ -57,7 +57,7 @@ Reads one hook payload from HOST on stdin, decides it with the active grant,
 seals the decision as a receipt and answers in HOST's own format (JSON on
 stdout, stderr, exit status). Every failure is HOST's explicit deny.
 Hosts: `+hostNames()+`.`)
-	contain := fs.Bool("contain", false, "rewrite allowed shell commands to run under 'joule exec', confined by the kernel (claude-code)")
+	contain := fs.Bool("contain", false, "rewrite allowed shell commands to run under 'joule exec', confined by the kernel (claude-code, codex)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -68,8 +68,8 @@ Hosts: `+hostNames()+`.`)
 	if !ok {
 		return usagef("hook: unknown host %q (hosts: %s)", fs.Arg(0), hostNames())
 	}
-	if *contain && a.Host() != claudecode.Host {
-		return usagef("hook: --contain is for claude-code, the host whose rewrite keeps its own prompts (docs/hosts.md)")
+	if *contain && a.Host() != claudecode.Host && a.Host() != codex.Host {
+		return usagef("hook: --contain is for claude-code and codex, the hosts whose rewrite keeps their own prompts (docs/hosts.md)")
 	}
 	out := answerHook(ctx, e, a, *contain)
 	e.stdout.Write(out.Stdout)

@@ -81,7 +81,7 @@ func installerNames() string {
 }
 
 func runInstall(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "install", `install HOST [--project [DIR] | --user] [--resident] [--dry-run] [--uninstall]
+	fs := newFlags(e, "install", `install HOST [--project [DIR] | --user] [--resident] [--contain] [--trust] [--dry-run] [--uninstall]
 
 Writes HOST's configuration so every tool call goes through joule's gate
 (with the host's own fail-closed option), registers joule's MCP server and
@@ -96,7 +96,8 @@ is left to do. Hosts: `+installerNames()+`.`)
 	uninstall := fs.Bool("uninstall", false, "remove joule's entries (and nothing else)")
 	resident := fs.Bool("resident", false, "answer hooks from 'joule serve' over loopback http instead of a process per call (claude-code)")
 	addr := fs.String("addr", "", "with --resident: the loopback address joule serve listens on (default "+DefaultServeAddr+", or the one installed before)")
-	contain := fs.Bool("contain", false, "run the shell commands joule allows under 'joule exec', confined by the kernel to the grant (claude-code; docs/gate.md, Containment)")
+	contain := fs.Bool("contain", false, "run the shell commands joule allows under 'joule exec', confined by the kernel to the grant (claude-code, codex; docs/gate.md, Containment)")
+	trust := fs.Bool("trust", false, "also record the host's trust of the project and of joule's hooks, as its own trust dialogs would (codex)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -120,8 +121,11 @@ is left to do. Hosts: `+installerNames()+`.`)
 	if *resident && host != claudecode.Host {
 		return usagef("install: --resident is for claude-code, whose http hooks joule serve answers")
 	}
-	if *contain && (host != claudecode.Host || *resident) {
-		return usagef("install: --contain is for claude-code's command hook: docs/hosts.md says, per host, whether it can rewrite a command without skipping its own prompt")
+	if *contain && ((host != claudecode.Host && host != codex.Host) || *resident) {
+		return usagef("install: --contain is for claude-code's and codex's command hooks: docs/hosts.md says, per host, whether it can rewrite a command without skipping its own prompt")
+	}
+	if *trust && host != codex.Host {
+		return usagef("install: --trust is for codex, whose trust of a project and of a hook is a line in its config.toml; for %s see docs/hosts.md", host)
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -134,7 +138,7 @@ is left to do. Hosts: `+installerNames()+`.`)
 	if err != nil {
 		return err
 	}
-	s := hook.Scope{Home: userHome, Joule: self, Client: hookClient(self), Contain: *contain}
+	s := hook.Scope{Home: userHome, Joule: self, Client: hookClient(self), Contain: *contain, Trust: *trust}
 	if project.set {
 		dir := project.dir
 		if dir == "" {
@@ -187,6 +191,9 @@ is left to do. Hosts: `+installerNames()+`.`)
 	if *contain {
 		abi := sandbox.ABI()
 		text := fmt.Sprintf("containment: allowed Bash commands run under joule exec (%s); Claude Code still asks as it would, its rules now matching the joule exec line", sandbox.Mode(abi, false))
+		if host == codex.Host {
+			text = fmt.Sprintf("containment: allowed shell commands run under joule exec (%s), inside Codex's own sandbox and approval policy, which still apply to the rewritten line", sandbox.Mode(abi, false))
+		}
 		if abi == 0 {
 			text = "containment: Landlock is missing from this kernel, so contained commands are denied unless exec_fallback is \"unconfined\" in $JOULE_HOME/config.json"
 		}

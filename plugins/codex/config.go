@@ -93,9 +93,16 @@ func planConfig(s hook.Scope, uninstall bool) (hook.Change, error) {
 	return c, nil
 }
 
-// withoutBlock returns the file without joule's marked block, and whether
-// there was one. A begin marker with no end is refused rather than guessed.
+// withoutBlock returns the file without joule's marked MCP block, and
+// whether there was one.
 func withoutBlock(b []byte, path string) ([]byte, bool, error) {
+	return withoutMarked(b, beginMarker, endMarker, path)
+}
+
+// withoutMarked returns the file without the lines from begin to end, and
+// whether there were any. A begin marker with no end is refused rather
+// than guessed.
+func withoutMarked(b []byte, beginMarker, endMarker, path string) ([]byte, bool, error) {
 	lines := strings.SplitAfter(string(b), "\n")
 	var out strings.Builder
 	in, had := false, false

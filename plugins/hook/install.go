@@ -27,6 +27,10 @@ type Scope struct {
 	// Contain makes the hook rewrite allowed shell commands to run under
 	// joule exec, confined by the kernel (hosts that can rewrite).
 	Contain bool
+	// Trust also records, in the host's own configuration, the trust a
+	// person would otherwise give joule's hooks in the host's dialog
+	// (hosts whose trust is a file a user may write: codex).
+	Trust bool
 }
 
 // Resident is where joule serve answers and the bearer token it demands.
