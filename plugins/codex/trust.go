@@ -45,10 +45,15 @@ func TrustHash(event, matcher string, handler map[string]any) (string, error) {
 		return "", fmt.Errorf("codex: %s handler is not a command hook", event)
 	}
 	timeout := 600.0
-	if v, ok := handler["timeout"].(float64); ok {
+	switch v := handler["timeout"].(type) {
+	case float64:
 		timeout = v
-	} else if v, ok := handler["timeout"].(int); ok {
+	case int:
 		timeout = float64(v)
+	case json.Number:
+		if f, err := v.Float64(); err == nil {
+			timeout = f
+		}
 	}
 	if timeout < 1 {
 		timeout = 1

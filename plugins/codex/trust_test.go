@@ -1,6 +1,9 @@
 package codex
 
-import "testing"
+import (
+	"encoding/json"
+	"testing"
+)
 
 // TestTrustHash checks joule's hash against the ones the real Codex
 // 0.169.0 reported (codex app-server, hooks/list) for these handlers.
@@ -14,6 +17,12 @@ func TestTrustHash(t *testing.T) {
 		if err != nil || got != c.want {
 			t.Errorf("%s: %s, %v; Codex says %s", c.event, got, err, c.want)
 		}
+	}
+	// hooks.json as joule reads it back (numbers as json.Number) hashes
+	// the same.
+	h["timeout"] = json.Number("30")
+	if got, _ := TrustHash(PreToolUse, ".*", h); got != "sha256:33e172220a4646fa690500cc42d81eee65c6afdb861b264224f6922afb86f01c" {
+		t.Errorf("json.Number timeout: %s", got)
 	}
 	if _, err := TrustHash(PreToolUse, ".*", map[string]any{"type": "prompt"}); err == nil {
 		t.Error("a prompt handler has no command hash")
