@@ -3,10 +3,10 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
