@@ -110,7 +110,13 @@ func (Installer) Plan(s hook.Scope, uninstall bool) ([]hook.Change, error) {
 	if !uninstall {
 		want = trustEntries(s, f.Path, hooks)
 	}
-	after, err := planTrust(tc.After, up, want)
+	// The block may hold other projects' trust: only this install's
+	// project and hooks.json are its own.
+	own := func(table string) bool {
+		return (s.Project != "" && table == "projects."+tomlQuote(s.Project)) ||
+			strings.HasPrefix(table, "hooks.state."+strings.TrimSuffix(tomlQuote(f.Path+":"), `"`))
+	}
+	after, err := planTrust(tc.After, up, want, own)
 	if err != nil {
 		return nil, err
 	}

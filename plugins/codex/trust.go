@@ -137,11 +137,18 @@ type trustEntry struct {
 }
 
 // planTrust returns the user's config.toml (before, at path) with every
-// entry of want holding, and joule's previous trust block replaced.
-func planTrust(before []byte, path string, want []trustEntry) ([]byte, error) {
+// entry of want holding, and joule's previous trust block rebuilt: the
+// entries of other installs (another project's) are kept, those that own
+// reports as this install's are replaced by want.
+func planTrust(before []byte, path string, want []trustEntry, own func(table string) bool) ([]byte, error) {
 	kept, _, err := withoutMarked(before, trustBegin, trustEnd, path)
 	if err != nil {
 		return nil, err
+	}
+	for _, e := range blockEntries(before) {
+		if !own(e.table) {
+			want = append([]trustEntry{e}, want...)
+		}
 	}
 	text := string(kept)
 	var block strings.Builder
@@ -260,4 +267,34 @@ func setInTable(text, table, key, value string) (string, bool) {
 	}
 	lines = append(lines[:header+1], append([]string{line}, lines[header+1:]...)...)
 	return strings.Join(lines, ""), true
+}
+
+// blockEntries reads back the entries of joule's trust block in b, which
+// planTrust wrote as "[table]" lines each followed by one key = "value".
+func blockEntries(b []byte) []trustEntry {
+	var out []trustEntry
+	in, table := false, ""
+	for _, l := range strings.Split(string(b), "\n") {
+		t := strings.TrimSpace(l)
+		switch {
+		case t == trustBegin:
+			in = true
+		case t == trustEnd:
+			in = false
+		case !in:
+		case strings.HasPrefix(t, "[") && strings.HasSuffix(t, "]"):
+			table = t[1 : len(t)-1]
+		default:
+			var kv map[string]any
+			if _, err := toml.Decode(t, &kv); err != nil || table == "" {
+				continue
+			}
+			for k, v := range kv {
+				if s, ok := v.(string); ok {
+					out = append(out, trustEntry{table: table, key: k, value: s})
+				}
+			}
+		}
+	}
+	return out
 }

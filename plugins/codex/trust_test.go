@@ -2,6 +2,7 @@ package codex
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -33,6 +34,7 @@ func TestTrustHash(t *testing.T) {
 }
 
 func TestPlanTrust(t *testing.T) {
+	ownP := func(table string) bool { return strings.Contains(table, `"/p`) }
 	want := []trustEntry{
 		{table: "projects." + tomlQuote("/p"), key: "trust_level", value: "trusted"},
 		{table: "hooks.state." + tomlQuote("/p/.codex/hooks.json:pre_tool_use:0:0"), key: "trusted_hash", value: "sha256:new"},
@@ -43,27 +45,38 @@ func TestPlanTrust(t *testing.T) {
 			"# mine\n[projects.\"/p\"]\ntrust_level = \"trusted\"\n\n[hooks.state.\"/p/.codex/hooks.json:pre_tool_use:0:0\"]\nenabled = true\ntrusted_hash = \"sha256:new\"\n"},
 		{"header without the key", "[projects.\"/p\"]\n", "[projects.\"/p\"]\ntrust_level = \"trusted\"\n\n" + trustBegin + "\n[hooks.state.\"/p/.codex/hooks.json:pre_tool_use:0:0\"]\ntrusted_hash = \"sha256:new\"\n" + trustEnd + "\n"},
 	} {
-		got, err := planTrust([]byte(c.before), "config.toml", want)
+		got, err := planTrust([]byte(c.before), "config.toml", want, ownP)
 		if err != nil || string(got) != c.want {
 			t.Errorf("%s: %v\n%s\nwant\n%s", c.name, err, got, c.want)
 			continue
 		}
-		again, err := planTrust(got, "config.toml", want)
+		again, err := planTrust(got, "config.toml", want, ownP)
 		if err != nil || string(again) != string(got) {
 			t.Errorf("%s: not idempotent: %v\n%s", c.name, err, again)
 		}
 	}
 	// Uninstall (nothing wanted) takes joule's block out and nothing else.
-	got, _ := planTrust([]byte("a = 1\n\n"+trustBegin+"\n[projects.\"/p\"]\ntrust_level = \"trusted\"\n"+trustEnd+"\n"), "config.toml", nil)
+	got, _ := planTrust([]byte("a = 1\n\n"+trustBegin+"\n[projects.\"/p\"]\ntrust_level = \"trusted\"\n"+trustEnd+"\n"), "config.toml", nil, ownP)
 	if string(got) != "a = 1\n" {
 		t.Errorf("uninstall left %q", got)
 	}
+	// Another project's entries in the block stay, on install and on
+	// uninstall of this one.
+	other := trustBegin + "\n[projects.\"/q\"]\ntrust_level = \"trusted\"\n" + trustEnd + "\n"
+	got, err := planTrust([]byte(other), "config.toml", want, ownP)
+	if err != nil || !strings.Contains(string(got), `[projects."/q"]`) || !strings.Contains(string(got), `[projects."/p"]`) {
+		t.Errorf("install dropped another project's trust: %v\n%s", err, got)
+	}
+	got, _ = planTrust(got, "config.toml", nil, ownP)
+	if string(got) != other {
+		t.Errorf("uninstall of /p left:\n%s", got)
+	}
 	// A table Codex would read but joule cannot find a header line for is
 	// refused with the line to write, not guessed.
-	if _, err := planTrust([]byte("projects = { \"/p\" = { trust_level = \"untrusted\" } }\n"), "config.toml", want); err == nil {
+	if _, err := planTrust([]byte("projects = { \"/p\" = { trust_level = \"untrusted\" } }\n"), "config.toml", want, ownP); err == nil {
 		t.Error("an inline projects table was edited")
 	}
-	if _, err := planTrust([]byte("[x\n"), "config.toml", want); err == nil {
+	if _, err := planTrust([]byte("[x\n"), "config.toml", want, ownP); err == nil {
 		t.Error("invalid TOML was edited")
 	}
 }
