@@ -249,8 +249,12 @@ func (Installer) Check(s hook.Scope) []hook.Finding {
 			}
 		}
 		if fails == "" {
-			fails = "ok"
-			out = append(out, hook.Finding{OK: true, Text: "a joule that is missing, crashes or fails answers Codex's block (exit 2): Codex itself runs the tool on any hook failure"})
+			fails = "checked"
+			if wrapped(hooks, ev) {
+				out = append(out, hook.Finding{OK: true, Text: "a joule that is missing, crashes or fails answers Codex's block (exit 2): Codex itself runs the tool on any hook failure"})
+			} else {
+				out = append(out, hook.Finding{Text: "joule's hook in " + f.Path + " is an older line without the fail-closed wrapper (Codex runs the tool when it fails): run joule install codex again"})
+			}
 		}
 	}
 	if m, ok := uc.MCPServers["joule"]; ok && m.Command == s.Joule {
@@ -284,4 +288,22 @@ func tomlQuote(s string) string {
 	}
 	b.WriteByte('"')
 	return b.String()
+}
+
+// wrapped reports whether every joule handler of event runs joule inside
+// the fail-closed script.
+func wrapped(hooks map[string]any, event string) bool {
+	groups, _ := hooks[event].([]any)
+	for _, g := range groups {
+		gm, _ := g.(map[string]any)
+		hs, _ := gm["hooks"].([]any)
+		for _, h := range hs {
+			hm, _ := h.(map[string]any)
+			cmd, _ := hm["command"].(string)
+			if isOurs(hm) && !strings.HasPrefix(cmd, "/bin/sh -c "+hook.ShellQuote(failClosed)+" ") {
+				return false
+			}
+		}
+	}
+	return true
 }
