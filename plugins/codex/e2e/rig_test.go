@@ -62,6 +62,13 @@ wire_api = "responses"
 env_key = "FAKE_OPENAI_KEY"
 request_max_retries = 0
 stream_max_retries = 0
+
+# Offline, the curated-plugin sync (git, then GitHub, then an archive)
+# holds every run's exit for seconds; joule is not a plugin here.
+[features]
+plugins = false
+remote_plugin = false
+daemon_auto_start = false
 `
 }
 
