@@ -96,8 +96,8 @@ is left to do. Hosts: `+installerNames()+`.`)
 	uninstall := fs.Bool("uninstall", false, "remove joule's entries (and nothing else)")
 	resident := fs.Bool("resident", false, "answer hooks from 'joule serve' over loopback http instead of a process per call (claude-code)")
 	addr := fs.String("addr", "", "with --resident: the loopback address joule serve listens on (default "+DefaultServeAddr+", or the one installed before)")
-	contain := fs.Bool("contain", false, "run the shell commands joule allows under 'joule exec', confined by the kernel to the grant (claude-code, gemini-cli; docs/gate.md, Containment)")
-	trust := fs.Bool("trust", false, "with --project: also trust the project folder in the host's trust file, as its own dialog would (gemini-cli)")
+	contain := fs.Bool("contain", false, "run the shell commands joule allows under 'joule exec', confined by the kernel to the grant ("+containHostNames()+"; docs/gate.md, Containment)")
+	trust := fs.Bool("trust", false, "also perform the host's trust steps for the project and joule's hooks, as its own dialogs would (codex; gemini-cli with --project)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -124,8 +124,11 @@ is left to do. Hosts: `+installerNames()+`.`)
 	if *contain && (!containHosts[host] || *resident) {
 		return usagef("install: --contain is for the command hooks and plugins of %s: docs/hosts.md says, per host, whether it can rewrite a command without skipping its own prompt", containHostNames())
 	}
-	if *trust && (host != geminicli.Host || !project.set || *uninstall) {
+	if *trust && (host == geminicli.Host && (!project.set || *uninstall)) {
 		return usagef("install: --trust is for gemini-cli with --project: it trusts the project folder in ~/.gemini/trustedFolders.json")
+	}
+	if *trust && host != geminicli.Host && host != codex.Host {
+		return usagef("install: --trust is for codex (its trust of a project and of a hook is a line in its config.toml) and gemini-cli (folder trust); for %s see docs/hosts.md", host)
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -196,6 +199,8 @@ is left to do. Hosts: `+installerNames()+`.`)
 			text = fmt.Sprintf("containment: allowed bash commands run under joule exec (%s); OpenCode's own permission rules now match the joule exec line", sandbox.Mode(abi, false))
 		case geminicli.Host:
 			text = fmt.Sprintf("containment: allowed shell commands run under joule exec (%s); Gemini CLI still applies its own approval to the rewritten joule exec line (it asks, or with --approval-mode yolo runs it), so its allow rules for a command no longer match it", sandbox.Mode(abi, false))
+		case codex.Host:
+			text = fmt.Sprintf("containment: allowed shell commands run under joule exec (%s), inside Codex's own sandbox and approval policy, which still apply to the rewritten line", sandbox.Mode(abi, false))
 		}
 		if abi == 0 {
 			text = "containment: Landlock is missing from this kernel, so contained commands are denied unless exec_fallback is \"unconfined\" in $JOULE_HOME/config.json"

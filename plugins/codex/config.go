@@ -32,6 +32,10 @@ func configPath(s hook.Scope) string {
 type mcpServer struct {
 	Command string   `toml:"command"`
 	Args    []string `toml:"args"`
+	// EnvVars are passed through from Codex's environment: Codex starts an
+	// MCP server with only a few variables of its own (HOME, PATH, …), and
+	// without JOULE_HOME joule mcp would open another home, or none.
+	EnvVars []string `toml:"env_vars,omitempty"`
 }
 
 // planConfig adds (or removes) joule's MCP server in config.toml.
@@ -71,7 +75,7 @@ func planConfig(s hook.Scope, uninstall bool) (hook.Change, error) {
 		}
 	}
 	var body bytes.Buffer
-	if err := toml.NewEncoder(&body).Encode(mcpServer{Command: s.Joule, Args: []string{"mcp"}}); err != nil {
+	if err := toml.NewEncoder(&body).Encode(mcpServer{Command: s.Joule, Args: []string{"mcp"}, EnvVars: []string{"JOULE_HOME"}}); err != nil {
 		return c, err
 	}
 	var out bytes.Buffer
@@ -93,9 +97,16 @@ func planConfig(s hook.Scope, uninstall bool) (hook.Change, error) {
 	return c, nil
 }
 
-// withoutBlock returns the file without joule's marked block, and whether
-// there was one. A begin marker with no end is refused rather than guessed.
+// withoutBlock returns the file without joule's marked MCP block, and
+// whether there was one.
 func withoutBlock(b []byte, path string) ([]byte, bool, error) {
+	return withoutMarked(b, beginMarker, endMarker, path)
+}
+
+// withoutMarked returns the file without the lines from begin to end, and
+// whether there were any. A begin marker with no end is refused rather
+// than guessed.
+func withoutMarked(b []byte, beginMarker, endMarker, path string) ([]byte, bool, error) {
 	lines := strings.SplitAfter(string(b), "\n")
 	var out strings.Builder
 	in, had := false, false

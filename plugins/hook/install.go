@@ -27,9 +27,9 @@ type Scope struct {
 	// Contain makes the hook rewrite allowed shell commands to run under
 	// joule exec, confined by the kernel (hosts that can rewrite).
 	Contain bool
-	// Trust makes the install also perform the host's trust step for the
-	// project, where the host lets a user script it (Gemini CLI's folder
-	// trust).
+	// Trust makes the install also perform the host's trust steps, where
+	// the host keeps them in a file a user may write: Gemini CLI's folder
+	// trust, Codex's project and per-hook trust.
 	Trust bool
 }
 

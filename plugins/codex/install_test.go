@@ -1,0 +1,88 @@
+package codex
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/joulehook/joule/plugins/hook"
+)
+
+// TestCheckTrust walks the armed check through Codex's two trusts: a
+// fresh install lacks both, --trust records both (and the check says
+// so), and a hook line from before the fail-closed wrapper is flagged.
+func TestCheckTrust(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("CODEX_HOME", filepath.Join(dir, "codexhome"))
+	os.MkdirAll(filepath.Join(dir, "codexhome"), 0o755)
+	proj := filepath.Join(dir, "p")
+	os.MkdirAll(proj, 0o755)
+	joule := filepath.Join(dir, "joule")
+	os.WriteFile(joule, []byte("#!/bin/sh\n"), 0o755)
+	s := hook.Scope{Project: proj, Home: dir, Joule: joule}
+	todos := func() []string {
+		var out []string
+		for _, f := range (Installer{}).Check(s) {
+			if !f.OK {
+				out = append(out, f.Text)
+			}
+		}
+		return out
+	}
+	apply := func(s hook.Scope, uninstall bool) {
+		t.Helper()
+		changes, err := Installer{}.Plan(s, uninstall)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := hook.Apply(changes, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply(s, false)
+	got := strings.Join(todos(), "\n")
+	if !strings.Contains(got, "until the project is trusted") || strings.Count(got, "has not trusted joule's") != 2 {
+		t.Fatalf("a fresh install should lack both trusts:\n%s", got)
+	}
+	s.Trust = true
+	apply(s, false)
+	if got := todos(); len(got) != 0 {
+		t.Fatalf("after --trust: %q", got)
+	}
+	cfg, _ := os.ReadFile(filepath.Join(dir, "codexhome", "config.toml"))
+	if !strings.Contains(string(cfg), `[projects."`+proj+`"]`) || strings.Count(string(cfg), "trusted_hash") != 2 {
+		t.Fatalf("config.toml:\n%s", cfg)
+	}
+	// --contain changes the command, so the hash: the old trust is stale
+	// until --trust runs again.
+	s.Trust, s.Contain = false, true
+	apply(s, false)
+	if got := strings.Join(todos(), "\n"); strings.Count(got, "for an older command") != 2 {
+		t.Fatalf("a changed command should make the trust stale:\n%s", got)
+	}
+	s.Trust = true
+	apply(s, false)
+	if got := todos(); len(got) != 0 {
+		t.Fatalf("after --contain --trust: %q", got)
+	}
+	// A handler written before the wrapper is found, replaced on install,
+	// and flagged until then.
+	old := `{"hooks":{"PreToolUse":[{"matcher":".*","hooks":[{"type":"command","command":"` + joule + ` hook codex","timeout":30}]}]}}`
+	os.WriteFile(filepath.Join(proj, ".codex", "hooks.json"), []byte(old), 0o644)
+	if got := strings.Join(todos(), "\n"); !strings.Contains(got, "without the fail-closed wrapper") {
+		t.Fatalf("an unwrapped hook is not flagged:\n%s", got)
+	}
+	apply(s, false)
+	b, _ := os.ReadFile(filepath.Join(proj, ".codex", "hooks.json"))
+	if strings.Count(string(b), "hook codex") != 2 || !strings.Contains(string(b), "/bin/sh -c") {
+		t.Fatalf("reinstall did not replace the old line:\n%s", b)
+	}
+	// Uninstall takes joule's trust block out and leaves the file valid.
+	apply(s, true)
+	cfg, _ = os.ReadFile(filepath.Join(dir, "codexhome", "config.toml"))
+	if strings.Contains(string(cfg), "trusted_hash") || strings.Contains(string(cfg), proj) {
+		t.Fatalf("uninstall left trust behind:\n%s", cfg)
+	}
+}
