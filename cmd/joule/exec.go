@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/joulehook/joule/core/rule"
+	"github.com/joulehook/joule/core/gate"
 	"github.com/joulehook/joule/core/sandbox"
 )
 
@@ -91,17 +91,8 @@ $JOULE_HOME/config.json. See docs/gate.md, "Containment".`)
 	if err != nil {
 		return refuse("%v", err)
 	}
-	var roots []string
-	for _, r := range chain.Leaf().Grant.Roots {
-		if abs, err := rule.ResolveDir(r); err == nil {
-			roots = append(roots, abs)
-		}
-	}
-	spec, err := sandbox.Build(sandbox.Inputs{
-		Sets: policy.Sets, Roots: roots, Home: policy.Home,
-		Protected: policy.Protected, Private: policy.Private,
-		Extra: sandbox.ToolTrees(policy.Home, os.Getenv), Net: *net,
-	})
+	// The same policy the gate hands joule-exec, built into a Spec here.
+	spec, err := gate.SandboxPolicy(policy).Spec(*net, os.Getenv)
 	if err != nil {
 		return refuse("%v", err)
 	}
