@@ -64,7 +64,7 @@ type result struct {
 	code           int
 }
 
-func joule(t *testing.T, stdin []byte, env []string, args ...string) result {
+func joule(t testing.TB, stdin []byte, env []string, args ...string) result {
 	t.Helper()
 	cmd := exec.Command(jouleBin, args...)
 	cmd.Stdin = bytes.NewReader(stdin)
