@@ -228,13 +228,19 @@ func expand(globs []globRule, roots rule.Roots) (reads, writes []string, err err
 			if n++; n > maxWalk {
 				return fmt.Errorf("rule %s: more than %d entries below %s to match it against; the kernel sandbox needs a narrower rule (a literal directory, or dir/**)", group[0].r, maxWalk, base)
 			}
-			abs := p
-			if d.Type()&os.ModeSymlink != 0 {
+			abs, link := p, d.Type()&os.ModeSymlink != 0
+			if link {
 				abs = resolve(p)
 			}
 			matched, readMatched := 0, false
 			for _, g := range group {
-				if !g.r.MatchPath(g.s.Access, abs, roots, rule.Deny) {
+				var hit bool
+				if link {
+					hit = g.r.MatchPath(g.s.Access, abs, roots, rule.Deny)
+				} else {
+					hit = g.r.MatchBelow(g.s.Access, abs, start, rule.Deny)
+				}
+				if !hit {
 					continue
 				}
 				matched++
