@@ -70,6 +70,7 @@ type slot struct {
 	root, home, jh, ws, tmp, mark, settings string
 	pristine                                string            // a copy of $JOULE_HOME
 	policy                                  map[string]string // grant kind → joule-exec policy file
+	extraEnv                                []string          // appended to env()
 	secret                                  string            // the steward key itself
 	port                                    int
 	conns                                   atomic.Int32
@@ -195,12 +196,12 @@ func (s *slot) setup(c containCase) {
 }
 
 func (s *slot) env() []string {
-	return []string{
+	return append([]string{
 		"HOME=" + s.home, "JOULE_HOME=" + s.jh, "WS=" + s.ws, "MARK=" + s.mark,
 		"PORT=" + fmt.Sprint(s.port), "PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8", "TMPDIR=" + s.tmp,
 		"GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
 		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com",
-	}
+	}, s.extraEnv...)
 }
 
 // run runs argv in the workspace with stdin /dev/null, killing its process
