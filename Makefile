@@ -14,6 +14,7 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/joule
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/joule-hook ./cmd/joule-hook
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/joule-exec ./cmd/joule-exec
 
 # The main job end to end, on embedded defaults: no server to install.
 # The demo's store is kept, and its last line is the joule ui command that

@@ -33,7 +33,7 @@ type containCase struct {
 	where  string
 }
 
-func loadContainCases(t *testing.T) []containCase {
+func loadContainCases(t testing.TB) []containCase {
 	t.Helper()
 	files, _ := filepath.Glob("../../core/gate/testdata/attacks/*.jsonl")
 	files = append(files, "testdata/contain-attacks.jsonl")
@@ -68,13 +68,15 @@ func loadContainCases(t *testing.T) []containCase {
 // name, and a loopback listener that counts connections.
 type slot struct {
 	root, home, jh, ws, tmp, mark, settings string
-	pristine                                string // a copy of $JOULE_HOME
-	secret                                  string // the steward key itself
+	pristine                                string            // a copy of $JOULE_HOME
+	policy                                  map[string]string // grant kind → joule-exec policy file
+	extraEnv                                []string          // appended to env()
+	secret                                  string            // the steward key itself
 	port                                    int
 	conns                                   atomic.Int32
 }
 
-func newSlot(t *testing.T) *slot {
+func newSlot(t testing.TB) *slot {
 	t.Helper()
 	root, _ := filepath.EvalSymlinks(t.TempDir())
 	s := &slot{root: root, home: filepath.Join(root, "home")}
@@ -105,6 +107,16 @@ func newSlot(t *testing.T) *slot {
 		if r := joule(t, nil, env, "grant", "use", id[1], "--session", kind); r.code != 0 {
 			t.Fatalf("grant use: %+v", r)
 		}
+		// The policy joule hook --contain writes for that session, in
+		// $JOULE_HOME before it is copied: every reset restores it.
+		r = joule(t, nil, env, "exec", "--session", kind, "--write-policy")
+		if r.code != 0 || !strings.HasPrefix(r.stdout, s.jh+"/policy/") {
+			t.Fatalf("exec --write-policy: %+v", r)
+		}
+		if s.policy == nil {
+			s.policy = map[string]string{}
+		}
+		s.policy[kind] = strings.TrimSpace(r.stdout)
 	}
 	key, err := os.ReadFile(filepath.Join(s.jh, "steward.key"))
 	if err != nil {
@@ -137,7 +149,7 @@ func newSlot(t *testing.T) *slot {
 // reset puts the slot back as a case expects it: the workspace (a git repo
 // with main.go, go.mod, .env and .claude/settings.json), ~/.ssh/id_rsa
 // holding the secret, $JOULE_HOME as joule init left it, no marker.
-func (s *slot) reset(t *testing.T) {
+func (s *slot) reset(t testing.TB) {
 	t.Helper()
 	entries, _ := os.ReadDir(s.root)
 	for _, e := range entries {
@@ -184,18 +196,21 @@ func (s *slot) setup(c containCase) {
 }
 
 func (s *slot) env() []string {
-	return []string{
+	return append([]string{
 		"HOME=" + s.home, "JOULE_HOME=" + s.jh, "WS=" + s.ws, "MARK=" + s.mark,
 		"PORT=" + fmt.Sprint(s.port), "PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8", "TMPDIR=" + s.tmp,
 		"GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
 		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com",
-	}
+	}, s.extraEnv...)
 }
 
 // run runs argv in the workspace with stdin /dev/null, killing its process
 // group after 10 s.
-func (s *slot) run(argv ...string) []byte {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+func (s *slot) run(argv ...string) []byte { return s.runFor(10*time.Second, argv...) }
+
+// runFor is run with a timeout of d.
+func (s *slot) runFor(d time.Duration, argv ...string) []byte {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir, cmd.Env = s.ws, s.env()
@@ -251,7 +266,7 @@ var containGit struct {
 	dir string
 }
 
-func containGitTemplate(t *testing.T) string {
+func containGitTemplate(t testing.TB) string {
 	containGit.Do(func() {
 		dir, _ := os.MkdirTemp("", "joule-contain-git-")
 		os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o600)
@@ -268,7 +283,7 @@ func containGitTemplate(t *testing.T) string {
 	return containGit.dir
 }
 
-func needLandlock(t *testing.T) {
+func needLandlock(t testing.TB) {
 	t.Helper()
 	if sandbox.ABI() < 6 {
 		if os.Getenv("CI") != "" {
@@ -279,7 +294,8 @@ func needLandlock(t *testing.T) {
 }
 
 // TestContainAttackTable runs every attack of the gate's tables through
-// joule exec, with no analysis at all (joule exec judges nothing: it only
+// joule-exec, as joule hook --contain rewrites lines to run, under the policy
+// of the case's grant, with no analysis at all (joule-exec judges nothing: it only
 // confines), after confirming each one works unconfined in the same
 // sandbox. The kernel must stop the effect: the marker outside the
 // workspace and temp dir is not created, the steward key (and ~/.ssh)
@@ -319,13 +335,18 @@ func TestContainAttackTable(t *testing.T) {
 				s.reset(t)
 				s.setup(c)
 				before, _ = os.ReadFile(s.settings)
-				out = s.run(jouleBin, "exec", "--session", c.Grant, "--", "/bin/bash", "-c", c.Cmd)
-				if s.happened(c.Effect, out, before) {
-					t.Errorf("%s: %s (%s, grant %s) got through joule exec:\n  %s\n%s", c.where, c.Name, c.Effect, c.Grant, c.Cmd, out)
+				policy, ok := s.policy[c.Grant]
+				if !ok {
+					t.Errorf("%s: no grant %q", c.where, c.Grant)
 					continue
 				}
-				if strings.HasPrefix(string(out), "joule exec:") {
-					t.Errorf("%s: joule exec refused to start instead of confining: %s", c.where, out)
+				out = s.run(jouleExecBin(), "--policy", policy, "--", "/bin/bash", "-c", c.Cmd)
+				if s.happened(c.Effect, out, before) {
+					t.Errorf("%s: %s (%s, grant %s) got through joule-exec:\n  %s\n%s", c.where, c.Name, c.Effect, c.Grant, c.Cmd, out)
+					continue
+				}
+				if strings.HasPrefix(string(out), "joule-exec:") {
+					t.Errorf("%s: joule-exec refused to start instead of confining: %s", c.where, out)
 					continue
 				}
 				mu.Lock()
@@ -344,3 +365,6 @@ func TestContainAttackTable(t *testing.T) {
 		t.Fatal("no case was stopped: the table did not run")
 	}
 }
+
+// jouleExecBin is the joule-exec TestMain built beside jouleBin.
+func jouleExecBin() string { return filepath.Join(filepath.Dir(jouleBin), "joule-exec") }

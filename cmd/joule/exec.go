@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/joulehook/joule/core/rule"
+	"github.com/joulehook/joule/core/gate"
 	"github.com/joulehook/joule/core/sandbox"
 )
 
@@ -26,6 +27,7 @@ const simulateNoLandlock = "JOULE_EXEC_SIMULATE_NO_LANDLOCK"
 
 func runExec(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "exec", `exec [--session ID] [--net] -- PROGRAM [ARGS...]
+       exec [--session ID] --write-policy
 
 Confines itself with Landlock to what the active grant (of session ID, else
 the global one) allows, then runs PROGRAM in its place: writes only in the
@@ -34,9 +36,13 @@ caches; no reads of $JOULE_HOME or of paths Read rules deny; no writes to the
 hosts' hook configuration; no TCP unless --net. What the kernel refuses is
 the program's own EACCES/EPERM error; the exit status is the program's.
 Without Landlock it refuses to run, unless exec_fallback is "unconfined" in
-$JOULE_HOME/config.json. See docs/gate.md, "Containment".`)
+$JOULE_HOME/config.json. joule hook --contain rewrites lines to joule-exec
+(beside joule), which enforces the same policy without opening the store;
+--write-policy writes that policy and prints its path. See docs/gate.md,
+"Containment".`)
 	session := fs.String("session", "", "the session whose active grant applies")
 	net := fs.Bool("net", false, "allow TCP connect and bind")
+	writePolicy := fs.Bool("write-policy", false, "run nothing: write the policy joule-exec would confine the session's commands to into $JOULE_HOME/policy and print its path")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.Usage()
@@ -45,6 +51,9 @@ $JOULE_HOME/config.json. See docs/gate.md, "Containment".`)
 		return usagef("exec: %v (run 'joule exec -h')", err)
 	}
 	argv := fs.Args()
+	if *writePolicy {
+		return execWritePolicy(ctx, e, *session, len(argv))
+	}
 	if len(argv) == 0 {
 		return usagef("exec: want a PROGRAM to run after --")
 	}
@@ -91,17 +100,8 @@ $JOULE_HOME/config.json. See docs/gate.md, "Containment".`)
 	if err != nil {
 		return refuse("%v", err)
 	}
-	var roots []string
-	for _, r := range chain.Leaf().Grant.Roots {
-		if abs, err := rule.ResolveDir(r); err == nil {
-			roots = append(roots, abs)
-		}
-	}
-	spec, err := sandbox.Build(sandbox.Inputs{
-		Sets: policy.Sets, Roots: roots, Home: policy.Home,
-		Protected: policy.Protected, Private: policy.Private,
-		Extra: sandbox.ToolTrees(policy.Home, os.Getenv), Net: *net,
-	})
+	// The same policy the gate hands joule-exec, built into a Spec here.
+	spec, err := gate.SandboxPolicy(policy).Spec(*net, os.Getenv)
 	if err != nil {
 		return refuse("%v", err)
 	}
@@ -114,4 +114,38 @@ $JOULE_HOME/config.json. See docs/gate.md, "Containment".`)
 
 func execUnconfined(path string, argv []string) error {
 	return fmt.Errorf("exec %s: %w", path, syscall.Exec(path, argv, os.Environ()))
+}
+
+// execWritePolicy writes the policy joule hook --contain hands joule-exec
+// for session's active grant and prints its path: what a contained line
+// of that session runs under is then `joule-exec --policy PATH -- ...`.
+func execWritePolicy(ctx context.Context, e *env, session string, nargs int) error {
+	if nargs != 0 {
+		return usagef("exec: --write-policy runs nothing; give no PROGRAM")
+	}
+	ep, err := openEndpoint()
+	if err != nil {
+		return err
+	}
+	g, err := ep.gate()
+	if err != nil {
+		return err
+	}
+	chain, err := g.ActiveChain(ctx, session)
+	if err != nil {
+		return err
+	}
+	if err := chain.Check(session, time.Now()); err != nil {
+		return err
+	}
+	policy, err := g.Policy(chain)
+	if err != nil {
+		return err
+	}
+	path, err := gate.SandboxPolicy(policy).Write(filepath.Join(ep.home, sandbox.PolicyDir))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, path)
+	return nil
 }

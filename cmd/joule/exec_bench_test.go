@@ -1,27 +1,49 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/joulehook/joule/core/sandbox"
 )
 
-// BenchmarkExec times `joule exec -- /bin/sh -c true` beside `/bin/sh -c
-// true` run directly, interleaved in the same loop so that both see the
-// same load: added-ms is what joule exec adds to a command's start (the
-// target is 3 ms), x-direct the ratio; floor-ms is `joule version`, the
-// start of the joule binary alone. With SRT set to the path of
-// Anthropic's sandbox-runtime CLI (srt), it is timed the same way.
+// BenchmarkExec times a contained `/bin/sh -c true` beside `/bin/sh -c
+// true` run directly, interleaved in the same loop so that all see the
+// same load. added-ms is what containment adds to a command's start (the
+// target is 3 ms), x-direct the ratio:
+//
+//   - jexec: joule-exec with the policy joule hook --contain wrote for the
+//     dev template, as hosts run it;
+//   - jexec-net: the same with --net (no seccomp filter, no TCP rules);
+//   - jexec-heavy: a rule-heavy policy (the dev template plus 200 Read and
+//     Write deny rules, half of them globs expanded over a 2 000-file tree);
+//   - joule-exec-cmd: `joule exec`, the full command people type, which
+//     opens the store and verifies the grant chain first.
+//
+// With SRT set to the path of Anthropic's sandbox-runtime CLI (srt), it is
+// timed the same way.
 func BenchmarkExec(b *testing.B) {
 	if sandboxABI() == 0 {
 		b.Skip("no Landlock here")
 	}
 	env, ws := initHome(b)
 	env = append(env, "TMPDIR="+b.TempDir())
-	run := func(argv ...string) time.Duration {
+	prefix := containPrefix(b, env, ws, "ls")
+	netPrefix := containPrefix(b, env, ws, "curl http://127.0.0.1:1/x")
+	if !strings.Contains(netPrefix, "--net") {
+		netPrefix = prefix + " --net"
+	}
+	heavy := heavyPolicy(b, prefix, ws)
+	// run returns the wall time and the CPU time (user and system, of the
+	// process and whatever it exec'd): on a shared machine the wall time is
+	// mostly waiting for a core, the CPU time what the command itself cost.
+	run := func(argv ...string) (time.Duration, time.Duration) {
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Dir = ws
 		cmd.Env = append(os.Environ(), env...)
@@ -29,37 +51,106 @@ func BenchmarkExec(b *testing.B) {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.Fatalf("%v: %v\n%s", argv, err, out)
 		}
-		return time.Since(start)
+		return time.Since(start), cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	}
+	line := func(prefix string) []string {
+		return []string{"/bin/bash", "-c", prefix + " -- /bin/sh -c true"}
+	}
+	// bash -c 'PREFIX -- /bin/sh -c true' execs its last command, so the
+	// baseline for the three joule-exec forms is bash -c '/bin/sh -c true'.
 	srt := os.Getenv("SRT")
-	var direct, floor, contained, srtT time.Duration
+	names := []string{"direct", "jexec", "jexec-net", "jexec-heavy", "joule-exec-cmd"}
+	argvs := [][]string{
+		{"/bin/bash", "-c", "/bin/sh -c true"},
+		line(prefix), line(netPrefix), line(heavy),
+		{jouleBin, "exec", "--", "/bin/sh", "-c", "true"},
+	}
+	if srt != "" {
+		names = append(names, "srt")
+		argvs = append(argvs, []string{srt, "-c", "/bin/sh -c true"})
+	}
+	total := make([]time.Duration, len(argvs))
+	cpu := make([]time.Duration, len(argvs))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		direct += run("/bin/sh", "-c", "true")
-		floor += run(jouleBin, "version")
-		contained += run(jouleBin, "exec", "--", "/bin/sh", "-c", "true")
-		if srt != "" {
-			srtT += run(srt, "-c", "/bin/sh -c true")
+		for j, argv := range argvs {
+			w, c := run(argv...)
+			total[j] += w
+			cpu[j] += c
 		}
 	}
 	b.StopTimer()
 	n := float64(b.N)
-	d, c := float64(direct.Nanoseconds())/n, float64(contained.Nanoseconds())/n
+	d := float64(total[0].Nanoseconds()) / n
+	dc := float64(cpu[0].Nanoseconds()) / n
 	b.ReportMetric(d/1e6, "direct-ms/op")
-	b.ReportMetric(c/1e6, "exec-ms/op")
-	b.ReportMetric((c-d)/1e6, "added-ms/op")
-	b.ReportMetric(c/d, "x-direct")
-	// The joule process's own start (every package's init), which joule
-	// exec pays before it confines anything: what containment itself adds
-	// is exec-ms less floor-ms.
-	f := float64(floor.Nanoseconds()) / n
-	b.ReportMetric(f/1e6, "floor-ms/op")
-	b.ReportMetric((c-f)/1e6, "added-over-floor-ms/op")
-	if srt != "" {
-		s := float64(srtT.Nanoseconds()) / n
-		b.ReportMetric(s/1e6, "srt-ms/op")
-		b.ReportMetric(s/c, "srt-x-exec")
+	b.ReportMetric(dc/1e6, "direct-cpu-ms/op")
+	for j, name := range names[1:] {
+		c := float64(total[j+1].Nanoseconds()) / n
+		b.ReportMetric(c/1e6, name+"-ms/op")
+		b.ReportMetric((c-d)/1e6, name+"-added-ms/op")
+		b.ReportMetric(c/d, name+"-x-direct")
+		b.ReportMetric((float64(cpu[j+1].Nanoseconds())/n-dc)/1e6, name+"-added-cpu-ms/op")
 	}
+}
+
+// containPrefix asks joule hook --contain to rewrite line and returns the
+// rewritten line up to " -- /bin/bash -c ".
+func containPrefix(tb testing.TB, env []string, ws, line string) string {
+	tb.Helper()
+	payload, _ := json.Marshal(map[string]any{"session_id": "s1", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+		"tool_input": map[string]string{"command": line}, "cwd": ws})
+	cmd := exec.Command(jouleBin, "hook", "claude-code", "--contain")
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdin = strings.NewReader(string(payload))
+	out, err := cmd.Output()
+	var a struct {
+		HookSpecificOutput struct {
+			PermissionDecision string            `json:"permissionDecision"`
+			UpdatedInput       map[string]string `json:"updatedInput"`
+		} `json:"hookSpecificOutput"`
+	}
+	if err != nil || json.Unmarshal(out, &a) != nil {
+		tb.Fatalf("hook --contain %q: %v\n%s", line, err, out)
+	}
+	prefix, _, ok := strings.Cut(a.HookSpecificOutput.UpdatedInput["command"], " -- /bin/bash -c ")
+	if !ok {
+		return ""
+	}
+	return prefix
+}
+
+// heavyPolicy writes, beside the policy prefix names, one with 200 more
+// deny rules (100 globs over a tree of 2 000 files in the workspace) and
+// returns the joule-exec prefix that names it.
+func heavyPolicy(tb testing.TB, prefix, ws string) string {
+	tb.Helper()
+	i := strings.Index(prefix, " --policy '")
+	if i < 0 {
+		tb.Fatalf("not a joule-exec rewrite: %s", prefix)
+	}
+	path := strings.Trim(prefix[i+len(" --policy "):], "'")
+	p, err := sandbox.ReadPolicy(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for d := 0; d < 20; d++ {
+		dir := filepath.Join(ws, "src", fmt.Sprintf("pkg%02d", d))
+		os.MkdirAll(dir, 0o755)
+		for f := 0; f < 100; f++ {
+			os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%03d.go", f)), nil, 0o644)
+		}
+	}
+	l := &p.Links[len(p.Links)-1]
+	for k := 0; k < 50; k++ {
+		l.Deny = append(l.Deny, fmt.Sprintf("Read(src/pkg%02d/f%03d.go)", k%20, k), fmt.Sprintf("Read(src/**/secret%d*.pem)", k),
+			fmt.Sprintf("Edit(src/pkg%02d/f%03d.go)", k%20, 99-k), fmt.Sprintf("Edit(src/**/gen%d_*.go)", k))
+	}
+	heavy, err := p.Write(filepath.Dir(path))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return prefix[:i] + " --policy '" + heavy + "'"
 }
 
 func sandboxABI() int { return sandbox.ABI() }

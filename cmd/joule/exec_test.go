@@ -1,12 +1,15 @@
 package main
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"lukechampine.com/blake3"
 )
 
 // execEnv is initHome's environment (the dev template active) with the
@@ -156,17 +159,136 @@ func TestHookContainRewrites(t *testing.T) {
 		return a
 	}
 	a := hook("echo 'it''s' && go test ./...")
-	want := `'` + jouleBin + `' exec --session 's1' -- /bin/bash -c 'echo '\''it'\'''\''s'\'' && go test ./...'`
-	if a.HookSpecificOutput.PermissionDecision != "" || a.HookSpecificOutput.UpdatedInput["command"] != want || a.HookSpecificOutput.UpdatedInput["description"] != "d" {
-		t.Fatalf("rewrite: %+v\nwant command %s", a, want)
+	runner := filepath.Join(filepath.Dir(jouleBin), "joule-exec")
+	got := a.HookSpecificOutput.UpdatedInput["command"]
+	prefix := `'` + runner + `' --policy '` + filepath.Join(jhOf(env), "policy") + `/`
+	suffix := `.json' -- /bin/bash -c 'echo '\''it'\'''\''s'\'' && go test ./...'`
+	if a.HookSpecificOutput.PermissionDecision != "" || !strings.HasPrefix(got, prefix) || !strings.HasSuffix(got, suffix) ||
+		len(got) != len(prefix)+64+len(suffix) || a.HookSpecificOutput.UpdatedInput["description"] != "d" {
+		t.Fatalf("rewrite: %+v\nwant command %s<blake3>%s", a, prefix, suffix)
 	}
+	want := got
 	if a := hook("go mod download"); !strings.Contains(a.HookSpecificOutput.UpdatedInput["command"], " --net -- ") {
 		t.Fatalf("a network command gets --net: %+v", a)
 	}
 	if a := hook(want); a.HookSpecificOutput.UpdatedInput["command"] != want {
 		t.Fatalf("the wrapped line is judged by its inner line and wrapped the same: %+v", a)
 	}
+	old := `'` + jouleBin + `' exec --session 's1' -- /bin/bash -c 'echo '\''it'\'''\''s'\'' && go test ./...'`
+	if a := hook(old); a.HookSpecificOutput.UpdatedInput["command"] != want {
+		t.Fatalf("a line wrapped in joule exec is judged by its inner line and wrapped in joule-exec: %+v", a)
+	}
 	if a := hook("curl http://127.0.0.1:1/"); a.HookSpecificOutput.PermissionDecision != "deny" {
 		t.Fatalf("a deny stays a deny: %+v", a)
 	}
 }
+
+func jhOf(env []string) string {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "JOULE_HOME="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// TestJouleExecPolicy runs what joule hook --contain rewrote, as the host
+// would: the line works where the grant lets it write and is refused
+// elsewhere; a policy changed after the gate wrote it, or expired, does
+// not run at all; and a contained command that runs joule-exec itself
+// with a policy of its own making (every path writable) stays as
+// confined as it was.
+func TestJouleExecPolicy(t *testing.T) {
+	needLandlock(t)
+	env, ws := execEnv(t)
+	payload, _ := json.Marshal(map[string]any{"session_id": "s1", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+		"tool_input": map[string]string{"command": "ls"}, "cwd": ws})
+	r := joule(t, payload, env, "hook", "claude-code", "--contain")
+	var a struct {
+		HookSpecificOutput struct {
+			UpdatedInput map[string]string `json:"updatedInput"`
+		} `json:"hookSpecificOutput"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &a); err != nil {
+		t.Fatalf("hook: %+v", r)
+	}
+	rewritten := a.HookSpecificOutput.UpdatedInput["command"]
+	prefix, _, ok := strings.Cut(rewritten, " -- /bin/bash -c ")
+	if !ok {
+		t.Fatalf("rewrite: %s", rewritten)
+	}
+	runner := filepath.Join(filepath.Dir(jouleBin), "joule-exec")
+	policy := strings.Trim(strings.TrimPrefix(prefix, "'"+runner+"' --policy "), "'")
+	home := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
+			home = v
+		}
+	}
+	run := func(line string) result {
+		t.Helper()
+		cmd := exec.Command("/bin/bash", "-c", prefix+" -- /bin/bash -c "+shellQuoteT(line))
+		cmd.Dir = ws
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return result{stdout: string(out), code: code}
+	}
+	if r := run("echo hi > src/ok && cat src/ok"); r.code != 0 || r.stdout != "hi\n" {
+		t.Fatalf("a write the grant allows: %+v", r)
+	}
+	if r := run("touch " + home + "/outside"); r.code == 0 || !strings.Contains(r.stdout, "Permission denied") {
+		t.Fatalf("a write outside: %+v", r)
+	}
+	if r := run("cat " + policy); r.code == 0 || !strings.Contains(r.stdout, "Permission denied") {
+		t.Fatalf("the policy read from inside: %+v", r)
+	}
+	// A policy of the command's own making, with everything writable,
+	// run by joule-exec inside the sandbox: Landlock only narrows.
+	evil := filepath.Join(t.TempDir(), "evil")
+	os.MkdirAll(evil, 0o700)
+	wide := sandboxPolicyFile(t, evil, `{"links":[{"allow":["Read","Write","Bash"]}],"roots":["/"],"home":"","protected":null,"private":null}`)
+	if r := run(runner + " --policy " + wide + " -- /bin/touch " + home + "/outside"); r.code == 0 || !strings.Contains(r.stdout, "Permission denied") {
+		t.Fatalf("a nested joule-exec with a wider policy: %+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(home, "outside")); err == nil {
+		t.Fatal("a file was created outside the grant")
+	}
+	// Changed after the gate wrote it: refused before anything runs.
+	b, _ := os.ReadFile(policy)
+	os.WriteFile(policy, []byte(strings.Replace(string(b), `"Write`, `"Xrite`, 1)), 0o600)
+	if r := run("touch src/ran"); r.code != 126 || !strings.Contains(r.stdout, "does not hash to its name") {
+		t.Fatalf("a changed policy: %+v", r)
+	}
+	os.WriteFile(policy, b, 0o600)
+	os.Chmod(policy, 0o644)
+	if r := run("touch src/ran"); r.code != 126 || !strings.Contains(r.stdout, "want 0600") {
+		t.Fatalf("a policy others can read: %+v", r)
+	}
+	os.Chmod(policy, 0o600)
+	expired := sandboxPolicyFile(t, evil, `{"links":[{"allow":["Read","Write","Bash"]}],"roots":["`+ws+`"],"home":"","protected":null,"private":null,"not_after":1}`)
+	if r := run(runner + " --policy " + expired + " -- /bin/true"); r.code != 126 || !strings.Contains(r.stdout, "expired") {
+		t.Fatalf("an expired policy: %+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "src", "ran")); err == nil {
+		t.Fatal("a refused policy ran its command")
+	}
+}
+
+// sandboxPolicyFile writes body as a policy file named by its BLAKE3.
+func sandboxPolicyFile(t *testing.T, dir, body string) string {
+	t.Helper()
+	sum := blake3.Sum256([]byte(body))
+	p := filepath.Join(dir, hex.EncodeToString(sum[:])+".json")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func shellQuoteT(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

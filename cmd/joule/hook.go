@@ -145,5 +145,16 @@ func containment(ep *endpoint) (*gate.Containment, error) {
 	if os.Getenv(simulateNoLandlock) == "1" {
 		abi = 0
 	}
-	return &gate.Containment{Exe: self, ABI: abi, Fallback: cfg.ExecFallback == "unconfined"}, nil
+	c := &gate.Containment{Exe: self, ABI: abi, Fallback: cfg.ExecFallback == "unconfined"}
+	// joule-exec beside this binary (make build puts it there) confines
+	// without opening the store; without it lines run under joule exec.
+	if runner := filepath.Join(filepath.Dir(self), "joule-exec"); isExecutable(runner) {
+		c.Runner, c.PolicyDir = runner, filepath.Join(ep.home, sandbox.PolicyDir)
+	}
+	return c, nil
+}
+
+func isExecutable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }

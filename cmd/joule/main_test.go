@@ -36,6 +36,14 @@ func TestMain(m *testing.M) {
 		os.Stderr.Write(out)
 		os.Exit(1)
 	}
+	// joule-exec beside joule, as make build puts it: joule hook --contain
+	// rewrites to it.
+	build = exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, "joule-exec"), "../joule-exec")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		os.Stderr.Write(out)
+		os.Exit(1)
+	}
 	// The thin client, in a directory of its own so that installs by
 	// jouleBin still write 'joule hook HOST'; it finds jouleBin through
 	// $JOULE_BIN (hookBoth).
@@ -56,7 +64,7 @@ type result struct {
 	code           int
 }
 
-func joule(t *testing.T, stdin []byte, env []string, args ...string) result {
+func joule(t testing.TB, stdin []byte, env []string, args ...string) result {
 	t.Helper()
 	cmd := exec.Command(jouleBin, args...)
 	cmd.Stdin = bytes.NewReader(stdin)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/joulehook/joule/core/command"
+	"github.com/joulehook/joule/core/rule"
 	"github.com/joulehook/joule/core/sandbox"
 )
 
@@ -20,12 +21,26 @@ type Containment struct {
 	// Fallback is true where exec_fallback is "unconfined": without
 	// Landlock the command still runs, on analysis alone.
 	Fallback bool
+	// Runner is the absolute path of joule-exec, the small binary that
+	// confines a command to a policy the gate wrote into PolicyDir
+	// ($JOULE_HOME/policy) without opening the store. Empty (or a policy
+	// that cannot be written): the line runs under `Exe exec --session`,
+	// which loads the grant itself.
+	Runner    string
+	PolicyDir string
 }
 
 // contain rewrites an allowed Bash verdict. Without Landlock the verdict
 // stays an allow and its reason (so the receipt) says that analysis alone
 // decided; the input then runs as the host sent it.
 func (c *Containment) contain(ev *Event, v Verdict) (Verdict, json.RawMessage) {
+	return c.rewrite(ev, v, nil)
+}
+
+// rewrite is contain with the decision's policy: with a Runner, the line
+// runs under joule-exec with that policy, written content-addressed into
+// PolicyDir.
+func (c *Containment) rewrite(ev *Event, v Verdict, p *Policy) (Verdict, json.RawMessage) {
 	if c == nil || ev.Tool != "Bash" || v.Decision != Allow {
 		return v, nil
 	}
@@ -46,7 +61,12 @@ func (c *Containment) contain(ev *Event, v Verdict) (Verdict, json.RawMessage) {
 	}
 	net := lineUsesNetwork(line)
 	var b strings.Builder
-	b.WriteString(c.wrapperPrefix(ev.SessionID))
+	if path, ok := c.writePolicy(p); ok {
+		b.WriteString(c.runnerPrefix())
+		b.WriteString(shellQuote(path))
+	} else {
+		b.WriteString(c.wrapperPrefix(ev.SessionID))
+	}
 	if net {
 		b.WriteString(" --net")
 	}
@@ -74,6 +94,71 @@ func (c *Containment) wrapperPrefix(session string) string {
 	return shellQuote(c.Exe) + " exec --session " + shellQuote(session)
 }
 
+// runnerPrefix is how a line rewritten to run under joule-exec starts, up
+// to the policy's path.
+func (c *Containment) runnerPrefix() string {
+	return shellQuote(c.Runner) + " --policy "
+}
+
+// writePolicy writes the sandbox policy of p for joule-exec and returns
+// its path; false when there is no Runner or it cannot be written (the
+// line then runs under joule exec, which reads the grant itself).
+func (c *Containment) writePolicy(p *Policy) (string, bool) {
+	if c.Runner == "" || c.PolicyDir == "" || p == nil || len(p.Chain) == 0 {
+		return "", false
+	}
+	sp := SandboxPolicy(p)
+	path, err := sp.Write(c.PolicyDir)
+	if err != nil {
+		return "", false
+	}
+	return path, true
+}
+
+// SandboxPolicy is what the kernel is to enforce of p for a contained
+// command (see sandbox.Policy): the rules of every link, the leaf's
+// workspace roots resolved, the protected and private paths, and the
+// earliest expiry of the chain.
+func SandboxPolicy(p *Policy) sandbox.Policy {
+	sp := sandbox.Policy{Home: p.Home, Protected: p.Protected, Private: p.Private}
+	for _, s := range p.Chain {
+		g := s.Grant
+		sp.Links = append(sp.Links, sandbox.PolicyLink{Allow: g.Allow, Ask: g.Ask, Deny: g.Deny})
+		if g.NotAfter != 0 && (sp.NotAfter == 0 || g.NotAfter < sp.NotAfter) {
+			sp.NotAfter = g.NotAfter
+		}
+	}
+	for _, r := range p.Chain.Leaf().Grant.Roots {
+		if abs, err := rule.ResolveDir(r); err == nil {
+			sp.Roots = append(sp.Roots, abs)
+		}
+	}
+	return sp
+}
+
+// unwrapPolicy strips a joule-exec prefix that names a policy file in
+// PolicyDir (any policy there: whichever it is, the line is wrapped afresh
+// with the decision's own) and returns the rest, from the flags on.
+func (c *Containment) unwrapPolicy(line string) (string, bool) {
+	if c.Runner == "" || c.PolicyDir == "" {
+		return "", false
+	}
+	// shellQuote(PolicyDir/<64 hex>.json): the quoted directory without
+	// its closing quote, the name, then ".json'".
+	dir := shellQuote(c.PolicyDir + "/")
+	rest, ok := strings.CutPrefix(line, c.runnerPrefix()+dir[:len(dir)-1])
+	if !ok || len(rest) < 64+len(".json'") {
+		return "", false
+	}
+	name, rest := rest[:64], rest[64:]
+	for _, r := range name {
+		if !strings.ContainsRune("0123456789abcdef", r) {
+			return "", false
+		}
+	}
+	return strings.CutPrefix(rest, ".json'")
+}
+
 // unwrap returns ev with a command that contain wrote (for this joule and
 // session) replaced by the original line, so that a host that shows the
 // rewritten input again (Claude Code's PermissionRequest) is judged on
@@ -93,7 +178,9 @@ func (c *Containment) unwrap(ev *Event) *Event {
 	}
 	rest, ok := strings.CutPrefix(line, c.wrapperPrefix(ev.SessionID))
 	if !ok {
-		return ev
+		if rest, ok = c.unwrapPolicy(line); !ok {
+			return ev
+		}
 	}
 	rest = strings.TrimPrefix(rest, " --net")
 	quoted, ok := strings.CutPrefix(rest, " -- /bin/bash -c ")

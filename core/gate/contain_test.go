@@ -2,8 +2,13 @@ package gate
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/joulehook/joule/core/grant"
+	"github.com/joulehook/joule/core/sandbox"
 )
 
 func bashEvent(session, line string) *Event {
@@ -77,5 +82,76 @@ func TestContain(t *testing.T) {
 	}
 	if got, in := (&Containment{Exe: "/j", Fallback: true}).contain(bashEvent("s", "ls"), allow); got.Decision != Allow || in != nil || !strings.Contains(got.Reason, "analysis alone decided") {
 		t.Errorf("without Landlock, fallback unconfined: %+v", got)
+	}
+}
+
+// TestContainPolicy: with a Runner the line runs under joule-exec with the
+// decision's policy, written content-addressed (0600) where joule-exec
+// reads it; the rewritten line unwraps to the original, and so does one
+// naming any other policy of that directory, while anything else that
+// merely looks like it stays as it is.
+func TestContainPolicy(t *testing.T) {
+	dir := t.TempDir()
+	ws := t.TempDir()
+	c := &Containment{Exe: "/opt/joule/joule", ABI: 7, Runner: "/opt/joule/joule-exec", PolicyDir: dir}
+	g := &grant.Grant{Roots: []string{ws}, Allow: []string{"Read", "Write(src/**)", "Bash(go test:*)"}, Deny: []string{"Read(.env)"}, NotAfter: 4102444800}
+	p := &Policy{Chain: grant.Chain{{Grant: g}}, Home: "/home/u", Protected: []string{ws + "/.mcp.json"}, Private: []string{"/home/u/.joule"}}
+	allow := Verdict{Decision: Allow, Code: CodeAllowed, Reason: "granted"}
+	v, in := c.rewrite(bashEvent("s", "go test ./..."), allow, p)
+	if v.Decision != Rewrite {
+		t.Fatalf("%+v", v)
+	}
+	line := commandOf(t, in)
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Fatalf("want one policy file, got %v", entries)
+	}
+	path := filepath.Join(dir, entries[0].Name())
+	if want := `'/opt/joule/joule-exec' --policy '` + path + `' -- /bin/bash -c 'go test ./...'`; line != want {
+		t.Fatalf("got  %s\nwant %s", line, want)
+	}
+	got, err := sandbox.ReadPolicy(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.NotAfter != g.NotAfter || len(got.Links) != 1 || got.Links[0].Deny[0] != "Read(.env)" || got.Roots[0] != ws || got.Private[0] != "/home/u/.joule" {
+		t.Fatalf("policy: %+v", got)
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("policy mode %v", fi.Mode())
+	}
+	if back := commandOf(t, c.unwrap(bashEvent("s", line)).Input); back != "go test ./..." {
+		t.Fatalf("unwrap: %q", back)
+	}
+	other := `'/opt/joule/joule-exec' --policy '` + dir + `/` + strings.Repeat("ab", 32) + `.json' --net -- /bin/bash -c 'ls'`
+	if back := commandOf(t, c.unwrap(bashEvent("s", other)).Input); back != "ls" {
+		t.Fatalf("unwrap of another policy of the directory: %q", back)
+	}
+	for _, l := range []string{
+		`'/opt/joule/joule-exec' --policy '/tmp/` + strings.Repeat("ab", 32) + `.json' -- /bin/bash -c 'ls'`,
+		`'/opt/joule/joule-exec' --policy '` + dir + `/` + strings.Repeat("AB", 32) + `.json' -- /bin/bash -c 'ls'`,
+		`'/opt/joule/joule-exec' --policy '` + dir + `/x.json' -- /bin/bash -c 'ls'`,
+		`'/opt/joule/joule-exec' --policy '` + path + `' -- /bin/bash -c 'ls'; id`,
+		`'/tmp/joule-exec' --policy '` + path + `' -- /bin/bash -c 'ls'`,
+	} {
+		if back := commandOf(t, c.unwrap(bashEvent("s", l)).Input); back != l {
+			t.Errorf("unwrapped %q to %q", l, back)
+		}
+	}
+	// The same decision again writes nothing new; without a policy (or a
+	// directory it cannot be written to) the line runs under joule exec.
+	c.rewrite(bashEvent("s", "go test ./..."), allow, p)
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Fatalf("a second decision wrote another file: %v", entries)
+	}
+	_, in = c.rewrite(bashEvent("s", "ls"), allow, nil)
+	if l := commandOf(t, in); !strings.HasPrefix(l, `'/opt/joule/joule' exec --session 's' -- `) {
+		t.Fatalf("without a policy: %s", l)
+	}
+	os.WriteFile(filepath.Join(ws, "file"), nil, 0o600)
+	c.PolicyDir = filepath.Join(ws, "file", "policy")
+	_, in = c.rewrite(bashEvent("s", "ls"), allow, p)
+	if l := commandOf(t, in); !strings.HasPrefix(l, `'/opt/joule/joule' exec --session 's' -- `) {
+		t.Fatalf("with an unwritable policy directory: %s", l)
 	}
 }

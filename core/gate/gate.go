@@ -129,7 +129,7 @@ func (g *Gate) decide(ctx context.Context, ev *Event, cannotAsk string) Result {
 	if v.Decision == Ask && cannotAsk != "" {
 		v = deny(v.Code, "the grant says to ask a person, but %s cannot ask from a hook, so joule denies: %s", cannotAsk, v.Reason)
 	}
-	v, updated := g.Contain.contain(ev, v)
+	v, updated := g.Contain.rewrite(ev, v, policy)
 	res := g.seal(ctx, ev, sent, v, chain)
 	if res.Decision == Rewrite {
 		res.UpdatedInput = updated

@@ -351,3 +351,33 @@ func onlyGlobstars(segs []segment) bool {
 func isCleanAbs(p string) bool {
 	return path.IsAbs(p) && path.Clean(p) == p
 }
+
+// MatchBelow is MatchPath for a caller that walks the entries below a
+// rule's Scope base already resolved through symlinks (real): abs, a path
+// below real, is matched against the rest of the pattern from real, as
+// MatchPath's last step does, without reading the file system. It is what
+// a kernel sandbox expanding a deny glob over thousands of files needs:
+// MatchPath resolves the pattern's literal prefix again on every call.
+func (r Rule) MatchBelow(kind Access, abs, real string, mode Mode) bool {
+	switch {
+	case !mode.valid():
+		return false
+	case r.kind == kindRead && (kind == Read || kind == ReadTree):
+	case r.kind == kindWrite && kind == Write:
+	default:
+		return false
+	}
+	if !isCleanAbs(abs) || !isCleanAbs(real) {
+		return false
+	}
+	broad := mode != Allow
+	if r.path.bare {
+		return within(abs, real, broad)
+	}
+	n := 0
+	for n < len(r.path.segs) && r.path.segs[n].literal {
+		n++
+	}
+	m := matcher{tree: kind == ReadTree, broad: broad}
+	return m.match(real, r.path.segs[n:], abs)
+}

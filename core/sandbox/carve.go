@@ -68,6 +68,7 @@ func (l Layer) Rules() ([]PathRule, error) {
 
 type carver struct {
 	rules []PathRule
+	at    map[string]int // path → its rule: one rule per path, the rights of every carve ORed
 	n     int
 	err   error
 }
@@ -119,6 +120,14 @@ func (c *carver) add(p string, access uint64, dir bool) {
 	if access == 0 {
 		return
 	}
+	if i, ok := c.at[p]; ok {
+		c.rules[i].Access |= access
+		return
+	}
+	if c.at == nil {
+		c.at = map[string]int{}
+	}
+	c.at[p] = len(c.rules)
 	c.n++
 	c.rules = append(c.rules, PathRule{Path: p, Access: access, Dir: dir})
 }

@@ -148,23 +148,30 @@ func Build(in Inputs) (Spec, error) {
 					}
 				}
 			}
+			var globs []globRule
 			for _, list := range [][]rule.Rule{set.Deny, set.Ask} {
 				for _, r := range list {
 					s, ok := r.Scope(roots)
 					if !ok {
 						continue
 					}
-					paths, err := expand(r, s, roots)
-					if err != nil {
-						return Spec{}, fmt.Errorf("link %d: %w", i, err)
+					if s.Tree {
+						if s.Access == rule.Read {
+							l.ReadDeny = append(l.ReadDeny, resolve(s.Base))
+						} else {
+							l.WriteDeny = append(l.WriteDeny, resolve(s.Base))
+						}
+						continue
 					}
-					if s.Access == rule.Read {
-						l.ReadDeny = append(l.ReadDeny, paths...)
-					} else {
-						l.WriteDeny = append(l.WriteDeny, paths...)
-					}
+					globs = append(globs, globRule{r, s})
 				}
 			}
+			reads, writes, err := expand(globs, roots)
+			if err != nil {
+				return Spec{}, fmt.Errorf("link %d: %w", i, err)
+			}
+			l.ReadDeny = append(l.ReadDeny, reads...)
+			l.WriteDeny = append(l.WriteDeny, writes...)
 		}
 		if in.Home != "" {
 			for _, rel := range HomeSecrets {
@@ -184,36 +191,76 @@ func Build(in Inputs) (Spec, error) {
 	return spec, nil
 }
 
-// expand lists the paths a deny or ask rule refuses: its base when the
-// pattern covers the whole tree, else every existing entry below the base
-// the rule matches (not descending into a match).
-func expand(r rule.Rule, s rule.PathScope, roots rule.Roots) ([]string, error) {
-	base := resolve(s.Base)
-	if s.Tree {
-		return []string{base}, nil
+// globRule is a deny or ask rule whose pattern does not cover its whole
+// tree: the entries it refuses are found by walking below its base.
+type globRule struct {
+	r rule.Rule
+	s rule.PathScope
+}
+
+// expand lists the paths the glob rules refuse, for reads and for writes:
+// every existing entry below a rule's base that the rule matches. Rules
+// with the same base share one walk; the walk does not descend below a
+// directory a Read rule refused (refusing reads refuses writes too), nor
+// below one every rule of the walk refused. The walk starts from the
+// resolved base and does not follow links, so the paths it yields are
+// resolved already; a link that matches is refused as its target.
+func expand(globs []globRule, roots rule.Roots) (reads, writes []string, err error) {
+	byBase := map[string][]globRule{}
+	var bases []string
+	for _, g := range globs {
+		if _, ok := byBase[g.s.Base]; !ok {
+			bases = append(bases, g.s.Base)
+		}
+		byBase[g.s.Base] = append(byBase[g.s.Base], g)
 	}
-	var out []string
-	n := 0
-	err := filepath.WalkDir(s.Base, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			if p == s.Base && errors.Is(err, os.ErrNotExist) {
-				return filepath.SkipAll
+	for _, base := range bases {
+		group := byBase[base]
+		start := resolve(base)
+		n := 0
+		err := filepath.WalkDir(start, func(p string, d os.DirEntry, err error) error {
+			if err != nil {
+				if p == start && errors.Is(err, os.ErrNotExist) {
+					return filepath.SkipAll
+				}
+				return nil // unreadable here means unreadable in the sandbox too
 			}
-			return nil // unreadable here means unreadable in the sandbox too
-		}
-		if n++; n > maxWalk {
-			return fmt.Errorf("rule %s: more than %d entries below %s to match it against; the kernel sandbox needs a narrower rule (a literal directory, or dir/**)", r, maxWalk, s.Base)
-		}
-		abs := resolve(p)
-		if r.MatchPath(s.Access, abs, roots, rule.Deny) {
-			out = append(out, abs)
-			if d.IsDir() {
+			if n++; n > maxWalk {
+				return fmt.Errorf("rule %s: more than %d entries below %s to match it against; the kernel sandbox needs a narrower rule (a literal directory, or dir/**)", group[0].r, maxWalk, base)
+			}
+			abs, link := p, d.Type()&os.ModeSymlink != 0
+			if link {
+				abs = resolve(p)
+			}
+			matched, readMatched := 0, false
+			for _, g := range group {
+				var hit bool
+				if link {
+					hit = g.r.MatchPath(g.s.Access, abs, roots, rule.Deny)
+				} else {
+					hit = g.r.MatchBelow(g.s.Access, abs, start, rule.Deny)
+				}
+				if !hit {
+					continue
+				}
+				matched++
+				if g.s.Access == rule.Read {
+					reads = append(reads, abs)
+					readMatched = true
+				} else {
+					writes = append(writes, abs)
+				}
+			}
+			if d.IsDir() && (readMatched || matched == len(group)) {
 				return filepath.SkipDir
 			}
+			return nil
+		})
+		if err != nil {
+			return nil, nil, err
 		}
-		return nil
-	})
-	return out, err
+	}
+	return reads, writes, nil
 }
 
 func resolve(p string) string {

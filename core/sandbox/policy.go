@@ -1,0 +1,176 @@
+package sandbox
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/joulehook/joule/core/rule"
+	"lukechampine.com/blake3"
+)
+
+// Policy is what the gate decided a contained command may do, in the form
+// the gate hands it to joule-exec: the rules of each link of the active
+// grant (root first), the leaf's workspace roots, the home directory, the
+// protected and private paths, and when the grant expires. The gate writes
+// it under $JOULE_HOME/policy, named by the BLAKE3 of its bytes, and the
+// rewritten line names that file; joule-exec reads it, checks the name
+// against the content and builds the Spec from it when the command
+// starts, so deny globs are expanded over the files that exist then.
+//
+// Why that is enough: $JOULE_HOME is unreadable and unwritable inside the
+// sandbox, so a contained command can neither change a policy nor plant
+// one; and Landlock (and seccomp) only ever add restrictions, so a
+// joule-exec the contained command runs itself, with any policy file,
+// can narrow what it may do but never widen it.
+type Policy struct {
+	Links     []PolicyLink `json:"links"`
+	Roots     []string     `json:"roots"`
+	Home      string       `json:"home"`
+	Protected []string     `json:"protected"`
+	Private   []string     `json:"private"`
+	NotAfter  int64        `json:"not_after,omitempty"` // Unix seconds; 0: no expiry
+}
+
+// PolicyLink is the rules of one link of the grant, as the grant writes them.
+type PolicyLink struct {
+	Allow []string `json:"allow,omitempty"`
+	Ask   []string `json:"ask,omitempty"`
+	Deny  []string `json:"deny,omitempty"`
+}
+
+// PolicyDir is where the gate writes policies, below $JOULE_HOME.
+const PolicyDir = "policy"
+
+// maxPolicy bounds a policy file joule-exec reads.
+const maxPolicy = 4 << 20
+
+// Encode returns the policy's bytes and their BLAKE3 in hex, the file name.
+func (p Policy) Encode() ([]byte, string, error) {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil, "", err
+	}
+	return b, hashHex(b), nil
+}
+
+// Write stores the policy in dir (created 0700) as <blake3>.json, mode
+// 0600, unless a file of that name is there already, and returns its path.
+func (p Policy) Write(dir string) (string, error) {
+	b, name, err := p.Encode()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, name+".json")
+	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() && fi.Size() == int64(len(b)) {
+		return path, nil // content-addressed: the same name is the same bytes (ReadPolicy checks)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return "", err
+	}
+	if err := f.Close(); err != nil {
+		return "", err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
+// ReadPolicy reads the policy at path and checks it is the one its name
+// says: a regular file (not a link), owned by this user and not readable
+// or writable by anyone else, named <blake3 of its bytes>.json.
+func ReadPolicy(path string) (Policy, error) {
+	name := filepath.Base(path)
+	want, ok := strings.CutSuffix(name, ".json")
+	if !ok || len(want) != 64 || strings.ToLower(want) != want {
+		return Policy{}, fmt.Errorf("policy %s: the name is not <blake3>.json", path)
+	}
+	if _, err := hex.DecodeString(want); err != nil {
+		return Policy{}, fmt.Errorf("policy %s: the name is not <blake3>.json", path)
+	}
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return Policy{}, fmt.Errorf("policy %s: %w", path, err)
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return Policy{}, fmt.Errorf("policy %s: %w", path, err)
+	}
+	switch {
+	case st.Mode&syscall.S_IFMT != syscall.S_IFREG:
+		return Policy{}, fmt.Errorf("policy %s: not a regular file", path)
+	case int(st.Uid) != os.Geteuid():
+		return Policy{}, fmt.Errorf("policy %s: owned by uid %d, not by this user", path, st.Uid)
+	case st.Mode&0o077 != 0:
+		return Policy{}, fmt.Errorf("policy %s: mode %04o, want 0600: others could read or change it", path, st.Mode&0o7777)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxPolicy+1))
+	if err != nil {
+		return Policy{}, fmt.Errorf("policy %s: %w", path, err)
+	}
+	if len(b) > maxPolicy {
+		return Policy{}, fmt.Errorf("policy %s: larger than %d bytes", path, maxPolicy)
+	}
+	if hashHex(b) != want {
+		return Policy{}, fmt.Errorf("policy %s: its content does not hash to its name: it was changed after the gate wrote it", path)
+	}
+	var p Policy
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return Policy{}, fmt.Errorf("policy %s: %w", path, err)
+	}
+	return p, nil
+}
+
+// Check reports an expired policy.
+func (p Policy) Check(now time.Time) error {
+	if p.NotAfter != 0 && now.Unix() >= p.NotAfter {
+		return fmt.Errorf("the grant this policy was decided under expired at %s", time.Unix(p.NotAfter, 0).UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// Spec builds the Spec the kernel enforces for p now: globs of deny and
+// ask rules expanded over the files that exist, the temp dir and the
+// toolchains' caches from getenv writable (ToolTrees), TCP only with net.
+func (p Policy) Spec(net bool, getenv func(string) string) (Spec, error) {
+	if len(p.Links) == 0 {
+		return Spec{}, errors.New("the policy has no links")
+	}
+	in := Inputs{Roots: p.Roots, Home: p.Home, Protected: p.Protected, Private: p.Private,
+		Extra: ToolTrees(p.Home, getenv), Net: net}
+	for i, l := range p.Links {
+		set, err := rule.ParseSet(l.Allow, l.Ask, l.Deny)
+		if err != nil {
+			return Spec{}, fmt.Errorf("link %d: %w", i, err)
+		}
+		in.Sets = append(in.Sets, set)
+	}
+	return Build(in)
+}
+
+func hashHex(b []byte) string {
+	sum := blake3.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}

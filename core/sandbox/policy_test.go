@@ -1,0 +1,86 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestPolicyFile: a policy reads back as written, and every way a file
+// can fail to be the one the gate wrote is refused with its reason.
+func TestPolicyFile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "policy")
+	p := Policy{Links: []PolicyLink{{Allow: []string{"Read", "Write"}, Deny: []string{"Read(.env)"}}}, Roots: []string{"/ws"}, Home: "/home/u", NotAfter: 4102444800}
+	path, err := p.Write(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := p.Write(dir); err != nil || again != path {
+		t.Fatalf("second write: %s %v", again, err)
+	}
+	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o700 {
+		t.Fatalf("dir mode %v", fi.Mode())
+	}
+	got, err := ReadPolicy(path)
+	if err != nil || got.Links[0].Deny[0] != "Read(.env)" || got.Home != "/home/u" {
+		t.Fatalf("%+v %v", got, err)
+	}
+	b, _ := os.ReadFile(path)
+	bad := func(name string, setup func() string, want string) {
+		t.Helper()
+		_, err := ReadPolicy(setup())
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", name, err, want)
+		}
+	}
+	name := filepath.Base(path)
+	bad("changed content", func() string {
+		d := t.TempDir()
+		os.WriteFile(filepath.Join(d, name), []byte(strings.Replace(string(b), "Read(.env)", "Read(.enx)", 1)), 0o600)
+		return filepath.Join(d, name)
+	}, "does not hash to its name")
+	bad("group readable", func() string {
+		d := t.TempDir()
+		os.WriteFile(filepath.Join(d, name), b, 0o640)
+		os.Chmod(filepath.Join(d, name), 0o640)
+		return filepath.Join(d, name)
+	}, "want 0600")
+	bad("a symlink", func() string {
+		d := t.TempDir()
+		os.Symlink(path, filepath.Join(d, name))
+		return filepath.Join(d, name)
+	}, "too many levels of symbolic links")
+	bad("not a hash name", func() string {
+		d := t.TempDir()
+		os.WriteFile(filepath.Join(d, "p.json"), b, 0o600)
+		return filepath.Join(d, "p.json")
+	}, "not <blake3>.json")
+	bad("upper-case hash", func() string { return filepath.Join(dir, strings.ToUpper(name[:64])+".json") }, "not <blake3>.json")
+	bad("missing", func() string { return filepath.Join(dir, strings.Repeat("0", 64)+".json") }, "no such file")
+	bad("a directory", func() string {
+		d := filepath.Join(t.TempDir(), name)
+		os.Mkdir(d, 0o700)
+		return d
+	}, "not a regular file")
+	unknown := []byte(`{"links":[],"roots":[],"home":"","protected":null,"private":null,"wide":true}`)
+	bad("unknown field", func() string {
+		d := t.TempDir()
+		h := hashHex(unknown)
+		os.WriteFile(filepath.Join(d, h+".json"), unknown, 0o600)
+		return filepath.Join(d, h+".json")
+	}, "unknown field")
+	if err := (Policy{NotAfter: time.Now().Add(-time.Minute).Unix()}).Check(time.Now()); err == nil || !strings.Contains(err.Error(), "expired") {
+		t.Errorf("expired: %v", err)
+	}
+	if err := p.Check(time.Now()); err != nil {
+		t.Error(err)
+	}
+	if _, err := (Policy{}).Spec(false, os.Getenv); err == nil {
+		t.Error("a policy without links built a Spec")
+	}
+	if _, err := (Policy{Links: []PolicyLink{{Allow: []string{"Bash(("}}}, Roots: []string{"/"}}).Spec(false, os.Getenv); err == nil {
+		t.Error("a policy with a bad rule built a Spec")
+	}
+}
