@@ -169,6 +169,8 @@ is left to do. Hosts: `+installerNames()+`.`)
 	if *dry {
 		for _, c := range changes {
 			switch {
+			case c.Before == nil && c.After == nil:
+				// neither there nor to be written: nothing to say
 			case string(c.Before) == string(c.After):
 				fmt.Fprintf(e.stdout, "unchanged %s\n", c.Path)
 			case c.After == nil:
@@ -179,7 +181,11 @@ is left to do. Hosts: `+installerNames()+`.`)
 		}
 		return nil
 	}
-	lines, err := hook.Apply(changes, time.Now())
+	home, err := identity.Home()
+	if err != nil {
+		return err
+	}
+	lines, err := hook.Apply(changes, time.Now(), filepath.Join(home, "backups"))
 	for _, l := range lines {
 		fmt.Fprintln(e.stdout, l)
 	}

@@ -42,13 +42,21 @@ func TestInstallEveryHost(t *testing.T) {
 	for host := range installers {
 		t.Run(host, func(t *testing.T) {
 			start := snapshot()
-			if r := jouleIn(t, ws, nil, env, "install", host, "--project", "--dry-run"); r.code != 0 || !strings.Contains(r.stdout, "would write") {
+			r := jouleIn(t, ws, nil, env, "install", host, "--project", "--dry-run")
+			if r.code != 0 || !strings.Contains(r.stdout, "would write") {
 				t.Fatalf("dry run: %+v", r)
+			}
+			for _, l := range strings.Split(r.stdout, "\n") {
+				if p, ok := strings.CutPrefix(l, "unchanged "); ok {
+					if _, err := os.Stat(p); err != nil {
+						t.Errorf("--dry-run says %q for a file that does not exist", l)
+					}
+				}
 			}
 			if got := snapshot(); !equalMaps(got, start) {
 				t.Fatal("--dry-run wrote files")
 			}
-			r := jouleIn(t, ws, nil, env, "install", host, "--project")
+			r = jouleIn(t, ws, nil, env, "install", host, "--project")
 			if r.code != 0 || !strings.Contains(r.stdout, "wrote ") || !strings.Contains(r.stdout, "ok   ") {
 				t.Fatalf("install: %+v", r)
 			}
@@ -69,10 +77,16 @@ func TestInstallEveryHost(t *testing.T) {
 					changedOwn = true
 				}
 			}
-			backups, _ := filepath.Glob(filepath.Join(ws, "*", "*.bak"))
-			rootBackups, _ := filepath.Glob(filepath.Join(ws, "*.bak"))
-			if changedOwn && len(backups)+len(rootBackups) == 0 {
-				t.Errorf("changed the user's files without a backup")
+			// Backups go to $JOULE_HOME/backups, never into the project,
+			// where they would show in git status.
+			backups, _ := filepath.Glob(filepath.Join(filepath.Dir(ws), "home", "backups", "*.bak"))
+			if changedOwn && len(backups) == 0 {
+				t.Errorf("changed the user's files without a backup in $JOULE_HOME/backups")
+			}
+			inProject, _ := filepath.Glob(filepath.Join(ws, "*", "*.bak"))
+			atRoot, _ := filepath.Glob(filepath.Join(ws, "*.bak"))
+			if len(inProject)+len(atRoot) > 0 {
+				t.Errorf("backups left in the project: %v %v", inProject, atRoot)
 			}
 			if r := jouleIn(t, ws, nil, env, "install", host, "--project", "--uninstall"); r.code != 0 {
 				t.Fatalf("uninstall: %+v", r)

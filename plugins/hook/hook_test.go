@@ -114,25 +114,43 @@ func TestNoAskNoRewrite(t *testing.T) {
 // TestApply: a change backs up what it replaces, an unchanged file is not
 // touched, a deletion removes the file.
 func TestApply(t *testing.T) {
-	dir := t.TempDir()
+	dir, backups := t.TempDir(), filepath.Join(t.TempDir(), "backups")
 	p := filepath.Join(dir, "sub", "f.json")
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	lines, err := Apply([]Change{{Path: p, After: []byte("a")}}, now)
+	lines, err := Apply([]Change{{Path: p, After: []byte("a")}}, now, backups)
 	if err != nil || len(lines) != 1 || !strings.HasPrefix(lines[0], "wrote ") {
 		t.Fatalf("create: %v %v", lines, err)
 	}
-	lines, _ = Apply([]Change{{Path: p, Before: []byte("a"), After: []byte("a")}}, now)
+	lines, _ = Apply([]Change{{Path: p, Before: []byte("a"), After: []byte("a")}}, now, backups)
 	if len(lines) != 1 || !strings.HasPrefix(lines[0], "unchanged ") {
 		t.Fatalf("unchanged: %v", lines)
 	}
-	lines, _ = Apply([]Change{{Path: p, Before: []byte("a"), After: []byte("b")}}, now)
-	backup := p + ".joule-20260102T030405.000.bak"
-	if b, _ := os.ReadFile(backup); string(b) != "a" || !strings.Contains(lines[0], backup) {
+	lines, _ = Apply([]Change{{Path: p, Before: []byte("a"), After: []byte("b")}}, now, backups)
+	found, _ := filepath.Glob(filepath.Join(backups, "f.json.*.20260102T030405.000.bak"))
+	if len(found) != 1 {
+		t.Fatalf("backups %v, want one of f.json in %s", found, backups)
+	}
+	if b, _ := os.ReadFile(found[0]); string(b) != "a" || !strings.Contains(lines[0], found[0]) {
 		t.Fatalf("backup: %v %q", lines, b)
 	}
-	Apply([]Change{{Path: p, Before: []byte("b")}}, now.Add(time.Second))
+	if fi, _ := os.Stat(found[0]); fi.Mode().Perm() != 0o600 {
+		t.Errorf("backup mode %v, want 0600", fi.Mode().Perm())
+	}
+	Apply([]Change{{Path: p, Before: []byte("b")}}, now.Add(time.Second), backups)
 	if _, err := os.Stat(p); !os.IsNotExist(err) {
 		t.Fatal("not removed")
+	}
+	// Nothing of joule's is left beside the file: a project's git status
+	// stays clean.
+	if left, _ := filepath.Glob(filepath.Join(dir, "sub", "*")); len(left) != 0 {
+		t.Errorf("left in the project: %v", left)
+	}
+	// Two files of the same name in different directories keep apart.
+	q := filepath.Join(dir, "other", "f.json")
+	Apply([]Change{{Path: q, After: []byte("x")}}, now, backups)
+	Apply([]Change{{Path: q, Before: []byte("x"), After: []byte("y")}}, now, backups)
+	if both, _ := filepath.Glob(filepath.Join(backups, "f.json.*.20260102T030405.000.bak")); len(both) != 2 {
+		t.Errorf("backups %v, want two", both)
 	}
 }
 

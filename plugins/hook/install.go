@@ -2,6 +2,7 @@ package hook
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -59,11 +60,12 @@ type Installer interface {
 	Check(s Scope) []Finding
 }
 
-// Apply writes changes, each after a timestamped backup of the file it
-// replaces; a change whose content is already on disk is skipped, so an
-// install run twice writes nothing the second time. It returns one line per
-// file.
-func Apply(changes []Change, now time.Time) ([]string, error) {
+// Apply writes changes, each after a timestamped backup, in the directory
+// backups (0700), of the file it replaces: never beside it, where it would
+// show in the project's git status. A change whose content is already on
+// disk is skipped, so an install run twice writes nothing the second time.
+// It returns one line per file.
+func Apply(changes []Change, now time.Time, backups string) ([]string, error) {
 	var lines []string
 	for _, c := range changes {
 		if bytes.Equal(c.Before, c.After) {
@@ -74,8 +76,8 @@ func Apply(changes []Change, now time.Time) ([]string, error) {
 		}
 		var backup string
 		if c.Before != nil {
-			backup = fmt.Sprintf("%s.joule-%s.bak", c.Path, now.UTC().Format("20060102T150405.000"))
-			if err := os.WriteFile(backup, c.Before, 0o600); err != nil {
+			var err error
+			if backup, err = writeBackup(backups, c.Path, c.Before, now); err != nil {
 				return lines, err
 			}
 		}
@@ -100,6 +102,26 @@ func Apply(changes []Change, now time.Time) ([]string, error) {
 		}
 	}
 	return lines, nil
+}
+
+// writeBackup keeps before, the content of path, in dir under a name that
+// says which file it was and when: the base name, a digest of the whole
+// path (two projects' settings.json stay apart) and the time.
+func writeBackup(dir, path string, before []byte, now time.Time) (string, error) {
+	if dir == "" {
+		return "", errors.New("install: no directory for backups")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(abs))
+	name := fmt.Sprintf("%s.%x.%s.bak", filepath.Base(path), sum[:4], now.UTC().Format("20060102T150405.000"))
+	b := filepath.Join(dir, name)
+	return b, os.WriteFile(b, before, 0o600)
 }
 
 func withBackup(b string) string {

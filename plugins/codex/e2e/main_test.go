@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binDir = dir
-	for _, b := range []struct{ name, pkg string }{{"joule", "../../../cmd/joule"}, {"joule-hook", "../../../cmd/joule-hook"}} {
+	for _, b := range []struct{ name, pkg string }{{"joule", "../../../cmd/joule"}, {"joule-hook", "../../../cmd/joule-hook"}, {"joule-exec", "../../../cmd/joule-exec"}} {
 		build := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, b.name), b.pkg)
 		build.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := build.CombinedOutput(); err != nil {

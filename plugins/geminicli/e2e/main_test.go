@@ -46,7 +46,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binDir = dir
-	for name, pkg := range map[string]string{"joule": "../../../cmd/joule", "joule-hook": "../../../cmd/joule-hook"} {
+	for name, pkg := range map[string]string{"joule": "../../../cmd/joule", "joule-hook": "../../../cmd/joule-hook", "joule-exec": "../../../cmd/joule-exec"} {
 		build := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, name), pkg)
 		build.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := build.CombinedOutput(); err != nil {

@@ -43,7 +43,7 @@ func AgentServers(t *testing.T, in hook.Installer, rel, agent string, cases []Ag
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := hook.Apply(changes, time.Now()); err != nil {
+			if _, err := hook.Apply(changes, time.Now(), filepath.Join(t.TempDir(), "backups")); err != nil {
 				t.Fatal(err)
 			}
 			var doc struct {
@@ -69,7 +69,7 @@ func AgentServers(t *testing.T, in hook.Installer, rel, agent string, cases []Ag
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := hook.Apply(changes, time.Now()); err != nil {
+			if _, err := hook.Apply(changes, time.Now(), filepath.Join(t.TempDir(), "backups")); err != nil {
 				t.Fatal(err)
 			}
 			for _, f := range in.Check(s)[1:] {

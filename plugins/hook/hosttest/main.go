@@ -45,12 +45,16 @@ func Main(m *testing.M, repo string) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	build := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, "joule"), "./cmd/joule")
-	build.Dir = repo
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "hosttest: go build ./cmd/joule: %v\n%s", err, out)
-		return 1
+	// joule-exec beside joule, as make build puts it: contained lines run
+	// under it.
+	for _, name := range []string{"joule", "joule-exec"} {
+		build := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, name), "./cmd/"+name)
+		build.Dir = repo
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "hosttest: go build ./cmd/%s: %v\n%s", name, err, out)
+			return 1
+		}
 	}
 	Bin = dir
 	if unshare, err := exec.LookPath("unshare"); err == nil && os.Geteuid() == 0 && os.Getenv("JOULE_HOSTTEST_NO_NETNS") == "" {
