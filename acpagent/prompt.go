@@ -198,6 +198,8 @@ func (t *turn) say(ctx context.Context, text string) {
 // Prompt implements acp.Agent: it runs the gated cascade on the request and
 // applies whatever op closes it.
 func (a *Agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResponse, error) {
+	a.prompts.Add(1)
+	defer a.prompts.Done()
 	s, err := a.session(p.SessionId)
 	if err != nil {
 		return acp.PromptResponse{}, err
