@@ -595,16 +595,24 @@ var diskMu sync.Mutex
 func writeDisk(root string, prior, next core.Files, paths []string) error {
 	diskMu.Lock()
 	defer diskMu.Unlock()
+	var todo []string
 	for _, p := range paths {
 		cur, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(p)))
 		if err != nil && !os.IsNotExist(err) {
 			return err
 		}
+		if err == nil && string(cur) == string(next[p]) {
+			// Already so: a remote agent's command wrote it (its turn's
+			// disk changes are part of the op).
+			continue
+		}
 		old, existed := prior[p]
 		if present := err == nil; present != existed || string(cur) != string(old) {
 			return fmt.Errorf("%s changed since the request was read; nothing was changed, ask again", p)
 		}
+		todo = append(todo, p)
 	}
+	paths = todo
 	type staged struct{ tmp, dst string }
 	var done []staged
 	cleanup := func() {
