@@ -158,13 +158,10 @@ func (s *stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
 	defer func() {
+		// The adapters do not all exit when their stdin closes (claude-code-acp
+		// does not), and what they started may outlive them: the whole
+		// group is told to stop at once, and killed if it has not soon.
 		stdin.Close()
-		select {
-		case <-exited:
-		case <-time.After(2 * time.Second):
-		}
-		// The adapters do not all exit when their stdin closes, and what
-		// they started may outlive them: the whole group goes.
 		endGroup(cmd)
 		<-exited
 	}()

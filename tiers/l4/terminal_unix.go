@@ -36,7 +36,7 @@ func remoteGroup(cmd *exec.Cmd) {
 }
 
 // endGroup ends the remote agent's process group: SIGTERM, then SIGKILL to
-// whatever is left a moment later.
+// whatever is left two seconds later.
 func endGroup(cmd *exec.Cmd) {
 	if cmd.Process == nil {
 		return
@@ -45,7 +45,7 @@ func endGroup(cmd *exec.Cmd) {
 	if syscall.Kill(pg, syscall.SIGTERM) != nil {
 		return // the group is gone
 	}
-	for i := 0; i < 20; i++ {
+	for i := 0; i < 80; i++ { // two seconds
 		time.Sleep(25 * time.Millisecond)
 		if syscall.Kill(pg, 0) != nil {
 			return

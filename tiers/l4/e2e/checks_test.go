@@ -17,7 +17,7 @@ type tokenCounter interface {
 // checkSealed checks the session's receipts: one L4 coding op whose efficiency
 // receipt names the files, carries the tokens the fake endpoint reported
 // (metered by joule proxy, in this session) and names the proxy's receipts.
-func checkSealed(t *testing.T, h *home, s *acpSession, api tokenCounter, files []string) {
+func checkSealed(t testing.TB, h *home, s *acpSession, api tokenCounter, files []string) {
 	t.Helper()
 	rs := h.receipts(t, string(s.id))
 	var l4 []map[string]any

@@ -161,7 +161,7 @@ func (f *fakeAnthropic) tokens() (calls int, in, out uint64) {
 	return f.calls, f.in, f.out
 }
 
-func serve(t *testing.T, h http.Handler) string {
+func serve(t testing.TB, h http.Handler) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -175,7 +175,7 @@ func serve(t *testing.T, h http.Handler) string {
 
 // claudeRemote is the remote command line and environment for the real
 // Claude Code through claude-code-acp, offline.
-func claudeRemote(t *testing.T, h *home) ([]string, []string) {
+func claudeRemote(t testing.TB, h *home) ([]string, []string) {
 	adapter := need(t, "testdata/node_modules/@zed-industries/claude-code-acp/dist/index.js", "@zed-industries/claude-code-acp")
 	node, err := lookPath("node")
 	if err != nil {

@@ -45,7 +45,7 @@ func TestMain(m *testing.M) {
 
 // need fails under CI (where .ci/setup.d installs the adapters) and skips
 // elsewhere when a tool is missing.
-func need(t *testing.T, path, what string) string {
+func need(t testing.TB, path, what string) string {
 	t.Helper()
 	if _, err := os.Stat(path); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -65,7 +65,7 @@ type home struct {
 	daemons              []*exec.Cmd
 }
 
-func newHome(t *testing.T) *home {
+func newHome(t testing.TB) *home {
 	t.Helper()
 	dir, _ := filepath.EvalSymlinks(t.TempDir())
 	h := &home{dir: dir, ws: filepath.Join(dir, "ws"), joule: filepath.Join(dir, "home"), user: filepath.Join(dir, "userhome")}
@@ -79,7 +79,7 @@ func newHome(t *testing.T) *home {
 	return h
 }
 
-func (h *home) run(t *testing.T, args ...string) string {
+func (h *home) run(t testing.TB, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(jouleBin, args...)
 	cmd.Env = append(os.Environ(), h.env...)
@@ -92,7 +92,7 @@ func (h *home) run(t *testing.T, args ...string) string {
 }
 
 // proxy starts joule proxy in front of upstream, until the test ends.
-func (h *home) proxy(t *testing.T, flag, upstream string) string {
+func (h *home) proxy(t testing.TB, flag, upstream string) string {
 	t.Helper()
 	cmd := exec.Command(jouleBin, "proxy", "--listen", "127.0.0.1:0", flag, upstream)
 	cmd.Env = append(os.Environ(), h.env...)
@@ -207,7 +207,7 @@ type acpSession struct {
 	done   chan struct{}
 }
 
-func (h *home) acp(t *testing.T, remote []string, proxyURL string, extraEnv ...string) *acpSession {
+func (h *home) acp(t testing.TB, remote []string, proxyURL string, extraEnv ...string) *acpSession {
 	t.Helper()
 	line := ""
 	for _, a := range remote {
@@ -249,7 +249,7 @@ func (h *home) acp(t *testing.T, remote []string, proxyURL string, extraEnv ...s
 	return s
 }
 
-func (s *acpSession) prompt(t *testing.T, text string) (acp.StopReason, string) {
+func (s *acpSession) prompt(t testing.TB, text string) (acp.StopReason, string) {
 	t.Helper()
 	before := len(s.ed.said())
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -263,7 +263,7 @@ func (s *acpSession) prompt(t *testing.T, text string) (acp.StopReason, string) 
 
 // close is the editor going away: joule acp must end, and with it
 // everything it started.
-func (s *acpSession) close(t *testing.T) {
+func (s *acpSession) close(t testing.TB) {
 	s.stdin.Close()
 	select {
 	case <-s.done:
@@ -277,7 +277,7 @@ func (s *acpSession) close(t *testing.T) {
 // marked lists the live processes (not zombies) whose environment holds the
 // home's mark, with their process groups: what the test started and what
 // those started in turn.
-func (h *home) marked(t *testing.T) []proc {
+func (h *home) marked(t testing.TB) []proc {
 	t.Helper()
 	ents, _ := os.ReadDir("/proc")
 	var out []proc
@@ -314,7 +314,7 @@ type proc struct {
 
 // noneLeft waits a moment for the marked processes but except (and the
 // test's daemons) to go.
-func (h *home) noneLeft(t *testing.T, what string, except ...int) {
+func (h *home) noneLeft(t testing.TB, what string, except ...int) {
 	t.Helper()
 	for _, d := range h.daemons {
 		except = append(except, d.Process.Pid)
@@ -345,7 +345,7 @@ func (h *home) noneLeft(t *testing.T, what string, except ...int) {
 }
 
 // receipts is the session's chain as JSON lines.
-func (h *home) receipts(t *testing.T, session string) []map[string]any {
+func (h *home) receipts(t testing.TB, session string) []map[string]any {
 	t.Helper()
 	out := h.run(t, "receipts", "export", session, "--format", "jsonl")
 	var rs []map[string]any
