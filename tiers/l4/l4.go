@@ -85,6 +85,23 @@ func ProxyEnv(base string) []string {
 	return []string{"ANTHROPIC_BASE_URL=" + base, "OPENAI_BASE_URL=" + base + "/v1"}
 }
 
+// ProxyArgs adds to a remote's command line what points its model traffic
+// at base when its environment cannot: Codex (codex-acp) reads no
+// OPENAI_BASE_URL, only its openai_base_url setting, which -c sets.
+func ProxyArgs(argv []string, base string) []string {
+	for _, a := range argv {
+		name := filepath.Base(a)
+		if i := strings.LastIndex(name, "@"); i > 0 {
+			name = name[:i] // npx @zed-industries/codex-acp@0.16.0
+		}
+		if name == "codex-acp" || name == "codex-acp.js" {
+			out := append([]string(nil), argv...)
+			return append(out, "-c", "openai_base_url="+strings.TrimSuffix(base, "/")+"/v1")
+		}
+	}
+	return argv
+}
+
 // SessionURL is joule proxy's base URL for one session's calls: the proxy
 // seals every call made through it in that session's chain, whatever
 // session header (if any) the client sends.
@@ -131,15 +148,19 @@ func (s *stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 	if err != nil {
 		return nil, fmt.Errorf("l4: reading the workspace: %v", err)
 	}
-	cmd := exec.Command(r.Argv[0], r.Argv[1:]...)
-	cmd.Dir = req.Root
-	cmd.Env = append(os.Environ(), r.Env...)
+	argv := r.Argv
+	var env []string
 	if r.Proxy != nil {
 		if u := r.Proxy(); u != "" {
-			cmd.Env = append(cmd.Env, ProxyEnv(SessionURL(u, req.Session))...)
+			su := SessionURL(u, req.Session)
+			env = ProxyEnv(su)
+			argv = ProxyArgs(argv, su)
 			s.ed.Metered()
 		}
 	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = req.Root
+	cmd.Env = append(append(os.Environ(), r.Env...), env...)
 	cmd.Stderr = r.Stderr
 	// Its own process group, so that ending the session ends everything it
 	// started (a wrapper such as npx or sh -c, and the CLI it runs).
@@ -204,6 +225,19 @@ func (s *stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 		return nil, fmt.Errorf("%w: it answered protocol version %d; joule speaks %d", ErrProtocol, ir.ProtocolVersion, acp.ProtocolVersionNumber)
 	}
 	ns, err := conn.NewSession(cctx, acp.NewSessionRequest{Cwd: req.Root, McpServers: []acp.McpServer{}})
+	if authRequired(err) {
+		// A remote that wants its credentials named (codex-acp): the first
+		// method it offers whose environment variables its environment
+		// holds. The credentials stay the remote's own.
+		id := envAuth(ir.AuthMethods, cmd.Env)
+		if id == "" {
+			return nil, fmt.Errorf("l4: the remote agent asks to be signed in, and none of its methods is an environment variable it was given (%s): sign in with its own CLI or set one", authList(ir.AuthMethods))
+		}
+		if _, err := conn.Authenticate(cctx, acp.AuthenticateRequest{MethodId: id}); err != nil {
+			return nil, fail("authenticate "+id, err)
+		}
+		ns, err = conn.NewSession(cctx, acp.NewSessionRequest{Cwd: req.Root, McpServers: []acp.McpServer{}})
+	}
 	if err != nil {
 		return nil, fail("session/new", err)
 	}
@@ -296,6 +330,58 @@ func diskChanges(before, after core.Files) (core.Files, []string) {
 	}
 	sort.Strings(gone)
 	return changed, gone
+}
+
+// authRequired says whether err is ACP's "authentication required".
+func authRequired(err error) bool {
+	var re *acp.RequestError
+	return errors.As(err, &re) && re.Code == -32000
+}
+
+// envAuth is the first env_var auth method whose variables are all set
+// (non-empty) in env, "" if none.
+func envAuth(ms []acp.AuthMethod, env []string) string {
+	set := map[string]bool{}
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			set[k] = v != ""
+		}
+	}
+	for _, m := range ms {
+		if m.EnvVar == nil || len(m.EnvVar.Vars) == 0 {
+			continue
+		}
+		all := true
+		for _, v := range m.EnvVar.Vars {
+			all = all && set[v.Name]
+		}
+		if all {
+			return m.EnvVar.Id
+		}
+	}
+	return ""
+}
+
+func authList(ms []acp.AuthMethod) string {
+	var out []string
+	for _, m := range ms {
+		switch {
+		case m.EnvVar != nil:
+			var vars []string
+			for _, v := range m.EnvVar.Vars {
+				vars = append(vars, "$"+v.Name)
+			}
+			out = append(out, m.EnvVar.Id+" ("+strings.Join(vars, ", ")+")")
+		case m.Agent != nil:
+			out = append(out, string(m.Agent.Id))
+		case m.Terminal != nil:
+			out = append(out, m.Terminal.Id)
+		}
+	}
+	if len(out) == 0 {
+		return "it names none"
+	}
+	return strings.Join(out, ", ")
 }
 
 // client is joule as the remote agent's ACP client.

@@ -154,3 +154,33 @@ func TestSessionURL(t *testing.T) {
 		t.Fatal(env)
 	}
 }
+
+func TestProxyArgs(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"codex-acp", "codex-acp -c openai_base_url=http://p/session/s/v1"},
+		{"/x/node_modules/.bin/codex-acp --flag", "/x/node_modules/.bin/codex-acp --flag -c openai_base_url=http://p/session/s/v1"},
+		{"npx @zed-industries/codex-acp@0.16.0", "npx @zed-industries/codex-acp@0.16.0 -c openai_base_url=http://p/session/s/v1"},
+		{"node claude-code-acp/dist/index.js", "node claude-code-acp/dist/index.js"},
+	} {
+		if got := strings.Join(ProxyArgs(strings.Fields(tt.in), "http://p/session/s"), " "); got != tt.want {
+			t.Errorf("ProxyArgs(%s) = %s, want %s", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestEnvAuth(t *testing.T) {
+	ms := []acp.AuthMethod{
+		{Agent: &acp.AuthMethodAgent{Id: "chatgpt"}},
+		{EnvVar: &acp.AuthMethodEnvVarInline{Id: "codex-api-key", Vars: []acp.AuthEnvVar{{Name: "CODEX_API_KEY"}}}},
+		{EnvVar: &acp.AuthMethodEnvVarInline{Id: "openai-api-key", Vars: []acp.AuthEnvVar{{Name: "OPENAI_API_KEY"}}}},
+	}
+	if got := envAuth(ms, []string{"CODEX_API_KEY=", "OPENAI_API_KEY=sk-x"}); got != "openai-api-key" {
+		t.Errorf("envAuth = %q", got)
+	}
+	if got := envAuth(ms, []string{"HOME=/h"}); got != "" {
+		t.Errorf("envAuth without keys = %q", got)
+	}
+	if l := authList(ms); !strings.Contains(l, "openai-api-key ($OPENAI_API_KEY)") {
+		t.Errorf("authList = %s", l)
+	}
+}
