@@ -249,10 +249,16 @@ func (s *stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 		}
 		return nil, fail("session/prompt", err)
 	}
+	note := "the remote agent answered"
 	switch pr.StopReason {
 	case acp.StopReasonEndTurn:
 	case acp.StopReasonCancelled:
-		return nil, context.Canceled
+		if ctx.Err() != nil {
+			return nil, context.Canceled
+		}
+		// Not the editor's cancel: the remote ended its own turn (codex-acp
+		// aborts it when a permission is rejected). What it did is sealed.
+		note = "the remote agent stopped its turn"
 	default:
 		return nil, fmt.Errorf("l4: the remote agent stopped: %s", pr.StopReason)
 	}
@@ -265,6 +271,14 @@ func (s *stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 		return nil, fmt.Errorf("l4: reading the workspace after the remote's turn: %v", err)
 	}
 	ondisk, gone := diskChanges(before, after)
+	// A remote may change the disk without asking (codex-acp's default
+	// mode applies its patches and runs sandboxed commands unasked): each
+	// such change is decided now as the write it is, and one the grant
+	// denies is undone.
+	reverted, err := c.undoDenied(ctx, before, ondisk)
+	if err != nil {
+		return nil, err
+	}
 	// The op builds on the tree as the editor holds it: each written file's
 	// buffer (a write replaces the whole file), then the writes.
 	for rel := range c.writes {
@@ -284,13 +298,15 @@ func (s *stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 	for rel, b := range c.writes {
 		next[rel] = b
 	}
-	note := "the remote agent answered"
 	if pr.Usage != nil {
 		s.ed.Usage(*pr.Usage)
 		note += fmt.Sprintf(" (reported usage: %d input, %d output tokens)", pr.Usage.InputTokens, pr.Usage.OutputTokens)
 	}
 	op, err := l1.NewOpWith(req.Sum, c.prior, next, core.PublicKey(r.Key.Public().(ed25519.PublicKey)), strings.TrimSpace(req.Prompt), core.L4)
 	if errors.Is(err, l1.ErrNoChange) {
+		if len(reverted) > 0 {
+			note += fmt.Sprintf("; it changed %s on the disk itself, which the grant denies: joule undid it", strings.Join(reverted, ", "))
+		}
 		if len(gone) > 0 {
 			note += fmt.Sprintf("; it deleted %s, which a coding op cannot express: that is not sealed", strings.Join(gone, ", "))
 		}
@@ -304,6 +320,9 @@ func (s *stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 		return nil, err
 	}
 	answer := fmt.Sprintf("%s and changed %d file(s)", note, len(op.Edits))
+	if len(reverted) > 0 {
+		answer += fmt.Sprintf("; joule undid its change to %s, which the grant denies", strings.Join(reverted, ", "))
+	}
 	if len(ondisk) > 0 {
 		answer += fmt.Sprintf(" (%d on the disk, by a command or tool of its own)", len(ondisk))
 	}
@@ -311,6 +330,54 @@ func (s *stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 		answer += fmt.Sprintf("; it also deleted %s, which a coding op cannot express: that is not in the op", strings.Join(gone, ", "))
 	}
 	return &tiers.Resolution{Op: signed, Answer: answer}, nil
+}
+
+// undoDenied decides each file the remote changed on the disk itself as a
+// Write (new) or Edit, and puts back the ones the grant denies (an ask is
+// a deny here: the change is already made, there is nothing to ask
+// before). They are dropped from changed; the names are returned.
+func (c *client) undoDenied(ctx context.Context, before, changed core.Files) ([]string, error) {
+	var undone []string
+	for _, rel := range sortedKeys(changed) {
+		c.mu.Lock()
+		_, held := c.writes[rel]
+		c.mu.Unlock()
+		if held {
+			continue // its write through fs/write_text_file was decided
+		}
+		abs := filepath.Join(c.req.Root, filepath.FromSlash(rel))
+		old, existed := before[rel]
+		tool := "Edit"
+		if !existed {
+			tool = "Write"
+		}
+		r := c.decide(ctx, tool, map[string]any{"file_path": abs})
+		if r.Decision == gate.Allow {
+			continue
+		}
+		var err error
+		if existed {
+			err = os.WriteFile(abs, old, 0o644)
+		} else {
+			err = os.Remove(abs)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("l4: undoing the remote's change to %s, which the grant denies: %v", rel, err)
+		}
+		_ = c.s.ed.Update(ctx, acp.UpdateAgentThoughtText(fmt.Sprintf("the remote agent changed %s on the disk without asking; joule's grant denies that %s (%s): %s; joule undid it", rel, tool, r.Code, r.Reason)))
+		delete(changed, rel)
+		undone = append(undone, rel)
+	}
+	return undone, nil
+}
+
+func sortedKeys(f core.Files) []string {
+	ks := make([]string, 0, len(f))
+	for k := range f {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
 }
 
 // diskChanges are the files whose content differs between two reads of the

@@ -202,6 +202,7 @@ func claudeRemote(t testing.TB, h *home) ([]string, []string) {
 // metered by joule proxy into the L4 session, and nothing it started is
 // left running.
 func TestClaudeCodeACP(t *testing.T) {
+	t.Parallel()
 	h := newHome(t)
 	remote, env := claudeRemote(t, h)
 	api := &fakeAnthropic{ws: h.ws}
