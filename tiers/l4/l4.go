@@ -162,6 +162,9 @@ func (s *stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 	cmd.Dir = req.Root
 	cmd.Env = append(append(os.Environ(), r.Env...), env...)
 	cmd.Stderr = r.Stderr
+	// A descendant that left the group may hold its stderr open: Wait
+	// stops copying it two seconds after the remote has exited.
+	cmd.WaitDelay = 2 * time.Second
 	// Its own process group, so that ending the session ends everything it
 	// started (a wrapper such as npx or sh -c, and the CLI it runs).
 	remoteGroup(cmd)
@@ -332,17 +335,15 @@ func (s *stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 	return &tiers.Resolution{Op: signed, Answer: answer}, nil
 }
 
-// undoDenied decides each file the remote changed on the disk itself as a
+// undoDenied (called with c.mu held) decides each file the remote changed
+// on the disk itself as a
 // Write (new) or Edit, and puts back the ones the grant denies (an ask is
 // a deny here: the change is already made, there is nothing to ask
 // before). They are dropped from changed; the names are returned.
 func (c *client) undoDenied(ctx context.Context, before, changed core.Files) ([]string, error) {
 	var undone []string
 	for _, rel := range sortedKeys(changed) {
-		c.mu.Lock()
-		_, held := c.writes[rel]
-		c.mu.Unlock()
-		if held {
+		if _, held := c.writes[rel]; held { // the caller holds c.mu
 			continue // its write through fs/write_text_file was decided
 		}
 		abs := filepath.Join(c.req.Root, filepath.FromSlash(rel))
