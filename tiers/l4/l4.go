@@ -713,6 +713,11 @@ func event(call acp.ToolCallUpdate, exists func(path string) bool) (tool string,
 	if call.Kind != nil {
 		kind = *call.Kind
 	}
+	if command != "" && kind != acp.ToolKindEdit {
+		// A command is judged as the command, whatever kind the remote
+		// gave it (codex-acp labels `cat f` read and `rg x` search).
+		return "Bash", map[string]any{"command": command}, true, ""
+	}
 	switch kind {
 	case acp.ToolKindExecute:
 		if command != "" {

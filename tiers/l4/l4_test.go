@@ -70,6 +70,7 @@ func TestEvent(t *testing.T) {
 		{"claude-code-acp Bash", acp.ToolCallUpdate{Title: acp.Ptr("`echo hi > x`"), RawInput: map[string]any{"command": "echo hi > x", "description": "d"}}, "Bash", "echo hi > x"},
 		// Codex: an argv, usually wrapped in bash -lc.
 		{"codex exec", acp.ToolCallUpdate{Kind: kind(acp.ToolKindExecute), RawInput: map[string]any{"command": []any{"bash", "-lc", "echo hi"}}}, "Bash", "echo hi"},
+		{"codex exec labelled read", acp.ToolCallUpdate{Kind: kind(acp.ToolKindRead), RawInput: map[string]any{"command": []any{"cat", "/w/a.go"}}, Locations: []acp.ToolCallLocation{{Path: "/w/a.go"}}}, "Bash", "cat /w/a.go"},
 		{"codex argv", acp.ToolCallUpdate{RawInput: map[string]any{"command": []any{"ls", "-l", "a b"}}}, "Bash", "ls -l 'a b'"},
 		{"execute without a command", acp.ToolCallUpdate{Kind: kind(acp.ToolKindExecute)}, "", ""},
 		{"nothing to go by", acp.ToolCallUpdate{Title: acp.Ptr("Think hard"), RawInput: map[string]any{"thought": "x"}}, "", ""},
