@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	acp "github.com/coder/acp-go-sdk"
 
@@ -54,6 +55,10 @@ type Agent struct {
 	conn  *acp.AgentSideConnection // set once by Serve, then ready is closed
 	ready chan struct{}
 
+	// prompts are the turns running; Serve waits for them when the editor
+	// goes away, so a remote agent's process group is ended (not orphaned).
+	prompts sync.WaitGroup
+
 	mu       sync.Mutex
 	caps     acp.ClientCapabilities
 	sessions map[acp.SessionId]*session
@@ -92,13 +97,27 @@ func (a *Agent) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	conn.SetLogger(a.opt.Log)
 	a.conn = conn
 	close(a.ready)
+	var err error
 	select {
 	case <-conn.Done():
-		return nil
 	case <-ctx.Done():
-		return ctx.Err()
+		err = ctx.Err()
 	}
+	// The connection's end cancels the running prompts' contexts; each
+	// then stops what it started (L4: the remote agent's process group).
+	done := make(chan struct{})
+	go func() { a.prompts.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(promptDrain):
+		a.opt.Log.Warn("prompts still running after the editor went away", "waited", promptDrain)
+	}
+	return err
 }
+
+// promptDrain bounds how long Serve waits for running prompts to stop once
+// the editor has gone.
+const promptDrain = 15 * time.Second
 
 // Initialize implements acp.Agent: protocol 1, and only what joule does.
 func (a *Agent) Initialize(ctx context.Context, p acp.InitializeRequest) (acp.InitializeResponse, error) {

@@ -50,12 +50,65 @@ type turn struct {
 	mu      sync.Mutex
 	usage   *acp.Usage // what a remote agent reported, if any
 	metered bool       // the remote's model calls went through joule proxy
+	from    uint64     // the session's last sequence when they started
 }
 
 func (t *turn) Metered() {
+	var last uint64
+	if es, err := t.a.opt.Gate.Store.Session(context.Background(), string(t.s.id)); err == nil && len(es) > 0 {
+		last = es[len(es)-1].Seq
+	}
 	t.mu.Lock()
-	t.metered = true
+	if !t.metered {
+		t.metered, t.from = true, last
+	}
 	t.mu.Unlock()
+}
+
+// proxied is what joule proxy sealed in the session for the remote's model
+// calls since Metered: their tokens summed, and which receipts they are.
+// The proxy seals a call just after answering it, so this waits until no
+// new receipt came for a moment (at most a few seconds).
+func (t *turn) proxied(ctx context.Context) (u energy.Usage, uj uint64, refs []string, calls int) {
+	t.mu.Lock()
+	from := t.from
+	t.mu.Unlock()
+	var seen uint64
+	quiet := 0
+	for wait := 0; wait < 40 && quiet < 4; wait++ {
+		es, err := t.a.opt.Gate.Store.SessionRange(ctx, string(t.s.id), from, 100000)
+		if err != nil {
+			break
+		}
+		if n := uint64(len(es)); n == seen && wait > 0 {
+			quiet++
+		} else {
+			seen, quiet = n, 0
+		}
+		if quiet < 4 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			continue
+		}
+		for _, e := range es {
+			r, err := t.a.decode(e.Envelope)
+			if err != nil || r.Efficiency == nil || r.Efficiency.Unit != "model-call" {
+				continue
+			}
+			f := r.Efficiency
+			u.Input += f.InputTokens
+			u.CachedInput += f.CachedInputTokens
+			u.CacheWrite += f.CacheWriteTokens
+			u.Output += f.OutputTokens
+			uj = energy.Cap(uj + f.EstimatedUJ)
+			refs = append(refs, fmt.Sprintf("#%d %s", e.Seq, core.ID(e.Hash).String()[:12]))
+			calls++
+		}
+	}
+	return
 }
 
 func (t *turn) Usage(u acp.Usage) {
@@ -68,11 +121,20 @@ func (t *turn) Usage(u acp.Usage) {
 // consultations' reference costs, plus, when a remote agent reported token
 // usage and its model calls were not metered by joule proxy, an Estimator
 // figure for those tokens at the frontier class's rates.
-func (t *turn) work(uj uint64) (receipts.Efficiency, string) {
+func (t *turn) work(ctx context.Context, uj uint64) (receipts.Efficiency, string) {
 	t.mu.Lock()
-	u, metered := t.usage, t.metered || t.a.opt.Metered
+	u, metered, viaSession := t.usage, t.metered || t.a.opt.Metered, t.metered
 	t.mu.Unlock()
 	e := receipts.Efficiency{EstimatedUJ: uj}
+	if viaSession {
+		// The remote's calls were sealed in this session by joule proxy:
+		// this receipt carries their metered tokens and names them.
+		if mu, muj, refs, calls := t.proxied(ctx); calls > 0 {
+			e.InputTokens, e.CachedInputTokens, e.CacheWriteTokens, e.OutputTokens = mu.Input, mu.CachedInput, mu.CacheWrite, mu.Output
+			return e, fmt.Sprintf("; the remote's %d model call(s) metered by joule proxy: %d input, %d cached, %d cache-write, %d output tokens, %s, in this session's receipts %s",
+				calls, mu.Input, mu.CachedInput, mu.CacheWrite, mu.Output, grant.FormatEnergy(muj), strings.Join(refs, ", "))
+		}
+	}
 	if u == nil {
 		return e, ""
 	}
@@ -136,6 +198,8 @@ func (t *turn) say(ctx context.Context, text string) {
 // Prompt implements acp.Agent: it runs the gated cascade on the request and
 // applies whatever op closes it.
 func (a *Agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResponse, error) {
+	a.prompts.Add(1)
+	defer a.prompts.Done()
 	s, err := a.session(p.SessionId)
 	if err != nil {
 		return acp.PromptResponse{}, err
@@ -191,7 +255,7 @@ func (a *Agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResp
 	}
 	uj := spent(res.Consulted)
 	if !res.Closed() {
-		t.say(ctx, fmt.Sprintf("No tier closed this request (%s).%s\n%s", consultedList(res.Consulted), reasons(res.Consulted), fallthroughHint(a.opt.Remote != nil, res.Consulted)))
+		t.say(ctx, fmt.Sprintf("No tier closed this request (%s).%s\n%s%s", consultedList(res.Consulted), reasons(res.Consulted), fallthroughHint(a.opt.Remote != nil, res.Consulted), a.noTiers(ctx, string(s.id))))
 		return endTurn()
 	}
 	if res.Resolution.Op == nil {
@@ -318,6 +382,20 @@ func fallthroughHint(remote bool, ks []tiers.Consultation) string {
 		return "L1 understands /rename, /format, /replace, /diff and /find (or 'rename X to Y', 'format the repo'); anything else needs a remote agent (L4): see 'joule acp -h'."
 	}
 	return "The remote agent did not close it either."
+}
+
+// noTiers explains a grant that names no tier verbs at all: every tier,
+// L0 included, is denied under it.
+func (a *Agent) noTiers(ctx context.Context, session string) string {
+	chain, err := a.opt.Gate.ActiveChain(ctx, session)
+	if err != nil || len(chain) == 0 {
+		return ""
+	}
+	leaf := chain.Leaf()
+	if len(leaf.Grant.Tiers) > 0 {
+		return ""
+	}
+	return fmt.Sprintf("\nThe active grant %s names no tier verbs, so every tier is denied under it: issue one with --tiers (e.g. 'joule grant issue --template dev --use', or add --tiers l0,l1,l2,l4 to your rules) and make it active.", leaf.ID)
 }
 
 func summaryLine(tier core.Tier, uj uint64, e store.Entry) string {
@@ -517,16 +595,24 @@ var diskMu sync.Mutex
 func writeDisk(root string, prior, next core.Files, paths []string) error {
 	diskMu.Lock()
 	defer diskMu.Unlock()
+	var todo []string
 	for _, p := range paths {
 		cur, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(p)))
 		if err != nil && !os.IsNotExist(err) {
 			return err
 		}
+		if err == nil && string(cur) == string(next[p]) {
+			// Already so: a remote agent's command wrote it (its turn's
+			// disk changes are part of the op).
+			continue
+		}
 		old, existed := prior[p]
 		if present := err == nil; present != existed || string(cur) != string(old) {
 			return fmt.Errorf("%s changed since the request was read; nothing was changed, ask again", p)
 		}
+		todo = append(todo, p)
 	}
+	paths = todo
 	type staged struct{ tmp, dst string }
 	var done []staged
 	cleanup := func() {
@@ -573,7 +659,7 @@ func writeDisk(root string, prior, next core.Files, paths []string) error {
 // session chain; the consultations were debited when the gate allowed them.
 func (a *Agent) sealWork(ctx context.Context, t *turn, opID string, tier core.Tier, uj uint64, note string) (store.Entry, error) {
 	session := string(t.s.id)
-	w, extra := t.work(uj)
+	w, extra := t.work(ctx, uj)
 	note = oneLineMax(gate.Redact(note+extra), 1000) // the request is user text: no credentials in receipts
 	g := a.opt.Gate
 	var ids []string

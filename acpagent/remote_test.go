@@ -239,7 +239,9 @@ func TestRemoteProxy(t *testing.T) {
 	mu.Unlock()
 	sid2 := f.session(t)
 	f.prompt(t, sid2, ask)
-	if said := f.cl.said(sid2); !strings.Contains(said, "remote: env ANTHROPIC_BASE_URL=http://127.0.0.1:7411 OPENAI_BASE_URL=http://127.0.0.1:7411/v1 JOULE_TEST_EXTRA=1") {
+	// A per-session base URL: the proxy seals the calls in this session.
+	base := "http://127.0.0.1:7411/session/" + string(sid2)
+	if said := f.cl.said(sid2); !strings.Contains(said, "remote: env ANTHROPIC_BASE_URL="+base+" OPENAI_BASE_URL="+base+"/v1 JOULE_TEST_EXTRA=1") {
 		t.Fatalf("with a proxy:\n%s", said)
 	}
 	for sid, want := range map[acp.SessionId]string{sid: "Estimator rates", sid2: "their energy is in the proxy's receipts"} {

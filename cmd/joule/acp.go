@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"mvdan.cc/sh/v3/shell"
@@ -163,8 +162,9 @@ func newRemote(cmdline string, stderr io.Writer, g *gate.Gate, key ed25519.Priva
 	}
 	r := &l4.Remote{Argv: argv, Gate: g, Key: key, Stderr: stderr}
 	if proxyURL != "" {
-		// The remote agent's model calls go through joule proxy, metered.
-		r.Env = []string{"ANTHROPIC_BASE_URL=" + proxyURL, "OPENAI_BASE_URL=" + strings.TrimSuffix(proxyURL, "/") + "/v1"}
+		// The remote agent's model calls go through joule proxy, metered,
+		// at a base URL of the session's own (l4.SessionURL).
+		r.Proxy = func() string { return proxyURL }
 	}
 	return r, nil
 }

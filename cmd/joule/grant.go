@@ -45,6 +45,10 @@ func splitTiers(s string) []string {
 	return out
 }
 
+// noTiersNote is said when a grant is issued without tier verbs.
+const noTiersNote = "note: this grant names no tier verbs, so 'joule acp' may consult no tier under it (L0 included) and every request resolves to nothing; " +
+	"issue it with --tiers l0,l1,l2 (add l3, l4 for a local model and a remote agent) or from --template dev to let the cascade run"
+
 // issueFlags are the flags init and grant issue share.
 type issueFlags struct {
 	template         string
@@ -305,6 +309,9 @@ func runGrant(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		printGrantSummary(e, s, g.BudgetUJ)
+		if len(g.Tiers) == 0 {
+			fmt.Fprintln(e.stderr, noTiersNote)
+		}
 		return nil
 	case "ls", "show", "use", "revoke":
 	default:

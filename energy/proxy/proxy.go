@@ -243,6 +243,19 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, familyOf(r.URL.Path), errInternal, fmt.Sprintf("joule proxy: internal error: %v", v))
 		}
 	}()
+	var err error
+	if sess, rest, ok := sessionPath(r.URL.EscapedPath()); ok {
+		if sess == "" {
+			writeError(w, familyOf(rest), errInvalid, "joule proxy: a /session/ID/ base URL needs a session id of 1 to 256 bytes")
+			return
+		}
+		r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, sess))
+		if r.URL.Path, err = url.PathUnescape(rest); err != nil {
+			writeError(w, familyOf(rest), errInvalid, "joule proxy: a bad path: "+err.Error())
+			return
+		}
+		r.URL.RawPath = ""
+	}
 	if r.URL.Path == "/" && (r.Method == http.MethodHead || r.Method == http.MethodGet) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if r.Method == http.MethodGet {
@@ -264,7 +277,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, rt.family, errMethod, fmt.Sprintf("joule proxy: %s takes POST, not %s", r.URL.Path, r.Method))
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, p.cfg.MaxBody))
+	var body []byte
+	body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, p.cfg.MaxBody))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -393,7 +407,31 @@ func injectUsage(body []byte, fields map[string]json.RawMessage, spans map[strin
 	return edit{at, at, `"include_usage":true` + sep}, true
 }
 
+// SessionPrefix starts a per-session base URL, BASE/session/ID: every call
+// made through it is sealed in session ID, whatever session header the
+// client sends (joule acp points a remote agent at one per session).
+const SessionPrefix = "/session/"
+
+type sessionKey struct{}
+
+// sessionPath splits /session/ID/REST into ID (unescaped; "" if invalid)
+// and /REST.
+func sessionPath(p string) (session, rest string, ok bool) {
+	if !strings.HasPrefix(p, SessionPrefix) {
+		return "", p, false
+	}
+	id, rest, _ := strings.Cut(p[len(SessionPrefix):], "/")
+	rest = "/" + rest
+	if s, err := url.PathUnescape(id); err == nil && s != "" && len(s) <= 256 && !strings.ContainsAny(s, "\x00\r\n") {
+		return s, rest, true
+	}
+	return "", rest, true
+}
+
 func (p *Proxy) session(r *http.Request) string {
+	if s, ok := r.Context().Value(sessionKey{}).(string); ok {
+		return s
+	}
 	for _, h := range SessionHeaders {
 		if v := strings.TrimSpace(r.Header.Get(h)); v != "" && len(v) <= 256 {
 			return v

@@ -598,3 +598,27 @@ func TestUsageEdgeCases(t *testing.T) {
 		})
 	}
 }
+
+// TestSessionPath: a call through BASE/session/ID/ is sealed in session ID
+// (escaped ids included), even when the client names another session in a
+// header, and reaches the upstream without the prefix.
+func TestSessionPath(t *testing.T) {
+	r := newRig(t, big)
+	body := `{"model":"claude-sonnet-4-5","max_tokens":1024,"messages":[{"role":"user","content":"Hello"}]}`
+	resp, got := r.do("POST", "/session/acp-1%2Fx/v1/messages", body, "X-Claude-Code-Session-Id", "other")
+	if resp.StatusCode != 200 || r.up.last().Path != "/v1/messages" {
+		t.Fatalf("%d %s, upstream path %s", resp.StatusCode, got, r.up.last().Path)
+	}
+	r.proxy.Wait()
+	if recs := r.receipts("acp-1/x"); len(recs) != 1 {
+		t.Errorf("session acp-1/x has %d receipts", len(recs))
+	}
+	if recs := r.receipts("other"); len(recs) != 0 {
+		t.Errorf("the header's session got %d receipts", len(recs))
+	}
+	for _, bad := range []string{"/session//v1/messages", "/session/" + strings.Repeat("x", 257) + "/v1/messages"} {
+		if resp, got := r.do("POST", bad, body); resp.StatusCode != 400 {
+			t.Errorf("%s: %d %s", bad, resp.StatusCode, got)
+		}
+	}
+}

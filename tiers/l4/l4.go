@@ -15,14 +15,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
+	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/joulehook/joule/core"
 	"github.com/joulehook/joule/core/gate"
@@ -74,8 +77,37 @@ type Remote struct {
 // most others). Gemini CLI's GOOGLE_GEMINI_BASE_URL is left alone: the
 // proxy does not speak the Gemini API.
 func ProxyEnv(base string) []string {
+	if i := strings.Index(base, "/session/"); i >= 0 {
+		// A per-session URL: the session path stays, "/v1" goes after it.
+		return []string{"ANTHROPIC_BASE_URL=" + strings.TrimSuffix(base, "/"), "OPENAI_BASE_URL=" + strings.TrimSuffix(base, "/") + "/v1"}
+	}
 	base = strings.TrimSuffix(strings.TrimSuffix(base, "/"), "/v1")
 	return []string{"ANTHROPIC_BASE_URL=" + base, "OPENAI_BASE_URL=" + base + "/v1"}
+}
+
+// ProxyArgs adds to a remote's command line what points its model traffic
+// at base when its environment cannot: Codex (codex-acp) reads no
+// OPENAI_BASE_URL, only its openai_base_url setting, which -c sets.
+func ProxyArgs(argv []string, base string) []string {
+	for _, a := range argv {
+		name := filepath.Base(a)
+		if i := strings.LastIndex(name, "@"); i > 0 {
+			name = name[:i] // npx @zed-industries/codex-acp@0.16.0
+		}
+		if name == "codex-acp" || name == "codex-acp.js" {
+			out := append([]string(nil), argv...)
+			return append(out, "-c", "openai_base_url="+strings.TrimSuffix(base, "/")+"/v1")
+		}
+	}
+	return argv
+}
+
+// SessionURL is joule proxy's base URL for one session's calls: the proxy
+// seals every call made through it in that session's chain, whatever
+// session header (if any) the client sends.
+func SessionURL(base, session string) string {
+	base = strings.TrimSuffix(strings.TrimSuffix(base, "/"), "/v1")
+	return base + "/session/" + url.PathEscape(session)
 }
 
 // Stage returns the L4 stage for one prompt turn of one editor session.
@@ -109,16 +141,33 @@ func (s *stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(r.Argv[0], r.Argv[1:]...)
-	cmd.Dir = req.Root
-	cmd.Env = append(os.Environ(), r.Env...)
+	// The disk as the remote's turn starts: whatever it changes there, by a
+	// command it runs or by its own hand, is sealed with its writes.
+	disk := core.NewDirCache(req.Root)
+	before, err := disk.Read()
+	if err != nil {
+		return nil, fmt.Errorf("l4: reading the workspace: %v", err)
+	}
+	argv := r.Argv
+	var env []string
 	if r.Proxy != nil {
 		if u := r.Proxy(); u != "" {
-			cmd.Env = append(cmd.Env, ProxyEnv(u)...)
+			su := SessionURL(u, req.Session)
+			env = ProxyEnv(su)
+			argv = ProxyArgs(argv, su)
 			s.ed.Metered()
 		}
 	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = req.Root
+	cmd.Env = append(append(os.Environ(), r.Env...), env...)
 	cmd.Stderr = r.Stderr
+	// A descendant that left the group may hold its stderr open: Wait
+	// stops copying it two seconds after the remote has exited.
+	cmd.WaitDelay = 2 * time.Second
+	// Its own process group, so that ending the session ends everything it
+	// started (a wrapper such as npx or sh -c, and the CLI it runs).
+	remoteGroup(cmd)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -133,13 +182,12 @@ func (s *stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
 	defer func() {
+		// The adapters do not all exit when their stdin closes (claude-code-acp
+		// does not), and what they started may outlive them: the whole
+		// group is told to stop at once, and killed if it has not soon.
 		stdin.Close()
-		select {
-		case <-exited:
-		case <-time.After(2 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
+		endGroup(cmd)
+		<-exited
 	}()
 	c := &client{s: s, req: req, prior: files, writes: core.Files{}}
 	defer c.releaseAll(context.WithoutCancel(ctx))
@@ -180,6 +228,19 @@ func (s *stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 		return nil, fmt.Errorf("%w: it answered protocol version %d; joule speaks %d", ErrProtocol, ir.ProtocolVersion, acp.ProtocolVersionNumber)
 	}
 	ns, err := conn.NewSession(cctx, acp.NewSessionRequest{Cwd: req.Root, McpServers: []acp.McpServer{}})
+	if authRequired(err) {
+		// A remote that wants its credentials named (codex-acp): the first
+		// method it offers whose environment variables its environment
+		// holds. The credentials stay the remote's own.
+		id := envAuth(ir.AuthMethods, cmd.Env)
+		if id == "" {
+			return nil, fmt.Errorf("l4: the remote agent asks to be signed in, and none of its methods is an environment variable it was given (%s): sign in with its own CLI or set one", authList(ir.AuthMethods))
+		}
+		if _, err := conn.Authenticate(cctx, acp.AuthenticateRequest{MethodId: id}); err != nil {
+			return nil, fail("authenticate "+id, err)
+		}
+		ns, err = conn.NewSession(cctx, acp.NewSessionRequest{Cwd: req.Root, McpServers: []acp.McpServer{}})
+	}
 	if err != nil {
 		return nil, fail("session/new", err)
 	}
@@ -191,15 +252,36 @@ func (s *stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 		}
 		return nil, fail("session/prompt", err)
 	}
+	note := "the remote agent answered"
 	switch pr.StopReason {
 	case acp.StopReasonEndTurn:
 	case acp.StopReasonCancelled:
-		return nil, context.Canceled
+		if ctx.Err() != nil {
+			return nil, context.Canceled
+		}
+		// Not the editor's cancel: the remote ended its own turn (codex-acp
+		// aborts it when a permission is rejected). What it did is sealed.
+		note = "the remote agent stopped its turn"
 	default:
 		return nil, fmt.Errorf("l4: the remote agent stopped: %s", pr.StopReason)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// What the remote changed on the disk itself (a command it ran, a tool
+	// of its own): every file that differs from the turn's start.
+	after, err := disk.Read()
+	if err != nil {
+		return nil, fmt.Errorf("l4: reading the workspace after the remote's turn: %v", err)
+	}
+	ondisk, gone := diskChanges(before, after)
+	// A remote may change the disk without asking (codex-acp's default
+	// mode applies its patches and runs sandboxed commands unasked): each
+	// such change is decided now as the write it is, and one the grant
+	// denies is undone.
+	reverted, err := c.undoDenied(ctx, before, ondisk)
+	if err != nil {
+		return nil, err
+	}
 	// The op builds on the tree as the editor holds it: each written file's
 	// buffer (a write replaces the whole file), then the writes.
 	for rel := range c.writes {
@@ -211,16 +293,26 @@ func (s *stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 		return nil, err
 	}
 	next := c.prior.Clone()
+	for rel, b := range ondisk {
+		if _, held := c.writes[rel]; !held {
+			next[rel] = b
+		}
+	}
 	for rel, b := range c.writes {
 		next[rel] = b
 	}
-	note := "the remote agent answered"
 	if pr.Usage != nil {
 		s.ed.Usage(*pr.Usage)
 		note += fmt.Sprintf(" (reported usage: %d input, %d output tokens)", pr.Usage.InputTokens, pr.Usage.OutputTokens)
 	}
 	op, err := l1.NewOpWith(req.Sum, c.prior, next, core.PublicKey(r.Key.Public().(ed25519.PublicKey)), strings.TrimSpace(req.Prompt), core.L4)
 	if errors.Is(err, l1.ErrNoChange) {
+		if len(reverted) > 0 {
+			note += fmt.Sprintf("; it changed %s on the disk itself, which the grant denies: joule undid it", strings.Join(reverted, ", "))
+		}
+		if len(gone) > 0 {
+			note += fmt.Sprintf("; it deleted %s, which a coding op cannot express: that is not sealed", strings.Join(gone, ", "))
+		}
 		return &tiers.Resolution{Answer: note}, nil
 	}
 	if err != nil {
@@ -230,7 +322,134 @@ func (s *stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 	if err != nil {
 		return nil, err
 	}
-	return &tiers.Resolution{Op: signed, Answer: fmt.Sprintf("%s and changed %d file(s)", note, len(op.Edits))}, nil
+	answer := fmt.Sprintf("%s and changed %d file(s)", note, len(op.Edits))
+	if len(reverted) > 0 {
+		answer += fmt.Sprintf("; joule undid its change to %s, which the grant denies", strings.Join(reverted, ", "))
+	}
+	if len(ondisk) > 0 {
+		answer += fmt.Sprintf(" (%d on the disk, by a command or tool of its own)", len(ondisk))
+	}
+	if len(gone) > 0 {
+		answer += fmt.Sprintf("; it also deleted %s, which a coding op cannot express: that is not in the op", strings.Join(gone, ", "))
+	}
+	return &tiers.Resolution{Op: signed, Answer: answer}, nil
+}
+
+// undoDenied (called with c.mu held) decides each file the remote changed
+// on the disk itself as a
+// Write (new) or Edit, and puts back the ones the grant denies (an ask is
+// a deny here: the change is already made, there is nothing to ask
+// before). They are dropped from changed; the names are returned.
+func (c *client) undoDenied(ctx context.Context, before, changed core.Files) ([]string, error) {
+	var undone []string
+	for _, rel := range sortedKeys(changed) {
+		if _, held := c.writes[rel]; held { // the caller holds c.mu
+			continue // its write through fs/write_text_file was decided
+		}
+		abs := filepath.Join(c.req.Root, filepath.FromSlash(rel))
+		old, existed := before[rel]
+		tool := "Edit"
+		if !existed {
+			tool = "Write"
+		}
+		r := c.decide(ctx, tool, map[string]any{"file_path": abs})
+		if r.Decision == gate.Allow {
+			continue
+		}
+		var err error
+		if existed {
+			err = os.WriteFile(abs, old, 0o644)
+		} else {
+			err = os.Remove(abs)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("l4: undoing the remote's change to %s, which the grant denies: %v", rel, err)
+		}
+		_ = c.s.ed.Update(ctx, acp.UpdateAgentThoughtText(fmt.Sprintf("the remote agent changed %s on the disk without asking; joule's grant denies that %s (%s): %s; joule undid it", rel, tool, r.Code, r.Reason)))
+		delete(changed, rel)
+		undone = append(undone, rel)
+	}
+	return undone, nil
+}
+
+func sortedKeys(f core.Files) []string {
+	ks := make([]string, 0, len(f))
+	for k := range f {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// diskChanges are the files whose content differs between two reads of the
+// workspace (new ones included), and the files that are gone.
+func diskChanges(before, after core.Files) (core.Files, []string) {
+	changed := core.Files{}
+	for rel, b := range after {
+		if old, ok := before[rel]; !ok || !bytes.Equal(old, b) {
+			changed[rel] = b
+		}
+	}
+	var gone []string
+	for rel := range before {
+		if _, ok := after[rel]; !ok {
+			gone = append(gone, rel)
+		}
+	}
+	sort.Strings(gone)
+	return changed, gone
+}
+
+// authRequired says whether err is ACP's "authentication required".
+func authRequired(err error) bool {
+	var re *acp.RequestError
+	return errors.As(err, &re) && re.Code == -32000
+}
+
+// envAuth is the first env_var auth method whose variables are all set
+// (non-empty) in env, "" if none.
+func envAuth(ms []acp.AuthMethod, env []string) string {
+	set := map[string]bool{}
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			set[k] = v != ""
+		}
+	}
+	for _, m := range ms {
+		if m.EnvVar == nil || len(m.EnvVar.Vars) == 0 {
+			continue
+		}
+		all := true
+		for _, v := range m.EnvVar.Vars {
+			all = all && set[v.Name]
+		}
+		if all {
+			return m.EnvVar.Id
+		}
+	}
+	return ""
+}
+
+func authList(ms []acp.AuthMethod) string {
+	var out []string
+	for _, m := range ms {
+		switch {
+		case m.EnvVar != nil:
+			var vars []string
+			for _, v := range m.EnvVar.Vars {
+				vars = append(vars, "$"+v.Name)
+			}
+			out = append(out, m.EnvVar.Id+" ("+strings.Join(vars, ", ")+")")
+		case m.Agent != nil:
+			out = append(out, string(m.Agent.Id))
+		case m.Terminal != nil:
+			out = append(out, m.Terminal.Id)
+		}
+	}
+	if len(out) == 0 {
+		return "it names none"
+	}
+	return strings.Join(out, ", ")
 }
 
 // client is joule as the remote agent's ACP client.
@@ -242,6 +461,8 @@ type client struct {
 	mu     sync.Mutex
 	prior  core.Files // the tree the turn started from
 	writes core.Files // the remote's writes, held until the op is sealed
+
+	calls map[acp.ToolCallId]acp.ToolCallUpdate // what the remote said about each tool call
 
 	terms terminals
 }
@@ -367,55 +588,227 @@ func (c *client) askEditor(ctx context.Context, call acp.ToolCallUpdate) (bool, 
 	return resp.Outcome.Selected != nil && resp.Outcome.Selected.OptionId == "allow", nil
 }
 
-// event maps a remote tool call onto the gate's vocabulary (Claude Code's
-// tool names) from its kind, raw input and locations.
-func event(call acp.ToolCallUpdate) (string, map[string]any) {
-	raw, _ := call.RawInput.(map[string]any)
-	str := func(k string) string { s, _ := raw[k].(string); return s }
-	path := str("file_path")
-	if path == "" {
-		path = str("path")
+// merged is the permission request's tool call completed from the earlier
+// tool_call (and tool_call_update) updates with the same toolCallId: an
+// adapter such as claude-code-acp sends kind and locations only there.
+func (c *client) merged(call acp.ToolCallUpdate) acp.ToolCallUpdate {
+	c.mu.Lock()
+	seen, ok := c.calls[call.ToolCallId]
+	c.mu.Unlock()
+	if !ok {
+		return call
 	}
+	if call.Kind == nil {
+		call.Kind = seen.Kind
+	}
+	if call.Title == nil {
+		call.Title = seen.Title
+	}
+	if call.RawInput == nil {
+		call.RawInput = seen.RawInput
+	} else if raw, ok := call.RawInput.(map[string]any); ok && len(raw) == 0 && seen.RawInput != nil {
+		call.RawInput = seen.RawInput
+	}
+	if len(call.Locations) == 0 {
+		call.Locations = seen.Locations
+	}
+	return call
+}
+
+// remember keeps what the remote said about each tool call, so that a later
+// permission request naming it can be mapped (see merged).
+func (c *client) remember(u acp.SessionUpdate) {
+	var id acp.ToolCallId
+	var kind *acp.ToolKind
+	var title *string
+	var raw any
+	var locs []acp.ToolCallLocation
+	switch {
+	case u.ToolCall != nil:
+		tc := u.ToolCall
+		id, title, raw, locs = tc.ToolCallId, &tc.Title, tc.RawInput, tc.Locations
+		if tc.Kind != "" {
+			kind = &tc.Kind
+		}
+	case u.ToolCallUpdate != nil:
+		tc := u.ToolCallUpdate
+		id, kind, title, raw, locs = tc.ToolCallId, tc.Kind, tc.Title, tc.RawInput, tc.Locations
+	default:
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.calls == nil {
+		c.calls = map[acp.ToolCallId]acp.ToolCallUpdate{}
+	}
+	if len(c.calls) >= maxRemembered {
+		if _, ok := c.calls[id]; !ok {
+			return
+		}
+	}
+	seen := c.calls[id]
+	seen.ToolCallId = id
+	if kind != nil {
+		seen.Kind = kind
+	}
+	if title != nil && *title != "" {
+		seen.Title = title
+	}
+	if m, ok := raw.(map[string]any); raw != nil && (!ok || len(m) > 0) {
+		seen.RawInput = raw
+	}
+	if len(locs) > 0 {
+		seen.Locations = locs
+	}
+	c.calls[id] = seen
+}
+
+// maxRemembered bounds the tool calls a prompt remembers.
+const maxRemembered = 4096
+
+// event maps a remote tool call onto the gate's vocabulary (Claude Code's
+// tool names) from its kind, raw input and locations; exists says whether a
+// workspace file is there (a new file is a Write, an existing one an Edit).
+// ok is false when the call cannot be mapped, and why says what is missing.
+func event(call acp.ToolCallUpdate, exists func(path string) bool) (tool string, input map[string]any, ok bool, why string) {
+	raw, _ := call.RawInput.(map[string]any)
+	str := func(keys ...string) string {
+		for _, k := range keys {
+			if s, _ := raw[k].(string); s != "" {
+				return s
+			}
+		}
+		return ""
+	}
+	path := str("file_path", "path", "notebook_path", "abs_path")
 	if path == "" && len(call.Locations) > 0 {
 		path = call.Locations[0].Path
 	}
-	kind := acp.ToolKindOther
+	command := str("command", "cmd")
+	if command == "" {
+		// Codex sends its command as an argv array.
+		if argv, ok := raw["command"].([]any); ok && len(argv) > 0 {
+			words := make([]string, 0, len(argv))
+			for _, a := range argv {
+				w, ok := a.(string)
+				if !ok {
+					words = nil
+					break
+				}
+				words = append(words, w)
+			}
+			command = shellLine(words)
+		}
+	}
+	edit := func() (string, map[string]any, bool, string) {
+		if _, has := raw["content"]; has && !exists(path) {
+			return "Write", map[string]any{"file_path": path}, true, ""
+		}
+		if !exists(path) && call.Kind != nil && *call.Kind == acp.ToolKindEdit && raw["old_string"] == nil {
+			return "Write", map[string]any{"file_path": path}, true, ""
+		}
+		return "Edit", map[string]any{"file_path": path}, true, ""
+	}
+	kind := acp.ToolKind("")
 	if call.Kind != nil {
 		kind = *call.Kind
 	}
+	if command != "" && kind != acp.ToolKindEdit {
+		// A command is judged as the command, whatever kind the remote
+		// gave it (codex-acp labels `cat f` read and `rg x` search).
+		return "Bash", map[string]any{"command": command}, true, ""
+	}
 	switch kind {
 	case acp.ToolKindExecute:
-		if cmd := str("command"); cmd != "" {
-			return "Bash", map[string]any{"command": cmd}
+		if command != "" {
+			return "Bash", map[string]any{"command": command}, true, ""
 		}
+		return "", nil, false, "an execute call without a command in its rawInput"
 	case acp.ToolKindEdit, acp.ToolKindDelete, acp.ToolKindMove:
 		if path != "" {
-			return "Edit", map[string]any{"file_path": path}
+			return edit()
 		}
+		return "", nil, false, fmt.Sprintf("a %s call without a path in its rawInput or locations", kind)
 	case acp.ToolKindRead:
 		if path != "" {
-			return "Read", map[string]any{"file_path": path}
+			return "Read", map[string]any{"file_path": path}, true, ""
 		}
+		return "", nil, false, "a read call without a path in its rawInput or locations"
 	case acp.ToolKindFetch:
 		if u := str("url"); u != "" {
-			return "WebFetch", map[string]any{"url": u}
+			return "WebFetch", map[string]any{"url": u}, true, ""
 		}
+		return "", nil, false, "a fetch call without a url in its rawInput"
 	case acp.ToolKindSearch:
-		return "Grep", map[string]any{"pattern": str("pattern"), "path": path}
+		return "Grep", map[string]any{"pattern": str("pattern", "query"), "path": path}, true, ""
 	}
-	// Unknown shapes are judged by name only, as an unknown tool.
-	name := "remote"
+	// No kind (or think/other): the raw input's shape says what it does.
+	switch {
+	case command != "":
+		return "Bash", map[string]any{"command": command}, true, ""
+	case path != "" && (raw["content"] != nil || raw["old_string"] != nil || raw["new_string"] != nil || raw["edits"] != nil || raw["new_source"] != nil):
+		return edit()
+	case str("url") != "":
+		return "WebFetch", map[string]any{"url": str("url")}, true, ""
+	case path != "" && len(raw) <= 3 && (raw["offset"] != nil || raw["limit"] != nil || len(raw) == 1):
+		return "Read", map[string]any{"file_path": path}, true, ""
+	}
+	title := ""
 	if call.Title != nil {
-		name = "remote:" + strings.Fields(*call.Title + " x")[0]
+		title = *call.Title
 	}
-	return name, map[string]any{}
+	keys := make([]string, 0, len(raw))
+	for k := range raw {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return "", nil, false, fmt.Sprintf("joule cannot tell what the remote's tool call %q does: it has no kind joule maps, and no file_path, command or url in its rawInput (keys: %s)", title, strings.Join(keys, ", "))
 }
 
-// RequestPermission puts the remote's request to the gate: allow answers
-// it, deny rejects it, ask relays it to the editor with the remote's options.
+// shellLine is argv as one shell command line, each word quoted as needed;
+// "sh -c LINE" (and bash -lc, as Codex wraps commands) is LINE itself.
+func shellLine(argv []string) string {
+	if len(argv) == 3 && (argv[1] == "-c" || argv[1] == "-lc") && (filepath.Base(argv[0]) == "sh" || filepath.Base(argv[0]) == "bash" || filepath.Base(argv[0]) == "zsh") {
+		return argv[2]
+	}
+	words := make([]string, 0, len(argv))
+	for _, a := range argv {
+		q, err := syntax.Quote(a, syntax.LangBash)
+		if err != nil {
+			q = a
+		}
+		words = append(words, q)
+	}
+	return strings.Join(words, " ")
+}
+
+// exists says whether a path the remote names is a file of the tree the turn
+// started from (or one it has written since).
+func (c *client) exists(p string) bool {
+	rel, err := c.rel(p)
+	if err != nil || rel == "" {
+		_, err := os.Stat(p)
+		return err == nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.writes[rel]; ok {
+		return true
+	}
+	if _, ok := c.prior[rel]; ok {
+		return true
+	}
+	_, err = os.Stat(filepath.Join(c.req.Root, filepath.FromSlash(rel)))
+	return err == nil
+}
+
+// RequestPermission puts the remote's request to the gate, mapped from the
+// request and the earlier updates about the same tool call: allow answers
+// it, deny rejects it, ask relays it to the editor with the remote's
+// options. A request joule cannot map is relayed to the editor with a
+// thought saying why; without an answer from there it is rejected.
 func (c *client) RequestPermission(ctx context.Context, p acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
-	tool, input := event(p.ToolCall)
-	r := c.decide(ctx, tool, input)
+	call := c.merged(p.ToolCall)
 	pick := func(kinds ...acp.PermissionOptionKind) acp.RequestPermissionResponse {
 		for _, k := range kinds {
 			for _, o := range p.Options {
@@ -426,19 +819,47 @@ func (c *client) RequestPermission(ctx context.Context, p acp.RequestPermissionR
 		}
 		return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{Cancelled: &acp.RequestPermissionOutcomeCancelled{}}}
 	}
+	reject := func() acp.RequestPermissionResponse {
+		return pick(acp.PermissionOptionKindRejectOnce, acp.PermissionOptionKindRejectAlways)
+	}
+	tool, input, ok, why := event(call, c.exists)
+	if !ok {
+		_ = c.s.ed.Update(ctx, acp.UpdateAgentThoughtText(why+"; asking you."))
+		resp, err := c.s.ed.Permission(ctx, acp.RequestPermissionRequest{ToolCall: call, Options: p.Options})
+		if err != nil {
+			if ctx.Err() != nil {
+				return acp.RequestPermissionResponse{}, err
+			}
+			_ = c.s.ed.Update(ctx, acp.UpdateAgentThoughtText(fmt.Sprintf("joule rejected the remote's tool call: %s, and the editor did not answer (%v)", why, err)))
+			return reject(), nil
+		}
+		return resp, nil
+	}
+	r := c.decide(ctx, tool, input)
 	switch r.Decision {
 	case gate.Allow:
+		// Once only: a later call of the same tool is decided again.
 		return pick(acp.PermissionOptionKindAllowOnce, acp.PermissionOptionKindAllowAlways), nil
 	case gate.Ask:
-		return c.s.ed.Permission(ctx, acp.RequestPermissionRequest{ToolCall: p.ToolCall, Options: p.Options})
+		return c.s.ed.Permission(ctx, acp.RequestPermissionRequest{ToolCall: call, Options: p.Options})
 	}
-	_ = c.s.ed.Update(ctx, acp.UpdateAgentThoughtText(fmt.Sprintf("joule denied the remote agent's %s (%s): %s", tool, r.Code, r.Reason)))
-	return pick(acp.PermissionOptionKindRejectOnce, acp.PermissionOptionKindRejectAlways), nil
+	_ = c.s.ed.Update(ctx, acp.UpdateAgentThoughtText(fmt.Sprintf("joule denied the remote agent's %s %s (%s): %s", tool, describe(input), r.Code, r.Reason)))
+	return reject(), nil
+}
+
+func describe(input map[string]any) string {
+	for _, k := range []string{"command", "file_path", "url", "pattern"} {
+		if s, _ := input[k].(string); s != "" {
+			return fmt.Sprintf("%q", s)
+		}
+	}
+	return ""
 }
 
 // SessionUpdate relays the remote's updates to the editor unchanged; kinds
 // this SDK does not know were dropped before decoding (kindFilter).
 func (c *client) SessionUpdate(ctx context.Context, n acp.SessionNotification) error {
+	c.remember(n.Update)
 	return c.s.ed.Update(ctx, n.Update)
 }
 

@@ -50,20 +50,138 @@ func FuzzKindFilter(f *testing.F) {
 
 func TestEvent(t *testing.T) {
 	kind := func(k acp.ToolKind) *acp.ToolKind { return &k }
+	exists := func(p string) bool { return p == "/w/a.go" }
 	tests := []struct {
-		call acp.ToolCallUpdate
-		tool string
+		name  string
+		call  acp.ToolCallUpdate
+		tool  string
+		input string // the mapped input's command or file_path
 	}{
-		{acp.ToolCallUpdate{Kind: kind(acp.ToolKindExecute), RawInput: map[string]any{"command": "go test ./..."}}, "Bash"},
-		{acp.ToolCallUpdate{Kind: kind(acp.ToolKindEdit), Locations: []acp.ToolCallLocation{{Path: "/w/a.go"}}}, "Edit"},
-		{acp.ToolCallUpdate{Kind: kind(acp.ToolKindRead), RawInput: map[string]any{"file_path": "/w/a.go"}}, "Read"},
-		{acp.ToolCallUpdate{Kind: kind(acp.ToolKindFetch), RawInput: map[string]any{"url": "https://x.test"}}, "WebFetch"},
-		{acp.ToolCallUpdate{Kind: kind(acp.ToolKindExecute)}, "remote"}, // no command: judged as an unknown tool
-		{acp.ToolCallUpdate{Title: acp.Ptr("Think hard")}, "remote:Think"},
+		{"execute", acp.ToolCallUpdate{Kind: kind(acp.ToolKindExecute), RawInput: map[string]any{"command": "go test ./..."}}, "Bash", "go test ./..."},
+		{"edit by location", acp.ToolCallUpdate{Kind: kind(acp.ToolKindEdit), Locations: []acp.ToolCallLocation{{Path: "/w/a.go"}}}, "Edit", "/w/a.go"},
+		{"edit of a new file", acp.ToolCallUpdate{Kind: kind(acp.ToolKindEdit), Locations: []acp.ToolCallLocation{{Path: "/w/new.go"}}}, "Write", "/w/new.go"},
+		{"read", acp.ToolCallUpdate{Kind: kind(acp.ToolKindRead), RawInput: map[string]any{"file_path": "/w/a.go"}}, "Read", "/w/a.go"},
+		{"fetch", acp.ToolCallUpdate{Kind: kind(acp.ToolKindFetch), RawInput: map[string]any{"url": "https://x.test"}}, "WebFetch", ""},
+		// claude-code-acp's session/request_permission: no kind, no
+		// locations, the MCP tool's input as rawInput.
+		{"claude-code-acp Write", acp.ToolCallUpdate{Title: acp.Ptr("Write /w/out.txt"), RawInput: map[string]any{"file_path": "/w/out.txt", "content": "hi\n"}}, "Write", "/w/out.txt"},
+		{"claude-code-acp Write over a file", acp.ToolCallUpdate{Title: acp.Ptr("Write /w/a.go"), RawInput: map[string]any{"file_path": "/w/a.go", "content": "x"}}, "Edit", "/w/a.go"},
+		{"claude-code-acp Edit", acp.ToolCallUpdate{Title: acp.Ptr("Edit `/w/a.go`"), RawInput: map[string]any{"file_path": "/w/a.go", "old_string": "a", "new_string": "b"}}, "Edit", "/w/a.go"},
+		{"claude-code-acp Bash", acp.ToolCallUpdate{Title: acp.Ptr("`echo hi > x`"), RawInput: map[string]any{"command": "echo hi > x", "description": "d"}}, "Bash", "echo hi > x"},
+		// Codex: an argv, usually wrapped in bash -lc.
+		{"codex exec", acp.ToolCallUpdate{Kind: kind(acp.ToolKindExecute), RawInput: map[string]any{"command": []any{"bash", "-lc", "echo hi"}}}, "Bash", "echo hi"},
+		{"codex exec labelled read", acp.ToolCallUpdate{Kind: kind(acp.ToolKindRead), RawInput: map[string]any{"command": []any{"cat", "/w/a.go"}}, Locations: []acp.ToolCallLocation{{Path: "/w/a.go"}}}, "Bash", "cat /w/a.go"},
+		{"codex argv", acp.ToolCallUpdate{RawInput: map[string]any{"command": []any{"ls", "-l", "a b"}}}, "Bash", "ls -l 'a b'"},
+		{"execute without a command", acp.ToolCallUpdate{Kind: kind(acp.ToolKindExecute)}, "", ""},
+		{"nothing to go by", acp.ToolCallUpdate{Title: acp.Ptr("Think hard"), RawInput: map[string]any{"thought": "x"}}, "", ""},
 	}
 	for _, tt := range tests {
-		if got, _ := event(tt.call); got != tt.tool {
-			t.Errorf("event(%+v) = %s, want %s", tt.call, got, tt.tool)
+		t.Run(tt.name, func(t *testing.T) {
+			tool, input, ok, why := event(tt.call, exists)
+			if tool != tt.tool || ok != (tt.tool != "") {
+				t.Fatalf("event = %s (ok %v, %s), want %s", tool, ok, why, tt.tool)
+			}
+			if !ok {
+				if why == "" {
+					t.Fatal("an unmappable call without a reason")
+				}
+				return
+			}
+			got, _ := input["command"].(string)
+			if got == "" {
+				got, _ = input["file_path"].(string)
+			}
+			if tt.input != "" && got != tt.input {
+				t.Errorf("input %q, want %q", got, tt.input)
+			}
+		})
+	}
+}
+
+// TestMergedFromUpdates: a permission request that names a tool call by id
+// only is completed from the tool_call update the remote sent before.
+func TestMergedFromUpdates(t *testing.T) {
+	c := &client{}
+	c.remember(acp.StartToolCall("t1", "Write /w/out.txt", acp.WithStartKind(acp.ToolKindEdit), acp.WithStartLocations([]acp.ToolCallLocation{{Path: "/w/out.txt"}})))
+	c.remember(acp.UpdateToolCall("t1", acp.WithUpdateRawInput(map[string]any{"file_path": "/w/out.txt", "content": "x"})))
+	got := c.merged(acp.ToolCallUpdate{ToolCallId: "t1"})
+	if got.Kind == nil || *got.Kind != acp.ToolKindEdit || len(got.Locations) != 1 || got.RawInput == nil {
+		t.Fatalf("merged = %+v", got)
+	}
+	if tool, _, ok, _ := event(got, func(string) bool { return false }); !ok || tool != "Write" {
+		t.Fatalf("mapped to %s (%v)", tool, ok)
+	}
+	if other := c.merged(acp.ToolCallUpdate{ToolCallId: "t2"}); other.Kind != nil {
+		t.Fatal("another id was completed")
+	}
+}
+
+func TestArgvAgrees(t *testing.T) {
+	for _, tt := range []struct {
+		p    acp.CreateTerminalRequest
+		want string
+	}{
+		{acp.CreateTerminalRequest{Command: "echo hi > out.txt"}, "/bin/sh -c|echo hi > out.txt"},
+		{acp.CreateTerminalRequest{Command: "ls"}, "ls"},
+		{acp.CreateTerminalRequest{Command: "ls", Args: []string{"-l", "a b"}}, "ls|-l|a b"},
+	} {
+		name, args := argv(tt.p)
+		got := strings.Join(append([]string{name}, args...), "|")
+		if strings.HasPrefix(got, "/bin/sh|-c") {
+			got = "/bin/sh -c" + strings.TrimPrefix(got, "/bin/sh|-c")
 		}
+		if got != tt.want {
+			t.Errorf("argv(%+v) = %q, want %q", tt.p, got, tt.want)
+		}
+	}
+}
+
+func TestDiskChanges(t *testing.T) {
+	before := map[string][]byte{"a": []byte("1"), "b": []byte("2"), "c": []byte("3")}
+	after := map[string][]byte{"a": []byte("1"), "b": []byte("two"), "d": []byte("4")}
+	ch, gone := diskChanges(before, after)
+	if len(ch) != 2 || string(ch["b"]) != "two" || string(ch["d"]) != "4" || len(gone) != 1 || gone[0] != "c" {
+		t.Fatalf("changed %v, gone %v", ch, gone)
+	}
+}
+
+func TestSessionURL(t *testing.T) {
+	u := SessionURL("http://127.0.0.1:7411/v1/", "acp-1f/x")
+	if u != "http://127.0.0.1:7411/session/acp-1f%2Fx" {
+		t.Fatal(u)
+	}
+	env := strings.Join(ProxyEnv(u), " ")
+	if env != "ANTHROPIC_BASE_URL="+u+" OPENAI_BASE_URL="+u+"/v1" {
+		t.Fatal(env)
+	}
+}
+
+func TestProxyArgs(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"codex-acp", "codex-acp -c openai_base_url=http://p/session/s/v1"},
+		{"/x/node_modules/.bin/codex-acp --flag", "/x/node_modules/.bin/codex-acp --flag -c openai_base_url=http://p/session/s/v1"},
+		{"npx @zed-industries/codex-acp@0.16.0", "npx @zed-industries/codex-acp@0.16.0 -c openai_base_url=http://p/session/s/v1"},
+		{"node claude-code-acp/dist/index.js", "node claude-code-acp/dist/index.js"},
+	} {
+		if got := strings.Join(ProxyArgs(strings.Fields(tt.in), "http://p/session/s"), " "); got != tt.want {
+			t.Errorf("ProxyArgs(%s) = %s, want %s", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestEnvAuth(t *testing.T) {
+	ms := []acp.AuthMethod{
+		{Agent: &acp.AuthMethodAgent{Id: "chatgpt"}},
+		{EnvVar: &acp.AuthMethodEnvVarInline{Id: "codex-api-key", Vars: []acp.AuthEnvVar{{Name: "CODEX_API_KEY"}}}},
+		{EnvVar: &acp.AuthMethodEnvVarInline{Id: "openai-api-key", Vars: []acp.AuthEnvVar{{Name: "OPENAI_API_KEY"}}}},
+	}
+	if got := envAuth(ms, []string{"CODEX_API_KEY=", "OPENAI_API_KEY=sk-x"}); got != "openai-api-key" {
+		t.Errorf("envAuth = %q", got)
+	}
+	if got := envAuth(ms, []string{"HOME=/h"}); got != "" {
+		t.Errorf("envAuth without keys = %q", got)
+	}
+	if l := authList(ms); !strings.Contains(l, "openai-api-key ($OPENAI_API_KEY)") {
+		t.Errorf("authList = %s", l)
 	}
 }

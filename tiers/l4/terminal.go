@@ -71,6 +71,17 @@ func commandLine(p acp.CreateTerminalRequest) (string, error) {
 	return strings.Join(words, " "), nil
 }
 
+// argv is how a terminal/create is run, by the editor's terminal and by
+// joule's own runner alike: a command line without args, as agents send
+// them (claude-code-acp sends the model's whole Bash line as command), is run
+// by /bin/sh -c; a command with args, or a bare program name, directly.
+func argv(p acp.CreateTerminalRequest) (string, []string) {
+	if len(p.Args) == 0 && strings.ContainsAny(p.Command, " \t\n;&|<>()$`'\"*?[]#~=%\\") {
+		return "/bin/sh", []string{"-c", p.Command}
+	}
+	return p.Command, p.Args
+}
+
 func termError(msg string) error {
 	return acp.NewInvalidParams(map[string]any{"terminalId": msg})
 }
@@ -131,6 +142,7 @@ func (c *client) CreateTerminal(ctx context.Context, p acp.CreateTerminalRequest
 	if ed := c.s.ed.Terminals(); ed != nil {
 		fw := p
 		fw.Cwd = &cwd
+		fw.Command, fw.Args = argv(p)
 		resp, err := ed.CreateTerminal(ctx, fw)
 		if err != nil {
 			return acp.CreateTerminalResponse{}, err
@@ -269,11 +281,7 @@ type localTerminal struct {
 }
 
 func startLocal(p acp.CreateTerminalRequest, cwd string, limit int, timeout time.Duration) (*localTerminal, error) {
-	name, args := p.Command, p.Args
-	if len(args) == 0 && strings.ContainsAny(name, " \t\n;&|<>()$`'\"*?[]#~=%\\") {
-		// A command line without args, as agents send them: run by the shell.
-		name, args = "/bin/sh", []string{"-c", p.Command}
-	}
+	name, args := argv(p)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = cwd

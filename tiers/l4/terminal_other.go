@@ -13,3 +13,11 @@ func killGroup(cmd *exec.Cmd) {
 }
 
 func signalOf(ps interface{ Sys() any }) string { return "" }
+
+func remoteGroup(cmd *exec.Cmd) {}
+
+func endGroup(cmd *exec.Cmd) {
+	if cmd.Process != nil {
+		_ = cmd.Process.Kill()
+	}
+}

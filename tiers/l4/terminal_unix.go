@@ -5,6 +5,7 @@ package l4
 import (
 	"os/exec"
 	"syscall"
+	"time"
 )
 
 // processGroup starts the command in its own process group, so a kill
@@ -25,4 +26,30 @@ func signalOf(ps interface{ Sys() any }) string {
 		return ws.Signal().String()
 	}
 	return ""
+}
+
+// remoteGroup starts the remote agent in its own process group; on Linux it
+// is also killed if joule dies first.
+func remoteGroup(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	parentDeath(cmd.SysProcAttr)
+}
+
+// endGroup ends the remote agent's process group: SIGTERM, then SIGKILL to
+// whatever is left two seconds later.
+func endGroup(cmd *exec.Cmd) {
+	if cmd.Process == nil {
+		return
+	}
+	pg := -cmd.Process.Pid
+	if syscall.Kill(pg, syscall.SIGTERM) != nil {
+		return // the group is gone
+	}
+	for i := 0; i < 80; i++ { // two seconds
+		time.Sleep(25 * time.Millisecond)
+		if syscall.Kill(pg, 0) != nil {
+			return
+		}
+	}
+	_ = syscall.Kill(pg, syscall.SIGKILL)
 }

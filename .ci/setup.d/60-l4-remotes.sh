@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# L4 against real remote agents (issue 22): claude-code-acp (the real Claude
+# Code through the Agent SDK) and codex-acp (the real Codex, a native
+# binary), pinned in tiers/l4/e2e/testdata/package-lock.json, for the
+# end-to-end tests in tiers/l4/e2e. Idempotent: npm ci from the lockfile.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  export DEBIAN_FRONTEND=noninteractive
+  SUDO=""
+  [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq nodejs npm
+fi
+node --version
+
+dir=tiers/l4/e2e/testdata
+if [ -f "$dir/node_modules/@zed-industries/claude-code-acp/package.json" ] &&
+   [ -f "$dir/node_modules/@zed-industries/codex-acp/package.json" ] &&
+   [ "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ]; then
+  echo "60-l4-remotes: $dir/node_modules is up to date"
+  exit 0
+fi
+npm ci --prefix "$dir" --no-audit --no-fund
