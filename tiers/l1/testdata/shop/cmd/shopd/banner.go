@@ -1,0 +1,7 @@
+package main
+
+import "fmt"
+
+func   banner( ) string {
+return fmt.Sprint("shop" )
+}
