@@ -375,7 +375,7 @@ func TestPackageRenameMatchesGopls(t *testing.T) {
 	line := strings.Count(string(files[rel][:off]), "\n") + 1
 	for _, r := range goplsPackageRenames {
 		t.Run(r.to, func(t *testing.T) {
-			next, sum, err := rename(context.Background(), base, files, rn(rel + ":" + strconv.Itoa(line) + ":9", r.to))
+			next, sum, err := rename(context.Background(), base, files, rn(rel+":"+strconv.Itoa(line)+":9", r.to))
 			want, gerr := goplsContentEdits(t, gopls, cloneDir(t, base), rel, off, r.to, files)
 			if r.fail != "" {
 				if err == nil || gerr == nil || !strings.Contains(err.Error(), r.fail) {

@@ -28,8 +28,8 @@ type Rename struct {
 // languages with the user's formatter on PATH, unless GoOnly.
 type Format struct {
 	Glob    string
-	Imports bool // goimports: add missing and remove unused imports (Go files only)
-	GoOnly  bool // "gofmt …": Go files only
+	Imports bool   // goimports: add missing and remove unused imports (Go files only)
+	GoOnly  bool   // "gofmt …": Go files only
 	Tool    string // a named formatter other than gofmt/goimports: only the files it formats, by it
 }
 
