@@ -50,6 +50,54 @@ type turn struct {
 	mu      sync.Mutex
 	usage   *acp.Usage // what a remote agent reported, if any
 	metered bool       // the remote's model calls went through joule proxy
+
+	out outcome // what the turn did, for the response's _meta
+}
+
+// outcome is the machine-readable result of one prompt, returned in the
+// session/prompt response's _meta under "joule" so that an editor or a
+// test reads what happened without parsing prose.
+type outcome struct {
+	consulted []tiers.Consultation
+	closing   core.Tier
+	opID      string       // the closing op, if the request was closed by a change
+	applied   bool         // the op was written to the workspace
+	changed   []string     // the files it changed, workspace-relative
+	receipt   *store.Entry // the efficiency receipt sealed for the turn's work
+}
+
+func (o *outcome) meta() map[string]any {
+	var tier any
+	if o.closing != "" {
+		tier = string(o.closing)
+	}
+	consulted := []map[string]any{}
+	for _, k := range o.consulted {
+		c := map[string]any{"tier": string(k.Tier)}
+		switch {
+		case k.Denied != nil:
+			c["outcome"], c["code"], c["reason"] = "denied", k.Denied.Code, k.Denied.Reason
+		case k.Err != nil:
+			c["outcome"], c["reason"] = "failed", oneLineMax(k.Err.Error(), 500)
+		case k.Closed:
+			c["outcome"] = "closed"
+		default:
+			c["outcome"] = "miss"
+		}
+		consulted = append(consulted, c)
+	}
+	m := map[string]any{"tier": tier, "consulted": consulted, "op": nil, "receipt": nil}
+	if o.opID != "" {
+		changed := o.changed
+		if changed == nil {
+			changed = []string{}
+		}
+		m["op"] = map[string]any{"id": o.opID, "applied": o.applied, "files": changed}
+	}
+	if o.receipt != nil {
+		m["receipt"] = map[string]any{"session": o.receipt.Session, "sequence": o.receipt.Seq, "hash": core.ID(o.receipt.Hash).String()}
+	}
+	return map[string]any{"joule": m}
 }
 
 func (t *turn) Metered() {
@@ -135,7 +183,13 @@ func (t *turn) say(ctx context.Context, text string) {
 
 // Prompt implements acp.Agent: it runs the gated cascade on the request and
 // applies whatever op closes it.
-func (a *Agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResponse, error) {
+func (a *Agent) Prompt(ctx context.Context, p acp.PromptRequest) (resp acp.PromptResponse, err error) {
+	var t *turn
+	defer func() {
+		if err == nil && t != nil {
+			resp.Meta = t.out.meta()
+		}
+	}()
 	s, err := a.session(p.SessionId)
 	if err != nil {
 		return acp.PromptResponse{}, err
@@ -148,7 +202,7 @@ func (a *Agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResp
 	if err != nil {
 		return acp.PromptResponse{}, err
 	}
-	t := &turn{a: a, s: s}
+	t = &turn{a: a, s: s}
 	if strings.TrimSpace(text) == "/cost" {
 		return a.cost(ctx, t)
 	}
@@ -180,6 +234,7 @@ func (a *Agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResp
 	if err != nil {
 		return acp.PromptResponse{}, acp.NewInternalError(map[string]any{"error": "the cascade stopped: " + err.Error()})
 	}
+	t.out.consulted, t.out.closing = res.Consulted, res.Closing
 	_ = t.Update(ctx, plan(names, res.Consulted, res.Closing))
 	for _, k := range res.Consulted {
 		switch {
@@ -199,6 +254,7 @@ func (a *Agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResp
 		if err != nil {
 			return acp.PromptResponse{}, acp.NewInternalError(map[string]any{"error": err.Error()})
 		}
+		t.out.receipt = &e
 		t.say(ctx, res.Resolution.Answer+"\n\n"+summaryLine(res.Closing, uj, e))
 		return endTurn()
 	}
@@ -362,6 +418,7 @@ func (a *Agent) apply(ctx context.Context, t *turn, text string, res *tiers.Resu
 		return endTurn()
 	}
 	paths := changed(files, next)
+	t.out.opID, t.out.changed = opID.String(), paths
 	callID := acp.ToolCallId("op-" + opID.String()[:16])
 	var diffs []acp.ToolCallContent
 	var locs []acp.ToolCallLocation
@@ -407,6 +464,7 @@ func (a *Agent) apply(ctx context.Context, t *turn, text string, res *tiers.Resu
 	if err != nil {
 		return acp.PromptResponse{}, acp.NewInternalError(map[string]any{"error": "the op was applied but its receipt could not be sealed: " + err.Error()})
 	}
+	t.out.applied, t.out.receipt = true, &e
 	if err := a.sealOp(opID, res.Closing, uj, e); err != nil {
 		a.opt.Log.Error("sealing the JCR-1 receipt", "err", err)
 	}
