@@ -371,7 +371,7 @@ func reasons(ks []tiers.Consultation) string {
 
 func fallthroughHint(remote bool, ks []tiers.Consultation) string {
 	if !remote {
-		return "L1 understands /rename, /format, /replace, /diff and /find (or 'rename X to Y', 'format the repo'); anything else needs a remote agent (L4): see 'joule acp -h'."
+		return "L1 understands /rename, /format, /replace, /diff and /find, and requests such as 'rename the method Hello of Greeter to Greet', 'Run gofmt on main.go.', 'where is X defined', 'who calls X' (docs/acp.md, What L1 understands); anything else needs a remote agent (L4): see 'joule acp -h'."
 	}
 	return "The remote agent did not close it either."
 }
