@@ -698,7 +698,7 @@ func (r *reader) rename() (Command, error) {
 	}
 	to := w.s
 	if s.Kind != KindPackage && !token.IsIdentifier(to) {
-		return nil, decline("%q is not an identifier", to)
+		return nil, decline("%q is not a valid Go identifier", to)
 	}
 	if s.Kind == KindPackage && to == "" {
 		return nil, decline("no new package name")
