@@ -51,6 +51,54 @@ type turn struct {
 	usage   *acp.Usage // what a remote agent reported, if any
 	metered bool       // the remote's model calls went through joule proxy
 	from    uint64     // the session's last sequence when they started
+
+	out outcome // what the turn did, for the response's _meta
+}
+
+// outcome is the machine-readable result of one prompt, returned in the
+// session/prompt response's _meta under "joule" so that an editor or a
+// test reads what happened without parsing prose.
+type outcome struct {
+	consulted []tiers.Consultation
+	closing   core.Tier
+	opID      string       // the closing op, if the request was closed by a change
+	applied   bool         // the op was written to the workspace
+	changed   []string     // the files it changed, workspace-relative
+	receipt   *store.Entry // the efficiency receipt sealed for the turn's work
+}
+
+func (o *outcome) meta() map[string]any {
+	var tier any
+	if o.closing != "" {
+		tier = string(o.closing)
+	}
+	consulted := []map[string]any{}
+	for _, k := range o.consulted {
+		c := map[string]any{"tier": string(k.Tier)}
+		switch {
+		case k.Denied != nil:
+			c["outcome"], c["code"], c["reason"] = "denied", k.Denied.Code, k.Denied.Reason
+		case k.Err != nil:
+			c["outcome"], c["reason"] = "failed", oneLineMax(k.Err.Error(), 500)
+		case k.Closed:
+			c["outcome"] = "closed"
+		default:
+			c["outcome"] = "miss"
+		}
+		consulted = append(consulted, c)
+	}
+	m := map[string]any{"tier": tier, "consulted": consulted, "op": nil, "receipt": nil}
+	if o.opID != "" {
+		changed := o.changed
+		if changed == nil {
+			changed = []string{}
+		}
+		m["op"] = map[string]any{"id": o.opID, "applied": o.applied, "files": changed}
+	}
+	if o.receipt != nil {
+		m["receipt"] = map[string]any{"session": o.receipt.Session, "sequence": o.receipt.Seq, "hash": core.ID(o.receipt.Hash).String()}
+	}
+	return map[string]any{"joule": m}
 }
 
 func (t *turn) Metered() {
@@ -197,9 +245,15 @@ func (t *turn) say(ctx context.Context, text string) {
 
 // Prompt implements acp.Agent: it runs the gated cascade on the request and
 // applies whatever op closes it.
-func (a *Agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResponse, error) {
+func (a *Agent) Prompt(ctx context.Context, p acp.PromptRequest) (resp acp.PromptResponse, err error) {
 	a.prompts.Add(1)
 	defer a.prompts.Done()
+	var t *turn
+	defer func() {
+		if err == nil && t != nil {
+			resp.Meta = t.out.meta()
+		}
+	}()
 	s, err := a.session(p.SessionId)
 	if err != nil {
 		return acp.PromptResponse{}, err
@@ -212,7 +266,7 @@ func (a *Agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResp
 	if err != nil {
 		return acp.PromptResponse{}, err
 	}
-	t := &turn{a: a, s: s}
+	t = &turn{a: a, s: s}
 	if strings.TrimSpace(text) == "/cost" {
 		return a.cost(ctx, t)
 	}
@@ -244,6 +298,7 @@ func (a *Agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResp
 	if err != nil {
 		return acp.PromptResponse{}, acp.NewInternalError(map[string]any{"error": "the cascade stopped: " + err.Error()})
 	}
+	t.out.consulted, t.out.closing = res.Consulted, res.Closing
 	_ = t.Update(ctx, plan(names, res.Consulted, res.Closing))
 	for _, k := range res.Consulted {
 		switch {
@@ -263,6 +318,7 @@ func (a *Agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResp
 		if err != nil {
 			return acp.PromptResponse{}, acp.NewInternalError(map[string]any{"error": err.Error()})
 		}
+		t.out.receipt = &e
 		t.say(ctx, res.Resolution.Answer+"\n\n"+summaryLine(res.Closing, uj, e))
 		return endTurn()
 	}
@@ -379,7 +435,7 @@ func reasons(ks []tiers.Consultation) string {
 
 func fallthroughHint(remote bool, ks []tiers.Consultation) string {
 	if !remote {
-		return "L1 understands /rename, /format, /replace, /diff and /find (or 'rename X to Y', 'format the repo'); anything else needs a remote agent (L4): see 'joule acp -h'."
+		return "L1 understands /rename, /format, /replace, /diff and /find, and requests such as 'rename the method Hello of Greeter to Greet', 'Run gofmt on main.go.', 'where is X defined', 'who calls X' (docs/acp.md, What L1 understands); anything else needs a remote agent (L4): see 'joule acp -h'."
 	}
 	return "The remote agent did not close it either."
 }
@@ -440,6 +496,7 @@ func (a *Agent) apply(ctx context.Context, t *turn, text string, res *tiers.Resu
 		return endTurn()
 	}
 	paths := changed(files, next)
+	t.out.opID, t.out.changed = opID.String(), paths
 	callID := acp.ToolCallId("op-" + opID.String()[:16])
 	var diffs []acp.ToolCallContent
 	var locs []acp.ToolCallLocation
@@ -485,6 +542,7 @@ func (a *Agent) apply(ctx context.Context, t *turn, text string, res *tiers.Resu
 	if err != nil {
 		return acp.PromptResponse{}, acp.NewInternalError(map[string]any{"error": "the op was applied but its receipt could not be sealed: " + err.Error()})
 	}
+	t.out.applied, t.out.receipt = true, &e
 	if err := a.sealOp(opID, res.Closing, uj, e); err != nil {
 		a.opt.Log.Error("sealing the JCR-1 receipt", "err", err)
 	}

@@ -74,7 +74,8 @@ func (c *planClient) SessionUpdate(ctx context.Context, n acp.SessionNotificatio
 	return c.client.SessionUpdate(ctx, n)
 }
 
-// tierFixture is an agent with L2 (lexical) and L3 (the fake Ollama).
+// tierFixture is an agent with L2 (lexical) and L3 (the fake Ollama); L1
+// is off, or its look-ups would close the lookups L2 is tested with.
 func tierFixture(t *testing.T, ol *fakeOllama) (*fixture, *planClient, string) {
 	t.Helper()
 	dir, _ := filepath.EvalSymlinks(t.TempDir())
@@ -114,7 +115,7 @@ func tierFixture(t *testing.T, ol *fakeOllama) (*fixture, *planClient, string) {
 	}
 	x := &Indexes{Home: home}
 	t.Cleanup(func() { x.Close() })
-	a := New(Options{Gate: gt, Key: id.Key, Index: x, OpsDir: filepath.Join(home, "ops"), Version: "test",
+	a := New(Options{Gate: gt, Key: id.Key, NoL1: true, Index: x, OpsDir: filepath.Join(home, "ops"), Version: "test",
 		Local: &l3.Stage{Model: model, Key: id.Key, Energy: &energy.Table{OutputCaps: map[energy.Class]uint64{energy.Small: 256}}, MaxOutput: 256,
 			Ledger: &energy.Recorder{Store: st, Sealer: sealer}, Budget: st,
 			Grants: func(context.Context, string) []string { return []string{s.ID.String()} }}})

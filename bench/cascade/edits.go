@@ -142,7 +142,8 @@ func renames(ctx context.Context, rng *rand.Rand, env []string, gopls, work stri
 				prompt = fmt.Sprintf("rename %s:%d:%d to %s", t.File, t.Line, t.Col, t.To)
 			}
 			read, out := changeBytes(files, wants[i])
-			reqs = append(reqs, &Request{Class: Rename, Prompt: prompt, Root: root, Symbol: t.Qual, Want: wants[i], ReadBytes: read, OutBytes: out})
+			reqs = append(reqs, &Request{Class: Rename, Prompt: prompt, Root: root, Symbol: t.Qual, Want: wants[i], ReadBytes: read, OutBytes: out,
+				To: t.To, Def: Span{Path: t.File, Line: t.Line, Col: t.Col}}) // Def: where the declaration is, for a phrasing naming it
 		}
 		next += len(batch)
 	}

@@ -220,6 +220,8 @@ func (res *results) summary(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\nclosing tier by class (requests over both passes):\n")
 	writeMatrix(w, res.outs)
+	fmt.Fprintf(w, "\nplain and phrased requests (phrased: as people type them in an editor; negative phrased: near-misses):\n")
+	writePhrased(w, res.outs)
 	fmt.Fprintf(w, "\nL2 index of GOROOT/src: %d files, %d chunks, built in %s wall, %s CPU (≈ %s J at %.0f W/core, once per tree; not in the totals)\n",
 		res.stats.Files, res.stats.Chunks, res.build.Round(time.Millisecond), res.buildCPU.Round(time.Millisecond), Joules(cpuUJ(res.buildCPU, c.watts)), c.watts)
 	fmt.Fprintf(w, "L2 recall@5 on %d definition lookups: Definitions %.3f, Search %.3f\n", q.n, q.recallDefs, q.recallSearch)
@@ -396,7 +398,13 @@ func buildWorkload(ctx context.Context, c config, env []string, src, work string
 	wl.Notes = append(wl.Notes, notes...)
 
 	neg := negatives(rng, src, append(append([]*Request(nil), defs...), calls...), mix[Negative])
-	for _, group := range [][]*Request{defs, calls, ren, fmts, neg} {
+	var plain []*Request
+	for _, group := range [][]*Request{defs, calls, ren, fmts} {
+		plain = append(plain, group...)
+	}
+	near := phrase(rand.New(rand.NewPCG(c.seed, 3)), plain, mix[Negative])
+	say("workload: %d requests phrased as people type them, %d near-misses", countPhrased(plain), len(near))
+	for _, group := range [][]*Request{defs, calls, ren, fmts, neg, near} {
 		wl.Requests = append(wl.Requests, group...)
 	}
 	for i, r := range wl.Requests {
@@ -404,6 +412,16 @@ func buildWorkload(ctx context.Context, c config, env []string, src, work string
 	}
 	say("workload: %s", mixString(wl.Requests))
 	return wl, nil
+}
+
+func countPhrased(reqs []*Request) int {
+	n := 0
+	for _, r := range reqs {
+		if r.Phrased {
+			n++
+		}
+	}
+	return n
 }
 
 func orNone(s string) string {

@@ -45,6 +45,7 @@ type Span struct {
 	Path     string // slash-separated, relative to the workspace root
 	Lo, Hi   int    // 1-based, inclusive
 	Line     int
+	Col      int    // the declaring identifier's column, when known (renames)
 	Function string // for a call site: the calling function
 }
 
@@ -60,6 +61,10 @@ type Request struct {
 	Calls  []Span // Callers: every call site in the declaring package
 
 	Want core.Files // Rename, Format: the whole workspace after the edit
+	To   string     // Rename: the new name
+
+	// Phrased marks a request asked as people type it (see phrased.go).
+	Phrased bool
 
 	// ReadBytes is what an agent without an index would read to do the
 	// request (the files holding the answer), and OutBytes what it would

@@ -32,8 +32,10 @@ const acpUsage = `acp [--remote 'COMMAND ARGS…' [--remote-timeout 30m] [--prox
 
 Speaks the Agent Client Protocol (version 1) on stdin/stdout, as Zed,
 JetBrains IDEs and Neovim (CodeCompanion, avante.nvim) launch an agent. Each
-prompt runs the cascade L0 (cache of signed ops) → L1 (lawful edits: /rename,
-/format, /replace, /diff, /find, or "rename X to Y", "format the repo") → L4
+prompt runs the cascade L0 (cache of signed ops) → L1 (lawful edits and
+look-ups: /rename, /format, /replace, /diff, /find, or requests as typed:
+"rename the method Hello of Greeter to Greet", "Run gofmt on main.go.",
+"where is X defined", "who calls X") → L4
 (the remote agent given by --remote or $JOULE_ACP_REMOTE, e.g.
 'npx @zed-industries/claude-code-acp'), stopping at the first tier that closes
 it. Every tier consultation and every file write is decided by the active

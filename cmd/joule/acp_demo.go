@@ -183,7 +183,7 @@ var acpExecutable = os.Executable
 // demoACP drives joule acp as an editor would: a session on a small Go
 // module in ws, an L1 rename of a method across packages, then the same
 // request on the same tree again, which L0 replays, then a symbol lookup,
-// which L2 answers from its index.
+// which L1 answers with its declaration.
 func demoACP(ctx context.Context, e *env, home, ws string, say func(string, ...any)) error {
 	dir := filepath.Join(ws, "acp-demo")
 	for p, s := range demoModule {
@@ -246,13 +246,13 @@ func demoACP(ctx context.Context, e *env, home, ws string, say func(string, ...a
 	if !strings.Contains(out, "L0 ·") {
 		return fmt.Errorf("acp demo: the repeated request did not close at L0:\n%s", out)
 	}
-	// A lookup: L2 indexes the workspace and answers from the index.
+	// A lookup: L1 answers with the declaration, read from the syntax.
 	if out, err = prompt("where is Greeter defined"); err != nil {
 		return err
 	}
-	if !strings.Contains(out, "L2 ·") || !strings.Contains(out, "greet/greet.go") {
-		return fmt.Errorf("acp demo: the lookup did not close at L2:\n%s", out)
+	if !strings.Contains(out, "L1 ·") || !strings.Contains(out, "is declared at greet/greet.go:5:6") {
+		return fmt.Errorf("acp demo: the lookup did not close at L1:\n%s", out)
 	}
-	say("  L2 answered the lookup from its index of the workspace, without a model")
+	say("  L1 answered the lookup with the declaration itself, without an index or a model")
 	return nil
 }

@@ -155,7 +155,7 @@ func TestACPEditorSession(t *testing.T) {
 				t.Fatal("the L0 replay did not write")
 			}
 		}},
-		{"L1 answer", "/find Greet", []string{"line(s) hold", "L1 · "}, nil},
+		{"L1 answer", "/find Greet", []string{"is declared at greet/greet.go:8:18", "L1 · "}, nil},
 		{"denied write", `/replace "{}" "[]" .mcp.json`, []string{"denies writing .mcp.json", "Nothing was changed"}, func(t *testing.T) {
 			if readFile(t, filepath.Join(ws, ".mcp.json")) != `{"mcpServers":{}}`+"\n" {
 				t.Fatal("a denied write changed the file")
@@ -356,12 +356,31 @@ func TestACPTypeScriptClient(t *testing.T) {
 	}
 	var res struct {
 		ProtocolVersion int            `json:"protocolVersion"`
+		SessionID       string         `json:"sessionId"`
 		LoadSession     bool           `json:"loadSession"`
 		Renamed         bool           `json:"renamed"`
 		Updates         map[string]int `json:"updates"`
 		Errors          []string       `json:"errors"`
 		Steps           []struct {
 			Prompt, StopReason, Text string
+			Meta                     *struct {
+				Joule *struct {
+					Tier      *string `json:"tier"`
+					Consulted []struct {
+						Tier, Outcome, Reason string
+					} `json:"consulted"`
+					Op *struct {
+						ID      string   `json:"id"`
+						Applied bool     `json:"applied"`
+						Files   []string `json:"files"`
+					} `json:"op"`
+					Receipt *struct {
+						Session  string `json:"session"`
+						Sequence int    `json:"sequence"`
+						Hash     string `json:"hash"`
+					} `json:"receipt"`
+				} `json:"joule"`
+			} `json:"meta"`
 		} `json:"steps"`
 		Load   struct{ Text string } `json:"load"`
 		Buffer struct {
@@ -381,8 +400,12 @@ func TestACPTypeScriptClient(t *testing.T) {
 		{"end_turn", "remote says: from typescript"},
 		{"end_turn", "denies writing .mcp.json"},
 		{"end_turn", "L1 · "},
+		{"end_turn", "is declared at greet/greet.go:8:18"},
+		{"end_turn", "renamed Hi to Salute"},
+		{"end_turn", "nothing to change"},
 		{"cancelled", ""},
-		{"end_turn", "ops closed by tier: L0 1, L1 2"},
+		{"end_turn", "No tier closed"},
+		{"end_turn", "ops closed by tier: L0 1, L1 3"},
 	}
 	if len(res.Steps) != len(want) {
 		t.Fatalf("%d steps, want %d: %+v", len(res.Steps), len(want), res.Steps)
@@ -393,12 +416,54 @@ func TestACPTypeScriptClient(t *testing.T) {
 			t.Errorf("%q: stop %s, text %q; want %s and %q", s.Prompt, s.StopReason, s.Text, w.stop, w.text)
 		}
 	}
+	// Every completed prompt's response carries the outcome in _meta.joule.
+	type metaWant struct {
+		tier      string // "" for null
+		op        bool   // an op applied, with its files
+		receipt   bool
+		consulted string // the last consultation's tier and outcome
+	}
+	metas := []metaWant{
+		{"L1", true, true, "L1 closed"},   // rename Greeter.Hello to Greet
+		{"L0", true, true, "L0 closed"},   // the same again: L0
+		{"L4", false, true, "L4 closed"},  // answer from typescript
+		{"L1", false, false, "L1 closed"}, // the denied write: closed, nothing applied
+		{"L1", true, true, "L1 closed"},   // the buffer rename
+		{"L1", false, true, "L1 closed"},  // where is Greeter.Hi defined
+		{"L1", true, true, "L1 closed"},   // the phrased method rename
+		{"L1", false, true, "L1 closed"},  // gofmt: nothing to change
+	}
+	for i, w := range metas {
+		s := res.Steps[i]
+		if s.Meta == nil || s.Meta.Joule == nil {
+			t.Errorf("%q: no _meta.joule in the response", s.Prompt)
+			continue
+		}
+		j := s.Meta.Joule
+		tier := ""
+		if j.Tier != nil {
+			tier = *j.Tier
+		}
+		last := ""
+		if n := len(j.Consulted); n > 0 {
+			last = j.Consulted[n-1].Tier + " " + j.Consulted[n-1].Outcome
+		}
+		applied := j.Op != nil && j.Op.Applied && j.Op.ID != "" && len(j.Op.Files) > 0
+		if tier != w.tier || applied != w.op || (j.Receipt != nil && j.Receipt.Hash != "" && j.Receipt.Sequence > 0 && j.Receipt.Session == res.SessionID) != w.receipt || last != w.consulted {
+			t.Errorf("%q: _meta.joule tier %q op %+v receipt %+v last consultation %q; want tier %q, op applied %v, receipt %v, %q",
+				s.Prompt, tier, j.Op, j.Receipt, last, w.tier, w.op, w.receipt, w.consulted)
+		}
+	}
+	if s := res.Steps[len(res.Steps)-2]; s.Meta == nil || s.Meta.Joule == nil || s.Meta.Joule.Tier != nil || s.Meta.Joule.Op != nil ||
+		len(s.Meta.Joule.Consulted) == 0 || s.Meta.Joule.Consulted[len(s.Meta.Joule.Consulted)-1].Outcome != "miss" {
+		t.Errorf("%q: want _meta.joule with a null tier and op, and a last consultation that missed: %+v", s.Prompt, s.Meta)
+	}
 	// The rename saw the unsaved buffer and wrote it back, renamed.
 	if w := res.Buffer.Written; w == nil || !strings.Contains(*w, `fmt.Println(g.Hi() + "!")`) || !strings.Contains(*w, "fmt.Println(g.Hi())") || res.Buffer.Pending {
 		t.Errorf("the unsaved buffer of main.go: written %v, still unsaved %v", w, res.Buffer.Pending)
 	}
-	if b, _ := os.ReadFile(filepath.Join(ws, "greet", "greet.go")); !strings.Contains(string(b), "func (g Greeter) Hi() string") {
-		t.Errorf("greet.go after the buffer rename:\n%s", b)
+	if b, _ := os.ReadFile(filepath.Join(ws, "greet", "greet.go")); !strings.Contains(string(b), "func (g Greeter) Salute() string") {
+		t.Errorf("greet.go after the buffer rename and the phrased rename:\n%s", b)
 	}
 	if len(res.Errors) != 1 || !strings.Contains(res.Errors[0], "nvalid") {
 		t.Errorf("unknown session errors: %q", res.Errors)

@@ -65,7 +65,7 @@ func TestACPLocalTiers(t *testing.T) {
 		"calc/calc.go":  "package calc\n\n// Add returns the sum of a and b.\nfunc Add(a, b int) int {\n\treturn 0\n}\n",
 		"calc/greet.go": "package calc\n\n// Greeting says hello.\nfunc Greeting(name string) string {\n\treturn \"hello \" + name\n}\n",
 	})
-	cfg := `{"tiers": {"on": ["l0", "l1", "l2", "l3"], "l3": {"provider": "ollama", "base_url": "` + srv.URL + `", "model": "qwen2.5-coder:7b", "timeout": "60s"}}}`
+	cfg := `{"tiers": {"on": ["l0", "l2", "l3"], "l3": {"provider": "ollama", "base_url": "` + srv.URL + `", "model": "qwen2.5-coder:7b", "timeout": "60s"}}}`
 	if err := os.WriteFile(filepath.Join(home, ConfigFile), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

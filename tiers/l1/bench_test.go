@@ -59,7 +59,7 @@ func BenchmarkRenameVsGopls(b *testing.B) {
 			})
 			b.ResetTimer()
 			for j := 0; j < b.N; j++ {
-				if _, _, err := rename(context.Background(), base, files, Rename{Target: pos, To: "Append"}); err != nil {
+				if _, _, err := rename(context.Background(), base, files, rn(pos, "Append")); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -152,6 +153,8 @@ func formatFiles(ctx context.Context, root string, files core.Files, c Format) (
 			err  error
 		)
 		switch {
+		case c.Tool != "" && strings.HasSuffix(p, ".go"):
+			continue // a named formatter other than gofmt and goimports
 		case strings.HasSuffix(p, ".go"):
 			if c.Imports {
 				name, by = "goimports", "goimports (golang.org/x/tools "+moduleVersion("golang.org/x/tools")+")"
@@ -162,7 +165,7 @@ func formatFiles(ctx context.Context, root string, files core.Files, c Format) (
 			}
 		case c.GoOnly:
 			continue
-		case isShell(p, src):
+		case isShell(p, src) && (c.Tool == "" || c.Tool == "shfmt"):
 			name, by = "shfmt", "shfmt (mvdan.cc/sh/v3 "+moduleVersion("mvdan.cc/sh/v3")+")"
 			out, err = shfmt(p, src)
 		default:
@@ -173,11 +176,18 @@ func formatFiles(ctx context.Context, root string, files core.Files, c Format) (
 					break
 				}
 			}
-			if f == nil {
+			if f == nil || c.Tool == "shfmt" {
 				continue // no formatter for this kind of file
 			}
+			cands := f.tools
+			if c.Tool != "" {
+				if !slices.Contains(f.tools, c.Tool) {
+					continue
+				}
+				cands = []string{c.Tool}
+			}
 			tool, bin := "", ""
-			for _, t := range f.tools {
+			for _, t := range cands {
 				if b, lerr := exec.LookPath(t); lerr == nil {
 					tool, bin = t, b
 					break
@@ -224,6 +234,9 @@ func formatFiles(ctx context.Context, root string, files core.Files, c Format) (
 		what := "formattable file"
 		if c.GoOnly || c.Imports {
 			what = "Go file"
+		}
+		if c.Tool != "" {
+			what = "file " + c.Tool + " formats"
 		}
 		msg := fmt.Sprintf("no %s matches %q", what, c.Glob)
 		if len(notes) > 0 {

@@ -181,7 +181,7 @@ func TestRenameMatchesGopls(t *testing.T) {
 			pos := rel + ":" + strconv.Itoa(line) + ":" + strconv.Itoa(col)
 
 			start := time.Now()
-			next, _, err := rename(context.Background(), base, files, Rename{Target: pos, To: r.to})
+			next, _, err := rename(context.Background(), base, files, rn(pos, r.to))
 			ours += time.Since(start)
 			if err != nil {
 				t.Fatalf("L1 rename %s → %s: %v", pos, r.to, err)
@@ -252,7 +252,7 @@ func TestRenameRefusalsMatchGopls(t *testing.T) {
 			line := strings.Count(src[:off], "\n") + 1
 			col := off - strings.LastIndexByte(src[:off], '\n')
 			pos := rel + ":" + strconv.Itoa(line) + ":" + strconv.Itoa(col)
-			if _, _, err := rename(context.Background(), base, files, Rename{Target: pos, To: r.to}); err == nil {
+			if _, _, err := rename(context.Background(), base, files, rn(pos, r.to)); err == nil {
 				t.Errorf("L1 renamed %s to %s", pos, r.to)
 			} else {
 				t.Logf("L1: %v", err)
@@ -375,7 +375,7 @@ func TestPackageRenameMatchesGopls(t *testing.T) {
 	line := strings.Count(string(files[rel][:off]), "\n") + 1
 	for _, r := range goplsPackageRenames {
 		t.Run(r.to, func(t *testing.T) {
-			next, sum, err := rename(context.Background(), base, files, Rename{Target: rel + ":" + strconv.Itoa(line) + ":9", To: r.to})
+			next, sum, err := rename(context.Background(), base, files, rn(rel+":"+strconv.Itoa(line)+":9", r.to))
 			want, gerr := goplsContentEdits(t, gopls, cloneDir(t, base), rel, off, r.to, files)
 			if r.fail != "" {
 				if err == nil || gerr == nil || !strings.Contains(err.Error(), r.fail) {

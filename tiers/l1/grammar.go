@@ -5,26 +5,32 @@ package l1
 
 import (
 	"errors"
-	"regexp"
+	"go/token"
 	"strings"
-	"sync"
 )
 
 // Command is one request the grammar recognised with certainty.
 type Command interface{ verb() string }
 
-// Rename renames a Go identifier. Target is NAME, PKG.NAME, TYPE.MEMBER or
-// FILE:LINE:COL (COL counted in bytes, 1-based, as gopls takes it); or a
-// package: "package NAME|PATH|DIR", or FILE:LINE:COL on a package clause.
-type Rename struct{ Target, To string }
+// Rename renames a symbol everywhere it is used. Target.Name is NAME,
+// PKG.NAME, TYPE.MEMBER; or a package's name, import path or directory
+// with Target.Kind KindPackage; or Target is a position FILE:LINE:COL (COL
+// counted in bytes, 1-based, as gopls takes it), on the identifier or on a
+// package clause. What else Target says (its kind, file, line, package,
+// function) must agree with the declaration found.
+type Rename struct {
+	Target Symbol
+	To     string
+}
 
 // Format formats files matching Glob ("" = the whole workspace): Go with
 // gofmt, or goimports when Imports is set; shell scripts with shfmt; other
 // languages with the user's formatter on PATH, unless GoOnly.
 type Format struct {
 	Glob    string
-	Imports bool // goimports: add missing and remove unused imports (Go files only)
-	GoOnly  bool // "gofmt …": Go files only
+	Imports bool   // goimports: add missing and remove unused imports (Go files only)
+	GoOnly  bool   // "gofmt …": Go files only
+	Tool    string // a named formatter other than gofmt/goimports: only the files it formats, by it
 }
 
 // Replace replaces Old by New in files matching Glob; Regex makes Old a Go
@@ -59,21 +65,10 @@ var Commands = []struct{ Name, Description, Hint string }{
 	{"find", "List every line holding some text", "TEXT"},
 }
 
-// grammar holds the prompt patterns, compiled on first use: every joule
-// process links this package, and a hook process never parses a prompt.
-var grammar = sync.OnceValue(func() (g struct{ rename, pkg, format, imports, replace, find *regexp.Regexp }) {
-	g.rename = regexp.MustCompile(`^(?i:rename)\s+(\S+)\s+(?i:to)\s+(\S+?)\.?$`)
-	g.pkg = regexp.MustCompile(`^(?i:rename)\s+(?i:the\s+)?(?i:package)\s+(\S+)\s+(?i:to)\s+(\S+?)\.?$`)
-	g.format = regexp.MustCompile(`^(?i:(format)|(gofmt)|(goimports))(?:\s+(?i:the\s+)?(?i:(repo|repository|workspace|project|code|everything|all files|module)|(\S+?)))?\.?$`)
-	g.imports = regexp.MustCompile(`^(?i:organi[sz]e|fix)\s+(?i:the\s+)?(?i:go\s+)?(?i:imports)(?:\s+(?i:in)\s+(?i:the\s+)?(?i:(repo|repository|workspace|project|code|module)|(\S+?)))?\.?$`)
-	g.replace = regexp.MustCompile(`^(?i:replace)\s+(.+?)\s+(?i:with|by)\s+(.+?)(?:\s+(?i:in)\s+(\S+))?$`)
-	g.find = regexp.MustCompile(`^(?i:find|grep)\s+(.+)$`)
-	return g
-})
-
 // Parse recognises a request. It returns (nil, nil) for anything it does not
-// recognise with certainty, and an error wrapping ErrUsage for a slash
-// command of the grammar given the wrong arguments.
+// recognise, a *Declined for a request meant for L1 that it does not
+// understand in full, and an error wrapping ErrUsage for a slash command of
+// the grammar given the wrong arguments.
 func Parse(prompt string) (Command, error) {
 	p := strings.TrimSpace(prompt)
 	if p == "" {
@@ -88,36 +83,7 @@ func Parse(prompt string) (Command, error) {
 	if strings.Contains(p, "\n") {
 		return nil, nil
 	}
-	g := grammar()
-	if m := g.pkg.FindStringSubmatch(p); m != nil {
-		return Rename{Target: pkgPrefix + unquote(m[1]), To: unquote(m[2])}, nil
-	}
-	if m := g.rename.FindStringSubmatch(p); m != nil {
-		return Rename{Target: unquote(m[1]), To: unquote(m[2])}, nil
-	}
-	if m := g.format.FindStringSubmatch(p); m != nil {
-		return Format{Glob: m[5], GoOnly: m[2] != "" || m[3] != "", Imports: m[3] != ""}, nil
-	}
-	if m := g.imports.FindStringSubmatch(p); m != nil {
-		return Format{Glob: m[2], Imports: true, GoOnly: true}, nil
-	}
-	if m := g.replace.FindStringSubmatch(p); m != nil {
-		old, ok1 := quoted(m[1])
-		nw, ok2 := quoted(m[2])
-		if !ok1 || !ok2 {
-			return nil, nil // unquoted phrases are not certain enough
-		}
-		return Replace{Old: old, New: nw, Glob: m[3]}, nil
-	}
-	if m := g.find.FindStringSubmatch(p); m != nil {
-		if t, ok := quoted(m[1]); ok {
-			return Find{Text: t}, nil
-		}
-		if !strings.ContainsAny(m[1], " \t") {
-			return Find{Text: m[1]}, nil
-		}
-	}
-	return nil, nil
+	return Read(p)
 }
 
 func parseSlash(p string) (Command, error) {
@@ -140,12 +106,15 @@ func parseSlash(p string) (Command, error) {
 			if len(args) != 3 {
 				return nil, usage()
 			}
-			return Rename{Target: pkgPrefix + args[1], To: args[2]}, nil
+			return Rename{Target: Symbol{Name: args[1], Kind: KindPackage}, To: args[2]}, nil
 		}
 		if len(args) != 2 {
 			return nil, usage()
 		}
-		return Rename{Target: args[0], To: args[1]}, nil
+		if f, l, c, ok := fileLoc(args[0]); ok && c > 0 {
+			return Rename{Target: Symbol{File: f, Line: l, Col: c}, To: args[1]}, nil
+		}
+		return Rename{Target: Symbol{Name: args[0]}, To: args[1]}, nil
 	case "format":
 		f := Format{}
 		if len(args) > 0 && (args[0] == "--imports" || args[0] == "-imports") {
@@ -178,6 +147,12 @@ func parseSlash(p string) (Command, error) {
 			return nil, usage()
 		}
 		if len(args) == 1 {
+			if name, ok := symbolWord(args[0]); ok && strings.Contains(name, ".") {
+				return Lookup{Target: Symbol{Name: name}, Want: Uses}, nil // a symbol: its definition, never a text search
+			}
+			if token.IsIdentifier(args[0]) {
+				return Lookup{Target: Symbol{Name: args[0]}, Want: Uses, OrText: true}, nil
+			}
 			return Find{Text: args[0]}, nil
 		}
 		return Find{Text: strings.TrimSpace(rest)}, nil
@@ -214,22 +189,6 @@ func fields(s string) ([]string, error) {
 		s = strings.TrimSpace(s[i:])
 	}
 	return out, nil
-}
-
-func quoted(s string) (string, bool) {
-	if len(s) >= 2 {
-		if q := s[0]; (q == '"' || q == '\'' || q == '`') && s[len(s)-1] == q {
-			return s[1 : len(s)-1], true
-		}
-	}
-	return "", false
-}
-
-func unquote(s string) string {
-	if u, ok := quoted(s); ok {
-		return u
-	}
-	return s
 }
 
 // diffBody finds a unified diff in a prompt: after an optional "/diff" or

@@ -21,16 +21,16 @@ func TestParse(t *testing.T) {
 		want Command
 		err  bool
 	}{
-		{"rename Foo to Bar", Rename{"Foo", "Bar"}, false},
-		{"Rename `pkg.Foo` to `Bar`.", Rename{"pkg.Foo", "Bar"}, false},
-		{"/rename a.go:3:6 Bar", Rename{"a.go:3:6", "Bar"}, false},
+		{"rename Foo to Bar", rn("Foo", "Bar"), false},
+		{"Rename `pkg.Foo` to `Bar`.", rn("pkg.Foo", "Bar"), false},
+		{"/rename a.go:3:6 Bar", rn("a.go:3:6", "Bar"), false},
 		{"/rename Foo", nil, true},
-		{"rename package lib to util", Rename{"package lib", "util"}, false},
-		{"Rename the package `example.com/m/lib` to util.", Rename{"package example.com/m/lib", "util"}, false},
-		{"/rename package lib util", Rename{"package lib", "util"}, false},
+		{"rename package lib to util", rn("package lib", "util"), false},
+		{"Rename the package `example.com/m/lib` to util.", rn("package example.com/m/lib", "util"), false},
+		{"/rename package lib util", rn("package lib", "util"), false},
 		{"/rename package lib", nil, true},
 		{"format the repo", Format{}, false},
-		{"format ./cmd/**", Format{Glob: "./cmd/**"}, false},
+		{"format ./cmd/**", Format{Glob: "cmd/**"}, false},
 		{"/format *.go", Format{Glob: "*.go"}, false},
 		{"/format --imports", Format{Imports: true}, false},
 		{"/format --imports cmd/**", Format{Glob: "cmd/**", Imports: true}, false},
@@ -41,20 +41,22 @@ func TestParse(t *testing.T) {
 		{"organize imports", Format{Imports: true, GoOnly: true}, false},
 		{"Organise the imports in lib/**.", Format{Glob: "lib/**", Imports: true, GoOnly: true}, false},
 		{"fix imports in the repo", Format{Imports: true, GoOnly: true}, false},
-		{"organize my imports please", nil, false},
+		{"organize my imports please", Format{Imports: true, GoOnly: true}, false},
 		{`replace "foo" with "bar" in *.md`, Replace{Old: "foo", New: "bar", Glob: "*.md"}, false},
-		{`replace foo with bar`, nil, false}, // unquoted: not certain
+		{`replace foo with bar`, nil, true}, // unquoted: not certain
 		{`/replace /f(o+)/ b$1 *.txt`, Replace{Old: "f(o+)", New: "b$1", Glob: "*.txt", Regex: true}, false},
 		{`/replace "a b" 'c d'`, Replace{Old: "a b", New: "c d"}, false},
 		{`/replace "a b`, nil, true},
-		{"find TODO", Find{"TODO"}, false},
+		{"find TODO", Lookup{Target: Symbol{Name: "TODO"}, Want: Uses, OrText: true}, false},
+		{"find Store.Get", Lookup{Target: Symbol{Name: "Store.Get"}, Want: Uses}, false},
+		{"/find Store.Get", Lookup{Target: Symbol{Name: "Store.Get"}, Want: Uses}, false},
 		{"/find two words", Find{"two words"}, false},
 		{diff, Patch{diff}, false},
 		{"apply this patch:\n```diff\n" + diff + "```", Patch{diff}, false},
 		{"/diff\n" + diff, Patch{diff}, false},
 		{"/diff", nil, true},
 		{"make the tests pass", nil, false},
-		{"please rename Foo to Bar and add docs", nil, false},
+		{"please rename Foo to Bar and add docs", nil, true},
 		{"/unknown thing", nil, false},
 		{"", nil, false},
 	}
@@ -63,8 +65,9 @@ func TestParse(t *testing.T) {
 		if (err != nil) != tt.err {
 			t.Errorf("Parse(%q) error %v, want error %v", tt.in, err, tt.err)
 		}
-		if err != nil && !errors.Is(err, ErrUsage) {
-			t.Errorf("Parse(%q) error %v is not ErrUsage", tt.in, err)
+		var d *Declined
+		if err != nil && !errors.Is(err, ErrUsage) && !errors.As(err, &d) {
+			t.Errorf("Parse(%q) error %v is neither ErrUsage nor *Declined", tt.in, err)
 		}
 		if !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("Parse(%q) = %#v, want %#v", tt.in, got, tt.want)
@@ -239,26 +242,26 @@ func TestRename(t *testing.T) {
 		absent map[string][]string
 		err    string
 	}{
-		{"exported type across packages and embedded field", Rename{"Counter", "Tally"},
+		{"exported type across packages and embedded field", rn("Counter", "Tally"),
 			// As gopls does, the declaration's doc comment follows the name.
 			map[string][]string{"lib/lib.go": {"type Tally struct", "func (c *Tally) Add()", "return &Tally{}", "\tTally\n", "// Tally counts."}, "main.go": {"w.Tally.Add()"}},
 			map[string][]string{"lib/lib.go": {"Counter"}, "main.go": {"Counter"}}, ""},
-		{"method by Type.Member", Rename{"Counter.Add", "Inc"},
+		{"method by Type.Member", rn("Counter.Add", "Inc"),
 			map[string][]string{"lib/lib.go": {"func (c *Counter) Inc()"}, "main.go": {"c.Inc()", "w.Counter.Inc()"}}, nil, ""},
-		{"unexported field used by a test", Rename{"Counter.n", "count"},
+		{"unexported field used by a test", rn("Counter.n", "count"),
 			map[string][]string{"lib/lib.go": {"struct{ count int }", "c.count++"}, "lib/lib_test.go": {"New().count"}}, nil, ""},
-		{"local by position", Rename{"lib/lib.go:16:2", "sum"},
+		{"local by position", rn("lib/lib.go:16:2", "sum"),
 			map[string][]string{"lib/lib.go": {"sum := n", "return sum + n"}}, nil, ""},
-		{"function used in a test", Rename{"lib.helper", "twice"},
+		{"function used in a test", rn("lib.helper", "twice"),
 			map[string][]string{"lib/lib.go": {"func twice(n int)"}, "lib/lib_test.go": {"twice(1)"}}, nil, ""},
-		{"invalid name", Rename{"Counter", "1x"}, nil, nil, "not a valid Go identifier"},
-		{"keyword", Rename{"Counter", "func"}, nil, nil, "not a valid Go identifier"},
-		{"conflict at package scope", Rename{"Counter", "Wrap"}, nil, nil, "already declared"},
-		{"conflict with a local", Rename{"lib/lib.go:16:2", "n"}, nil, nil, "already declared"},
-		{"member conflict", Rename{"Counter.Add", "n"}, nil, nil, "already has a member"},
-		{"unexporting a used name", Rename{"New", "newCounter"}, nil, nil, "other packages"},
-		{"unknown", Rename{"Nope", "X"}, nil, nil, "no declaration"},
-		{"import path", Rename{"main.go:3:8", "x"}, nil, nil, "no identifier"},
+		{"invalid name", rn("Counter", "1x"), nil, nil, "not a valid Go identifier"},
+		{"keyword", rn("Counter", "func"), nil, nil, "not a valid Go identifier"},
+		{"conflict at package scope", rn("Counter", "Wrap"), nil, nil, "already declared"},
+		{"conflict with a local", rn("lib/lib.go:16:2", "n"), nil, nil, "already declared"},
+		{"member conflict", rn("Counter.Add", "n"), nil, nil, "already has a member"},
+		{"unexporting a used name", rn("New", "newCounter"), nil, nil, "other packages"},
+		{"unknown", rn("Nope", "X"), nil, nil, "no declaration"},
+		{"import path", rn("main.go:3:8", "x"), nil, nil, "no identifier"},
 	}
 	root := module(t, twoPackages)
 	files, err := core.ReadDir(root)
@@ -337,7 +340,7 @@ func TestRenameImportName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	next, _, err := rename(context.Background(), root, files, Rename{"main.go:6:2", "lib"})
+	next, _, err := rename(context.Background(), root, files, rn("main.go:6:2", "lib"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,11 +356,11 @@ func TestRenameImportName(t *testing.T) {
 		cmd Rename
 		err string
 	}{
-		{Rename{"l", "lb"}, "ambiguous"},                      // main.go and other.go each declare one
-		{Rename{"main.go:10:14", "show"}, "already declared"}, // a function of the package
-		{Rename{"main.go:10:14", "y"}, "already declared"},    // a variable of the package, in other.go
-		{Rename{"main.go:6:2", "x"}, "shadowed"},              // captured by show's x
-		{Rename{"main.go:10:2", "f"}, "name package fmt declares"},
+		{rn("l", "lb"), "ambiguous"},                      // main.go and other.go each declare one
+		{rn("main.go:10:14", "show"), "already declared"}, // a function of the package
+		{rn("main.go:10:14", "y"), "already declared"},    // a variable of the package, in other.go
+		{rn("main.go:6:2", "x"), "shadowed"},              // captured by show's x
+		{rn("main.go:10:2", "f"), "name package fmt declares"},
 	} {
 		_, _, err := rename(context.Background(), root, files, tt.cmd)
 		if err == nil || !strings.Contains(err.Error(), tt.err) {
@@ -411,7 +414,7 @@ func TestRenameOverlay(t *testing.T) {
 	}
 	buf := files.Clone()
 	buf["main.go"] = []byte(strings.Replace(string(files["main.go"]), "\t_ = w\n", "\t_ = w\n\tvar extra *lib.Counter\n\t_ = extra\n", 1))
-	next, _, err := rename(context.Background(), root, buf, Rename{"Counter", "Tally"})
+	next, _, err := rename(context.Background(), root, buf, rn("Counter", "Tally"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -423,7 +426,7 @@ func TestRenameOverlay(t *testing.T) {
 	}
 	broken := files.Clone()
 	broken["main.go"] = append(broken["main.go"], []byte("func broken() { undefined() }\n")...)
-	if _, _, err := rename(context.Background(), root, broken, Rename{"Counter", "Tally"}); err == nil || !strings.Contains(err.Error(), "does not type-check") {
+	if _, _, err := rename(context.Background(), root, broken, rn("Counter", "Tally")); err == nil || !strings.Contains(err.Error(), "does not type-check") {
 		t.Fatalf("a broken buffer: %v", err)
 	}
 }
@@ -449,7 +452,7 @@ func TestRenamePackage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	next, sum, err := rename(context.Background(), root, files, Rename{Target: "package lib", To: "util"})
+	next, sum, err := rename(context.Background(), root, files, rn("package lib", "util"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -472,10 +475,10 @@ func TestRenamePackage(t *testing.T) {
 		t.Errorf("summary %q", sum)
 	}
 	// By position on a package clause, and by directory.
-	if n2, _, err := rename(context.Background(), root, files, Rename{Target: "lib/lib.go:2:9", To: "util"}); err != nil || string(n2["main.go"]) != want["main.go"] {
+	if n2, _, err := rename(context.Background(), root, files, rn("lib/lib.go:2:9", "util")); err != nil || string(n2["main.go"]) != want["main.go"] {
 		t.Errorf("by position: %v", err)
 	}
-	if n3, _, err := rename(context.Background(), root, files, Rename{Target: "package ./lib", To: "util"}); err != nil || string(n3["main.go"]) != want["main.go"] {
+	if n3, _, err := rename(context.Background(), root, files, rn("package ./lib", "util")); err != nil || string(n3["main.go"]) != want["main.go"] {
 		t.Errorf("by directory: %v", err)
 	}
 	for _, tt := range []struct {
@@ -492,7 +495,7 @@ func TestRenamePackage(t *testing.T) {
 		{"package nope", "x", "no package nope"},
 		{"lib/x_test.go:1:9", "y", "external test package"},
 	} {
-		if _, _, err := rename(context.Background(), root, files, Rename{Target: tt.target, To: tt.to}); err == nil || !strings.Contains(err.Error(), tt.err) {
+		if _, _, err := rename(context.Background(), root, files, rn(tt.target, tt.to)); err == nil || !strings.Contains(err.Error(), tt.err) {
 			t.Errorf("%s → %s: %v, want %q", tt.target, tt.to, err, tt.err)
 		}
 	}
@@ -544,7 +547,7 @@ func main() { _ = shape.Total(shape.Square{S: 1}, &circle{2}) }
 `,
 	})
 	files, _ := core.ReadDir(root)
-	next, sum, err := rename(context.Background(), root, files, Rename{Target: "Shape.Area", To: "Size"})
+	next, sum, err := rename(context.Background(), root, files, rn("Shape.Area", "Size"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -564,9 +567,21 @@ func main() { _ = shape.Total(shape.Square{S: 1}, &circle{2}) }
 		{"main.go:7:18", "Size", "no longer assignable"},
 		{"Lone.Area", "Size", ""}, // not coupled: renamed alone
 	} {
-		_, _, err := rename(context.Background(), root, files, Rename{Target: tt.target, To: tt.to})
+		_, _, err := rename(context.Background(), root, files, rn(tt.target, tt.to))
 		if tt.err == "" && err != nil || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) {
 			t.Errorf("%s → %s: %v, want %q", tt.target, tt.to, err, tt.err)
 		}
 	}
+}
+
+// rn is a rename as the slash command spells it: "package X", FILE:LINE:COL
+// or a name.
+func rn(target, to string) Rename {
+	if p, ok := strings.CutPrefix(target, "package "); ok {
+		return Rename{Target: Symbol{Name: p, Kind: KindPackage}, To: to}
+	}
+	if f, l, c, ok := fileLoc(target); ok && c > 0 {
+		return Rename{Target: Symbol{File: f, Line: l, Col: c}, To: to}
+	}
+	return Rename{Target: Symbol{Name: target}, To: to}
 }

@@ -38,7 +38,18 @@ const loadMode = packages.NeedName | packages.NeedFiles | packages.NeedCompiledG
 // rename renames one Go identifier everywhere the type checker says it is
 // used in the module at root, tests included, and nowhere else.
 func rename(ctx context.Context, root string, files core.Files, c Rename) (core.Files, string, error) {
-	if (!token.IsIdentifier(c.To) || c.To == "_") && !strings.HasPrefix(c.Target, pkgPrefix) {
+	sym := c.Target
+	if lang := sym.Lang(); lang != "go" {
+		return nil, "", fmt.Errorf("rename: %s is a %s file; L1 renames Go symbols only", sym.File, lang)
+	}
+	tstr := sym.Name
+	switch {
+	case sym.Kind == KindPackage:
+		tstr = pkgPrefix + sym.Name
+	case sym.Pos():
+		tstr = fmt.Sprintf("%s:%d:%d", sym.File, sym.Line, sym.Col)
+	}
+	if (!token.IsIdentifier(c.To) || c.To == "_") && sym.Kind != KindPackage {
 		return nil, "", fmt.Errorf("rename: %q is not a valid Go identifier", c.To)
 	}
 	real, err := filepath.EvalSymlinks(root)
@@ -49,7 +60,7 @@ func rename(ctx context.Context, root string, files core.Files, c Rename) (core.
 	// where they differ (an editor's unsaved buffers); every site is checked
 	// against the snapshot before it is edited.
 	cfg := &packages.Config{Context: ctx, Mode: loadMode, Dir: real, Tests: true, Fset: token.NewFileSet(), Overlay: overlay(real, files)}
-	pkgs, err := packages.Load(cfg, "./...")
+	pkgs, err := loadPackages(cfg, "./...")
 	if err != nil {
 		return nil, "", fmt.Errorf("rename: loading packages: %v", err)
 	}
@@ -61,17 +72,20 @@ func rename(ctx context.Context, root string, files core.Files, c Rename) (core.
 			return nil, "", fmt.Errorf("rename: package %s does not type-check: %v (a rename needs full type information)", p.PkgPath, p.Errors[0])
 		}
 	}
-	if p, ok, err := packageTarget(cfg.Fset, pkgs, real, c.Target); err != nil {
+	if p, ok, err := packageTarget(cfg.Fset, pkgs, real, tstr); err != nil {
 		return nil, "", err
 	} else if ok {
+		if sym.Name != "" && sym.Kind != KindPackage {
+			return nil, "", fmt.Errorf("rename: %s:%d:%d is the package clause of %s, not %s", sym.File, sym.Line, sym.Col, p.Name, sym.Name)
+		}
 		return renamePackage(cfg.Fset, pkgs, real, files, p, c.To)
 	}
-	target, err := findTarget(cfg.Fset, pkgs, real, c.Target)
+	target, err := findTarget(cfg.Fset, pkgs, real, sym)
 	if err != nil {
 		return nil, "", err
 	}
 	if target.obj.Name() == c.To {
-		return nil, "", fmt.Errorf("rename: %s is already called %s", c.Target, c.To)
+		return nil, "", fmt.Errorf("rename: %s is already called %s", sym, c.To)
 	}
 	if pn, ok := target.obj.(*types.PkgName); ok {
 		if err := checkImportName(pkgs, pn, c.To); err != nil {
@@ -134,7 +148,7 @@ func rename(ctx context.Context, root string, files core.Files, c Rename) (core.
 	for f, offs := range sites {
 		rel, err := filepath.Rel(real, f)
 		if err != nil || strings.HasPrefix(rel, "..") {
-			return nil, "", fmt.Errorf("rename: %s is referenced from %s, outside the workspace", c.Target, f)
+			return nil, "", fmt.Errorf("rename: %s is referenced from %s, outside the workspace", sym, f)
 		}
 		rel = filepath.ToSlash(rel)
 		src, ok := files[rel]
@@ -218,28 +232,42 @@ func addEmbedded(fset *token.FileSet, pkgs []*packages.Package, keys map[key]boo
 	}
 }
 
-// findTarget resolves a rename target to exactly one declaration.
-func findTarget(fset *token.FileSet, pkgs []*packages.Package, root, target string) (*targetObj, error) {
-	if file, line, col, ok := parsePos(target); ok {
-		abs := filepath.Clean(filepath.Join(root, filepath.FromSlash(file)))
+// findTarget resolves a rename target to exactly one declaration, which
+// must agree with everything the request says about it.
+func findTarget(fset *token.FileSet, pkgs []*packages.Package, root string, sym Symbol) (*targetObj, error) {
+	qual, name := "", sym.Name
+	if i := strings.LastIndexByte(sym.Name, '.'); i >= 0 {
+		qual, name = sym.Name[:i], sym.Name[i+1:]
+	}
+	if sym.Pos() {
+		abs := filepath.Clean(filepath.Join(root, filepath.FromSlash(sym.File)))
 		for _, p := range pkgs {
 			for id, obj := range identObjects(p) {
 				pos := fset.Position(id.Pos())
-				if filepath.Clean(pos.Filename) == abs && pos.Line == line && col >= pos.Column && col < pos.Column+len(id.Name) {
-					return checkTarget(fset, obj, target)
+				if filepath.Clean(pos.Filename) == abs && pos.Line == sym.Line && sym.Col >= pos.Column && sym.Col < pos.Column+len(id.Name) {
+					at := fmt.Sprintf("%s:%d:%d", sym.File, sym.Line, sym.Col)
+					if sym.Name != "" && (id.Name != name || !qualifies(obj, qual)) {
+						return nil, fmt.Errorf("rename: the identifier at %s is %s, not %s", at, id.Name, sym.Name)
+					}
+					t, err := checkTarget(fset, obj, at)
+					if err != nil {
+						return nil, err
+					}
+					pos := Symbol{Kind: sym.Kind, Pkg: sym.Pkg, Func: sym.Func} // the position was matched already
+					if why := disagrees(fset, pkgs, root, obj, pos); why != "" {
+						return nil, fmt.Errorf("rename: %s at %s %s", id.Name, at, why)
+					}
+					return t, nil
 				}
 			}
 		}
-		return nil, fmt.Errorf("rename: no identifier at %s", target)
-	}
-	qual, name := "", target
-	if i := strings.LastIndexByte(target, '.'); i >= 0 {
-		qual, name = target[:i], target[i+1:]
+		return nil, fmt.Errorf("rename: no identifier at %s:%d:%d", sym.File, sym.Line, sym.Col)
 	}
 	if !token.IsIdentifier(name) {
-		return nil, fmt.Errorf("rename: %q is not an identifier, pkg.Name, Type.Member or file.go:line:col", target)
+		return nil, fmt.Errorf("rename: %q is not an identifier, pkg.Name, Type.Member or file.go:line:col", sym.Name)
 	}
 	found := map[key]types.Object{}
+	near := map[key]string{} // a declaration of the name that disagrees with the request, and why
 	for _, p := range pkgs {
 		for id, obj := range p.TypesInfo.Defs {
 			if v, ok := obj.(*types.Var); ok && v.Embedded() {
@@ -248,28 +276,165 @@ func findTarget(fset *token.FileSet, pkgs []*packages.Package, root, target stri
 			if obj == nil || id.Name != name || !qualifies(obj, qual) {
 				continue
 			}
-			found[keyOf(fset, obj.Pos())] = obj
+			k := keyOf(fset, obj.Pos())
+			if why := disagrees(fset, pkgs, root, obj, sym); why != "" {
+				near[k] = why
+				continue
+			}
+			found[k] = obj
 		}
 	}
 	switch len(found) {
 	case 0:
-		return nil, fmt.Errorf("rename: no declaration of %s in the module", target)
+		if len(near) == 0 {
+			return nil, fmt.Errorf("rename: no declaration of %s in the module", sym.Name)
+		}
+		var whys []string
+		for k, why := range near {
+			whys = append(whys, fmt.Sprintf("the one at %s:%d %s", relTo(root, k.file), k.line, why))
+		}
+		sort.Strings(whys)
+		return nil, fmt.Errorf("rename: no %s: %s", sym, strings.Join(whys, "; "))
 	case 1:
 		for _, obj := range found {
-			return checkTarget(fset, obj, target)
+			return checkTarget(fset, obj, sym.Name)
 		}
 	}
 	var where []string
 	for k := range found {
-		where = append(where, filepath.Base(k.file)+":"+strconv.Itoa(k.line)+":"+strconv.Itoa(k.col))
+		where = append(where, relTo(root, k.file)+":"+strconv.Itoa(k.line)+":"+strconv.Itoa(k.col))
 	}
 	sort.Strings(where)
-	return nil, fmt.Errorf("rename: %s is ambiguous, %d declarations (%s); qualify it as pkg.Name, Type.Member or file.go:line:col", target, len(found), strings.Join(where, ", "))
+	return nil, fmt.Errorf("rename: %s is ambiguous, %d declarations (%s); qualify it as pkg.Name, Type.Member or file.go:line:col", sym, len(found), strings.Join(where, ", "))
+}
+
+func relTo(root, file string) string {
+	if r, err := filepath.Rel(root, file); err == nil && !strings.HasPrefix(r, "..") {
+		return filepath.ToSlash(r)
+	}
+	return file
+}
+
+// kindOf is the Kind of a declared object.
+func kindOf(obj types.Object) Kind {
+	switch o := obj.(type) {
+	case *types.Func:
+		if o.Signature().Recv() != nil {
+			return KindMethod
+		}
+		return KindFunc
+	case *types.TypeName:
+		switch o.Type().Underlying().(type) {
+		case *types.Struct:
+			return KindStruct
+		case *types.Interface:
+			return KindInterface
+		}
+		return KindType
+	case *types.Var:
+		switch o.Kind() {
+		case types.FieldVar:
+			return KindField
+		case types.ParamVar, types.ResultVar, types.RecvVar:
+			return KindParam
+		}
+		return KindVar
+	case *types.Const:
+		return KindConst
+	case *types.PkgName:
+		return KindImport
+	}
+	return KindAny
+}
+
+// sameFile reports whether a file a request names (a workspace-relative
+// path, a path's tail, or a base name) is rel.
+func sameFile(named, rel string) bool {
+	named = strings.TrimPrefix(filepath.ToSlash(named), "./")
+	return named == rel || strings.HasSuffix(rel, "/"+named)
+}
+
+// disagrees says how obj differs from what the request says about it, or
+// "" when it agrees with all of it.
+func disagrees(fset *token.FileSet, pkgs []*packages.Package, root string, obj types.Object, sym Symbol) string {
+	if k := kindOf(obj); !sym.Kind.Matches(k) {
+		return fmt.Sprintf("is a %s, not a %s", k, sym.Kind)
+	}
+	pos := fset.Position(obj.Pos())
+	rel := relTo(root, filepath.Clean(pos.Filename))
+	if sym.File != "" && !sameFile(sym.File, rel) {
+		return "is in " + rel + ", not " + sym.File
+	}
+	if sym.Line > 0 && !sym.Pos() && pos.Line != sym.Line {
+		return fmt.Sprintf("is declared on line %d, not %d", pos.Line, sym.Line)
+	}
+	if sym.Pkg != "" && obj.Pkg() != nil {
+		dir := relTo(root, filepath.Dir(filepath.Clean(pos.Filename)))
+		if obj.Pkg().Name() != sym.Pkg && obj.Pkg().Path() != sym.Pkg && dir != sym.Pkg {
+			return "is in package " + obj.Pkg().Path() + ", not " + sym.Pkg
+		}
+	}
+	if sym.Func != "" {
+		if fn := enclosingFunc(fset, pkgs, obj.Pos()); fn != sym.Func && !strings.HasSuffix(fn, "."+sym.Func) {
+			if fn == "" {
+				return "is not declared in a function"
+			}
+			return "is declared in " + fn + ", not " + sym.Func
+		}
+	}
+	return ""
+}
+
+// enclosingFunc names the top-level function or method (T.M) whose
+// declaration holds pos, "" outside one.
+func enclosingFunc(fset *token.FileSet, pkgs []*packages.Package, pos token.Pos) string {
+	for _, p := range pkgs {
+		f := fileOf(p, pos)
+		if f == nil {
+			continue
+		}
+		for _, d := range f.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || pos < fd.Pos() || pos > fd.End() {
+				continue
+			}
+			if fd.Recv != nil && len(fd.Recv.List) == 1 {
+				return recvTypeName(fd.Recv.List[0].Type) + "." + fd.Name.Name
+			}
+			return fd.Name.Name
+		}
+		return ""
+	}
+	return ""
+}
+
+// recvTypeName is T for a receiver type T, *T, T[P] or *T[P].
+func recvTypeName(e ast.Expr) string {
+	for {
+		switch t := e.(type) {
+		case *ast.StarExpr:
+			e = t.X
+		case *ast.ParenExpr:
+			e = t.X
+		case *ast.IndexExpr:
+			e = t.X
+		case *ast.IndexListExpr:
+			e = t.X
+		case *ast.Ident:
+			return t.Name
+		default:
+			return ""
+		}
+	}
 }
 
 func qualifies(obj types.Object, qual string) bool {
 	if qual == "" {
 		return true
+	}
+	if pkg, typ, ok := strings.Cut(qual, "."); ok && obj.Pkg() != nil && obj.Parent() != obj.Pkg().Scope() && !strings.Contains(typ, ".") {
+		// pkg.Type.Member
+		return (obj.Pkg().Name() == pkg || obj.Pkg().Path() == pkg) && qualifies(obj, typ)
 	}
 	if obj.Pkg() != nil && obj.Parent() == obj.Pkg().Scope() {
 		return obj.Pkg().Name() == qual || obj.Pkg().Path() == qual

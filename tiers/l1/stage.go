@@ -51,6 +51,12 @@ func (s *Stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 	switch c := cmd.(type) {
 	case Find:
 		return &tiers.Resolution{Answer: find(files, c.Text)}, nil
+	case Lookup:
+		answer, err := lookup(ctx, req.Root, files, c)
+		if err != nil {
+			return nil, err
+		}
+		return &tiers.Resolution{Answer: answer}, nil
 	case Rename:
 		next, summary, err = rename(ctx, req.Root, files, c)
 	case Format:

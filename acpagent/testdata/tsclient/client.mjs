@@ -60,7 +60,7 @@ const init = {
 async function prompt(agent, c, sessionId, text) {
   const r = await agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text }] });
   await c.settle();
-  const step = { prompt: text, stopReason: r.stopReason, text: c.take() };
+  const step = { prompt: text, stopReason: r.stopReason, text: c.take(), meta: r._meta ?? null };
   out.steps.push(step);
   return step;
 }
@@ -90,6 +90,10 @@ await c1.app.connectWith(c1.stream, async (agent) => {
   buffers[`${ws}/main.go`] = onDisk.replace("fmt.Println(g.Greet())", 'fmt.Println(g.Greet())\n\tfmt.Println(g.Greet() + "!")');
   await prompt(agent, c1, sessionId, "rename Greeter.Greet to Hi");
   out.buffer = { written: written[`${ws}/main.go`] ?? null, pending: `${ws}/main.go` in buffers };
+  // Requests as people phrase them; each response's _meta says what happened.
+  await prompt(agent, c1, sessionId, "Where is `Greeter.Hi` defined?");
+  await prompt(agent, c1, sessionId, "Rename the method `Hi` of `Greeter` in greet/greet.go to `Salute`.");
+  await prompt(agent, c1, sessionId, "Run gofmt on main.go.");
   // Cancel mid-prompt: the remote hangs until joule cancels it.
   const hanging = agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: "hang" }] });
   await new Promise((r) => setTimeout(r, 1500));
@@ -112,6 +116,7 @@ await c2.app.connectWith(c2.stream, async (agent) => {
   await agent.request(acp.methods.agent.session.load, { sessionId, cwd: ws, mcpServers: [] });
   await c2.settle();
   out.load = { text: c2.take() };
+  await prompt(agent, c2, sessionId, "rename the branch to main");
   await prompt(agent, c2, sessionId, "/cost");
 });
 c2.child.stdin.end();

@@ -1,0 +1,4 @@
+#!/bin/sh
+if [ -n "$1" ];then
+echo   "deploying $1"
+fi
