@@ -15,6 +15,7 @@ import (
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
+	"github.com/joulehook/joule/demo"
 )
 
 var (
@@ -60,19 +61,19 @@ func writeTree(t *testing.T, root string, files map[string]string) {
 
 type acpRun struct {
 	t   *testing.T
-	p   *acpProcess
-	ed  *editor
+	p   *demo.Process
+	ed  *demo.Editor
 	sid acp.SessionId
 	err *bytes.Buffer
 }
 
 func startEditor(t *testing.T, env []string, ws string, args ...string) *acpRun {
 	t.Helper()
-	ed := &editor{allow: true}
+	ed := &demo.Editor{Allow: true}
 	var stderr bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	p, err := startACP(ctx, jouleBin, env, ws, ed, &stderr, args...)
+	p, err := demo.StartACP(ctx, jouleBin, env, ws, ed, &stderr, args...)
 	if err != nil {
 		t.Fatalf("start: %v\n%s", err, stderr.String())
 	}
@@ -82,7 +83,7 @@ func startEditor(t *testing.T, env []string, ws string, args ...string) *acpRun 
 
 func (r *acpRun) newSession(ws string) {
 	r.t.Helper()
-	ns, err := r.p.conn.NewSession(context.Background(), acp.NewSessionRequest{Cwd: ws, McpServers: []acp.McpServer{}})
+	ns, err := r.p.Conn.NewSession(context.Background(), acp.NewSessionRequest{Cwd: ws, McpServers: []acp.McpServer{}})
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -92,20 +93,18 @@ func (r *acpRun) newSession(ws string) {
 // prompt sends text and returns the stop reason and the agent's messages.
 func (r *acpRun) prompt(text string) (acp.StopReason, string) {
 	r.t.Helper()
-	before := len(r.ed.text())
+	before := len(r.ed.Text())
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	pr, err := r.p.conn.Prompt(ctx, acp.PromptRequest{SessionId: r.sid, Prompt: []acp.ContentBlock{acp.TextBlock(text)}})
+	pr, err := r.p.Conn.Prompt(ctx, acp.PromptRequest{SessionId: r.sid, Prompt: []acp.ContentBlock{acp.TextBlock(text)}})
 	if err != nil {
 		r.t.Fatalf("prompt %q: %v\n%s", text, err, r.err.String())
 	}
-	return pr.StopReason, r.ed.text()[before:]
+	return pr.StopReason, r.ed.Text()[before:]
 }
 
 func (r *acpRun) hasUpdate(pred func(acp.SessionUpdate) bool) bool {
-	r.ed.mu.Lock()
-	defer r.ed.mu.Unlock()
-	for _, n := range r.ed.updates {
+	for _, n := range r.ed.Updates() {
 		if n.SessionId == r.sid && pred(n.Update) {
 			return true
 		}
@@ -127,7 +126,7 @@ func readFile(t *testing.T, p string) string {
 // kind, bad input, /cost, and then session/load in a fresh process.
 func TestACPEditorSession(t *testing.T) {
 	env, ws := initHome(t, "--budget", "1kJ")
-	writeTree(t, ws, demoModule)
+	writeTree(t, ws, demo.Module)
 	writeTree(t, ws, map[string]string{".mcp.json": `{"mcpServers":{}}` + "\n"})
 	r := startEditor(t, env, ws, "--remote", fakeRemote(t))
 	r.newSession(ws)
@@ -148,7 +147,7 @@ func TestACPEditorSession(t *testing.T) {
 			}) {
 				t.Fatal("no tool call with a diff")
 			}
-			writeTree(t, ws, demoModule) // back to the prior tree for L0
+			writeTree(t, ws, demo.Module) // back to the prior tree for L0
 		}},
 		{"L0 replay", "rename  Greeter.Hello to Greet", []string{"L0 · ", "replayed op"}, func(t *testing.T) {
 			if !strings.Contains(readFile(t, mainGo), "g.Greet()") {
@@ -168,7 +167,7 @@ func TestACPEditorSession(t *testing.T) {
 				t.Fatal("the remote's write was not applied")
 			}
 			// The remote's reported usage is in the op's efficiency receipt.
-			all := regexp.MustCompile(`receipt (acp-[0-9a-f]+)#(\d+)`).FindAllStringSubmatch(r.ed.text(), -1)
+			all := regexp.MustCompile(`receipt (acp-[0-9a-f]+)#(\d+)`).FindAllStringSubmatch(r.ed.Text(), -1)
 			m := all[len(all)-1]
 			res := joule(t, nil, env, "receipts", "show", m[1], m[2])
 			for _, w := range []string{`"input_tokens": 120`, `"output_tokens": 30`, `"tier": "L4"`, `"unit": "coding-op"`} {
@@ -212,14 +211,14 @@ func TestACPEditorSession(t *testing.T) {
 
 	t.Run("bad input", func(t *testing.T) {
 		ctx := context.Background()
-		_, err := r.p.conn.Prompt(ctx, acp.PromptRequest{SessionId: "acp-nope", Prompt: []acp.ContentBlock{acp.TextBlock("x")}})
+		_, err := r.p.Conn.Prompt(ctx, acp.PromptRequest{SessionId: "acp-nope", Prompt: []acp.ContentBlock{acp.TextBlock("x")}})
 		if err == nil || !strings.Contains(err.Error(), "unknown session") {
 			t.Errorf("unknown session: %v", err)
 		}
-		if err := r.p.conn.Cancel(ctx, acp.CancelNotification{SessionId: r.sid}); err != nil {
+		if err := r.p.Conn.Cancel(ctx, acp.CancelNotification{SessionId: r.sid}); err != nil {
 			t.Errorf("cancel with nothing running: %v", err)
 		}
-		if _, err := r.p.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: "relative", McpServers: []acp.McpServer{}}); err == nil {
+		if _, err := r.p.Conn.NewSession(ctx, acp.NewSessionRequest{Cwd: "relative", McpServers: []acp.McpServer{}}); err == nil {
 			t.Error("a relative cwd was accepted")
 		}
 	})
@@ -227,14 +226,14 @@ func TestACPEditorSession(t *testing.T) {
 	t.Run("load", func(t *testing.T) {
 		r2 := startEditor(t, env, ws)
 		ctx := context.Background()
-		if _, err := r2.p.conn.LoadSession(ctx, acp.LoadSessionRequest{SessionId: "acp-nope", Cwd: ws, McpServers: []acp.McpServer{}}); err == nil {
+		if _, err := r2.p.Conn.LoadSession(ctx, acp.LoadSessionRequest{SessionId: "acp-nope", Cwd: ws, McpServers: []acp.McpServer{}}); err == nil {
 			t.Error("loading an unknown session succeeded")
 		}
-		if _, err := r2.p.conn.LoadSession(ctx, acp.LoadSessionRequest{SessionId: r.sid, Cwd: ws, McpServers: []acp.McpServer{}}); err != nil {
+		if _, err := r2.p.Conn.LoadSession(ctx, acp.LoadSessionRequest{SessionId: r.sid, Cwd: ws, McpServers: []acp.McpServer{}}); err != nil {
 			t.Fatal(err)
 		}
 		r2.sid = r.sid
-		hist := r2.ed.text()
+		hist := r2.ed.Text()
 		for _, w := range []string{"rename Greeter.Hello to Greet: renamed Hello to Greet", "L0 · ", "L4 · "} {
 			if !strings.Contains(hist, w) {
 				t.Errorf("replayed history lacks %q:\n%s", w, hist)
@@ -260,14 +259,14 @@ func TestACPCancel(t *testing.T) {
 	ctx := context.Background()
 	done := make(chan acp.StopReason, 1)
 	go func() {
-		pr, err := r.p.conn.Prompt(ctx, acp.PromptRequest{SessionId: r.sid, Prompt: []acp.ContentBlock{acp.TextBlock("hang")}})
+		pr, err := r.p.Conn.Prompt(ctx, acp.PromptRequest{SessionId: r.sid, Prompt: []acp.ContentBlock{acp.TextBlock("hang")}})
 		if err != nil {
 			t.Errorf("hang prompt: %v", err)
 		}
 		done <- pr.StopReason
 	}()
 	time.Sleep(1500 * time.Millisecond) // the remote is hanging by now
-	if err := r.p.conn.Cancel(ctx, acp.CancelNotification{SessionId: r.sid}); err != nil {
+	if err := r.p.Conn.Cancel(ctx, acp.CancelNotification{SessionId: r.sid}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -286,14 +285,14 @@ func TestACPCancel(t *testing.T) {
 	// A prompt during another is refused. (acp-go-sdk cancels the running
 	// prompt's context when a second arrives, so the first ends cancelled.)
 	go func() {
-		pr, err := r.p.conn.Prompt(ctx, acp.PromptRequest{SessionId: r.sid, Prompt: []acp.ContentBlock{acp.TextBlock("hang")}})
+		pr, err := r.p.Conn.Prompt(ctx, acp.PromptRequest{SessionId: r.sid, Prompt: []acp.ContentBlock{acp.TextBlock("hang")}})
 		if err != nil {
 			t.Errorf("hang prompt: %v", err)
 		}
 		done <- pr.StopReason
 	}()
 	time.Sleep(1500 * time.Millisecond)
-	_, err := r.p.conn.Prompt(ctx, acp.PromptRequest{SessionId: r.sid, Prompt: []acp.ContentBlock{acp.TextBlock("answer x")}})
+	_, err := r.p.Conn.Prompt(ctx, acp.PromptRequest{SessionId: r.sid, Prompt: []acp.ContentBlock{acp.TextBlock("answer x")}})
 	if err == nil || !strings.Contains(err.Error(), "already running") {
 		t.Errorf("a prompt during another: %v", err)
 	}
@@ -343,7 +342,7 @@ func TestACPTypeScriptClient(t *testing.T) {
 		t.Skip(msg)
 	}
 	env, ws := initHome(t, "--budget", "1kJ")
-	writeTree(t, ws, demoModule)
+	writeTree(t, ws, demo.Module)
 	writeTree(t, ws, map[string]string{".mcp.json": `{"mcpServers":{}}` + "\n"})
 	cmd := exec.Command(node, "client.mjs")
 	cmd.Dir = tsClientDir
@@ -486,13 +485,9 @@ func TestACPTypeScriptClient(t *testing.T) {
 func TestACPDemo(t *testing.T) {
 	vars, ws := initHome(t)
 	home := strings.TrimPrefix(vars[0], "JOULE_HOME=")
-	old := acpExecutable
-	acpExecutable = func() (string, error) { return jouleBin, nil }
-	defer func() { acpExecutable = old }()
 	var out, errb bytes.Buffer
-	e := &env{stdout: &out, stderr: &errb}
 	say := func(f string, a ...any) { fmt.Fprintf(&out, f+"\n", a...) }
-	if err := demoACP(context.Background(), e, home, ws, say); err != nil {
+	if err := demo.ACP(context.Background(), jouleBin, home, ws, &errb, say); err != nil {
 		t.Fatalf("%v\n%s\n%s", err, out.String(), errb.String())
 	}
 	t.Log(out.String())

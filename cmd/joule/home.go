@@ -17,7 +17,7 @@ import (
 )
 
 // StoreFile is the store's file name inside $JOULE_HOME.
-const StoreFile = "joule.db"
+const StoreFile = store.DefaultFile
 
 // IssuersFile lists further trusted grant issuers, one signed-note
 // verifier key per line.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/joulehook/joule/core/store"
+	"github.com/joulehook/joule/demo"
 )
 
 // TestProxyKilledLosesNoReceipt kills `joule proxy` with SIGKILL while the
@@ -23,7 +24,7 @@ import (
 func TestProxyKilledLosesNoReceipt(t *testing.T) {
 	env, _ := initHome(t, "--budget", "20kJ")
 	home := strings.TrimPrefix(env[0], "JOULE_HOME=")
-	upstream := httptest.NewServer(anthropicStandIn())
+	upstream := httptest.NewServer(demo.AnthropicStandIn())
 	defer upstream.Close()
 
 	cmd, url, stderr := spawnDaemon(t, env, "proxy", "--listen", "127.0.0.1:0", "--anthropic", upstream.URL)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/joulehook/joule/core/identity"
+	"github.com/joulehook/joule/demo"
 )
 
 // startDaemon runs `joule ARGS` with env and returns its base URL, read
@@ -81,7 +82,7 @@ func spawnDaemon(t *testing.T, env []string, args ...string) (*exec.Cmd, string,
 
 func TestProxyCommand(t *testing.T) {
 	env, _ := initHome(t, "--budget", "20kJ")
-	upstream := httptest.NewServer(anthropicStandIn())
+	upstream := httptest.NewServer(demo.AnthropicStandIn())
 	defer upstream.Close()
 	url, stop := startDaemon(t, env, "proxy", "--listen", "127.0.0.1:0", "--anthropic", upstream.URL)
 
@@ -222,8 +223,7 @@ func TestDemoProxy(t *testing.T) {
 	}
 	var out bytes.Buffer
 	say := func(f string, a ...any) { fmt.Fprintf(&out, f+"\n", a...) }
-	e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &out}
-	if err := demoProxy(context.Background(), e, home, say); err != nil {
+	if err := demo.Proxy(context.Background(), home, say); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	for _, want := range []string{"fitted    max_tokens 32000 -> ", "efficiency/1 #2", "claude-sonnet-4-5-20250929", "coverage enforced, status complete", "nothing reserved"} {
@@ -255,7 +255,7 @@ func TestReadmeMeteredExample(t *testing.T) {
 	if r := joule(t, nil, env, strings.Fields(m[1])[1:]...); r.code != 0 {
 		t.Fatalf("%s: %d %s", m[1], r.code, r.stderr)
 	}
-	upstream := httptest.NewServer(anthropicStandIn())
+	upstream := httptest.NewServer(demo.AnthropicStandIn())
 	defer upstream.Close()
 	url, stop := startDaemon(t, env, "proxy", "--listen", "127.0.0.1:0", "--anthropic", upstream.URL, "--quiet")
 	body := `{"model":"claude-opus-4-5","max_tokens":128000,"stream":true,"messages":[{"role":"user","content":"` + strings.Repeat("context ", 7500) + `"}]}`

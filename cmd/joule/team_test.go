@@ -21,6 +21,7 @@ import (
 	"github.com/joulehook/joule/core/receipts"
 	"github.com/joulehook/joule/core/store"
 	"github.com/joulehook/joule/core/store/pgtest"
+	"github.com/joulehook/joule/demo"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -521,7 +522,7 @@ func TestTeamProxies(t *testing.T) {
 	// 2 kJ (in Bash decisions of 50 mJ): less than the 40 calls cost, so
 	// the two proxies compete for the last of it.
 	_, url, env, _ := teamHome(t, 40_000)
-	upstream := httptest.NewServer(anthropicStandIn())
+	upstream := httptest.NewServer(demo.AnthropicStandIn())
 	defer upstream.Close()
 	proxies := make([]string, 2)
 	stops := make([]func() string, 2)

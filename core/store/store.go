@@ -78,6 +78,9 @@ func (e *BudgetError) Error() string {
 // across retries, before failing with ErrLocked.
 const DefaultLockTimeout = 10 * time.Second
 
+// DefaultFile is the store's file name inside $JOULE_HOME.
+const DefaultFile = "joule.db"
+
 // MaxEnvelopeSize bounds one receipt envelope; receipts carry hashes, not
 // content, so anything larger is a caller bug.
 const MaxEnvelopeSize = 4 << 20

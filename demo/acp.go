@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -14,12 +14,12 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 )
 
-// editor is a minimal ACP client playing an editor toward joule acp: it
+// Editor is a minimal ACP client playing an editor toward joule acp: it
 // serves fs reads and writes from the disk, answers permission requests as
-// told, and records every session update.
-type editor struct {
+// told (Allow), and records every session update.
+type Editor struct {
+	Allow   bool
 	mu      sync.Mutex
-	allow   bool
 	updates []acp.SessionNotification
 	asked   int
 	reads   int
@@ -27,9 +27,9 @@ type editor struct {
 	onText  func(string)
 }
 
-var _ acp.Client = (*editor)(nil)
+var _ acp.Client = (*Editor)(nil)
 
-func (c *editor) ReadTextFile(ctx context.Context, p acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
+func (c *Editor) ReadTextFile(ctx context.Context, p acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
 	b, err := os.ReadFile(p.Path)
 	if err != nil {
 		return acp.ReadTextFileResponse{}, acp.NewInvalidParams(map[string]any{"path": err.Error()})
@@ -40,7 +40,7 @@ func (c *editor) ReadTextFile(ctx context.Context, p acp.ReadTextFileRequest) (a
 	return acp.ReadTextFileResponse{Content: string(b)}, nil
 }
 
-func (c *editor) WriteTextFile(ctx context.Context, p acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
+func (c *Editor) WriteTextFile(ctx context.Context, p acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
 	if err := os.WriteFile(p.Path, []byte(p.Content), 0o644); err != nil {
 		return acp.WriteTextFileResponse{}, acp.NewInternalError(map[string]any{"error": err.Error()})
 	}
@@ -50,10 +50,10 @@ func (c *editor) WriteTextFile(ctx context.Context, p acp.WriteTextFileRequest) 
 	return acp.WriteTextFileResponse{}, nil
 }
 
-func (c *editor) RequestPermission(ctx context.Context, p acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+func (c *Editor) RequestPermission(ctx context.Context, p acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
 	c.mu.Lock()
 	c.asked++
-	allow := c.allow
+	allow := c.Allow
 	c.mu.Unlock()
 	want := acp.PermissionOptionKindRejectOnce
 	if allow {
@@ -67,7 +67,7 @@ func (c *editor) RequestPermission(ctx context.Context, p acp.RequestPermissionR
 	return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{Cancelled: &acp.RequestPermissionOutcomeCancelled{}}}, nil
 }
 
-func (c *editor) SessionUpdate(ctx context.Context, n acp.SessionNotification) error {
+func (c *Editor) SessionUpdate(ctx context.Context, n acp.SessionNotification) error {
 	c.mu.Lock()
 	c.updates = append(c.updates, n)
 	f := c.onText
@@ -78,24 +78,31 @@ func (c *editor) SessionUpdate(ctx context.Context, n acp.SessionNotification) e
 	return nil
 }
 
-func (c *editor) CreateTerminal(ctx context.Context, p acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error) {
+func (c *Editor) CreateTerminal(ctx context.Context, p acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error) {
 	return acp.CreateTerminalResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalCreate)
 }
-func (c *editor) KillTerminal(ctx context.Context, p acp.KillTerminalRequest) (acp.KillTerminalResponse, error) {
+func (c *Editor) KillTerminal(ctx context.Context, p acp.KillTerminalRequest) (acp.KillTerminalResponse, error) {
 	return acp.KillTerminalResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalKill)
 }
-func (c *editor) TerminalOutput(ctx context.Context, p acp.TerminalOutputRequest) (acp.TerminalOutputResponse, error) {
+func (c *Editor) TerminalOutput(ctx context.Context, p acp.TerminalOutputRequest) (acp.TerminalOutputResponse, error) {
 	return acp.TerminalOutputResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalOutput)
 }
-func (c *editor) ReleaseTerminal(ctx context.Context, p acp.ReleaseTerminalRequest) (acp.ReleaseTerminalResponse, error) {
+func (c *Editor) ReleaseTerminal(ctx context.Context, p acp.ReleaseTerminalRequest) (acp.ReleaseTerminalResponse, error) {
 	return acp.ReleaseTerminalResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalRelease)
 }
-func (c *editor) WaitForTerminalExit(ctx context.Context, p acp.WaitForTerminalExitRequest) (acp.WaitForTerminalExitResponse, error) {
+func (c *Editor) WaitForTerminalExit(ctx context.Context, p acp.WaitForTerminalExitRequest) (acp.WaitForTerminalExitResponse, error) {
 	return acp.WaitForTerminalExitResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalWaitForExit)
 }
 
-// text is every agent message of the updates so far, joined.
-func (c *editor) text() string {
+// Updates is every session update so far, in order.
+func (c *Editor) Updates() []acp.SessionNotification {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]acp.SessionNotification(nil), c.updates...)
+}
+
+// Text is every agent message of the updates so far, joined.
+func (c *Editor) Text() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var sb strings.Builder
@@ -108,21 +115,22 @@ func (c *editor) text() string {
 	return sb.String()
 }
 
-// acpProcess is a running joule acp with an editor connected to it.
-type acpProcess struct {
+// Process is a running joule acp with an editor connected to it.
+type Process struct {
+	Conn *acp.ClientSideConnection
 	cmd  *exec.Cmd
-	conn *acp.ClientSideConnection
 	in   io.Closer
 }
 
-func (p *acpProcess) Close() error {
+// Close ends joule acp's input and waits for it to exit.
+func (p *Process) Close() error {
 	p.in.Close()
 	return p.cmd.Wait()
 }
 
-// startACP launches bin acp with env added, and initializes it as an
+// StartACP launches bin acp with env added, and initializes it as an
 // editor offering fs reads and writes.
-func startACP(ctx context.Context, bin string, env []string, dir string, ed *editor, stderr io.Writer, args ...string) (*acpProcess, error) {
+func StartACP(ctx context.Context, bin string, env []string, dir string, ed *Editor, stderr io.Writer, args ...string) (*Process, error) {
 	cmd := exec.Command(bin, append([]string{"acp"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Dir = dir
@@ -140,7 +148,7 @@ func startACP(ctx context.Context, bin string, env []string, dir string, ed *edi
 	}
 	conn := acp.NewClientSideConnection(ed, in, out)
 	conn.SetLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	p := &acpProcess{cmd: cmd, conn: conn, in: in}
+	p := &Process{Conn: conn, cmd: cmd, in: in}
 	if _, err := conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber,
 		ClientInfo:         &acp.Implementation{Name: "joule-demo-editor", Version: "1"},
 		ClientCapabilities: acp.ClientCapabilities{Fs: acp.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}}}); err != nil {
@@ -150,7 +158,9 @@ func startACP(ctx context.Context, bin string, env []string, dir string, ed *edi
 	return p, nil
 }
 
-var demoModule = map[string]string{
+// Module is the small Go module the editor session edits: a type whose
+// method a rename moves across packages.
+var Module = map[string]string{
 	"go.mod": "module example.com/greet\n\ngo 1.22\n",
 	"greet/greet.go": `// Package greet says hello.
 package greet
@@ -176,17 +186,13 @@ func main() {
 `,
 }
 
-// acpExecutable is the joule binary the demo launches (tests point it at
-// the binary they built).
-var acpExecutable = os.Executable
-
-// demoACP drives joule acp as an editor would: a session on a small Go
+// ACP drives joule (the binary at joule) acp as an editor would: a session on a small Go
 // module in ws, an L1 rename of a method across packages, then the same
 // request on the same tree again, which L0 replays, then a symbol lookup,
 // which L1 answers with its declaration.
-func demoACP(ctx context.Context, e *env, home, ws string, say func(string, ...any)) error {
+func ACP(ctx context.Context, joule, home, ws string, stderr io.Writer, say func(string, ...any)) error {
 	dir := filepath.Join(ws, "acp-demo")
-	for p, s := range demoModule {
+	for p, s := range Module {
 		full := filepath.Join(dir, filepath.FromSlash(p))
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
 			return err
@@ -195,28 +201,24 @@ func demoACP(ctx context.Context, e *env, home, ws string, say func(string, ...a
 			return err
 		}
 	}
-	bin, err := acpExecutable()
-	if err != nil {
-		return err
-	}
-	ed := &editor{allow: true}
-	p, err := startACP(ctx, bin, []string{"JOULE_HOME=" + home}, dir, ed, e.stderr)
+	ed := &Editor{Allow: true}
+	p, err := StartACP(ctx, joule, []string{"JOULE_HOME=" + home}, dir, ed, stderr)
 	if err != nil {
 		return err
 	}
 	defer p.Close()
 	say("joule acp: an editor session on %s", dir)
-	ns, err := p.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: dir, McpServers: []acp.McpServer{}})
+	ns, err := p.Conn.NewSession(ctx, acp.NewSessionRequest{Cwd: dir, McpServers: []acp.McpServer{}})
 	if err != nil {
 		return err
 	}
 	prompt := func(text string) (string, error) {
-		before := len(ed.text())
-		pr, err := p.conn.Prompt(ctx, acp.PromptRequest{SessionId: ns.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock(text)}})
+		before := len(ed.Text())
+		pr, err := p.Conn.Prompt(ctx, acp.PromptRequest{SessionId: ns.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock(text)}})
 		if err != nil {
 			return "", err
 		}
-		out := strings.TrimSpace(ed.text()[before:])
+		out := strings.TrimSpace(ed.Text()[before:])
 		say("  > %s\n  %s (%s)", text, strings.ReplaceAll(out, "\n", "\n  "), pr.StopReason)
 		return out, nil
 	}
@@ -237,7 +239,7 @@ func demoACP(ctx context.Context, e *env, home, ws string, say func(string, ...a
 	if err := os.WriteFile(filepath.Join(dir, "main.go"), prior, 0o644); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "greet/greet.go"), []byte(demoModule["greet/greet.go"]), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "greet/greet.go"), []byte(Module["greet/greet.go"]), 0o644); err != nil {
 		return err
 	}
 	if out, err = prompt("rename Greeter.Hello to Greet"); err != nil {

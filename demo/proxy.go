@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"bufio"
@@ -24,20 +24,20 @@ import (
 	"github.com/joulehook/joule/energy/proxy"
 )
 
-// demoSession is the session the demo's model calls are sealed under.
-const demoSession = "demo-proxy"
+// proxySession is the session the demo's model calls are sealed under.
+const proxySession = "demo-proxy"
 
-// demoProxy runs the meter end to end on loopback: a stand-in for the
+// Proxy runs the meter end to end on loopback: a stand-in for the
 // Anthropic Messages API that streams its answer as server-sent events, the
 // real proxy in front of it with a per-session grant of 5 kJ, one call the
 // ceiling fits to the budget and one it lets through whole, and the
 // efficiency receipt the second one sealed, verified with the public key.
-func demoProxy(ctx context.Context, e *env, home string, say func(string, ...any)) error {
+func Proxy(ctx context.Context, home string, say func(string, ...any)) error {
 	id, err := identity.Load(home)
 	if err != nil {
 		return err
 	}
-	st, err := store.Open(filepath.Join(home, StoreFile))
+	st, err := store.Open(filepath.Join(home, store.DefaultFile))
 	if err != nil {
 		return err
 	}
@@ -47,7 +47,7 @@ func demoProxy(ctx context.Context, e *env, home string, say func(string, ...any
 		return err
 	}
 	now := time.Now()
-	g, err := issuer.Sign(&grant.Grant{Subject: demoSession, Roots: []string{"/"}, Tiers: []string{"l4"},
+	g, err := issuer.Sign(&grant.Grant{Subject: proxySession, Roots: []string{"/"}, Tiers: []string{"l4"},
 		BudgetUJ: 5_000_000_000, NotBefore: now.Unix(), NotAfter: now.Add(time.Hour).Unix()})
 	if err != nil {
 		return err
@@ -55,7 +55,7 @@ func demoProxy(ctx context.Context, e *env, home string, say func(string, ...any
 	if err := st.PutGrant(ctx, store.GrantRecord{ID: g.ID.String(), Signed: g.Envelope, BudgetUJ: g.Grant.BudgetUJ}); err != nil {
 		return err
 	}
-	if err := st.SetSetting(ctx, gate.SettingActive+":"+demoSession, g.ID.String()); err != nil {
+	if err := st.SetSetting(ctx, gate.SettingActive+":"+proxySession, g.ID.String()); err != nil {
 		return err
 	}
 	sealer, err := id.Sealer()
@@ -64,7 +64,7 @@ func demoProxy(ctx context.Context, e *env, home string, say func(string, ...any
 	}
 	gt := &gate.Gate{Store: st, Sealer: sealer, Trust: grant.Trust{id.Steward: id.Public()}, JouleHome: home}
 
-	upstream, err := startServer(anthropicStandIn())
+	upstream, err := startServer(AnthropicStandIn())
 	if err != nil {
 		return err
 	}
@@ -92,7 +92,7 @@ func demoProxy(ctx context.Context, e *env, home string, say func(string, ...any
 	}
 	defer front.Close()
 	say("9. proxy     joule proxy on %s in front of a local Anthropic Messages stand-in on %s; grant %s: %s for session %s",
-		front.url, upstream.url, g.ID, grant.FormatEnergy(g.Grant.BudgetUJ), demoSession)
+		front.url, upstream.url, g.ID, grant.FormatEnergy(g.Grant.BudgetUJ), proxySession)
 
 	ask := func(maxTokens int) (*http.Response, error) {
 		body := fmt.Sprintf(`{"model":"claude-sonnet-4-5","max_tokens":%d,"stream":true,"messages":[{"role":"user","content":"Name the three seams joule binds."}]}`, maxTokens)
@@ -103,7 +103,7 @@ func demoProxy(ctx context.Context, e *env, home string, say func(string, ...any
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("anthropic-version", "2023-06-01")
 		req.Header.Set("x-api-key", "sk-ant-demo-not-a-real-key")
-		req.Header.Set("x-claude-code-session-id", demoSession)
+		req.Header.Set("x-claude-code-session-id", proxySession)
 		return http.DefaultClient.Do(req)
 	}
 	// 32,000 output tokens of a frontier model are 96 kJ, far over the
@@ -157,7 +157,7 @@ func demoProxy(ctx context.Context, e *env, home string, say func(string, ...any
 	say("   streamed  %d events, first byte after %v: %q", events, ttfb.Round(time.Millisecond), text.String())
 	p.Close()
 
-	entries, err := st.Session(ctx, demoSession)
+	entries, err := st.Session(ctx, proxySession)
 	if err != nil {
 		return err
 	}
@@ -212,11 +212,11 @@ func (l *loopback) Close() {
 	l.srv.Shutdown(ctx)
 }
 
-// anthropicStandIn speaks the Messages API's streaming protocol: a
+// AnthropicStandIn speaks the Messages API's streaming protocol: a
 // message_start with the input usage, one content_block_delta per word,
 // flushed as written, a message_delta with the cumulative output usage,
 // and message_stop. It is not a model; its answer is fixed.
-func anthropicStandIn() http.Handler {
+func AnthropicStandIn() http.Handler {
 	answer := strings.Fields("The gate, before each tool action; the meter, at the model call; the receipts, sealed and hash-chained.")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/v1/messages" || r.Method != http.MethodPost {
