@@ -45,6 +45,9 @@ func splitTiers(s string) []string {
 	return out
 }
 
+// DefaultTTL is how long a grant without a template or --ttl is valid.
+const DefaultTTL = 8 * time.Hour
+
 // issueFlags are the flags init and grant issue share.
 type issueFlags struct {
 	template         string
@@ -63,8 +66,8 @@ func (f *issueFlags) register(fs *flag.FlagSet, defTemplate string) {
 	fs.Var(&f.ask, "ask", "an ask rule: held until a human approves (repeatable)")
 	fs.Var(&f.deny, "deny", "a deny rule: wins over allow and ask (repeatable)")
 	fs.StringVar(&f.tiers, "tiers", "", "cascade tier verbs, e.g. l0,l1,l2 (default: the template's)")
-	fs.StringVar(&f.budget, "budget", "", "joule budget with a case-exact unit: µJ, mJ, J, kJ, MJ, GJ, Wh, kWh, MWh (default: the template's)")
-	fs.DurationVar(&f.ttl, "ttl", 0, "how long the grant is valid, e.g. 8h (default: the template's)")
+	fs.StringVar(&f.budget, "budget", "", "joule budget with a case-exact unit: µJ, mJ, J, kJ, MJ, GJ, Wh, kWh, MWh (default: the template's; without a template 30MJ, or with --parent what the parent has left)")
+	fs.DurationVar(&f.ttl, "ttl", 0, "how long the grant is valid, e.g. 8h (default: the template's, or 8h)")
 	fs.StringVar(&f.parent, "parent", "", "delegate from this grant: the new grant must attenuate it")
 	fs.StringVar(&f.subject, "subject", grant.AnySubject, "the session that may use the grant, or * for any")
 	fs.Var(&f.workspaces, "workspace", "a workspace root (repeatable; default: the current directory)")
@@ -99,15 +102,28 @@ func (f *issueFlags) build(now time.Time) (*grant.Grant, error) {
 	if g.Tiers == nil {
 		g.Tiers = []string{}
 	}
-	if f.budget != "" {
+	switch {
+	case f.budget != "":
 		uj, err := grant.ParseEnergy(f.budget)
 		if err != nil {
-			return nil, err
+			return nil, usagef("--budget: %v", err)
+		}
+		if uj == 0 {
+			return nil, usagef("--budget %s: a grant with no budget denies every call budget-exceeded; give an amount, e.g. --budget 30MJ", f.budget)
 		}
 		g.BudgetUJ = uj
+	case f.template == "" && f.parent == "":
+		// No template and no parent: the documented default, the
+		// interactive templates' day (docs/grants.md).
+		g.BudgetUJ = grant.DayBudget
 	}
-	if ttl <= 0 {
-		ttl = 8 * time.Hour
+	// With --parent and no --budget, issue gives the child what its
+	// ancestors have left.
+	if f.ttl < 0 {
+		return nil, usagef("--ttl %s: want a positive duration, e.g. 8h", f.ttl)
+	}
+	if ttl == 0 {
+		ttl = DefaultTTL
 	}
 	g.NotAfter = now.Add(ttl).Unix()
 	roots := f.workspaces
@@ -125,7 +141,7 @@ func (f *issueFlags) build(now time.Time) (*grant.Grant, error) {
 		}
 		info, err := os.Stat(abs)
 		if err != nil || !info.IsDir() {
-			return nil, fmt.Errorf("workspace %s is not a directory", r)
+			return nil, usagef("--workspace %s is not a directory", r)
 		}
 		res, err := rule.Resolve("/", abs)
 		if err != nil {
@@ -134,7 +150,7 @@ func (f *issueFlags) build(now time.Time) (*grant.Grant, error) {
 		g.Roots = append(g.Roots, res)
 	}
 	if _, err := rule.ParseSet(g.Allow, g.Ask, g.Deny); err != nil {
-		return nil, err
+		return nil, usagef("%v", err)
 	}
 	return g, nil
 }
@@ -165,6 +181,19 @@ func issue(ctx context.Context, ep *endpoint, g *grant.Grant, parent string, use
 		}
 		if err := grant.Attenuates(p, g); err != nil {
 			return nil, fmt.Errorf("the new grant does not attenuate %s: %w", parent, err)
+		}
+		explicit := g.BudgetUJ != 0
+		for i, link := range chain {
+			rec, err := ep.store.Grant(ctx, link.ID.String())
+			if err != nil {
+				return nil, err
+			}
+			if !explicit && (i == 0 || rec.RemainingUJ() < g.BudgetUJ) {
+				g.BudgetUJ = rec.RemainingUJ()
+			}
+		}
+		if g.BudgetUJ == 0 {
+			return nil, fmt.Errorf("parent %s has no budget left to delegate", parent)
 		}
 		for _, link := range chain {
 			rec, err := ep.store.Grant(ctx, link.ID.String())
