@@ -51,3 +51,44 @@ func TestGrantIssueUsage(t *testing.T) {
 		t.Fatalf("show: %v %+v", err, r)
 	}
 }
+
+// TestIDPrefixes: grant show/use/revoke and receipts take a unique prefix
+// of an id, and grant commands take "active".
+func TestIDPrefixes(t *testing.T) {
+	env, ws := initHome(t)
+	r := joule(t, nil, env, "grant", "show", "active")
+	if r.code != 0 {
+		t.Fatalf("show active: %+v", r)
+	}
+	var shown struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &shown); err != nil || len(shown.ID) != 43 {
+		t.Fatalf("show active: %v %q", err, r.stdout)
+	}
+	id := shown.ID
+	for _, args := range [][]string{{"grant", "show", id[:6]}, {"grant", "use", id[:6]}, {"grant", "use", "active", "--session", "s1"}} {
+		if r := joule(t, nil, env, args...); r.code != 0 || !strings.Contains(r.stdout, id) {
+			t.Fatalf("%v: %+v", args, r)
+		}
+	}
+	r = joule(t, nil, env, "grant", "issue", "--workspace", ws, "--template", "dev", "--parent", id[:8], "--budget", "1J")
+	if r.code != 0 {
+		t.Fatalf("--parent prefix: %+v", r)
+	}
+	d := gateOnce(t, env, `{"session_id":"prefix-session-0123","tool":"Read","input":{"file_path":"`+ws+`/a"},"cwd":"`+ws+`"}`)
+	if d.Decision != "allow" {
+		t.Fatalf("gate: %+v", d)
+	}
+	for _, args := range [][]string{{"receipts", "ls", "prefix-ses"}, {"receipts", "show", "prefix-ses", "1"}, {"receipts", "verify", "prefix-ses"}, {"receipts", "export", "prefix-ses", "--format", "jsonl"}} {
+		if r := joule(t, nil, env, args...); r.code != 0 || !strings.Contains(r.stdout, "1") {
+			t.Fatalf("%v: %+v", args, r)
+		}
+	}
+	if r := joule(t, nil, env, "grant", "show", "zzzzzzzz"); r.code != 1 || !strings.Contains(r.stderr, "not found") {
+		t.Fatalf("unknown prefix: %+v", r)
+	}
+	if r := joule(t, nil, env, "grant", "revoke", id[:5]); r.code != 0 || !strings.Contains(r.stdout, "revoked "+id) {
+		t.Fatalf("revoke prefix: %+v", r)
+	}
+}

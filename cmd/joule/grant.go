@@ -296,7 +296,9 @@ const grantUsage = `grant issue [flags] | grant ls | grant show ID | grant use I
 
 issue signs a new grant with the endpoint key and stores it; ls lists grants
 with their budgets; show prints one as JSON; use makes one active (for every
-session, or one); revoke stops one and every grant delegated from it.`
+session, or one); revoke stops one and every grant delegated from it.
+An ID may be any unique prefix of a grant id, or 'active' for the active
+grant.`
 
 func runGrant(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 {
@@ -329,6 +331,11 @@ func runGrant(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		defer ep.Close()
+		if f.parent != "" {
+			if f.parent, err = resolveGrant(ctx, ep, f.parent); err != nil {
+				return err
+			}
+		}
 		s, err := issue(ctx, ep, g, f.parent, f.use)
 		if err != nil {
 			return err
@@ -358,11 +365,11 @@ func runGrant(ctx context.Context, e *env, args []string) error {
 	if fs.NArg() != 1 {
 		return usagef("grant %s: want one grant id", sub)
 	}
-	id := fs.Arg(0)
-	rec, err := ep.store.Grant(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return withHint(fmt.Errorf("grant %s: not found", id), "run 'joule grant ls'")
+	id, err := resolveGrant(ctx, ep, fs.Arg(0))
+	if err != nil {
+		return err
 	}
+	rec, err := ep.store.Grant(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -484,4 +491,27 @@ func shortID(id string) string {
 		return id[:12] + "…"
 	}
 	return id
+}
+
+// ActiveGrant names the active grant wherever a grant id is taken.
+const ActiveGrant = "active"
+
+// resolveGrant turns what a user typed for a grant, a whole id, a unique
+// prefix of one, or "active", into the grant's id.
+func resolveGrant(ctx context.Context, ep *endpoint, arg string) (string, error) {
+	if arg == ActiveGrant {
+		id, err := ep.store.Setting(ctx, gate.SettingActive)
+		if errors.Is(err, store.ErrNotFound) || err == nil && id == "" {
+			return "", withHint(errors.New("no active grant"), "run 'joule init' or 'joule grant use ID'")
+		}
+		return id, err
+	}
+	id, err := ep.store.ResolveGrant(ctx, arg)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return "", withHint(fmt.Errorf("grant %s: not found", arg), "run 'joule grant ls'")
+	case errors.Is(err, store.ErrAmbiguous):
+		return "", withHint(errors.New(strings.TrimPrefix(err.Error(), "store: ")), "give more of the id ('joule grant ls' lists them)")
+	}
+	return id, err
 }

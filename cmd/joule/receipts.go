@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/fxamacker/cbor/v2"
@@ -84,21 +85,27 @@ func runReceipts(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	args = fs.Args()
+	if len(args) > 0 && (sub == "ls" || sub == "verify" || sub == "export" || sub == "show" && len(args) == 2) {
+		if args[0], err = resolveSession(ctx, ep, args[0]); err != nil {
+			return err
+		}
+	}
 	switch sub {
 	case "ls":
-		return receiptsList(ctx, e, ep, keys, fs.Args())
+		return receiptsList(ctx, e, ep, keys, args)
 	case "show":
-		return receiptsShow(ctx, e, ep, keys, fs.Args())
+		return receiptsShow(ctx, e, ep, keys, args)
 	case "verify":
-		return receiptsVerify(ctx, e, ep, keys, fs.Args())
+		return receiptsVerify(ctx, e, ep, keys, args)
 	case "export":
-		if fs.NArg() != 1 {
+		if len(args) != 1 {
 			return usagef("receipts export: want one session id")
 		}
 		warnWitness(ctx, e, ep)
 		// Everything is written, damaged receipts included, so that an
 		// offline verify of the export names the first bad position.
-		rows, verdicts, err := sessionVerdicts(ctx, ep, keys, fs.Arg(0))
+		rows, verdicts, err := sessionVerdicts(ctx, ep, keys, args[0])
 		if err != nil {
 			return err
 		}
@@ -119,7 +126,7 @@ func runReceipts(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		if bad, first := damaged(rows, verdicts); bad > 0 {
-			fmt.Fprintf(e.stderr, "joule: session %s: %d of %d receipts damaged, first at seq %d (%s); all %d exported\n", fs.Arg(0), bad, len(rows), rows[first].Seq, verdicts[first].Verdict, len(rows))
+			fmt.Fprintf(e.stderr, "joule: session %s: %d of %d receipts damaged, first at seq %d (%s); all %d exported\n", args[0], bad, len(rows), rows[first].Seq, verdicts[first].Verdict, len(rows))
 		}
 		return nil
 	case "prove":
@@ -635,4 +642,18 @@ func splitExport(data []byte, format string) ([][]byte, error) {
 		}
 		envs = append(envs, []byte(raw))
 	}
+}
+
+// resolveSession turns a unique prefix of a session id into the id. A
+// prefix of none is passed on as typed, so that the command reports the
+// session as it does any unknown one.
+func resolveSession(ctx context.Context, ep *endpoint, arg string) (string, error) {
+	id, err := ep.store.ResolveSession(ctx, arg)
+	switch {
+	case err == nil:
+		return id, nil
+	case errors.Is(err, store.ErrAmbiguous):
+		return "", withHint(errors.New(strings.TrimPrefix(err.Error(), "store: ")), "give more of the session id ('joule receipts ls' lists them)")
+	}
+	return arg, nil
 }

@@ -40,6 +40,8 @@ var (
 	// ErrNotFound reports a grant, reservation, setting, entry or
 	// checkpoint that is not in the store.
 	ErrNotFound = errors.New("not found")
+	// ErrAmbiguous reports an id prefix that more than one id starts with.
+	ErrAmbiguous = errors.New("ambiguous id prefix")
 	// ErrRevoked reports a debit or reservation against a revoked grant.
 	ErrRevoked = errors.New("grant revoked")
 	// ErrConflict reports a write that contradicts what the store already
