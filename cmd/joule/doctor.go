@@ -235,7 +235,11 @@ func (d *doctor) grant(ctx context.Context, ep *endpoint) {
 		return
 	}
 	if err := chain.Check("", time.Now()); err != nil {
-		d.add("grant", statusFail, fmt.Sprintf("the active grant %s is not in force: %v", chain.Leaf().ID, err), "issue a new one with 'joule grant issue' and 'joule grant use'")
+		hint := "issue a new one with 'joule grant issue --template dev --use'"
+		if errors.Is(err, grant.ErrExpired) {
+			hint = "run 'joule grant renew active'"
+		}
+		d.add("grant", statusFail, fmt.Sprintf("the active grant %s is not in force: %v", chain.Leaf().ID, err), hint)
 		return
 	}
 	var left uint64 = 1<<64 - 1

@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestGrantIssueUsage: bad values are usage errors (exit 2) with an error
@@ -90,5 +92,69 @@ func TestIDPrefixes(t *testing.T) {
 	}
 	if r := joule(t, nil, env, "grant", "revoke", id[:5]); r.code != 0 || !strings.Contains(r.stdout, "revoked "+id) {
 		t.Fatalf("revoke prefix: %+v", r)
+	}
+}
+
+// TestGrantRenew: an expired grant's deny names the way out once, without
+// repeating its code; the status line says "expired"; the command the
+// message prints, run as printed, renews it: a new grant with the same
+// rules and what was left, active where the old one was, both named in a
+// receipt, the old one revoked.
+func TestGrantRenew(t *testing.T) {
+	env, ws := initHome(t, "--ttl", "2s", "--budget", "5J")
+	read := `{"session_id":"s-renew","tool":"Read","input":{"file_path":"` + ws + `/a"},"cwd":"` + ws + `"}`
+	if d := gateOnce(t, env, read); d.Decision != "allow" {
+		t.Fatalf("before expiry: %+v", d)
+	}
+	time.Sleep(2100 * time.Millisecond)
+	d := gateOnce(t, env, read)
+	if d.Code != "grant-expired" || strings.Contains(d.Reason, "grant-expired") {
+		t.Fatalf("expired deny repeats its code or is not grant-expired: %+v", d)
+	}
+	if r := joule(t, []byte(`{"session_id":"s-renew"}`), env, "statusline"); !strings.Contains(r.stdout, "expired") || strings.Contains(r.stdout, "left") {
+		t.Fatalf("status line: %+v", r)
+	}
+	m := regexp.MustCompile(`'joule (grant renew [^']+)'`).FindStringSubmatch(d.Reason)
+	if m == nil {
+		t.Fatalf("the expiry message names no renew command: %q", d.Reason)
+	}
+	r := joule(t, nil, env, strings.Fields(m[1])...)
+	if r.code != 0 || !strings.Contains(r.stdout, "renews") {
+		t.Fatalf("%s: %+v", m[1], r)
+	}
+	newID := strings.Fields(r.stdout)[1]
+	oldID := strings.Fields(m[1])[2]
+	if d := gateOnce(t, env, read); d.Decision != "allow" {
+		t.Fatalf("after renew: %+v", d)
+	}
+	var shown struct {
+		ID    string `json:"id"`
+		Grant struct {
+			BudgetUJ  uint64 `json:"budget_uj"`
+			NotBefore int64  `json:"not_before"`
+			NotAfter  int64  `json:"not_after"`
+		} `json:"grant"`
+	}
+	r = joule(t, nil, env, "grant", "show", "active")
+	if err := json.Unmarshal([]byte(r.stdout), &shown); err != nil || shown.ID != newID || shown.Grant.NotAfter-shown.Grant.NotBefore != 2 || shown.Grant.BudgetUJ >= 5_000_000 || shown.Grant.BudgetUJ == 0 {
+		t.Fatalf("renewed grant: %v %+v", err, shown)
+	}
+	r = joule(t, nil, env, "grant", "ls")
+	if !regexp.MustCompile(oldID + `\s.*revoked`).MatchString(r.stdout) {
+		t.Fatalf("old grant not revoked: %s", r.stdout)
+	}
+	r = joule(t, nil, env, "receipts", "show", "joule-grants", "1")
+	if r.code != 0 || !strings.Contains(r.stdout, oldID) || !strings.Contains(r.stdout, newID) || !strings.Contains(r.stdout, `"verified": true`) {
+		t.Fatalf("renew receipt: %+v", r)
+	}
+	if r := joule(t, nil, env, "grant", "renew", newID, "--ttl", "-1h"); r.code != 2 {
+		t.Fatalf("negative ttl: %+v", r)
+	}
+	r = joule(t, nil, env, "grant", "renew", "active", "--ttl", "1h")
+	if r.code != 0 || !strings.Contains(r.stdout, "renews         "+newID) {
+		t.Fatalf("renew active: %+v", r)
+	}
+	if r := joule(t, nil, env, "grant", "renew", oldID); r.code != 1 || !strings.Contains(r.stderr, "revoked") {
+		t.Fatalf("renew revoked: %+v", r)
 	}
 }

@@ -22,7 +22,7 @@ import (
 
 func init() {
 	register(&command{name: "init", summary: "create the key, the store and a default grant for this workspace", run: runInit})
-	register(&command{name: "grant", summary: "issue, list, show, use or revoke grants", run: runGrant})
+	register(&command{name: "grant", summary: "issue, list, show, use, renew or revoke grants", run: runGrant})
 }
 
 // listFlag collects a repeatable flag; commas also separate values.
@@ -292,17 +292,20 @@ func printGrantSummary(e *env, s *grant.Signed, remaining uint64) {
 	}
 }
 
-const grantUsage = `grant issue [flags] | grant ls | grant show ID | grant use ID [--session S] | grant revoke ID
+const grantUsage = `grant issue [flags] | grant ls | grant show ID | grant use ID [--session S]
+       grant renew ID [--ttl D] | grant revoke ID
 
 issue signs a new grant with the endpoint key and stores it; ls lists grants
 with their budgets; show prints one as JSON; use makes one active (for every
-session, or one); revoke stops one and every grant delegated from it.
+session, or one); renew replaces one (expired or not) by a new signed grant
+with the same rules and what the old one has left, valid from now, active
+wherever the old one was; revoke stops one and every grant delegated from it.
 An ID may be any unique prefix of a grant id, or 'active' for the active
 grant.`
 
 func runGrant(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 {
-		return usagef("grant: want a subcommand: issue, ls, show, use or revoke")
+		return usagef("grant: want a subcommand: issue, ls, show, use, renew or revoke")
 	}
 	sub, rest := args[0], args[1:]
 	switch sub {
@@ -342,9 +345,11 @@ func runGrant(ctx context.Context, e *env, args []string) error {
 		}
 		printGrantSummary(e, s, g.BudgetUJ)
 		return nil
+	case "renew":
+		return grantRenew(ctx, e, rest)
 	case "ls", "show", "use", "revoke":
 	default:
-		return usagef("grant: unknown subcommand %q (want issue, ls, show, use or revoke)", sub)
+		return usagef("grant: unknown subcommand %q (want issue, ls, show, use, renew or revoke)", sub)
 	}
 	fs := newFlags(e, "grant "+sub, grantUsage)
 	session := ""
@@ -514,4 +519,104 @@ func resolveGrant(ctx context.Context, ep *endpoint, arg string) (string, error)
 		return "", withHint(errors.New(strings.TrimPrefix(err.Error(), "store: ")), "give more of the id ('joule grant ls' lists them)")
 	}
 	return id, err
+}
+
+// grantRenew supersedes a grant by a new one with the same rules and the
+// remaining budget: the new one is stored and made active wherever the old
+// one was, a receipt naming both is sealed, and the old one is revoked (and
+// with it what was delegated from it).
+func grantRenew(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "grant renew", "grant renew ID [--ttl 8h]\n\nIssues a new grant with the rules of grant ID (a prefix, or 'active') and what\nit has left, valid from now, makes it active wherever ID was, seals a receipt\nnaming both in session "+gate.GrantsSession+", and revokes ID (and so the grants\ndelegated from it).")
+	ttl := fs.Duration("ttl", 0, "how long the new grant is valid (default: as long as the old one was)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("grant renew: want one grant id")
+	}
+	if *ttl < 0 {
+		return usagef("grant renew: --ttl %s: want a positive duration, e.g. 8h", *ttl)
+	}
+	ep, err := openEndpoint()
+	if err != nil {
+		return err
+	}
+	defer ep.Close()
+	id, err := resolveGrant(ctx, ep, fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	rec, err := ep.store.Grant(ctx, id)
+	if err != nil {
+		return err
+	}
+	if rec.Revoked {
+		return fmt.Errorf("grant %s is revoked: issue a new one ('joule grant issue --template dev --use')", id)
+	}
+	old, err := ep.trust.Open(rec.Signed)
+	if err != nil {
+		return err
+	}
+	if fault := columnFault(rec, old); fault != "" {
+		return fmt.Errorf("grant %s: %s (run 'joule store check')", id, fault)
+	}
+	g, err := grant.Renewal(old.Grant, signedRemaining(rec, old), time.Now(), *ttl)
+	if err != nil {
+		return fmt.Errorf("grant %s: %w", id, err)
+	}
+	if g.Parent != "" {
+		// The renewal cannot outlive the parent it is delegated from.
+		gt, err := ep.gate()
+		if err != nil {
+			return err
+		}
+		chain, err := gt.LoadChain(ctx, g.Parent)
+		if err != nil {
+			return err
+		}
+		if err := chain.Check(g.Subject, time.Now()); err != nil {
+			return fmt.Errorf("grant %s is delegated from %s, which is not in force (%v): renew that one first", id, g.Parent, err)
+		}
+	}
+	s, err := issue(ctx, ep, g, g.Parent, false)
+	if err != nil {
+		return err
+	}
+	newID := s.ID.String()
+	moved, err := ep.store.ReplaceSetting(ctx, gate.SettingActive, id, newID)
+	if err != nil {
+		return err
+	}
+	gt, err := ep.gate()
+	if err != nil {
+		return err
+	}
+	en, err := gt.SealRecord(ctx, gate.Record{
+		Session: gate.GrantsSession, Tool: "joule grant renew", Cwd: ep.home, Code: gate.CodeGrantRenewed,
+		Summary: fmt.Sprintf("grant %s renewed as %s", id, newID),
+		Reason:  fmt.Sprintf("superseded by %s, with %s left, valid to %s", newID, grant.FormatEnergy(g.BudgetUJ), time.Unix(g.NotAfter, 0).UTC().Format(time.RFC3339)),
+		Grants:  []string{id, newID}, Input: []byte(id + " " + newID),
+	})
+	if err != nil {
+		return err
+	}
+	if err := ep.store.Revoke(ctx, id); err != nil {
+		return err
+	}
+	printGrantSummary(e, s, g.BudgetUJ)
+	fmt.Fprintf(e.stdout, "renews         %s (now revoked)\n", id)
+	if moved > 0 {
+		fmt.Fprintf(e.stdout, "active         yes: in the %d place(s) the old grant was\n", moved)
+	}
+	fmt.Fprintf(e.stdout, "receipt        session %s seq %d\n", en.Session, en.Seq)
+	return nil
+}
+
+// shortPrefix is a prefix of a grant id that is long enough to stay
+// unique in any store a person keeps.
+func shortPrefix(id string) string {
+	if len(id) > 10 {
+		return id[:10]
+	}
+	return id
 }

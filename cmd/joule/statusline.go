@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/joulehook/joule/core"
 	"github.com/joulehook/joule/core/grant"
@@ -157,6 +158,12 @@ func budgetLeft(ctx context.Context, ep *endpoint, session string) string {
 	chain, err := g.ActiveChain(ctx, session)
 	if err != nil {
 		return "no active grant"
+	}
+	if err := chain.Check(session, time.Now()); errors.Is(err, grant.ErrExpired) {
+		// Nothing is left to spend: every call is denied until renewed.
+		return "grant expired: joule grant renew " + shortPrefix(chain.Leaf().ID.String())
+	} else if err != nil {
+		return "grant not in force"
 	}
 	var left uint64
 	for i, id := range chain.IDs() {

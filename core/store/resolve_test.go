@@ -46,3 +46,24 @@ func TestResolvePrefix(t *testing.T) {
 		}
 	})
 }
+
+func TestReplaceSetting(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		s := b.open(t)
+		ctx := context.Background()
+		for k, v := range map[string]string{"active": "g1", "active:s1": "g1", "active:s2": "g2", "activeX": "g1", "other": "g1"} {
+			if err := s.SetSetting(ctx, k, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		n, err := s.ReplaceSetting(ctx, "active", "g1", "g3")
+		if err != nil || n != 2 {
+			t.Fatalf("replaced %d, %v; want 2", n, err)
+		}
+		for k, want := range map[string]string{"active": "g3", "active:s1": "g3", "active:s2": "g2", "activeX": "g1", "other": "g1"} {
+			if got, err := s.Setting(ctx, k); got != want || err != nil {
+				t.Errorf("%s = %q, %v; want %q", k, got, err, want)
+			}
+		}
+	})
+}
