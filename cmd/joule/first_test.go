@@ -2,10 +2,16 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/joulehook/joule/core/receipts"
+	"github.com/joulehook/joule/core/store"
 )
 
 // TestGrantIssueUsage: bad values are usage errors (exit 2) with an error
@@ -156,5 +162,111 @@ func TestGrantRenew(t *testing.T) {
 	}
 	if r := joule(t, nil, env, "grant", "renew", oldID); r.code != 1 || !strings.Contains(r.stderr, "revoked") {
 		t.Fatalf("renew revoked: %+v", r)
+	}
+}
+
+// TestReceiptsList: energies in units, an efficiency receipt's status and
+// coverage out of the DECISION and CODE columns, the filters and --json.
+func TestReceiptsList(t *testing.T) {
+	env, ws := initHome(t)
+	ev := func(session, tool, input string) string {
+		return `{"session_id":"` + session + `","tool":"` + tool + `","input":` + input + `,"cwd":"` + ws + `"}`
+	}
+	gateOnce(t, env, ev("ls-a", "Read", `{"file_path":"`+ws+`/a"}`))
+	gateOnce(t, env, ev("ls-a", "Bash", `{"command":"sudo ls"}`))
+	gateOnce(t, env, ev("ls-a", "Bash", `{"command":"go build ./..."}`))
+	gateOnce(t, env, ev("ls-b", "Bash", `{"command":"go vet ./..."}`))
+	r := joule(t, nil, env, "receipts", "ls", "ls-a")
+	if r.code != 0 || regexp.MustCompile(`\d{4,} µJ`).MatchString(r.stdout) || !strings.Contains(r.stdout, "ENERGY") {
+		t.Fatalf("raw µJ or no ENERGY column:\n%s", r.stdout)
+	}
+	if strings.Contains(r.stdout, "\x1b[") {
+		t.Fatalf("colour on a pipe:\n%q", r.stdout)
+	}
+	var rows []struct {
+		Session, Tool, Decision, Code string
+		EnergyUJ                      uint64 `json:"energy_uj"`
+	}
+	list := func(args ...string) int {
+		t.Helper()
+		r := joule(t, nil, env, append([]string{"receipts", "ls", "--json"}, args...)...)
+		rows = nil
+		if err := json.Unmarshal([]byte(r.stdout), &rows); r.code != 0 || err != nil {
+			t.Fatalf("%v: %v %+v", args, err, r)
+		}
+		return len(rows)
+	}
+	if n := list("ls-a"); n != 3 || rows[1].Decision != "deny" || rows[0].EnergyUJ == 0 {
+		t.Fatalf("ls-a: %+v", rows)
+	}
+	if n := list("--decision", "deny"); n != 1 || rows[0].Session != "ls-a" || rows[0].Tool != "Bash" {
+		t.Fatalf("--decision deny: %+v", rows)
+	}
+	if n := list("--tool", "Bash"); n != 3 {
+		t.Fatalf("--tool Bash: %+v", rows)
+	}
+	if n := list("--tool", "Bash", "-n", "1"); n != 1 || rows[0].Session != "ls-b" {
+		t.Fatalf("-n 1: %+v", rows)
+	}
+	if n := list("--since", "1h"); n != 2 {
+		t.Fatalf("sessions --since 1h: %d", n)
+	}
+	if n := list("--since", "2099-01-01"); n != 0 {
+		t.Fatalf("sessions --since the future: %d", n)
+	}
+	for _, args := range [][]string{{"--since", "yesterday"}, {"--decision", "maybe"}, {"-n", "-2"}} {
+		if r := joule(t, nil, env, append([]string{"receipts", "ls"}, args...)...); r.code != 2 {
+			t.Fatalf("%v: %+v", args, r)
+		}
+	}
+	var grants []struct {
+		ID     string `json:"id"`
+		State  string `json:"state"`
+		Active bool   `json:"active"`
+	}
+	r = joule(t, nil, env, "grant", "ls", "--json")
+	if err := json.Unmarshal([]byte(r.stdout), &grants); err != nil || len(grants) != 1 || !grants[0].Active || grants[0].State != "ok" {
+		t.Fatalf("grant ls --json: %v %+v", err, r)
+	}
+}
+
+func TestEfficiencyRowColumns(t *testing.T) {
+	measured := uint64(2_500_000)
+	row := toRow(store.StoredEntry{}, receipts.Verdict{Verdict: receipts.VerdictOK, Receipt: &receipts.Any{Efficiency: &receipts.Efficiency{
+		Unit: "model-call", Model: "claude-x", Status: receipts.StatusComplete, Coverage: receipts.CoverageEnforced, EstimatedUJ: 9, MeasuredUJ: &measured}}})
+	if row.Decision != "" || row.Code != "" || row.Tool != "model-call" || row.EnergyUJ != measured || row.Summary != "model-call claude-x (complete, enforced)" {
+		t.Fatalf("%+v", row)
+	}
+}
+
+// TestColourOnlyOnATerminal runs receipts ls on a pseudo-terminal (through
+// script(1), from bsdutils, essential on Debian): coloured there, plain
+// with NO_COLOR set, and plain on a pipe (TestReceiptsList).
+func TestColourOnlyOnATerminal(t *testing.T) {
+	scriptBin, err := exec.LookPath("script")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("script(1) is missing")
+		}
+		t.Skip("no script(1) to give joule a terminal")
+	}
+	env, ws := initHome(t)
+	gateOnce(t, env, `{"session_id":"tty","tool":"Bash","input":{"command":"sudo ls"},"cwd":"`+ws+`"}`)
+	onTTY := func(extra ...string) string {
+		cmd := exec.Command(scriptBin, "-qec", jouleBin+" receipts ls tty", "/dev/null")
+		cmd.Env = append(append(os.Environ(), env...), extra...)
+		cmd.Env = slices.DeleteFunc(cmd.Env, func(s string) bool { return s == "NO_COLOR" || strings.HasPrefix(s, "NO_COLOR=") && len(extra) == 0 })
+		cmd.Env = append(cmd.Env, "TERM=xterm")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("script: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	if out := onTTY(); !strings.Contains(out, "\x1b[31mdeny") {
+		t.Fatalf("no colour on a terminal:\n%q", out)
+	}
+	if out := onTTY("NO_COLOR=1"); strings.Contains(out, "\x1b[") || !strings.Contains(out, "deny") {
+		t.Fatalf("colour with NO_COLOR set:\n%q", out)
 	}
 }

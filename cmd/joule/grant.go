@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/joulehook/joule/core/gate"
@@ -356,6 +355,10 @@ func runGrant(ctx context.Context, e *env, args []string) error {
 	if sub == "use" {
 		fs.StringVar(&session, "session", "", "make the grant active for this session only")
 	}
+	asJSON := false
+	if sub == "ls" {
+		fs.BoolVar(&asJSON, "json", false, "print JSON (an array of objects) instead of a table")
+	}
 	if err := parseFlags(fs, rest); err != nil {
 		return err
 	}
@@ -365,7 +368,10 @@ func runGrant(ctx context.Context, e *env, args []string) error {
 	}
 	defer ep.Close()
 	if sub == "ls" {
-		return grantList(ctx, e, ep)
+		if err := noArgs(fs); err != nil {
+			return err
+		}
+		return grantList(ctx, e, ep, asJSON)
 	}
 	if fs.NArg() != 1 {
 		return usagef("grant %s: want one grant id", sub)
@@ -428,43 +434,64 @@ func grantSubjectFor(session string, g *grant.Grant) string {
 	return g.Subject
 }
 
-func grantList(ctx context.Context, e *env, ep *endpoint) error {
+// grantRow is one line of grant ls, and its JSON.
+type grantRow struct {
+	ID       string `json:"id"`
+	Parent   string `json:"parent,omitempty"`
+	BudgetUJ uint64 `json:"budget_uj"`
+	SpentUJ  uint64 `json:"spent_uj"`
+	LeftUJ   uint64 `json:"remaining_uj"`
+	Expires  string `json:"expires,omitempty"`
+	State    string `json:"state"` // ok, expired, revoked, invalid or store-corrupt
+	Active   bool   `json:"active"`
+	valid    bool
+}
+
+func grantList(ctx context.Context, e *env, ep *endpoint, asJSON bool) error {
 	recs, err := ep.store.Grants(ctx)
 	if err != nil {
 		return err
 	}
 	active, _ := ep.store.Setting(ctx, gate.SettingActive)
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tPARENT\tBUDGET\tSPENT\tLEFT\tEXPIRES\tSTATE")
+	out := []grantRow{}
 	for _, r := range recs {
-		state := "ok"
+		row := grantRow{ID: r.ID, SpentUJ: r.SpentUJ, State: "ok", Active: r.ID == active}
 		s, err := ep.trust.Open(r.Signed)
-		expires := "?"
 		if err != nil {
-			state = "invalid"
+			row.State = "invalid"
 		} else {
-			expires = time.Unix(s.Grant.NotAfter, 0).UTC().Format(time.RFC3339)
+			row.valid = true
+			row.Expires = time.Unix(s.Grant.NotAfter, 0).UTC().Format(time.RFC3339)
 			if time.Now().Unix() >= s.Grant.NotAfter {
-				state = "expired"
+				row.State = "expired"
 			}
+			// The signed figures; a column that disagrees is a fault.
+			row.BudgetUJ, row.LeftUJ, row.Parent = s.Grant.BudgetUJ, signedRemaining(r, s), s.Grant.Parent
 		}
 		if r.Revoked {
-			state = "revoked"
+			row.State = "revoked"
 		}
-		if r.ID == active {
+		if err == nil && columnFault(r, s) != "" {
+			row.State = "store-corrupt"
+		}
+		out = append(out, row)
+	}
+	if asJSON {
+		return printJSON(e, out)
+	}
+	tw := newTable(e.stdout)
+	fmt.Fprintln(tw, "ID\tPARENT\tBUDGET\tSPENT\tLEFT\tEXPIRES\tSTATE")
+	for _, r := range out {
+		budget, left, expires, parent := "?", "?", "?", "-"
+		if r.valid {
+			budget, left, expires = grant.FormatEnergy(r.BudgetUJ), grant.FormatEnergy(r.LeftUJ), r.Expires
+		}
+		if r.Parent != "" {
+			parent = r.Parent
+		}
+		state := r.State
+		if r.Active {
 			state += ",active"
-		}
-		budget, left := "?", "?"
-		if err == nil {
-			// The signed figures; a column that disagrees is a fault.
-			budget, left = grant.FormatEnergy(s.Grant.BudgetUJ), grant.FormatEnergy(signedRemaining(r, s))
-			if columnFault(r, s) != "" {
-				state = "store-corrupt"
-			}
-		}
-		parent := "-"
-		if err == nil && s.Grant.Parent != "" {
-			parent = s.Grant.Parent
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, shortID(parent), budget, grant.FormatEnergy(r.SpentUJ), left, expires, state)
 	}
