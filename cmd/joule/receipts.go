@@ -2,12 +2,12 @@ package main
 
 import (
 	"bufio"
-	"flag"
 	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strconv"
