@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -268,5 +272,58 @@ func TestColourOnlyOnATerminal(t *testing.T) {
 	}
 	if out := onTTY("NO_COLOR=1"); strings.Contains(out, "\x1b[") || !strings.Contains(out, "deny") {
 		t.Fatalf("colour with NO_COLOR set:\n%q", out)
+	}
+}
+
+// TestProxyPrintsExports: joule proxy prints, after its address, the
+// export lines that point a host at it, and they name that address.
+func TestProxyPrintsExports(t *testing.T) {
+	env, _ := initHome(t)
+	cmd := exec.Command(jouleBin, "proxy", "--listen", "127.0.0.1:0", "--quiet")
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Signal(syscall.SIGINT)
+		cmd.Wait()
+	}()
+	br := bufio.NewReader(out)
+	var lines []string
+	for len(lines) < 5 {
+		l, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("after %q: %v", lines, err)
+		}
+		lines = append(lines, strings.TrimSpace(l))
+	}
+	_, url, _ := strings.Cut(lines[0], "listening on ")
+	want := []string{"export ANTHROPIC_BASE_URL=" + url, "export OPENAI_BASE_URL=" + url + "/v1", "export OLLAMA_HOST=" + url}
+	if url == "" || !slices.Equal(lines[2:], want) {
+		t.Fatalf("printed %q, want %q after the address", lines, want)
+	}
+	// The printed base URL is the proxy: the models endpoint answers there.
+	resp, err := http.Get(strings.TrimPrefix(want[1], "export OPENAI_BASE_URL=") + "/models")
+	if err == nil {
+		resp.Body.Close()
+	}
+	if err != nil || resp.StatusCode == http.StatusNotFound {
+		t.Fatalf("GET the printed OPENAI_BASE_URL/models: %v %v", err, resp)
+	}
+}
+
+func TestClientURL(t *testing.T) {
+	for in, want := range map[string]string{"127.0.0.1:7411": "http://127.0.0.1:7411", "0.0.0.0:7411": "http://127.0.0.1:7411", "[::]:7411": "http://127.0.0.1:7411", "[::1]:9": "http://[::1]:9"} {
+		addr, err := net.ResolveTCPAddr("tcp", in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := clientURL(addr); got != want {
+			t.Errorf("clientURL(%s) = %s, want %s", in, got, want)
+		}
 	}
 }
