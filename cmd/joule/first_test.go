@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -325,5 +326,54 @@ func TestClientURL(t *testing.T) {
 		if got := clientURL(addr); got != want {
 			t.Errorf("clientURL(%s) = %s, want %s", in, got, want)
 		}
+	}
+}
+
+// TestStoreBackupRestore: joule store backup FILE while the store is in
+// use, restore FILE going back to it, and the witness's way out, run as
+// printed.
+func TestStoreBackupRestore(t *testing.T) {
+	env, ws := initHome(t)
+	ev := `{"session_id":"bk","tool":"Bash","input":{"command":"go vet ./..."},"cwd":"` + ws + `"}`
+	gateOnce(t, env, ev)
+	gateOnce(t, env, ev)
+	bak := filepath.Join(t.TempDir(), "joule-backup.db")
+	r := joule(t, nil, env, "store", "backup", bak)
+	if r.code != 0 || !strings.Contains(r.stdout, "log size 2") {
+		t.Fatalf("backup: %+v", r)
+	}
+	if r := joule(t, nil, env, "store", "backup", bak); r.code != 1 || !strings.Contains(r.stderr, "exists") {
+		t.Fatalf("backup over a file: %+v", r)
+	}
+	gateOnce(t, env, ev)
+	r = joule(t, nil, env, "store", "restore", bak)
+	if r.code != 0 || !strings.Contains(r.stdout, "log size 2") {
+		t.Fatalf("restore: %+v", r)
+	}
+	m := regexp.MustCompile(`run '(joule [^']+)'`).FindStringSubmatch(r.stdout)
+	if m == nil {
+		t.Fatalf("restore names no way past the witness: %s", r.stdout)
+	}
+	if d := gateOnce(t, env, ev); d.Decision != "deny" {
+		t.Fatalf("a rolled-back store decided: %+v", d)
+	}
+	if r := joule(t, nil, env, strings.Fields(m[1])[1:]...); r.code != 0 {
+		t.Fatalf("%s: %+v", m[1], r)
+	}
+	if d := gateOnce(t, env, ev); d.Decision != "allow" {
+		t.Fatalf("after accept-loss: %+v", d)
+	}
+	if r := joule(t, nil, env, "receipts", "verify"); r.code != 0 {
+		t.Fatalf("verify: %+v", r)
+	}
+	for _, args := range [][]string{{"store", "backup"}, {"store", "restore", "a", "b"}} {
+		if r := joule(t, nil, env, args...); r.code != 2 {
+			t.Fatalf("%v: %+v", args, r)
+		}
+	}
+	junk := filepath.Join(t.TempDir(), "junk")
+	os.WriteFile(junk, []byte("junk"), 0o600)
+	if r := joule(t, nil, env, "store", "restore", junk); r.code != 1 {
+		t.Fatalf("restore junk: %+v", r)
 	}
 }
