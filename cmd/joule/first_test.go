@@ -377,3 +377,76 @@ func TestStoreBackupRestore(t *testing.T) {
 		t.Fatalf("restore junk: %+v", r)
 	}
 }
+
+// TestReadOnlyHome: in a $JOULE_HOME nobody may write, the commands that
+// only read still answer (the store opened read-only), a write says why it
+// cannot, and the status line says what is so rather than "not
+// initialised". As root (CI), permissions stop nobody, so the commands run
+// as the user nobody over a home it owns but may not write.
+func TestReadOnlyHome(t *testing.T) {
+	base, err := os.MkdirTemp("", "joule-rohome-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		filepath.WalkDir(base, func(p string, d os.DirEntry, err error) error {
+			os.Chmod(p, 0o700)
+			return nil
+		})
+		os.RemoveAll(base)
+	})
+	os.Chmod(base, 0o755)
+	ws := filepath.Join(base, "ws")
+	os.MkdirAll(ws, 0o755)
+	home := filepath.Join(base, "home")
+	env := []string{"JOULE_HOME=" + home, "HOME=" + filepath.Join(base, "userhome")}
+	if r := joule(t, nil, env, "init", "--workspace", ws); r.code != 0 {
+		t.Fatalf("init: %+v", r)
+	}
+	gateOnce(t, env, `{"session_id":"ro","tool":"Bash","input":{"command":"go vet ./..."},"cwd":"`+ws+`"}`)
+	bin := jouleBin
+	var cred *syscall.Credential
+	if os.Geteuid() == 0 {
+		// nobody must reach the binary too.
+		bin = filepath.Join(base, "joule")
+		b, err := os.ReadFile(jouleBin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(bin, b, 0o755)
+		const nobody = 65534
+		filepath.WalkDir(home, func(p string, d os.DirEntry, err error) error {
+			return os.Lchown(p, nobody, nobody)
+		})
+		cred = &syscall.Credential{Uid: nobody, Gid: nobody}
+	}
+	filepath.WalkDir(home, func(p string, d os.DirEntry, err error) error {
+		if d.IsDir() {
+			return os.Chmod(p, 0o500)
+		}
+		return os.Chmod(p, 0o400)
+	})
+	run := func(stdin string, args ...string) result {
+		t.Helper()
+		cmd := exec.Command(bin, args...)
+		cmd.Env = append(os.Environ(), env...)
+		cmd.Stdin = strings.NewReader(stdin)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		var out, errb strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		cmd.Run()
+		return result{out.String(), errb.String(), cmd.ProcessState.ExitCode()}
+	}
+	// The write is refused: the home really is read-only for the runner.
+	if r := run("", "grant", "issue", "--template", "dev", "--workspace", ws); r.code == 0 {
+		t.Fatalf("a grant was issued into a read-only home: %+v", r)
+	}
+	for _, args := range [][]string{{"receipts", "ls"}, {"receipts", "ls", "ro"}, {"receipts", "verify"}, {"grant", "ls"}, {"grant", "show", "active"}} {
+		if r := run("", args...); r.code != 0 {
+			t.Errorf("%v in a read-only home: %+v", args, r)
+		}
+	}
+	if r := run(`{"session_id":"ro"}`, "statusline"); strings.Contains(r.stdout, "not initialised") || !strings.Contains(r.stdout, "1 allowed") {
+		t.Errorf("status line in a read-only home: %+v", r)
+	}
+}

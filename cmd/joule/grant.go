@@ -362,7 +362,11 @@ func runGrant(ctx context.Context, e *env, args []string) error {
 	if err := parseFlags(fs, rest); err != nil {
 		return err
 	}
-	ep, err := openEndpoint()
+	open := openEndpoint
+	if sub == "ls" || sub == "show" {
+		open = openReader
+	}
+	ep, err := open()
 	if err != nil {
 		return err
 	}

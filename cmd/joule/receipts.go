@@ -91,7 +91,11 @@ func runReceipts(ctx context.Context, e *env, args []string) error {
 	if sub == "verify" && *pubkey != "" {
 		return verifyExport(e, *steward, *pubkey, *format)
 	}
-	ep, err := openEndpoint()
+	open := openEndpoint
+	if sub == "ls" || sub == "show" || sub == "verify" || sub == "export" {
+		open = openReader
+	}
+	ep, err := open()
 	if err != nil {
 		return err
 	}
