@@ -62,7 +62,7 @@ var errStoreOpen = errors.New("cannot open the store")
 
 type storeOpenError struct{ err error }
 
-func (e *storeOpenError) Error() string { return e.err.Error() }
+func (e *storeOpenError) Error() string   { return e.err.Error() }
 func (e *storeOpenError) Unwrap() []error { return []error{e.err, errStoreOpen} }
 
 func openHome(readOnly bool) (*endpoint, error) {
