@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -14,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/joulehook/joule/core/receipts"
 	"github.com/joulehook/joule/core/store"
@@ -448,5 +451,31 @@ func TestReadOnlyHome(t *testing.T) {
 	}
 	if r := run(`{"session_id":"ro"}`, "statusline"); strings.Contains(r.stdout, "not initialised") || !strings.Contains(r.stdout, "1 allowed") {
 		t.Errorf("status line in a read-only home: %+v", r)
+	}
+}
+
+// TestMCPWithoutInit: joule mcp in a home without joule init starts, lists
+// its tools, and answers every tool call and resource read with an error
+// saying to run joule init.
+func TestMCPWithoutInit(t *testing.T) {
+	dir := t.TempDir()
+	env := []string{"JOULE_HOME=" + filepath.Join(dir, "nohome"), "HOME=" + dir}
+	p := startMCP(t, env, "--workspace", dir)
+	tools, err := p.c.ListTools(context.Background(), mcp.ListToolsRequest{})
+	if err != nil || len(tools.Tools) == 0 {
+		t.Fatalf("tools/list: %v %+v", err, tools)
+	}
+	for _, tool := range tools.Tools {
+		r, text := p.call(t, tool.Name, map[string]any{"path": "x", "command": "ls", "pattern": "x"})
+		if !r.IsError || !strings.Contains(text, "joule init") {
+			t.Errorf("%s: %+v %q", tool.Name, r, text)
+		}
+	}
+	for _, uri := range []string{"joule://steward", "joule://sessions", "joule://grants/abc", "joule://sessions/s/receipts/1"} {
+		req := mcp.ReadResourceRequest{}
+		req.Params.URI = uri
+		if _, err := p.c.ReadResource(context.Background(), req); err == nil || !strings.Contains(err.Error(), "joule init") {
+			t.Errorf("%s: %v", uri, err)
+		}
 	}
 }
