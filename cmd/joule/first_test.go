@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -477,5 +478,54 @@ func TestMCPWithoutInit(t *testing.T) {
 		if _, err := p.c.ReadResource(context.Background(), req); err == nil || !strings.Contains(err.Error(), "joule init") {
 			t.Errorf("%s: %v", uri, err)
 		}
+	}
+}
+
+// TestCompletion: the bash script, loaded by a real bash, completes command
+// names and subcommands, and every subcommand it offers is one joule takes.
+func TestCompletion(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := joule(t, nil, nil, "completion", "bash")
+	if r.code != 0 {
+		t.Fatalf("%+v", r)
+	}
+	script := filepath.Join(t.TempDir(), "joule.bash")
+	os.WriteFile(script, []byte(r.stdout), 0o600)
+	complete := func(words ...string) []string {
+		t.Helper()
+		line := fmt.Sprintf(`source %q; COMP_WORDS=(%s); COMP_CWORD=%d; _joule; printf '%%s\n' "${COMPREPLY[@]}"`, script, strings.Join(words, " "), len(words)-1)
+		out, err := exec.Command(bash, "--norc", "-c", line).CombinedOutput()
+		if err != nil {
+			t.Fatalf("bash: %v\n%s", err, out)
+		}
+		return strings.Fields(string(out))
+	}
+	if got := complete("joule", "gr"); !slices.Equal(got, []string{"grant"}) {
+		t.Fatalf("joule gr<TAB> = %q", got)
+	}
+	if got := complete("joule", "grant", "re"); !slices.Equal(got, []string{"renew", "revoke"}) {
+		t.Fatalf("joule grant re<TAB> = %q", got)
+	}
+	for cmd, subs := range subcommands {
+		if cmd == "help" || cmd == "completion" {
+			continue
+		}
+		for _, sub := range subs {
+			if r := joule(t, nil, nil, cmd, sub, "-h"); r.code != 0 {
+				t.Errorf("completion offers %q %q, which joule does not take: %+v", cmd, sub, r)
+			}
+		}
+	}
+	for _, sh := range []string{"zsh", "fish"} {
+		r := joule(t, nil, nil, "completion", sh)
+		if r.code != 0 || !strings.Contains(r.stdout, "renew") || !strings.Contains(r.stdout, "receipts") {
+			t.Errorf("%s: %+v", sh, r)
+		}
+	}
+	if r := joule(t, nil, nil, "completion", "tcsh"); r.code != 2 {
+		t.Errorf("tcsh: %+v", r)
 	}
 }
