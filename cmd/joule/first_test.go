@@ -529,3 +529,37 @@ func TestCompletion(t *testing.T) {
 		t.Errorf("tcsh: %+v", r)
 	}
 }
+
+// TestReceiptVerifySessionReceipt: joule receipt verify takes the envelope
+// receipts show prints (a decision receipt), not only JCR-1, and the chain
+// check it points to works as printed.
+func TestReceiptVerifySessionReceipt(t *testing.T) {
+	env, ws := initHome(t)
+	gateOnce(t, env, `{"session_id":"rv","tool":"Bash","input":{"command":"go vet ./..."},"cwd":"`+ws+`"}`)
+	var shown struct {
+		EnvelopeHex string `json:"envelope_hex"`
+	}
+	r := joule(t, nil, env, "receipts", "show", "rv", "1")
+	if err := json.Unmarshal([]byte(r.stdout), &shown); err != nil || shown.EnvelopeHex == "" {
+		t.Fatalf("show: %v %+v", err, r)
+	}
+	pub, err := os.ReadFile(filepath.Join(strings.TrimPrefix(env[0], "JOULE_HOME="), "steward.pub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := strings.TrimSpace(string(pub))
+	r = joule(t, []byte(shown.EnvelopeHex), env, "receipt", "verify", "--pubkey", key)
+	if r.code != 0 || !strings.Contains(r.stdout, "verified: session receipt") || !strings.Contains(r.stdout, `"jc_receipt"`) {
+		t.Fatalf("receipt verify of a decision receipt: %+v", r)
+	}
+	// Tampered: refused.
+	bad := []byte(shown.EnvelopeHex)
+	bad[len(bad)-3] ^= 1
+	if r := joule(t, bad, env, "receipt", "verify", "--pubkey", key); r.code != 1 {
+		t.Fatalf("tampered: %+v", r)
+	}
+	exp := joule(t, nil, env, "receipts", "export", "rv")
+	if r := joule(t, []byte(exp.stdout), env, "receipts", "verify", "--pubkey", key); r.code != 0 {
+		t.Fatalf("export | verify --pubkey: %+v", r)
+	}
+}
