@@ -563,3 +563,55 @@ func TestReceiptVerifySessionReceipt(t *testing.T) {
 		t.Fatalf("export | verify --pubkey: %+v", r)
 	}
 }
+
+// TestEverySuggestedCommandParses finds every joule command a message in
+// the source suggests ('joule …' in quotes, and the proxy's "Raise the
+// budget: joule …") and runs it with -h last: the command, its subcommand
+// and every flag before -h must be ones joule takes, so that what a
+// message prints works when typed. (The tests above run the main ones for
+// real: renew, accept-loss, store restore.)
+func TestEverySuggestedCommandParses(t *testing.T) {
+	quoted := regexp.MustCompile(`'(joule [^']+)'`)
+	raise := regexp.MustCompile(`budget: (joule [^"(]+)`)
+	found := map[string]string{}
+	for _, dir := range []string{".", "../../core", "../../energy", "../../mcpserver", "../../tiers", "../../acpagent"} {
+		filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+				return nil
+			}
+			b, _ := os.ReadFile(p)
+			for _, re := range []*regexp.Regexp{quoted, raise} {
+				for _, m := range re.FindAllStringSubmatch(string(b), -1) {
+					for _, part := range strings.Split(m[1], " | ") {
+						found[strings.TrimSpace(part)] = p
+					}
+				}
+			}
+			return nil
+		})
+	}
+	if len(found) < 10 {
+		t.Fatalf("found only %d suggestions: %v", len(found), found)
+	}
+	env, ws := initHome(t)
+	// The proxy's refusal, run for real as it prints (with an amount).
+	if r := jouleIn(t, ws, nil, env, "grant", "issue", "--template", "dev", "--budget", "420kJ", "--use"); r.code != 0 || !strings.Contains(r.stdout, "420 kJ") {
+		t.Fatalf("the proxy's suggestion, run: %+v", r)
+	}
+	for line, file := range found {
+		words := strings.Fields(strings.NewReplacer("%s", "x", "%d", "1", "%q", "x", `\"`, "", `"`, "").Replace(line))
+		if len(words) < 2 || words[1] == "x" || strings.ContainsAny(line, "<>[]") {
+			continue // a template of a command ('joule %s -h'), not one
+		}
+		t.Run(line, func(t *testing.T) {
+			args := append(words[1:], "-h")
+			if words[1] == "help" {
+				args = words[1:]
+			}
+			r := jouleIn(t, ws, nil, env, args...)
+			if r.code != 0 || words[1] != "help" && !strings.Contains(r.stdout, "usage: joule") {
+				t.Errorf("%s suggests %q, which joule does not take: exit %d\n%s%s", file, line, r.code, r.stdout, r.stderr)
+			}
+		})
+	}
+}
