@@ -615,3 +615,21 @@ func TestEverySuggestedCommandParses(t *testing.T) {
 		})
 	}
 }
+
+// TestKeyModeCode: a private key others may read is denied key-unusable,
+// by joule gate and joule hook alike, with the fix in the text.
+func TestKeyModeCode(t *testing.T) {
+	env, ws := initHome(t)
+	key := filepath.Join(strings.TrimPrefix(env[0], "JOULE_HOME="), "steward.key")
+	if err := os.Chmod(key, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := gateOnce(t, env, `{"session_id":"km","tool":"Read","input":{"file_path":"`+ws+`/a"},"cwd":"`+ws+`"}`)
+	if d.Code != "key-unusable" || !strings.Contains(d.Reason, "chmod 600") {
+		t.Fatalf("gate: %+v", d)
+	}
+	r := jouleIn(t, ws, []byte(`{"session_id":"km","hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{"file_path":"`+ws+`/a"},"cwd":"`+ws+`"}`), env, "hook", "claude-code")
+	if !strings.Contains(r.stdout+r.stderr, "key-unusable") || strings.Contains(r.stdout+r.stderr, "joule init") {
+		t.Fatalf("hook: %+v", r)
+	}
+}
