@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -631,5 +632,37 @@ func TestKeyModeCode(t *testing.T) {
 	r := jouleIn(t, ws, []byte(`{"session_id":"km","hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{"file_path":"`+ws+`/a"},"cwd":"`+ws+`"}`), env, "hook", "claude-code")
 	if !strings.Contains(r.stdout+r.stderr, "key-unusable") || strings.Contains(r.stdout+r.stderr, "joule init") {
 		t.Fatalf("hook: %+v", r)
+	}
+}
+
+// TestProxyRefusalSealed: a model call the proxy refuses is a decision and
+// gets a receipt: a deny, budget-exceeded, in the call's session, in a
+// chain that verifies.
+func TestProxyRefusalSealed(t *testing.T) {
+	env, _ := initHome(t, "--budget", "1mJ")
+	upstream := httptest.NewServer(anthropicStandIn())
+	defer upstream.Close()
+	url, _ := startDaemon(t, env, "proxy", "--listen", "127.0.0.1:0", "--anthropic", upstream.URL, "--quiet")
+	req, _ := http.NewRequest("POST", url+"/v1/messages", strings.NewReader(`{"model":"claude-sonnet-4-5","max_tokens":4096,"messages":[{"role":"user","content":"hi"}]}`))
+	req.Header.Set("x-api-key", "sk-ant-api03-SECRET")
+	req.Header.Set("x-claude-code-session-id", "refused-1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode < 400 {
+		t.Fatalf("a call over the budget was forwarded: %d", resp.StatusCode)
+	}
+	r := joule(t, nil, env, "receipts", "ls", "refused-1", "--json")
+	var rows []struct{ Kind, Tool, Decision, Code string }
+	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil || len(rows) != 1 || rows[0].Decision != "deny" || rows[0].Code != "budget-exceeded" || rows[0].Tool != "model-call" {
+		t.Fatalf("the refusal's receipt: %v %+v", err, r)
+	}
+	if r := joule(t, nil, env, "receipts", "verify"); r.code != 0 || strings.Contains(r.stdout, "SECRET") {
+		t.Fatalf("verify: %+v", r)
+	}
+	if r := joule(t, nil, env, "receipts", "show", "refused-1", "1"); strings.Contains(r.stdout, "SECRET") {
+		t.Fatalf("the credential is in the receipt: %s", r.stdout)
 	}
 }
