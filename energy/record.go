@@ -121,3 +121,51 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// Refusal is a model call the meter refused before forwarding it: it is a
+// decision, and is sealed as one (a deny, debiting nothing).
+type Refusal struct {
+	Session string
+	Path    string // the API path, e.g. /v1/messages
+	Model   string
+	Code    string // the gate's codes: budget-exceeded, no-active-grant, ...
+	Reason  string
+	Grants  []string
+	Body    []byte // the request, which the receipt's input digest names
+	Time    time.Time
+}
+
+// SealRefusal seals ref as a joule-decision/1 deny in its session's chain.
+func (r *Recorder) SealRefusal(ctx context.Context, ref Refusal) (store.Entry, error) {
+	if r == nil || r.Store == nil || r.Sealer == nil {
+		return store.Entry{}, errors.New("energy: recorder has no store or sealer")
+	}
+	when := ref.Time
+	if when.IsZero() {
+		when = time.Now()
+	}
+	grants := ref.Grants
+	if grants == nil {
+		grants = []string{}
+	}
+	digest := core.Sum(ref.Body)
+	return r.Store.Seal(ctx, store.SealRequest{Session: ref.Session, Build: func(pos store.Position, _ error) ([]byte, bool, error) {
+		nonce, err := core.NewNonce()
+		if err != nil {
+			return nil, false, err
+		}
+		d := &receipts.Decision{
+			Kind: receipts.KindDecision, Session: pos.Session, Sequence: pos.Seq, Prev: core.ID(pos.Prev),
+			TimeMS: uint64(when.UnixMilli()), Tool: "model-call", InputDigest: digest,
+			Summary: truncate("model call "+ref.Model+" to "+ref.Path, 200), Cwd: "-", Decision: receipts.Deny,
+			Code: ref.Code, Reason: truncate(ref.Reason, MaxNote), Grants: grants, Provenance: core.Estimator,
+			Nonce: nonce, Steward: r.Sealer.Steward(),
+		}
+		payload, err := receipts.Encode(d)
+		if err != nil {
+			return nil, false, err
+		}
+		env, err := r.Sealer.SealPayload(payload)
+		return env, false, err
+	}})
+}

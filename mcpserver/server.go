@@ -167,7 +167,11 @@ func (l Limits) withDefaults() Limits {
 func (s *Server) MCP() *server.MCPServer { return s.mcp }
 
 // Close stops the subscription poller.
-func (s *Server) Close() { s.subs.close() }
+func (s *Server) Close() {
+	if s.subs != nil {
+		s.subs.close()
+	}
+}
 
 // ServeStdio serves MCP as newline-delimited JSON-RPC on r and w until ctx
 // ends or r is closed. Diagnostics go to errLog.

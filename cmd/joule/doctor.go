@@ -127,7 +127,7 @@ func (d *doctor) run(ctx context.Context, root string, probe bool) {
 		d.add("config", statusFail, err.Error(), "see docs/meter.md")
 		return
 	}
-	d.add("config", statusOK, "config.json and meter.json parse; tiers on: "+strings.Join(onTiers(tc), " "), "")
+	d.add("config", statusOK, configLine(home, tc), "")
 	if loc, err := storeLocation(home, cfg); err == nil {
 		d.files(home, loc)
 	}
@@ -213,6 +213,33 @@ func shellQuote(path string) string {
 	return "'" + strings.ReplaceAll(path, "'", `'\''`) + "'"
 }
 
+// configLine says which configuration files there are and what they turn
+// on: a file that does not exist is reported as such, not as parsing, and
+// the tiers not running here are named beside the ones that are (a grant
+// may allow l0–l4 while this endpoint runs only l0–l2).
+func configLine(home string, tc *tiersConfig) string {
+	var files []string
+	for _, f := range []struct{ name, none string }{{ConfigFile, "defaults"}, {MeterFile, "default coefficients"}} {
+		if _, err := os.Stat(filepath.Join(home, f.name)); err == nil {
+			files = append(files, f.name+" parses")
+		} else {
+			files = append(files, "no "+f.name+" ("+f.none+")")
+		}
+	}
+	on := onTiers(tc)
+	line := strings.Join(files, ", ") + "; tiers running here: " + strings.Join(on, " ")
+	var off []string
+	for _, t := range tierNames {
+		if !slices.Contains(on, t) {
+			off = append(off, t)
+		}
+	}
+	if len(off) > 0 {
+		line += " (" + strings.Join(off, " ") + " not configured: docs/models.md)"
+	}
+	return line
+}
+
 func onTiers(tc *tiersConfig) []string {
 	var on []string
 	for _, t := range tierNames {
@@ -235,7 +262,11 @@ func (d *doctor) grant(ctx context.Context, ep *endpoint) {
 		return
 	}
 	if err := chain.Check("", time.Now()); err != nil {
-		d.add("grant", statusFail, fmt.Sprintf("the active grant %s is not in force: %v", chain.Leaf().ID, err), "issue a new one with 'joule grant issue' and 'joule grant use'")
+		hint := "issue a new one with 'joule grant issue --template dev --use'"
+		if errors.Is(err, grant.ErrExpired) {
+			hint = "run 'joule grant renew active'"
+		}
+		d.add("grant", statusFail, fmt.Sprintf("the active grant %s is not in force: %v", chain.Leaf().ID, err), hint)
 		return
 	}
 	var left uint64 = 1<<64 - 1

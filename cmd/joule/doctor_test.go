@@ -56,14 +56,15 @@ func TestDoctor(t *testing.T) {
 		says  []string          // substrings of the text report
 	}{
 		{name: "no tiers config", code: 0,
-			want: map[string]string{"key": "ok", "config": "ok", "store": "ok", "grant": "ok", "l2 index": "warn", "embedder": "warn", "l3": "ok", "l4": "ok", "proxy": "warn", "go": "ok"}},
+			want: map[string]string{"key": "ok", "config": "ok", "store": "ok", "grant": "ok", "l2 index": "warn", "embedder": "warn", "l3": "ok", "l4": "ok", "proxy": "warn", "go": "ok"},
+			says: []string{"no config.json (defaults), no meter.json (default coefficients); tiers running here: l0 l1 l2 (l3 l4 not configured"}},
 		{name: "servers up", code: 0,
 			tiers: fmt.Sprintf(`{"l2": {"embedder": {"provider": "ollama", "base_url": %q, "model": "nomic-embed-text"}}, "l3": {"provider": "ollama", "base_url": %q, "model": "qwen2.5-coder:7b"}}`, up, up),
 			want:  map[string]string{"embedder": "ok", "l3 model": "ok", "l3 energy": "warn", "l3 budget": "warn"}, says: []string{"one L3 call may reserve up to"}},
 		{name: "calibrated", code: 0,
 			tiers: fmt.Sprintf(`{"l3": {"provider": "openai", "base_url": %q, "model": "qwen2.5-coder:7b"}}`, up+"/v1"),
 			meter: `{"calibrations": [{"model": "qwen2.5-coder:7b", "id": "rtx4090-2026-11", "rates": {"input": "10mJ", "cached": "1mJ", "output": "200mJ"}}]}`,
-			want:  map[string]string{"l3 model": "ok", "l3 energy": "ok"}, says: []string{"ModelBased"}},
+			want:  map[string]string{"l3 model": "ok", "l3 energy": "ok"}, says: []string{"ModelBased", "config.json parses, meter.json parses; tiers running here: l0 l1 l2 l3 (l4 not configured"}},
 		{name: "model not pulled", code: 1,
 			tiers: fmt.Sprintf(`{"l3": {"provider": "ollama", "base_url": %q, "model": "llama3.2"}}`, up),
 			want:  map[string]string{"l3 model": "fail"}, says: []string{"ollama pull llama3.2"}},

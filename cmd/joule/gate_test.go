@@ -308,7 +308,7 @@ func TestGrantCommands(t *testing.T) {
 	if r := joule(t, nil, env, "grant", "issue", "--template", "nope"); r.code != 2 {
 		t.Fatalf("bad template: %+v", r)
 	}
-	if r := joule(t, nil, env, "grant", "issue", "--allow", "Bash(go test:*", "--workspace", ws); r.code != 1 || !strings.Contains(r.stderr, "parenthes") {
+	if r := joule(t, nil, env, "grant", "issue", "--allow", "Bash(go test:*", "--workspace", ws); r.code != 2 || !strings.Contains(r.stderr, "parenthes") {
 		t.Fatalf("bad rule: %+v", r)
 	}
 	_ = time.Now

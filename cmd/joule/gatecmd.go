@@ -80,8 +80,11 @@ func decideStdin(ctx context.Context, e *env) (res gate.Result) {
 // endpointCode names why $JOULE_HOME could not be opened: no key means no
 // grant can exist; anything else is the store or the configuration.
 func endpointCode(err error) string {
-	if errors.Is(err, identity.ErrNoKey) {
+	switch {
+	case errors.Is(err, identity.ErrNoKey):
 		return gate.CodeNoActiveGrant
+	case errors.Is(err, identity.ErrKeyUnusable):
+		return gate.CodeKeyUnusable
 	}
 	return gate.CodeStoreError
 }

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/joulehook/joule/core/gate"
@@ -22,7 +21,7 @@ import (
 
 func init() {
 	register(&command{name: "init", summary: "create the key, the store and a default grant for this workspace", run: runInit})
-	register(&command{name: "grant", summary: "issue, list, show, use or revoke grants", run: runGrant})
+	register(&command{name: "grant", summary: "issue, list, show, use, renew or revoke grants", run: runGrant})
 }
 
 // listFlag collects a repeatable flag; commas also separate values.
@@ -49,6 +48,9 @@ func splitTiers(s string) []string {
 const noTiersNote = "note: this grant names no tier verbs, so 'joule acp' may consult no tier under it (L0 included) and every request resolves to nothing; " +
 	"issue it with --tiers l0,l1,l2 (add l3, l4 for a local model and a remote agent) or from --template dev to let the cascade run"
 
+// DefaultTTL is how long a grant without a template or --ttl is valid.
+const DefaultTTL = 8 * time.Hour
+
 // issueFlags are the flags init and grant issue share.
 type issueFlags struct {
 	template         string
@@ -67,8 +69,8 @@ func (f *issueFlags) register(fs *flag.FlagSet, defTemplate string) {
 	fs.Var(&f.ask, "ask", "an ask rule: held until a human approves (repeatable)")
 	fs.Var(&f.deny, "deny", "a deny rule: wins over allow and ask (repeatable)")
 	fs.StringVar(&f.tiers, "tiers", "", "cascade tier verbs, e.g. l0,l1,l2 (default: the template's)")
-	fs.StringVar(&f.budget, "budget", "", "joule budget with a case-exact unit: µJ, mJ, J, kJ, MJ, GJ, Wh, kWh, MWh (default: the template's)")
-	fs.DurationVar(&f.ttl, "ttl", 0, "how long the grant is valid, e.g. 8h (default: the template's)")
+	fs.StringVar(&f.budget, "budget", "", "joule budget with a case-exact unit: µJ, mJ, J, kJ, MJ, GJ, Wh, kWh, MWh (default: the template's; without a template 30MJ, or with --parent what the parent has left)")
+	fs.DurationVar(&f.ttl, "ttl", 0, "how long the grant is valid, e.g. 8h (default: the template's, or 8h)")
 	fs.StringVar(&f.parent, "parent", "", "delegate from this grant: the new grant must attenuate it")
 	fs.StringVar(&f.subject, "subject", grant.AnySubject, "the session that may use the grant, or * for any")
 	fs.Var(&f.workspaces, "workspace", "a workspace root (repeatable; default: the current directory)")
@@ -103,15 +105,28 @@ func (f *issueFlags) build(now time.Time) (*grant.Grant, error) {
 	if g.Tiers == nil {
 		g.Tiers = []string{}
 	}
-	if f.budget != "" {
+	switch {
+	case f.budget != "":
 		uj, err := grant.ParseEnergy(f.budget)
 		if err != nil {
-			return nil, err
+			return nil, usagef("--budget: %v", err)
+		}
+		if uj == 0 {
+			return nil, usagef("--budget %s: a grant with no budget denies every call budget-exceeded; give an amount, e.g. --budget 30MJ", f.budget)
 		}
 		g.BudgetUJ = uj
+	case f.template == "" && f.parent == "":
+		// No template and no parent: the documented default, the
+		// interactive templates' day (docs/grants.md).
+		g.BudgetUJ = grant.DayBudget
 	}
-	if ttl <= 0 {
-		ttl = 8 * time.Hour
+	// With --parent and no --budget, issue gives the child what its
+	// ancestors have left.
+	if f.ttl < 0 {
+		return nil, usagef("--ttl %s: want a positive duration, e.g. 8h", f.ttl)
+	}
+	if ttl == 0 {
+		ttl = DefaultTTL
 	}
 	g.NotAfter = now.Add(ttl).Unix()
 	roots := f.workspaces
@@ -129,7 +144,7 @@ func (f *issueFlags) build(now time.Time) (*grant.Grant, error) {
 		}
 		info, err := os.Stat(abs)
 		if err != nil || !info.IsDir() {
-			return nil, fmt.Errorf("workspace %s is not a directory", r)
+			return nil, usagef("--workspace %s is not a directory", r)
 		}
 		res, err := rule.Resolve("/", abs)
 		if err != nil {
@@ -138,7 +153,7 @@ func (f *issueFlags) build(now time.Time) (*grant.Grant, error) {
 		g.Roots = append(g.Roots, res)
 	}
 	if _, err := rule.ParseSet(g.Allow, g.Ask, g.Deny); err != nil {
-		return nil, err
+		return nil, usagef("%v", err)
 	}
 	return g, nil
 }
@@ -169,6 +184,19 @@ func issue(ctx context.Context, ep *endpoint, g *grant.Grant, parent string, use
 		}
 		if err := grant.Attenuates(p, g); err != nil {
 			return nil, fmt.Errorf("the new grant does not attenuate %s: %w", parent, err)
+		}
+		explicit := g.BudgetUJ != 0
+		for i, link := range chain {
+			rec, err := ep.store.Grant(ctx, link.ID.String())
+			if err != nil {
+				return nil, err
+			}
+			if !explicit && (i == 0 || rec.RemainingUJ() < g.BudgetUJ) {
+				g.BudgetUJ = rec.RemainingUJ()
+			}
+		}
+		if g.BudgetUJ == 0 {
+			return nil, fmt.Errorf("parent %s has no budget left to delegate", parent)
 		}
 		for _, link := range chain {
 			rec, err := ep.store.Grant(ctx, link.ID.String())
@@ -267,15 +295,20 @@ func printGrantSummary(e *env, s *grant.Signed, remaining uint64) {
 	}
 }
 
-const grantUsage = `grant issue [flags] | grant ls | grant show ID | grant use ID [--session S] | grant revoke ID
+const grantUsage = `grant issue [flags] | grant ls | grant show ID | grant use ID [--session S]
+       grant renew ID [--ttl D] | grant revoke ID
 
 issue signs a new grant with the endpoint key and stores it; ls lists grants
 with their budgets; show prints one as JSON; use makes one active (for every
-session, or one); revoke stops one and every grant delegated from it.`
+session, or one); renew replaces one (expired or not) by a new signed grant
+with the same rules and what the old one has left, valid from now, active
+wherever the old one was; revoke stops one and every grant delegated from it.
+An ID may be any unique prefix of a grant id, or 'active' for the active
+grant.`
 
 func runGrant(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 {
-		return usagef("grant: want a subcommand: issue, ls, show, use or revoke")
+		return usagef("grant: want a subcommand: issue, ls, show, use, renew or revoke")
 	}
 	sub, rest := args[0], args[1:]
 	switch sub {
@@ -304,6 +337,11 @@ func runGrant(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		defer ep.Close()
+		if f.parent != "" {
+			if f.parent, err = resolveGrant(ctx, ep, f.parent); err != nil {
+				return err
+			}
+		}
 		s, err := issue(ctx, ep, g, f.parent, f.use)
 		if err != nil {
 			return err
@@ -313,34 +351,47 @@ func runGrant(ctx context.Context, e *env, args []string) error {
 			fmt.Fprintln(e.stderr, noTiersNote)
 		}
 		return nil
+	case "renew":
+		return grantRenew(ctx, e, rest)
 	case "ls", "show", "use", "revoke":
 	default:
-		return usagef("grant: unknown subcommand %q (want issue, ls, show, use or revoke)", sub)
+		return usagef("grant: unknown subcommand %q (want issue, ls, show, use, renew or revoke)", sub)
 	}
 	fs := newFlags(e, "grant "+sub, grantUsage)
 	session := ""
 	if sub == "use" {
 		fs.StringVar(&session, "session", "", "make the grant active for this session only")
 	}
+	asJSON := false
+	if sub == "ls" {
+		fs.BoolVar(&asJSON, "json", false, "print JSON (an array of objects) instead of a table")
+	}
 	if err := parseFlags(fs, rest); err != nil {
 		return err
 	}
-	ep, err := openEndpoint()
+	open := openEndpoint
+	if sub == "ls" || sub == "show" {
+		open = openReader
+	}
+	ep, err := open()
 	if err != nil {
 		return err
 	}
 	defer ep.Close()
 	if sub == "ls" {
-		return grantList(ctx, e, ep)
+		if err := noArgs(fs); err != nil {
+			return err
+		}
+		return grantList(ctx, e, ep, asJSON)
 	}
 	if fs.NArg() != 1 {
 		return usagef("grant %s: want one grant id", sub)
 	}
-	id := fs.Arg(0)
-	rec, err := ep.store.Grant(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return withHint(fmt.Errorf("grant %s: not found", id), "run 'joule grant ls'")
+	id, err := resolveGrant(ctx, ep, fs.Arg(0))
+	if err != nil {
+		return err
 	}
+	rec, err := ep.store.Grant(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -394,43 +445,64 @@ func grantSubjectFor(session string, g *grant.Grant) string {
 	return g.Subject
 }
 
-func grantList(ctx context.Context, e *env, ep *endpoint) error {
+// grantRow is one line of grant ls, and its JSON.
+type grantRow struct {
+	ID       string `json:"id"`
+	Parent   string `json:"parent,omitempty"`
+	BudgetUJ uint64 `json:"budget_uj"`
+	SpentUJ  uint64 `json:"spent_uj"`
+	LeftUJ   uint64 `json:"remaining_uj"`
+	Expires  string `json:"expires,omitempty"`
+	State    string `json:"state"` // ok, expired, revoked, invalid or store-corrupt
+	Active   bool   `json:"active"`
+	valid    bool
+}
+
+func grantList(ctx context.Context, e *env, ep *endpoint, asJSON bool) error {
 	recs, err := ep.store.Grants(ctx)
 	if err != nil {
 		return err
 	}
 	active, _ := ep.store.Setting(ctx, gate.SettingActive)
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tPARENT\tBUDGET\tSPENT\tLEFT\tEXPIRES\tSTATE")
+	out := []grantRow{}
 	for _, r := range recs {
-		state := "ok"
+		row := grantRow{ID: r.ID, SpentUJ: r.SpentUJ, State: "ok", Active: r.ID == active}
 		s, err := ep.trust.Open(r.Signed)
-		expires := "?"
 		if err != nil {
-			state = "invalid"
+			row.State = "invalid"
 		} else {
-			expires = time.Unix(s.Grant.NotAfter, 0).UTC().Format(time.RFC3339)
+			row.valid = true
+			row.Expires = time.Unix(s.Grant.NotAfter, 0).UTC().Format(time.RFC3339)
 			if time.Now().Unix() >= s.Grant.NotAfter {
-				state = "expired"
+				row.State = "expired"
 			}
+			// The signed figures; a column that disagrees is a fault.
+			row.BudgetUJ, row.LeftUJ, row.Parent = s.Grant.BudgetUJ, signedRemaining(r, s), s.Grant.Parent
 		}
 		if r.Revoked {
-			state = "revoked"
+			row.State = "revoked"
 		}
-		if r.ID == active {
+		if err == nil && columnFault(r, s) != "" {
+			row.State = "store-corrupt"
+		}
+		out = append(out, row)
+	}
+	if asJSON {
+		return printJSON(e, out)
+	}
+	tw := newTable(e.stdout)
+	fmt.Fprintln(tw, "ID\tPARENT\tBUDGET\tSPENT\tLEFT\tEXPIRES\tSTATE")
+	for _, r := range out {
+		budget, left, expires, parent := "?", "?", "?", "-"
+		if r.valid {
+			budget, left, expires = grant.FormatEnergy(r.BudgetUJ), grant.FormatEnergy(r.LeftUJ), r.Expires
+		}
+		if r.Parent != "" {
+			parent = r.Parent
+		}
+		state := r.State
+		if r.Active {
 			state += ",active"
-		}
-		budget, left := "?", "?"
-		if err == nil {
-			// The signed figures; a column that disagrees is a fault.
-			budget, left = grant.FormatEnergy(s.Grant.BudgetUJ), grant.FormatEnergy(signedRemaining(r, s))
-			if columnFault(r, s) != "" {
-				state = "store-corrupt"
-			}
-		}
-		parent := "-"
-		if err == nil && s.Grant.Parent != "" {
-			parent = s.Grant.Parent
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, shortID(parent), budget, grant.FormatEnergy(r.SpentUJ), left, expires, state)
 	}
@@ -460,6 +532,129 @@ func columnFault(rec store.GrantRecord, s *grant.Signed) string {
 func shortID(id string) string {
 	if len(id) > 12 {
 		return id[:12] + "…"
+	}
+	return id
+}
+
+// ActiveGrant names the active grant wherever a grant id is taken.
+const ActiveGrant = "active"
+
+// resolveGrant turns what a user typed for a grant, a whole id, a unique
+// prefix of one, or "active", into the grant's id.
+func resolveGrant(ctx context.Context, ep *endpoint, arg string) (string, error) {
+	if arg == ActiveGrant {
+		id, err := ep.store.Setting(ctx, gate.SettingActive)
+		if errors.Is(err, store.ErrNotFound) || err == nil && id == "" {
+			return "", withHint(errors.New("no active grant"), "run 'joule init' or 'joule grant use ID'")
+		}
+		return id, err
+	}
+	id, err := ep.store.ResolveGrant(ctx, arg)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return "", withHint(fmt.Errorf("grant %s: not found", arg), "run 'joule grant ls'")
+	case errors.Is(err, store.ErrAmbiguous):
+		return "", withHint(errors.New(strings.TrimPrefix(err.Error(), "store: ")), "give more of the id ('joule grant ls' lists them)")
+	}
+	return id, err
+}
+
+// grantRenew supersedes a grant by a new one with the same rules and the
+// remaining budget: the new one is stored and made active wherever the old
+// one was, a receipt naming both is sealed, and the old one is revoked (and
+// with it what was delegated from it).
+func grantRenew(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "grant renew", "grant renew ID [--ttl 8h]\n\nIssues a new grant with the rules of grant ID (a prefix, or 'active') and what\nit has left, valid from now, makes it active wherever ID was, seals a receipt\nnaming both in session "+gate.GrantsSession+", and revokes ID (and so the grants\ndelegated from it).")
+	ttl := fs.Duration("ttl", 0, "how long the new grant is valid (default: as long as the old one was)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("grant renew: want one grant id")
+	}
+	if *ttl < 0 {
+		return usagef("grant renew: --ttl %s: want a positive duration, e.g. 8h", *ttl)
+	}
+	ep, err := openEndpoint()
+	if err != nil {
+		return err
+	}
+	defer ep.Close()
+	id, err := resolveGrant(ctx, ep, fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	rec, err := ep.store.Grant(ctx, id)
+	if err != nil {
+		return err
+	}
+	if rec.Revoked {
+		return fmt.Errorf("grant %s is revoked: issue a new one ('joule grant issue --template dev --use')", id)
+	}
+	old, err := ep.trust.Open(rec.Signed)
+	if err != nil {
+		return err
+	}
+	if fault := columnFault(rec, old); fault != "" {
+		return fmt.Errorf("grant %s: %s (run 'joule store check')", id, fault)
+	}
+	g, err := grant.Renewal(old.Grant, signedRemaining(rec, old), time.Now(), *ttl)
+	if err != nil {
+		return fmt.Errorf("grant %s: %w", id, err)
+	}
+	if g.Parent != "" {
+		// The renewal cannot outlive the parent it is delegated from.
+		gt, err := ep.gate()
+		if err != nil {
+			return err
+		}
+		chain, err := gt.LoadChain(ctx, g.Parent)
+		if err != nil {
+			return err
+		}
+		if err := chain.Check(g.Subject, time.Now()); err != nil {
+			return fmt.Errorf("grant %s is delegated from %s, which is not in force (%v): renew that one first", id, g.Parent, err)
+		}
+	}
+	s, err := issue(ctx, ep, g, g.Parent, false)
+	if err != nil {
+		return err
+	}
+	newID := s.ID.String()
+	moved, err := ep.store.ReplaceSetting(ctx, gate.SettingActive, id, newID)
+	if err != nil {
+		return err
+	}
+	gt, err := ep.gate()
+	if err != nil {
+		return err
+	}
+	en, err := gt.SealRecord(ctx, gate.Record{
+		Session: gate.GrantsSession, Tool: "joule grant renew", Cwd: ep.home, Code: gate.CodeGrantRenewed,
+		Summary: fmt.Sprintf("grant %s renewed as %s", id, newID),
+		Reason:  fmt.Sprintf("superseded by %s, with %s left, valid to %s", newID, grant.FormatEnergy(g.BudgetUJ), time.Unix(g.NotAfter, 0).UTC().Format(time.RFC3339)),
+		Grants:  []string{id, newID}, Input: []byte(id + " " + newID),
+	})
+	if err != nil {
+		return err
+	}
+	if err := ep.store.Revoke(ctx, id); err != nil {
+		return err
+	}
+	printGrantSummary(e, s, g.BudgetUJ)
+	fmt.Fprintf(e.stdout, "renews         %s (now revoked)\n", id)
+	if moved > 0 {
+		fmt.Fprintf(e.stdout, "active         yes: in the %d place(s) the old grant was\n", moved)
+	}
+	fmt.Fprintf(e.stdout, "receipt        session %s seq %d\n", en.Session, en.Seq)
+	return nil
+}
+
+// shortPrefix is a prefix of a grant id that is long enough to stay
+// unique in any store a person keeps.
+func shortPrefix(id string) string {
+	if len(id) > 10 {
+		return id[:10]
 	}
 	return id
 }

@@ -42,7 +42,30 @@ func (ep *endpoint) Close() error { return ep.store.Close() }
 // the log as it is.
 //
 // openEndpoint opens $JOULE_HOME; it needs a key (joule init or keygen).
-func openEndpoint() (*endpoint, error) {
+func openEndpoint() (*endpoint, error) { return openHome(false) }
+
+// openReader opens $JOULE_HOME for a command that only reads: where the
+// store cannot be opened for writing (a read-only home, a file it may not
+// write) it is opened read-only instead of refused.
+func openReader() (*endpoint, error) {
+	ep, err := openHome(false)
+	if err != nil && errors.Is(err, errStoreOpen) {
+		if ro, rerr := openHome(true); rerr == nil {
+			return ro, nil
+		}
+	}
+	return ep, err
+}
+
+// errStoreOpen marks a failure to open the store itself.
+var errStoreOpen = errors.New("cannot open the store")
+
+type storeOpenError struct{ err error }
+
+func (e *storeOpenError) Error() string   { return e.err.Error() }
+func (e *storeOpenError) Unwrap() []error { return []error{e.err, errStoreOpen} }
+
+func openHome(readOnly bool) (*endpoint, error) {
 	home, err := identity.Home()
 	if err != nil {
 		return nil, err
@@ -66,9 +89,12 @@ func openEndpoint() (*endpoint, error) {
 	if err != nil {
 		return nil, err
 	}
+	if readOnly {
+		opts = append(opts, store.ReadOnly())
+	}
 	st, err := store.Open(loc, opts...)
 	if err != nil {
-		return nil, err
+		return nil, &storeOpenError{err}
 	}
 	w, err := witnessFor(home, loc, true, cfg, id.NoteSigner, id.VerifierKey)
 	if err == nil {

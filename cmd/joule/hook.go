@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/joulehook/joule/core/gate"
+	"github.com/joulehook/joule/core/identity"
 	"github.com/joulehook/joule/core/sandbox"
 	"github.com/joulehook/joule/plugins/antigravity"
 	"github.com/joulehook/joule/plugins/claudecode"
@@ -110,7 +112,11 @@ func answerHook(ctx context.Context, e *env, a hook.Adapter, contain bool) (out 
 	}
 	ep, err := openEndpoint()
 	if err != nil {
-		return hook.Fallback(a, nil, hook.Deny(gate.CodeNoActiveGrant, err.Error()+"; run 'joule init' in the workspace"))
+		reason := err.Error()
+		if errors.Is(err, identity.ErrNoKey) {
+			reason += "; run 'joule init' in the workspace"
+		}
+		return hook.Fallback(a, nil, hook.Deny(endpointCode(err), reason))
 	}
 	// The store stays open until exit: see the note above openEndpoint.
 	g, err := ep.gate()

@@ -68,6 +68,20 @@ func runMCP(ctx context.Context, e *env, args []string) error {
 		*session = newMCPSession()
 	}
 	ep, err := openEndpoint()
+	if err != nil && *addr == "" {
+		// A host launched us: it hides stderr and shows only "connection
+		// closed" for a server that exits, so start and say it on every
+		// request instead.
+		reason := err.Error()
+		var h *hintError
+		if errors.As(err, &h) {
+			reason += "; " + h.hint
+		}
+		fmt.Fprintf(e.stderr, "joule: mcp: %s (answering every request with this error)\n", reason)
+		srv := mcpserver.NewUnavailable(reason, version())
+		defer srv.Close()
+		return srv.ServeStdio(ctx, e.stdin, e.stdout, e.stderr)
+	}
 	if err != nil {
 		return err
 	}

@@ -238,7 +238,7 @@ listener also receives OTLP/HTTP telemetry (/v1/metrics, /v1/logs,
 		}
 		return remove
 	}
-	return serve(ctx, e, "proxy", *listen, h, p.Close, announce)
+	return serve(ctx, e, "proxy", *listen, h, p.Close, proxyExports, announce)
 }
 
 func runOtel(ctx context.Context, e *env, args []string) error {
@@ -274,7 +274,9 @@ OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20TOKEN.`)
 	defer m.ep.Close()
 	r := &otlp.Receiver{Table: m.table, Recorder: m.recorder, Ledger: m.ep.store, Grants: m.grants, State: m.ep.store,
 		Session: *session, Logf: newLogf(e, *quiet), Token: token}
-	return serve(ctx, e, "otel", *listen, r, func() {})
+	return serve(ctx, e, "otel", *listen, r, func() {}, func(addr net.Addr) string {
+		return "export OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf OTEL_EXPORTER_OTLP_ENDPOINT=" + clientURL(addr) + "\n"
+	})
 }
 
 // otlpTokenEnv names the variable holding the OTLP receiver's bearer
@@ -353,7 +355,10 @@ func newLogf(e *env, quiet bool) func(string, ...any) {
 
 // serve listens, prints the address (so a script can use port 0), and
 // shuts down on SIGINT or SIGTERM after calls in flight are sealed.
-func serve(ctx context.Context, e *env, name, listen string, h http.Handler, wait func(), onListen ...func(net.Addr) (cleanup func())) error {
+//
+// After the "listening on" line it prints what hello returns for the
+// address: the environment a client sets to use the server.
+func serve(ctx context.Context, e *env, name, listen string, h http.Handler, wait func(), hello func(net.Addr) string, onListen ...func(net.Addr) (cleanup func())) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ln, err := net.Listen("tcp", listen)
@@ -367,6 +372,7 @@ func serve(ctx context.Context, e *env, name, listen string, h http.Handler, wai
 		defer f(ln.Addr())()
 	}
 	fmt.Fprintf(e.stdout, "joule %s listening on http://%s\n", name, ln.Addr())
+	fmt.Fprint(e.stdout, hello(ln.Addr()))
 	if f, ok := e.stdout.(interface{ Sync() error }); ok {
 		f.Sync()
 	}
@@ -383,4 +389,26 @@ func serve(ctx context.Context, e *env, name, listen string, h http.Handler, wai
 	wait()
 	fmt.Fprintf(e.stderr, "joule: %s stopped\n", name)
 	return nil
+}
+
+// proxyExports are the lines that point hosts at a proxy on addr.
+func proxyExports(addr net.Addr) string {
+	u := clientURL(addr)
+	return "# point your agent at it (docs/meter.md):\n" +
+		"export ANTHROPIC_BASE_URL=" + u + "\n" +
+		"export OPENAI_BASE_URL=" + u + "/v1\n" +
+		"export OLLAMA_HOST=" + u + "\n"
+}
+
+// clientURL is the URL a client on this machine uses for a listener on
+// addr: a wildcard address (0.0.0.0, ::) is reached on loopback.
+func clientURL(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return "http://" + addr.String()
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }

@@ -7,16 +7,19 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strconv"
-	"text/tabwriter"
+	"strings"
+	"time"
 
 	"github.com/fxamacker/cbor/v2"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/joulehook/joule/core"
+	"github.com/joulehook/joule/core/grant"
 	"github.com/joulehook/joule/core/identity"
 	"github.com/joulehook/joule/core/receipts"
 	"github.com/joulehook/joule/core/store"
@@ -26,7 +29,7 @@ func init() {
 	register(&command{name: "receipts", summary: "list, show, verify, export and prove sealed receipts", run: runReceipts})
 }
 
-const receiptsUsage = `receipts ls [SESSION]
+const receiptsUsage = `receipts ls [SESSION] [--since 2h] [--tool T] [--decision D] [-n N] [--json]
        receipts show SESSION SEQ | receipts show INDEX
        receipts verify [SESSION]
        receipts verify --steward S --pubkey KEY [--format cbor|jsonl] < export
@@ -34,7 +37,8 @@ const receiptsUsage = `receipts ls [SESSION]
        receipts prove INDEX [--size N] | receipts prove --from OLD|witness|FILE [--size N]
        receipts checkpoint
 
-ls lists sessions (or one session's receipts); show prints one receipt,
+ls lists sessions (or one session's receipts, or with --tool or --decision
+every session's matching receipts); SESSION may be a unique prefix; show prints one receipt,
 decoded, with its envelope and its verification; verify checks every
 signature, every session chain, the Merkle log, the ledger and the latest
 checkpoint, or, with --pubkey, an exported chain offline, reporting the first
@@ -58,6 +62,11 @@ func runReceipts(ctx context.Context, e *env, args []string) error {
 	pubkey := fs.String("pubkey", "", "verify an export offline: the steward's public key (base64url or steward.pub)")
 	size := fs.Int64("size", 0, "prove: the tree size to prove against (default: the whole log)")
 	from := fs.String("from", "", "prove: a consistency proof from this earlier tree size, from 'witness' (the checkpoint kept in $JOULE_HOME/witness) or from a checkpoint note file")
+	var filter listFilter
+	var since *string
+	if sub == "ls" {
+		since = filter.register(fs)
+	}
 	switch sub {
 	case "-h", "--help", "help":
 		fmt.Fprintf(e.stdout, "usage: joule %s\n", receiptsUsage)
@@ -69,13 +78,24 @@ func runReceipts(ctx context.Context, e *env, args []string) error {
 	if err := parseFlags(fs, rest); err != nil {
 		return err
 	}
+	if since != nil {
+		t, err := parseSince(*since, time.Now())
+		if err != nil {
+			return err
+		}
+		filter.since = t
+	}
 	if *format != "cbor" && *format != "jsonl" {
 		return usagef("receipts: --format must be cbor or jsonl")
 	}
 	if sub == "verify" && *pubkey != "" {
 		return verifyExport(e, *steward, *pubkey, *format)
 	}
-	ep, err := openEndpoint()
+	open := openEndpoint
+	if sub == "ls" || sub == "show" || sub == "verify" || sub == "export" {
+		open = openReader
+	}
+	ep, err := open()
 	if err != nil {
 		return err
 	}
@@ -84,21 +104,27 @@ func runReceipts(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	args = fs.Args()
+	if len(args) > 0 && (sub == "ls" || sub == "verify" || sub == "export" || sub == "show" && len(args) == 2) {
+		if args[0], err = resolveSession(ctx, ep, args[0]); err != nil {
+			return err
+		}
+	}
 	switch sub {
 	case "ls":
-		return receiptsList(ctx, e, ep, keys, fs.Args())
+		return receiptsList(ctx, e, ep, keys, args, &filter)
 	case "show":
-		return receiptsShow(ctx, e, ep, keys, fs.Args())
+		return receiptsShow(ctx, e, ep, keys, args)
 	case "verify":
-		return receiptsVerify(ctx, e, ep, keys, fs.Args())
+		return receiptsVerify(ctx, e, ep, keys, args)
 	case "export":
-		if fs.NArg() != 1 {
+		if len(args) != 1 {
 			return usagef("receipts export: want one session id")
 		}
 		warnWitness(ctx, e, ep)
 		// Everything is written, damaged receipts included, so that an
 		// offline verify of the export names the first bad position.
-		rows, verdicts, err := sessionVerdicts(ctx, ep, keys, fs.Arg(0))
+		rows, verdicts, err := sessionVerdicts(ctx, ep, keys, args[0])
 		if err != nil {
 			return err
 		}
@@ -119,7 +145,7 @@ func runReceipts(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		if bad, first := damaged(rows, verdicts); bad > 0 {
-			fmt.Fprintf(e.stderr, "joule: session %s: %d of %d receipts damaged, first at seq %d (%s); all %d exported\n", fs.Arg(0), bad, len(rows), rows[first].Seq, verdicts[first].Verdict, len(rows))
+			fmt.Fprintf(e.stderr, "joule: session %s: %d of %d receipts damaged, first at seq %d (%s); all %d exported\n", args[0], bad, len(rows), rows[first].Seq, verdicts[first].Verdict, len(rows))
 		}
 		return nil
 	case "prove":
@@ -135,50 +161,231 @@ func runReceipts(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-func receiptsList(ctx context.Context, e *env, ep *endpoint, keys receipts.Keys, args []string) error {
+// listFilter selects what receipts ls prints.
+type listFilter struct {
+	since          time.Time // zero: no bound
+	tool, decision string    // "": any
+	last           int       // 0: all; else the last n
+	json           bool
+}
+
+func (f *listFilter) register(fs *flag.FlagSet) (since *string) {
+	since = fs.String("since", "", "only receipts (or sessions active) since a duration ago (90m, 2h) or a time (2026-01-02, RFC 3339)")
+	fs.StringVar(&f.tool, "tool", "", "only decision receipts for this tool (Bash, Read, ...), or efficiency receipts of this unit (model-call)")
+	fs.StringVar(&f.decision, "decision", "", "only decision receipts with this decision: allow, deny, ask, rewrite")
+	fs.IntVar(&f.last, "n", 0, "only the last N receipts (or sessions)")
+	fs.BoolVar(&f.json, "json", false, "print JSON (an array of objects) instead of a table")
+	return since
+}
+
+// parseSince reads --since: a duration back from now or a date or time.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return time.Time{}, usagef("--since %s: want a positive duration, e.g. 2h", s)
+		}
+		return now.Add(-d), nil
+	}
+	for _, layout := range []string{time.RFC3339, "2006-01-02T15:04", "2006-01-02"} {
+		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, usagef("--since %q: want a duration (90m, 2h) or a time (2026-01-02, 2026-01-02T15:04:05Z)", s)
+}
+
+// receiptRow is one line of receipts ls, and its JSON.
+type receiptRow struct {
+	Session  string `json:"session"`
+	Seq      uint64 `json:"sequence"`
+	Index    int64  `json:"index"`
+	Time     string `json:"time"`
+	Verdict  string `json:"verdict"`
+	Reason   string `json:"verdict_reason,omitempty"`
+	Kind     string `json:"kind,omitempty"`
+	Tool     string `json:"tool,omitempty"` // a decision's tool, an efficiency receipt's unit
+	Decision string `json:"decision,omitempty"`
+	Code     string `json:"code,omitempty"`
+	EnergyUJ uint64 `json:"energy_uj"` // a decision's debit, an efficiency receipt's estimate
+	Summary  string `json:"summary,omitempty"`
+	Hash     string `json:"hash"`
+	at       time.Time
+}
+
+func toRow(en store.StoredEntry, v receipts.Verdict) receiptRow {
+	r := receiptRow{Session: en.Session, Seq: en.Seq, Index: en.Index, Time: en.Time.UTC().Format(time.RFC3339), Verdict: v.Verdict, Hash: core.ID(en.Hash).String(), at: en.Time}
+	if v.Verdict != receipts.VerdictOK {
+		r.Reason = v.Reason
+	}
+	switch a := v.Receipt; {
+	case a == nil:
+	case a.Decision != nil:
+		d := a.Decision
+		r.Kind, r.Tool, r.Decision, r.Code, r.EnergyUJ, r.Summary = "decision", d.Tool, d.Decision, d.Code, d.DebitUJ, d.Summary
+	default:
+		// An efficiency receipt decides nothing: its status and coverage
+		// go in the summary, not the DECISION and CODE columns.
+		f := a.Efficiency
+		r.Kind, r.Tool, r.EnergyUJ = "efficiency", f.Unit, f.EstimatedUJ
+		if f.MeasuredUJ != nil {
+			r.EnergyUJ = *f.MeasuredUJ
+		}
+		r.Summary = strings.TrimSpace(f.Unit+" "+f.Model) + " (" + f.Status + ", " + f.Coverage + ")"
+	}
+	return r
+}
+
+func (f *listFilter) keep(r receiptRow) bool {
+	switch {
+	case !f.since.IsZero() && r.at.Before(f.since):
+		return false
+	case f.tool != "" && r.Tool != f.tool:
+		return false
+	case f.decision != "" && r.Decision != f.decision:
+		return false
+	}
+	return true
+}
+
+func receiptsList(ctx context.Context, e *env, ep *endpoint, keys receipts.Keys, args []string, f *listFilter) error {
 	warnWitness(ctx, e, ep)
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	if len(args) == 0 {
+	if len(args) > 1 {
+		return usagef("receipts ls: want at most one session id")
+	}
+	if f.decision != "" && f.decision != receipts.Allow && f.decision != receipts.Deny && f.decision != receipts.Ask && f.decision != receipts.Rewrite {
+		return usagef("receipts ls: --decision %q: want allow, deny, ask or rewrite", f.decision)
+	}
+	if f.last < 0 {
+		return usagef("receipts ls: -n %d: want a positive number", f.last)
+	}
+	tw := newTable(e.stdout)
+	if len(args) == 0 && f.tool == "" && f.decision == "" {
 		sessions, err := ep.store.Sessions(ctx)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintln(tw, "SESSION\tRECEIPTS\tFIRST\tLAST\tHEAD")
+		type sessionRow struct {
+			ID       string `json:"session"`
+			Receipts uint64 `json:"receipts"`
+			First    string `json:"first"`
+			Last     string `json:"last"`
+			Head     string `json:"head"`
+		}
+		out := []sessionRow{}
 		for _, s := range sessions {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", s.ID, s.Count, s.First.UTC().Format("2006-01-02T15:04:05Z"), s.Last.UTC().Format("2006-01-02T15:04:05Z"), shortID(core.ID(s.Head).String()))
+			if !f.since.IsZero() && s.Last.Before(f.since) {
+				continue
+			}
+			out = append(out, sessionRow{s.ID, s.Count, s.First.UTC().Format(time.RFC3339), s.Last.UTC().Format(time.RFC3339), core.ID(s.Head).String()})
+		}
+		if f.last > 0 && len(out) > f.last {
+			out = out[len(out)-f.last:]
+		}
+		if f.json {
+			return printJSON(e, out)
+		}
+		fmt.Fprintln(tw, "SESSION\tRECEIPTS\tFIRST\tLAST\tHEAD")
+		for _, s := range out {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", s.ID, s.Receipts, s.First, s.Last, shortID(s.Head))
 		}
 		return tw.Flush()
 	}
-	rows, verdicts, err := sessionVerdicts(ctx, ep, keys, args[0])
+	// One session's receipts, or, with --tool or --decision and no
+	// session, every session's.
+	sessions := args
+	if len(args) == 0 {
+		all, err := ep.store.Sessions(ctx)
+		if err != nil {
+			return err
+		}
+		for _, s := range all {
+			if f.since.IsZero() || !s.Last.Before(f.since) {
+				sessions = append(sessions, s.ID)
+			}
+		}
+	}
+	out := []receiptRow{}
+	var bad, total int
+	var firstBad *receiptRow
+	for _, id := range sessions {
+		rows, verdicts, err := sessionVerdicts(ctx, ep, keys, id)
+		if err != nil {
+			return err
+		}
+		total += len(rows)
+		for i, en := range rows {
+			r := toRow(en, verdicts[i])
+			if r.Verdict != receipts.VerdictOK {
+				bad++
+				if firstBad == nil {
+					firstBad = &r
+				}
+			}
+			if f.keep(r) {
+				out = append(out, r)
+			}
+		}
+	}
+	if f.last > 0 && len(out) > f.last {
+		out = out[len(out)-f.last:]
+	}
+	if f.json {
+		if err := printJSON(e, out); err != nil {
+			return err
+		}
+	} else {
+		cols := "SEQ\tINDEX\t" + paint(e, ansiPlain, "VERDICT") + "\tKIND\tTOOL\t" + paint(e, ansiPlain, "DECISION") + "\tCODE\tENERGY\tSUMMARY"
+		if len(args) == 0 {
+			cols = "SESSION\t" + cols
+		}
+		fmt.Fprintln(tw, cols)
+		for _, r := range out {
+			if len(args) == 0 {
+				fmt.Fprintf(tw, "%s\t", r.Session)
+			}
+			why := ""
+			if r.Reason != "" {
+				why = " [" + r.Reason + "]"
+			}
+			energy := "-"
+			if r.Kind != "" {
+				energy = grant.FormatEnergy(r.EnergyUJ)
+			}
+			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s%s\n", r.Seq, r.Index, paintVerdict(e, r.Verdict), dash(r.Kind), dash(r.Tool), paintDecision(e, dash(r.Decision)), dash(r.Code), energy, r.Summary, why)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if bad > 0 {
+		msg := fmt.Sprintf("%d of %d receipts damaged, first at session %s seq %d (%s)", bad, total, firstBad.Session, firstBad.Seq, firstBad.Verdict)
+		if f.json {
+			fmt.Fprintf(e.stderr, "joule: %s\n", msg)
+		} else {
+			fmt.Fprintln(e.stdout, msg)
+		}
+	}
+	return nil
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// printJSON prints v indented, with a newline.
+func printJSON(e *env, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(tw, "SEQ\tINDEX\tVERDICT\tKIND\tDECISION\tCODE\tDEBIT\tSUMMARY")
-	for i, en := range rows {
-		v := verdicts[i]
-		why := ""
-		if v.Verdict != receipts.VerdictOK {
-			why = " [" + v.Reason + "]"
-		}
-		a := v.Receipt
-		switch {
-		case a == nil:
-			fmt.Fprintf(tw, "%d\t%d\t%s\t\t\t\t\t%s\n", en.Seq, en.Index, v.Verdict, v.Reason)
-		case a.Decision != nil:
-			d := a.Decision
-			fmt.Fprintf(tw, "%d\t%d\t%s\tdecision\t%s\t%s\t%d µJ\t%s%s\n", en.Seq, en.Index, v.Verdict, d.Decision, d.Code, d.DebitUJ, d.Summary, why)
-		default:
-			f := a.Efficiency
-			fmt.Fprintf(tw, "%d\t%d\t%s\tefficiency\t%s\t%s\t%d µJ\t%s %s%s\n", en.Seq, en.Index, v.Verdict, f.Status, f.Coverage, f.EstimatedUJ, f.Unit, f.Model, why)
-		}
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if bad, first := damaged(rows, verdicts); bad > 0 {
-		fmt.Fprintf(e.stdout, "%d of %d receipts damaged, first at seq %d (%s)\n", bad, len(rows), rows[first].Seq, verdicts[first].Verdict)
-	}
-	return nil
+	_, err = fmt.Fprintf(e.stdout, "%s\n", b)
+	return err
 }
 
 // VerdictBadRow is the verdict of a receipt that verifies but whose row
@@ -635,4 +842,18 @@ func splitExport(data []byte, format string) ([][]byte, error) {
 		}
 		envs = append(envs, []byte(raw))
 	}
+}
+
+// resolveSession turns a unique prefix of a session id into the id. A
+// prefix of none is passed on as typed, so that the command reports the
+// session as it does any unknown one.
+func resolveSession(ctx context.Context, ep *endpoint, arg string) (string, error) {
+	id, err := ep.store.ResolveSession(ctx, arg)
+	switch {
+	case err == nil:
+		return id, nil
+	case errors.Is(err, store.ErrAmbiguous):
+		return "", withHint(errors.New(strings.TrimPrefix(err.Error(), "store: ")), "give more of the session id ('joule receipts ls' lists them)")
+	}
+	return arg, nil
 }

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/joulehook/joule/core"
 	"github.com/joulehook/joule/core/grant"
+	"github.com/joulehook/joule/core/identity"
 	"github.com/joulehook/joule/core/receipts"
 	"github.com/joulehook/joule/core/store"
 )
@@ -57,9 +59,12 @@ func statusLine(ctx context.Context, r io.Reader) (line string) {
 	if err != nil || json.Unmarshal(b, &in) != nil || in.SessionID == "" {
 		return "joule: no session in the status-line input"
 	}
-	ep, err := openEndpoint()
-	if err != nil {
+	ep, err := openReader()
+	if errors.Is(err, identity.ErrNoKey) {
 		return "joule: not initialised (run joule init)"
+	}
+	if err != nil {
+		return "joule: " + firstLine(err.Error())
 	}
 	// The store stays open until exit: see the note above openEndpoint.
 	st, err := sessionStatsOf(ctx, ep, in.SessionID)
@@ -158,6 +163,12 @@ func budgetLeft(ctx context.Context, ep *endpoint, session string) string {
 	if err != nil {
 		return "no active grant"
 	}
+	if err := chain.Check(session, time.Now()); errors.Is(err, grant.ErrExpired) {
+		// Nothing is left to spend: every call is denied until renewed.
+		return "grant expired: joule grant renew " + shortPrefix(chain.Leaf().ID.String())
+	} else if err != nil {
+		return "grant not in force"
+	}
 	var left uint64
 	for i, id := range chain.IDs() {
 		rec, err := ep.store.Grant(ctx, id)
@@ -169,4 +180,10 @@ func budgetLeft(ctx context.Context, ep *endpoint, session string) string {
 		}
 	}
 	return grant.FormatEnergy(left) + " left"
+}
+
+// firstLine keeps a status line one short line.
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return truncate(s, 160)
 }

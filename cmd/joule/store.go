@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -17,13 +18,22 @@ func init() {
 }
 
 func runStore(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "store", "store migrate|check|accept-loss [--store PATH|URL]\n\nmigrate brings the store's schema up to this joule's version (run it as\nthe database owner before rolling out a new joule to a team).\ncheck verifies the whole store: every session chain, the Merkle log,\nevery checkpoint, every grant envelope's signature and id, every column\na decision reads against the envelope, every ledger figure against the\nsigned receipts, every reservation against its grant, and the store\nagainst the checkpoint witnessed outside it. Each finding names the\ngrant, session and SEQ. Exit status 1 if anything is wrong.\naccept-loss is the way out of a store refused by its witness (wiped,\nrolled back or replaced): it seals a receipt recording what was witnessed\nand what the store holds now, and re-anchors the witness there.\n\nThe store is --store, else $JOULE_STORE, else config.json's \"store\",\nelse joule.db in $JOULE_HOME.")
+	fs := newFlags(e, "store", "store migrate|check|accept-loss [--store PATH|URL] | store backup FILE | store restore FILE\n\nmigrate brings the store's schema up to this joule's version (run it as\nthe database owner before rolling out a new joule to a team).\ncheck verifies the whole store: every session chain, the Merkle log,\nevery checkpoint, every grant envelope's signature and id, every column\na decision reads against the envelope, every ledger figure against the\nsigned receipts, every reservation against its grant, and the store\nagainst the checkpoint witnessed outside it. Each finding names the\ngrant, session and SEQ. Exit status 1 if anything is wrong.\naccept-loss is the way out of a store refused by its witness (wiped,\nrolled back or replaced): it seals a receipt recording what was witnessed\nand what the store holds now, and re-anchors the witness there.\nbackup writes a consistent copy of a SQLite store to the new FILE while\nit is in use (SQLite's online backup); restore checks FILE is a whole\nstore and replaces the store's contents by it. A restore goes back in\ntime, which the witness notices: accept it with 'joule store accept-loss'.\nA PostgreSQL store is backed up with pg_dump (docs/team.md).\n\nThe store is --store, else $JOULE_STORE, else config.json's \"store\",\nelse joule.db in $JOULE_HOME.")
 	loc := fs.String("store", "", "the store: a file path or a postgres:// URL")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if sub := fs.Arg(0); sub == "backup" || sub == "restore" {
+		if fs.NArg() != 2 {
+			return usagef("store %s: want one FILE", sub)
+		}
+		if *loc != "" {
+			return usagef("store %s: works on the home's configured store; set $JOULE_STORE instead of --store", sub)
+		}
+		return storeBackup(ctx, e, sub, fs.Arg(1))
+	}
 	if fs.NArg() != 1 || fs.Arg(0) != "migrate" && fs.Arg(0) != "check" && fs.Arg(0) != "accept-loss" {
-		return usagef("store: want 'migrate', 'check' or 'accept-loss' (run 'joule store -h')")
+		return usagef("store: want 'migrate', 'check', 'accept-loss', 'backup FILE' or 'restore FILE' (run 'joule store -h')")
 	}
 	if fs.Arg(0) == "accept-loss" {
 		if *loc != "" {
@@ -158,4 +168,42 @@ func verifySigned(ctx context.Context, e *env, ep *endpoint, keys receipts.Keys)
 		fmt.Fprintln(e.stdout, "ok   store: log hashes, checkpoints, grant envelopes, ledger and reservations match what is signed")
 	}
 	return len(findings)
+}
+
+// storeBackup runs store backup FILE or store restore FILE on the home's
+// store.
+func storeBackup(ctx context.Context, e *env, sub, file string) error {
+	ep, err := openEndpoint()
+	if err != nil {
+		return err
+	}
+	defer ep.Close()
+	if ep.store.Backend() != "sqlite" {
+		return withHint(fmt.Errorf("store %s: %w", sub, store.ErrNoOnlineBackup), "run pg_dump --format=custom --file=joule.dump --dbname=\"$JOULE_STORE\"; restore into a new database with pg_restore and check it with 'joule store check --store URL' (docs/team.md, \"Backup and restore\")")
+	}
+	if sub == "backup" {
+		if err := ep.store.Backup(ctx, file); err != nil {
+			return err
+		}
+		size, err := ep.store.LogSize(ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "backup   %s: the store at log size %d (mode 0600)\n", file, size)
+		fmt.Fprintln(e.stdout, "restore  joule store restore "+file)
+		return nil
+	}
+	if err := ep.store.Restore(ctx, file); err != nil {
+		return err
+	}
+	size, err := ep.store.LogSize(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "restored %s: the store is now at log size %d\n", file, size)
+	if err := ep.witnessProblem(ctx); err != nil {
+		fmt.Fprintf(e.stdout, "witness  %v\n", errors.Unwrap(err))
+		fmt.Fprintln(e.stdout, "next     nothing is decided until the loss is accepted: run 'joule store accept-loss'")
+	}
+	return nil
 }

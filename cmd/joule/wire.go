@@ -13,6 +13,7 @@ import (
 
 	"github.com/joulehook/joule/core"
 	"github.com/joulehook/joule/core/identity"
+	"github.com/joulehook/joule/core/receipts"
 )
 
 func init() {
@@ -118,7 +119,7 @@ func runReceipt(_ context.Context, e *env, args []string) error {
 		}
 		return usagef("receipt: want 'receipt verify --steward S --pubkey KEY < envelope'")
 	}
-	fs := newFlags(e, "receipt verify", "receipt verify --steward S --pubkey KEY < envelope\n\nVerifies a JCR-1 receipt (tagged COSE_Sign1, raw or hex on stdin) against\nthe steward and its Ed25519 public key, and prints the receipt core as JSON.\nKEY is the raw key as unpadded base64url, or a signed-note verifier key\n(the content of steward.pub), whose name then gives the steward.")
+	fs := newFlags(e, "receipt verify", "receipt verify --steward S --pubkey KEY < envelope\n\nVerifies one receipt, a JCR-1 receipt (joule-code/1) or a session receipt\n(joule-decision/1, efficiency/1: the envelope_hex 'joule receipts show'\nprints), tagged COSE_Sign1, raw or hex on stdin, against\nthe steward and its Ed25519 public key, and prints the receipt core as JSON.\nKEY is the raw key as unpadded base64url, or a signed-note verifier key\n(the content of steward.pub), whose name then gives the steward.")
 	steward := fs.String("steward", "", "the expected steward (the COSE kid)")
 	pubkey := fs.String("pubkey", "", "the steward's public key")
 	if err := parseFlags(fs, args[1:]); err != nil {
@@ -148,14 +149,25 @@ func runReceipt(_ context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	r, err := v.Verify(env)
+	var r any
+	kind := "JCR-1 receipt"
+	jcr, err := v.Verify(env)
+	r = jcr
 	if err != nil {
-		return err
+		// A decision or efficiency receipt (what receipts show prints).
+		a, aerr := receipts.Open(v, *steward, env)
+		if aerr != nil {
+			return fmt.Errorf("%w (nor is it a decision or efficiency receipt: %v)", err, aerr)
+		}
+		r, kind = a.Core(), "session receipt"
 	}
 	out, _ := json.MarshalIndent(r, "", "  ")
 	w := bufio.NewWriter(e.stdout)
 	fmt.Fprintf(w, "%s\n", out)
-	fmt.Fprintf(w, "verified: receipt %s sealed by %s\n", core.Sum(env), *steward)
+	fmt.Fprintf(w, "verified: %s %s sealed by %s\n", kind, core.Sum(env), *steward)
+	if kind == "session receipt" {
+		fmt.Fprintln(w, "note: this checks its signature alone; its place in its session's chain is checked by 'joule receipts export SESSION | joule receipts verify --steward S --pubkey KEY'")
+	}
 	return w.Flush()
 }
 

@@ -44,6 +44,7 @@ const (
 	CodeUnanalyzable    = "unanalyzable-command"
 	CodeSelfTamper      = "self-tamper"
 	CodeStoreError      = "store-unavailable"
+	CodeKeyUnusable     = "key-unusable" // the endpoint key is there but unusable (its file's mode, its content)
 	CodeStoreCorrupt    = "store-corrupt"
 	CodeRolledBack      = "store-rolled-back" // the store is smaller than, or not an extension of, its witness
 	CodeWitnessInvalid  = "witness-invalid"   // the witness outside the store is missing, unreadable or unsigned

@@ -33,6 +33,21 @@ var (
 	ErrWrongUser = errors.New("grant-subject-mismatch")
 )
 
+// RenewHint is how every expiry message names the way out.
+func RenewHint(id string) string {
+	return fmt.Sprintf("renew it with 'joule grant renew %s'", id)
+}
+
+// codedError is a chain error whose code (one of the errors above) the
+// gate reports beside its text, so the text does not repeat it.
+type codedError struct {
+	code error
+	msg  string
+}
+
+func (e *codedError) Error() string { return e.msg }
+func (e *codedError) Unwrap() error { return e.code }
+
 // Check verifies that the chain links up (each grant names the one before
 // it as parent), that every link is in its window at now and applies to the
 // session, and that each child attenuates its parent.
@@ -57,7 +72,7 @@ func (c Chain) Check(session string, now time.Time) error {
 			return fmt.Errorf("%w: grant %s is valid from %s", ErrNotYet, s.ID, time.Unix(g.NotBefore, 0).UTC().Format(time.RFC3339))
 		}
 		if now.Unix() >= g.NotAfter {
-			return fmt.Errorf("%w: grant %s expired at %s", ErrExpired, s.ID, time.Unix(g.NotAfter, 0).UTC().Format(time.RFC3339))
+			return &codedError{ErrExpired, fmt.Sprintf("grant %s expired at %s: %s", s.ID, time.Unix(g.NotAfter, 0).UTC().Format(time.RFC3339), RenewHint(s.ID.String()))}
 		}
 		if !g.AppliesTo(session) {
 			return fmt.Errorf("%w: grant %s is for session %q", ErrWrongUser, s.ID, g.Subject)

@@ -46,6 +46,10 @@ func ParseEnergy(s string) (uint64, error) {
 		if whole == "" && frac == "" || strings.ContainsAny(num, "+-_ eE") {
 			return 0, fmt.Errorf("energy %q: want a number and a unit (%s), e.g. 20MJ", s, unitList)
 		}
+		if strings.IndexFunc(num, func(r rune) bool { return (r < '0' || r > '9') && r != '.' }) >= 0 {
+			// "5TJ" is not a bad number in joules but an unknown unit.
+			return 0, fmt.Errorf("energy %q: unknown unit (%s), e.g. 20MJ", s, unitList)
+		}
 		w := uint64(0)
 		if whole != "" {
 			var err error

@@ -53,13 +53,21 @@ func TestParseEnergy(t *testing.T) {
 		{"5kj", 0, false},
 		{"5KJ", 0, false},
 		{"5gJ", 0, false},
+		{"5TJ", 0, false},
+		{"5 TJ", 0, false},
+		{"5PJ", 0, false},
 		{"5mwh", 0, false},
 		{"5KWh", 0, false},
 		{"5 M J", 0, false},
 		{"", 0, false},
 	}
+	// The unit is the problem in these: the error must say so, not "bad number".
+	unknownUnit := map[string]bool{"5TJ": true, "5 TJ": true, "5PJ": true, "5gJ": true, "5kj": true, "5KJ": true, "5mwh": true}
 	for _, tt := range tests {
 		got, err := ParseEnergy(tt.in)
+		if err != nil && unknownUnit[tt.in] && !strings.Contains(err.Error(), "unit") {
+			t.Errorf("ParseEnergy(%q): %v does not name the unit", tt.in, err)
+		}
 		if (err == nil) != tt.ok || got != tt.want {
 			t.Errorf("ParseEnergy(%q) = %d, %v; want %d ok=%v", tt.in, got, err, tt.want, tt.ok)
 		}

@@ -57,6 +57,16 @@ func Home() (string, error) { return home.Dir() }
 // ErrExists is returned by Create when a key is already there.
 var ErrExists = errors.New("a key already exists")
 
+// ErrKeyUnusable is what Load's error wraps when the key is there but
+// cannot be used: a file group or others may read, or one that does not
+// parse.
+var ErrKeyUnusable = errors.New("key unusable")
+
+type keyError struct{ msg string }
+
+func (e *keyError) Error() string { return e.msg }
+func (e *keyError) Unwrap() error { return ErrKeyUnusable }
+
 // ErrNoKey is returned by Load when $JOULE_HOME holds no key.
 var ErrNoKey = errors.New("no key")
 
@@ -107,7 +117,7 @@ func Load(dir string) (*Identity, error) {
 		return nil, err
 	}
 	if perm := info.Mode().Perm(); perm&0o077 != 0 {
-		return nil, fmt.Errorf("private key %s is accessible by group or others (mode %#o); run: chmod 600 %s", keyPath, perm, keyPath)
+		return nil, &keyError{fmt.Sprintf("private key %s is accessible by group or others (mode %#o); run: chmod 600 %s", keyPath, perm, keyPath)}
 	}
 	b, err := os.ReadFile(keyPath)
 	if err != nil {
@@ -115,7 +125,7 @@ func Load(dir string) (*Identity, error) {
 	}
 	id, err := parse(strings.TrimSpace(string(b)))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", keyPath, err)
+		return nil, &keyError{fmt.Sprintf("%s: %v", keyPath, err)}
 	}
 	return id, nil
 }

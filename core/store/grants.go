@@ -242,6 +242,30 @@ func (s *Store) SetSetting(ctx context.Context, key, value string) error {
 	return nil
 }
 
+// ReplaceSetting sets to value every setting under key, or under key+":"
+// and a suffix, whose value is old, and returns how many it changed: a
+// renewed grant takes the old one's place wherever it was active.
+func (s *Store) ReplaceSetting(ctx context.Context, key, old, value string) (int64, error) {
+	if err := checkID("setting", key); err != nil {
+		return 0, fmt.Errorf("store: replace setting: %w", err)
+	}
+	var n int64
+	err := s.write(ctx, func(ctx context.Context, tx conn) error {
+		res, err := tx.ExecContext(ctx,
+			`UPDATE settings SET value = ? WHERE value = ? AND (key = ? OR substr(key, 1, ?) = ?)`,
+			value, old, key, int64(len(key)+1), key+":")
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: replace setting %q: %w", key, err)
+	}
+	return n, nil
+}
+
 // Setting returns the value stored under key, or an error wrapping
 // ErrNotFound.
 func (s *Store) Setting(ctx context.Context, key string) (string, error) {

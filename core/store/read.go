@@ -202,3 +202,51 @@ func (s *Store) SessionRows(ctx context.Context, id string) ([]StoredEntry, erro
 	}
 	return out, nil
 }
+
+// ResolveGrant returns the id of the one grant whose id is, or starts
+// with, prefix (as git takes a unique prefix of a commit id). It fails with
+// ErrNotFound when none does and ErrAmbiguous, naming some, when several do.
+func (s *Store) ResolveGrant(ctx context.Context, prefix string) (string, error) {
+	return s.resolve(ctx, "grant", `SELECT id FROM grants WHERE id = ? OR substr(id, 1, ?) = ? ORDER BY id LIMIT 4`, prefix)
+}
+
+// ResolveSession is ResolveGrant for session ids.
+func (s *Store) ResolveSession(ctx context.Context, prefix string) (string, error) {
+	return s.resolve(ctx, "session", `SELECT id FROM sessions WHERE id = ? OR substr(id, 1, ?) = ? ORDER BY id LIMIT 4`, prefix)
+}
+
+func (s *Store) resolve(ctx context.Context, kind, query, prefix string) (string, error) {
+	if err := checkID(kind, prefix); err != nil {
+		return "", fmt.Errorf("store: %w", err)
+	}
+	rows, err := s.conn().QueryContext(ctx, query, prefix, int64(len(prefix)), prefix)
+	if err != nil {
+		return "", fmt.Errorf("store: resolve %s: %w", kind, s.classify(err))
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return "", fmt.Errorf("store: resolve %s: %w", kind, s.classify(err))
+		}
+		if id == prefix {
+			return id, nil
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return "", fmt.Errorf("store: resolve %s: %w", kind, s.classify(err))
+	}
+	switch len(ids) {
+	case 0:
+		return "", fmt.Errorf("store: %s %q: %w", kind, prefix, ErrNotFound)
+	case 1:
+		return ids[0], nil
+	}
+	some := strings.Join(ids[:min(len(ids), 3)], ", ")
+	if len(ids) > 3 {
+		some += ", …"
+	}
+	return "", fmt.Errorf("store: %s %q: %w: it matches %s", kind, prefix, ErrAmbiguous, some)
+}

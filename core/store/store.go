@@ -40,6 +40,8 @@ var (
 	// ErrNotFound reports a grant, reservation, setting, entry or
 	// checkpoint that is not in the store.
 	ErrNotFound = errors.New("not found")
+	// ErrAmbiguous reports an id prefix that more than one id starts with.
+	ErrAmbiguous = errors.New("ambiguous id prefix")
 	// ErrRevoked reports a debit or reservation against a revoked grant.
 	ErrRevoked = errors.New("grant revoked")
 	// ErrConflict reports a write that contradicts what the store already
@@ -111,11 +113,22 @@ type Store struct {
 	grantCheck grantCheckSlot
 	// wit is the witness outside the database (witness.go).
 	wit witnessState
+	// readOnly: opened with ReadOnly.
+	readOnly bool
 }
 
 type config struct {
 	lockTimeout time.Duration
 	now         func() time.Time
+	readOnly    bool
+}
+
+// ReadOnly opens an existing SQLite store for reading only: nothing is
+// created or migrated, and every write fails. It serves the commands that
+// only look (receipts ls, grant ls, verify) where the store or its
+// directory is not writable, and the check of a backup.
+func ReadOnly() Option {
+	return func(c *config) { c.readOnly = true }
 }
 
 // Option configures Open.
@@ -151,6 +164,9 @@ func Open(path string, opts ...Option) (*Store, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("store: path %q: %w", path, err)
+	}
+	if cfg.readOnly {
+		return openReadOnly(abs, cfg)
 	}
 	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 		return nil, fmt.Errorf("store: create directory for %q: %w", abs, err)
@@ -241,6 +257,50 @@ func dsn(abs string, lockTimeout time.Duration) string {
 	u := url.URL{Path: p}
 	return "file://" + u.EscapedPath() + "?" + q.Encode()
 }
+
+// openReadOnly opens abs with SQLite's mode=ro. A WAL database needs its
+// -shm index, which a reader cannot create in a directory it may not write:
+// then, with no -wal file left to read (every commit checkpointed), the
+// file is opened immutable, as what it is on disk.
+func openReadOnly(abs string, cfg config) (*Store, error) {
+	if _, err := os.Stat(abs); err != nil {
+		return nil, fmt.Errorf("store: open %q read-only: %w", abs, err)
+	}
+	var last error
+	for _, mode := range []string{"mode=ro", "immutable=1"} {
+		if mode == "immutable=1" {
+			if _, err := os.Stat(abs + "-wal"); err == nil {
+				break
+			}
+		}
+		d := dsn(abs, cfg.lockTimeout)
+		d = strings.NewReplacer("_journal_mode=WAL&", "", "_txlock=immediate", "_txlock=deferred").Replace(d) + "&" + mode
+		db, err := sql.Open("sqlite", d)
+		if err != nil {
+			return nil, fmt.Errorf("store: open %q: %w", abs, err)
+		}
+		s := &Store{db: db, path: abs, lockTimeout: cfg.lockTimeout, now: cfg.now, writeGate: make(chan struct{}, 1), readOnly: true}
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.lockTimeout)
+		version, app, err := schemaState(ctx, s.conn())
+		cancel()
+		if err == nil {
+			err = checkSchema(version, app)
+		}
+		if err == nil && (app != applicationID || version != int64(len(migrations))) {
+			err = fmt.Errorf("%w: schema version %d, this joule's is %d (run 'joule store migrate' where the store is writable)", ErrNotStore, version, len(migrations))
+		}
+		if err == nil {
+			s.stmts = &stmtCache{db: db}
+			return s, nil
+		}
+		db.Close()
+		last = s.classify(err)
+	}
+	return nil, fmt.Errorf("store: open %q read-only: %w", abs, last)
+}
+
+// ReadOnly reports whether the store was opened with ReadOnly.
+func (s *Store) ReadOnly() bool { return s.readOnly }
 
 // init checks the connection settings and brings the schema up to date.
 func (s *Store) init(ctx context.Context) error {

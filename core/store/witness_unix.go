@@ -3,6 +3,7 @@
 package store
 
 import (
+	"errors"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -12,6 +13,16 @@ import (
 // waiting for it.
 func lockFile(path string, exclusive bool) (func(), error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil && !exclusive && errors.Is(err, os.ErrPermission) {
+		// A reader of a witness it may not write (a read-only home): a
+		// shared lock needs only a read-only descriptor, and where the lock
+		// file does not exist and cannot be made, no writer can make it
+		// either, so there is nothing to wait for.
+		f, err = os.Open(path)
+		if errors.Is(err, os.ErrNotExist) {
+			return func() {}, nil
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -386,6 +386,9 @@ func TestFitConcurrent(t *testing.T) {
 			t.Errorf("receipt %+v", e)
 		}
 	}
+	if refused := r.refusals(DefaultSession); len(refused) != statuses[402] {
+		t.Errorf("%d refusals sealed for %d refused calls", len(refused), statuses[402])
+	}
 	if len(recs) != statuses[200] || out != uint64(h.outputSum.Load()) || spent != g.SpentUJ {
 		t.Errorf("%d receipts with %d output tokens and %d µJ; upstream gave %d tokens, grant spent %d", len(recs), out, spent, h.outputSum.Load(), g.SpentUJ)
 	}

@@ -295,24 +295,36 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	c.session = p.session(r)
 	ctx := r.Context()
+	// A refusal is a decision: it is sealed, as a deny, before it is sent.
+	refuse := func(code string, kind errKind, msg string) {
+		if _, err := p.cfg.Recorder.SealRefusal(ctx, energy.Refusal{Session: c.session, Path: r.URL.Path, Model: c.model,
+			Code: code, Reason: msg, Grants: c.grants, Body: body}); err != nil {
+			p.logf("refused %s session=%s, and could not seal the refusal: %v", r.URL.Path, c.session, err)
+		}
+		writeError(w, rt.family, kind, msg)
+	}
 	if c.grants, err = p.cfg.Grants(ctx, c.session); err != nil {
-		writeError(w, rt.family, errNoGrant, fmt.Sprintf("joule proxy: no grant can pay for this call: %v (run 'joule init' or 'joule grant use ID')", err))
+		refuse(refusalCode(err), errNoGrant, fmt.Sprintf("joule proxy: no grant can pay for this call: %v (run 'joule init' or 'joule grant use ID')", err))
 		p.logf("refused %s %s session=%s: %v", r.Method, r.URL.Path, c.session, err)
 		return
 	}
 	if len(c.grants) == 0 {
-		writeError(w, rt.family, errNoGrant, "joule proxy: no active grant: run 'joule init' or 'joule grant use ID'")
+		refuse("no-active-grant", errNoGrant, "joule proxy: no active grant: run 'joule init' or 'joule grant use ID'")
 		return
 	}
 	if err = p.admitFit(ctx, c); err != nil {
 		var fe *floorError
 		if errors.As(err, &fe) {
-			writeError(w, rt.family, errBudget, fe.message(c))
+			refuse("budget-exceeded", errBudget, fe.message(c))
 			p.logf("refused %s session=%s model=%s: not even the floor fits the budget", r.URL.Path, c.session, c.model)
 			return
 		}
 		if errors.Is(err, store.ErrRevoked) || errors.Is(err, store.ErrNotFound) {
-			writeError(w, rt.family, errNoGrant, "joule proxy: "+err.Error())
+			code := "grant-revoked"
+			if errors.Is(err, store.ErrNotFound) {
+				code = "grant-invalid"
+			}
+			refuse(code, errNoGrant, "joule proxy: "+err.Error())
 			return
 		}
 		writeError(w, rt.family, errInternal, "joule proxy: the ledger is unavailable, so no call can be paid for: "+err.Error())
@@ -741,4 +753,22 @@ func retryLocked(fn func() error) error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// refusalCode is the decision code of a call refused because no grant
+// chain is in force for it.
+func refusalCode(err error) string {
+	switch {
+	case errors.Is(err, grant.ErrExpired):
+		return "grant-expired"
+	case errors.Is(err, grant.ErrNotYet):
+		return "grant-not-yet-valid"
+	case errors.Is(err, grant.ErrWrongUser):
+		return "grant-subject-mismatch"
+	case errors.Is(err, store.ErrRevoked):
+		return "grant-revoked"
+	case errors.Is(err, store.ErrNotFound):
+		return "no-active-grant"
+	}
+	return "grant-invalid"
 }

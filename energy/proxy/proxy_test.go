@@ -254,9 +254,38 @@ func (r *rig) receipts(session string) []*receipts.Efficiency {
 	if err != nil {
 		r.t.Fatalf("session %s does not verify: %v", session, err)
 	}
+	// The efficiency receipts of forwarded calls; a refused call's
+	// receipt is a decision (refusals).
 	var out []*receipts.Efficiency
 	for _, a := range all {
-		out = append(out, a.Efficiency)
+		if a.Efficiency != nil {
+			out = append(out, a.Efficiency)
+		}
+	}
+	return out
+}
+
+// refusals returns the decision receipts the proxy sealed for refused calls.
+func (r *rig) refusals(session string) []*receipts.Decision {
+	r.t.Helper()
+	r.proxy.Wait()
+	entries, err := r.st.Session(context.Background(), session)
+	if err != nil {
+		return nil
+	}
+	envs := make([][]byte, len(entries))
+	for i, e := range entries {
+		envs[i] = e.Envelope
+	}
+	all, err := receipts.VerifyChain(r.verifier, r.steward, envs)
+	if err != nil {
+		r.t.Fatalf("session %s does not verify: %v", session, err)
+	}
+	var out []*receipts.Decision
+	for _, a := range all {
+		if a.Decision != nil {
+			out = append(out, a.Decision)
+		}
 	}
 	return out
 }

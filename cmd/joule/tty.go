@@ -1,0 +1,67 @@
+package main
+
+import (
+	"io"
+	"os"
+	"text/tabwriter"
+
+	"github.com/mattn/go-isatty"
+)
+
+// Output is plain unless it goes to a terminal: tables are aligned either
+// way (tabwriter), colour is added only on a terminal, and never when
+// NO_COLOR is set to anything (https://no-color.org) or TERM is "dumb".
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+}
+
+// colour reports whether output to w may be coloured.
+func colour(w io.Writer) bool {
+	if _, set := os.LookupEnv("NO_COLOR"); set || os.Getenv("TERM") == "dumb" {
+		return false
+	}
+	return isTerminal(w)
+}
+
+func newTable(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0) }
+
+const (
+	ansiRed    = "\x1b[31m"
+	ansiGreen  = "\x1b[32m"
+	ansiYellow = "\x1b[33m"
+	ansiPlain  = "\x1b[39m" // the default colour: as long as the others, so columns align
+	ansiReset  = "\x1b[0m"
+)
+
+// paint wraps s in an ANSI colour when e's stdout may be coloured. The
+// escape sequences are zero-width for the terminal but not for tabwriter,
+// so painted cells pad as if a few columns wider; every cell of a column
+// is painted alike or not at all, which keeps the columns aligned.
+func paint(e *env, code, s string) string {
+	if code == "" || !colour(e.stdout) {
+		return s
+	}
+	return code + s + ansiReset
+}
+
+func paintDecision(e *env, d string) string {
+	switch d {
+	case "allow", "rewrite":
+		return paint(e, ansiGreen, d)
+	case "deny":
+		return paint(e, ansiRed, d)
+	case "ask":
+		return paint(e, ansiYellow, d)
+	}
+	return paint(e, ansiPlain, d)
+}
+
+func paintVerdict(e *env, v string) string {
+	if v == "ok" {
+		return paint(e, ansiGreen, v)
+	}
+	return paint(e, ansiRed, v)
+}
