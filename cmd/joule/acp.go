@@ -19,6 +19,7 @@ import (
 	"github.com/joulehook/joule/tiers/l0"
 	"github.com/joulehook/joule/tiers/l2"
 	"github.com/joulehook/joule/tiers/l4"
+	"github.com/joulehook/joule/tiers/tierconfig"
 )
 
 func init() {
@@ -76,11 +77,11 @@ func runACP(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	tc, err := parseTiers(cfg.Tiers)
+	tc, err := tierconfig.Parse(cfg.Tiers)
 	if err != nil {
 		return fmt.Errorf("%s: %v", filepath.Join(ep.home, ConfigFile), err)
 	}
-	if !set["remote"] && *remote == "" && tc.enabled("l4") {
+	if !set["remote"] && *remote == "" && tc.Enabled("l4") {
 		*remote = tc.L4.Command
 	}
 	if !set["remote-timeout"] {
@@ -100,14 +101,14 @@ func runACP(ctx context.Context, e *env, args []string) error {
 	}
 	opt := acpagent.Options{Gate: g, Key: ep.id.Key, OpsDir: filepath.Join(ep.home, OpsDir), Version: version(),
 		Log: slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	if !*noCache && tc.enabled("l0") {
+	if !*noCache && tc.Enabled("l0") {
 		if opt.Cache, err = l0.Open(filepath.Join(ep.home, l0.Dir)); err != nil {
 			return err
 		}
 	}
-	opt.NoL1 = !tc.enabled("l1")
-	if tc.enabled("l2") {
-		emb, rt, err := tc.embedder(ep.home)
+	opt.NoL1 = !tc.Enabled("l1")
+	if tc.Enabled("l2") {
+		emb, rt, err := tc.Embedder(ep.home)
 		if err != nil {
 			return err
 		}
@@ -119,7 +120,7 @@ func runACP(ctx context.Context, e *env, args []string) error {
 		defer x.Close()
 		opt.Index = x
 	}
-	if tc.enabled("l3") {
+	if tc.Enabled("l3") {
 		_, table, err := loadMeter(ep.home)
 		if err != nil {
 			return err
@@ -132,7 +133,7 @@ func runACP(ctx context.Context, e *env, args []string) error {
 			ids, _ := grants(ctx, session)
 			return ids
 		}
-		st, rt, err := tc.localStage(ep.home, ep.id.Key, table, &energy.Recorder{Store: ep.store, Sealer: g.Sealer}, ep.store, ids)
+		st, rt, err := tc.LocalStage(ep.home, ep.id.Key, table, &energy.Recorder{Store: ep.store, Sealer: g.Sealer}, ep.store, ids)
 		if err != nil {
 			return err
 		}

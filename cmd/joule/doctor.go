@@ -26,6 +26,7 @@ import (
 	"github.com/joulehook/joule/energy"
 	"github.com/joulehook/joule/energy/proxy"
 	"github.com/joulehook/joule/tiers/l2"
+	"github.com/joulehook/joule/tiers/tierconfig"
 )
 
 func init() {
@@ -117,7 +118,7 @@ func (d *doctor) run(ctx context.Context, root string, probe bool) {
 		d.add("config", statusFail, err.Error(), "fix "+filepath.Join(home, ConfigFile)+" (docs/models.md)")
 		return
 	}
-	tc, err := parseTiers(cfg.Tiers)
+	tc, err := tierconfig.Parse(cfg.Tiers)
 	if err != nil {
 		d.add("config", statusFail, fmt.Sprintf("%s: %v", filepath.Join(home, ConfigFile), err), "see docs/models.md for the tiers section")
 		return
@@ -217,7 +218,7 @@ func shellQuote(path string) string {
 // on: a file that does not exist is reported as such, not as parsing, and
 // the tiers not running here are named beside the ones that are (a grant
 // may allow l0–l4 while this endpoint runs only l0–l2).
-func configLine(home string, tc *tiersConfig) string {
+func configLine(home string, tc *tierconfig.Tiers) string {
 	var files []string
 	for _, f := range []struct{ name, none string }{{ConfigFile, "defaults"}, {MeterFile, "default coefficients"}} {
 		if _, err := os.Stat(filepath.Join(home, f.name)); err == nil {
@@ -226,10 +227,10 @@ func configLine(home string, tc *tiersConfig) string {
 			files = append(files, "no "+f.name+" ("+f.none+")")
 		}
 	}
-	on := onTiers(tc)
+	on := tc.EnabledNames()
 	line := strings.Join(files, ", ") + "; tiers running here: " + strings.Join(on, " ")
 	var off []string
-	for _, t := range tierNames {
+	for _, t := range tierconfig.Names {
 		if !slices.Contains(on, t) {
 			off = append(off, t)
 		}
@@ -238,16 +239,6 @@ func configLine(home string, tc *tiersConfig) string {
 		line += " (" + strings.Join(off, " ") + " not configured: docs/models.md)"
 	}
 	return line
-}
-
-func onTiers(tc *tiersConfig) []string {
-	var on []string
-	for _, t := range tierNames {
-		if tc.enabled(t) {
-			on = append(on, t)
-		}
-	}
-	return on
 }
 
 func (d *doctor) grant(ctx context.Context, ep *endpoint) {
@@ -288,8 +279,8 @@ func (d *doctor) grant(ctx context.Context, ep *endpoint) {
 	d.add("grant", statusOK, detail, "")
 }
 
-func (d *doctor) index(ctx context.Context, home, root string, tc *tiersConfig) {
-	if !tc.enabled("l2") {
+func (d *doctor) index(ctx context.Context, home, root string, tc *tierconfig.Tiers) {
+	if !tc.Enabled("l2") {
 		d.add("l2", statusOK, "off in the tiers config", "")
 		return
 	}
@@ -324,12 +315,12 @@ func (d *doctor) index(ctx context.Context, home, root string, tc *tiersConfig) 
 		d.add("embedder", statusWarn, "none configured: L2 is "+l2.LexicalOnly, "set tiers.l2.embedder (e.g. ollama, nomic-embed-text)")
 		return
 	}
-	rt := routeOf(home, *e)
+	rt := tierconfig.RouteOf(home, *e)
 	if e.Provider == "ollama" {
 		d.ollamaModel(ctx, "embedder", rt, e.Model)
 		return
 	}
-	emb, _, err := tc.embedder(home)
+	emb, _, err := tc.Embedder(home)
 	if err != nil {
 		d.add("embedder", statusFail, err.Error(), "export the variable named by tiers.l2.embedder.api_key_env")
 		return
@@ -368,7 +359,7 @@ func newestChange(root string, t time.Time) string {
 }
 
 // ollamaModel checks that the Ollama server answers /api/tags and has model.
-func (d *doctor) ollamaModel(ctx context.Context, check string, rt route, model string) {
+func (d *doctor) ollamaModel(ctx context.Context, check string, rt tierconfig.Route, model string) {
 	u, err := url.Parse(rt.BaseURL)
 	if err != nil {
 		d.add(check, statusFail, err.Error(), "")
@@ -392,13 +383,13 @@ func (d *doctor) ollamaModel(ctx context.Context, check string, rt route, model 
 	d.add(check, statusOK, fmt.Sprintf("%s present at %s, %s", model, rt.BaseURL, rt.Note), "")
 }
 
-func (d *doctor) l3(ctx context.Context, home string, tc *tiersConfig, table *energy.Table) {
-	if !tc.enabled("l3") {
+func (d *doctor) l3(ctx context.Context, home string, tc *tierconfig.Tiers, table *energy.Table) {
+	if !tc.Enabled("l3") {
 		d.add("l3", statusOK, "off (no tiers.l3 model configured)", "")
 		return
 	}
-	e := tc.L3.endpointConfig
-	rt := routeOf(home, e)
+	e := tc.L3.Endpoint
+	rt := tierconfig.RouteOf(home, e)
 	if e.Provider == "ollama" {
 		d.ollamaModel(ctx, "l3 model", rt, e.Model)
 	} else {
@@ -451,9 +442,9 @@ func (d *doctor) l3(ctx context.Context, home string, tc *tiersConfig, table *en
 	}
 }
 
-func (d *doctor) l4(tc *tiersConfig) {
+func (d *doctor) l4(tc *tierconfig.Tiers) {
 	cmd := os.Getenv("JOULE_ACP_REMOTE")
-	if cmd == "" && tc.enabled("l4") {
+	if cmd == "" && tc.Enabled("l4") {
 		cmd = tc.L4.Command
 	}
 	if cmd == "" {
@@ -490,10 +481,10 @@ func (d *doctor) proxy(home string) {
 	}
 }
 
-func (d *doctor) tools(tc *tiersConfig) {
+func (d *doctor) tools(tc *tierconfig.Tiers) {
 	if p, err := exec.LookPath("go"); err != nil {
 		st := statusWarn
-		if tc.enabled("l3") {
+		if tc.Enabled("l3") {
 			st = statusFail // L3 validates Go edits with the toolchain
 		}
 		d.add("go", st, "go is not on PATH", "install Go: L3 builds and vets Go edits with it, L1 uses it for renames")

@@ -41,7 +41,7 @@ func TestScriptFailsClosed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := hook.Apply(changes, time.Now()); err != nil {
+			if _, err := hook.Apply(changes, time.Now(), t.TempDir()); err != nil {
 				t.Fatal(err)
 			}
 			cmd := exec.Command(hookPath(s))

@@ -37,7 +37,7 @@ func TestCheckTrust(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := hook.Apply(changes, time.Now()); err != nil {
+		if _, err := hook.Apply(changes, time.Now(), t.TempDir()); err != nil {
 			t.Fatal(err)
 		}
 	}

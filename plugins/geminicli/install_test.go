@@ -57,7 +57,7 @@ func TestInstallTrust(t *testing.T) {
 	if err != nil || len(changes) != 2 {
 		t.Fatalf("plan: %v %+v", err, changes)
 	}
-	if _, err := hook.Apply(changes, time.Now()); err != nil {
+	if _, err := hook.Apply(changes, time.Now(), t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
 	var rules map[string]string

@@ -17,7 +17,7 @@ func TestInstall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := hook.Apply(changes, time.Now()); err != nil {
+	if _, err := hook.Apply(changes, time.Now(), t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(ModulePath(s))
@@ -40,7 +40,7 @@ func TestInstall(t *testing.T) {
 		t.Error("planned over the user's own joule_acp.lua")
 	}
 	changes, _ = Installer{}.Plan(s, true)
-	if _, err := hook.Apply(changes, time.Now()); err != nil {
+	if _, err := hook.Apply(changes, time.Now(), t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(ModulePath(s)); !os.IsNotExist(err) {

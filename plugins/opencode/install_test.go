@@ -22,7 +22,7 @@ func TestCheckTellsTheTruth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := hook.Apply(changes, time.Now()); err != nil {
+	if _, err := hook.Apply(changes, time.Now(), t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(filepath.Join(proj, ".opencode", "plugins", "joule.ts"))

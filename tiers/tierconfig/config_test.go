@@ -1,4 +1,4 @@
-package main
+package tierconfig
 
 import (
 	"encoding/json"
@@ -16,20 +16,20 @@ func TestParseTiers(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		raw   string
-		check func(t *testing.T, c *tiersConfig)
+		check func(t *testing.T, c *Tiers)
 		err   string
 	}{
-		{name: "absent", raw: "", check: func(t *testing.T, c *tiersConfig) {
-			if got := onTiers(c); !reflect.DeepEqual(got, []string{"l0", "l1", "l2"}) {
+		{name: "absent", raw: "", check: func(t *testing.T, c *Tiers) {
+			if got := c.EnabledNames(); !reflect.DeepEqual(got, []string{"l0", "l1", "l2"}) {
 				t.Errorf("on = %v", got)
 			}
 			if c.L3.Timeout != defaultL3Timeout || c.L4.Timeout != defaultL4Timeout {
 				t.Errorf("defaults: %+v", c)
 			}
 		}},
-		{name: "null", raw: "null", check: func(t *testing.T, c *tiersConfig) {
-			if !c.enabled("l2") || c.enabled("l3") {
-				t.Errorf("on = %v", onTiers(c))
+		{name: "null", raw: "null", check: func(t *testing.T, c *Tiers) {
+			if !c.Enabled("l2") || c.Enabled("l3") {
+				t.Errorf("on = %v", c.EnabledNames())
 			}
 		}},
 		{name: "full", raw: `{"on": ["l1","l2","l3","l4"],
@@ -37,8 +37,8 @@ func TestParseTiers(t *testing.T) {
 			"l3": {"provider": "openai", "base_url": "http://127.0.0.1:8000/v1", "model": "Qwen/Qwen2.5-Coder-7B-Instruct", "api_key_env": "VLLM_KEY",
 			       "check": "make -C . 'check all'", "timeout": "90s", "check_timeout": "1m", "max_context": 32768, "max_output": 512},
 			"l4": {"command": "npx @zed-industries/claude-code-acp", "timeout": "10m"}}`,
-			check: func(t *testing.T, c *tiersConfig) {
-				if got := onTiers(c); !reflect.DeepEqual(got, []string{"l1", "l2", "l3", "l4"}) {
+			check: func(t *testing.T, c *Tiers) {
+				if got := c.EnabledNames(); !reflect.DeepEqual(got, []string{"l1", "l2", "l3", "l4"}) {
 					t.Errorf("on = %v", got)
 				}
 				if c.L2.Embedder.BaseURL != defaultOllamaURL || c.L2.Context != 8 {
@@ -51,9 +51,9 @@ func TestParseTiers(t *testing.T) {
 					t.Errorf("l4 = %+v", c.L4)
 				}
 			}},
-		{name: "l3 off by on", raw: `{"on": ["l0","l1"], "l3": {"provider": "ollama", "model": "qwen2.5-coder:7b"}}`, check: func(t *testing.T, c *tiersConfig) {
-			if c.enabled("l3") || c.enabled("l2") {
-				t.Errorf("on = %v", onTiers(c))
+		{name: "l3 off by on", raw: `{"on": ["l0","l1"], "l3": {"provider": "ollama", "model": "qwen2.5-coder:7b"}}`, check: func(t *testing.T, c *Tiers) {
+			if c.Enabled("l3") || c.Enabled("l2") {
+				t.Errorf("on = %v", c.EnabledNames())
 			}
 		}},
 		{name: "not an object", raw: `[1]`, err: "tiers: want an object"},
@@ -82,7 +82,7 @@ func TestParseTiers(t *testing.T) {
 		{name: "broken json", raw: `{"l3": `, err: "tiers: want an object"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := parseTiers(json.RawMessage(tc.raw))
+			c, err := Parse(json.RawMessage(tc.raw))
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("err = %v, want %q", err, tc.err)
@@ -98,7 +98,7 @@ func TestParseTiers(t *testing.T) {
 }
 
 func TestAPIKeyFromEnv(t *testing.T) {
-	e := endpointConfig{Provider: "openai", APIKeyEnv: "JOULE_TEST_L3_KEY"}
+	e := Endpoint{Provider: "openai", APIKeyEnv: "JOULE_TEST_L3_KEY"}
 	t.Setenv("JOULE_TEST_L3_KEY", "")
 	if _, err := e.APIKey(); err == nil || !strings.Contains(err.Error(), "JOULE_TEST_L3_KEY") {
 		t.Fatalf("unset variable: %v", err)
@@ -111,8 +111,8 @@ func TestAPIKeyFromEnv(t *testing.T) {
 
 func TestRouteOf(t *testing.T) {
 	home := t.TempDir()
-	ol := endpointConfig{Provider: "ollama", BaseURL: "http://127.0.0.1:11434", Model: "m"}
-	if rt := routeOf(home, ol); rt.Metered || rt.BaseURL != ol.BaseURL || !strings.Contains(rt.Note, "not running") {
+	ol := Endpoint{Provider: "ollama", BaseURL: "http://127.0.0.1:11434", Model: "m"}
+	if rt := RouteOf(home, ol); rt.Metered || rt.BaseURL != ol.BaseURL || !strings.Contains(rt.Note, "not running") {
 		t.Fatalf("no proxy: %+v", rt)
 	}
 	remove, err := proxy.Announce(home, proxy.Announcement{Addr: "127.0.0.1:7411", PID: os.Getpid(),
@@ -122,21 +122,21 @@ func TestRouteOf(t *testing.T) {
 	}
 	defer remove()
 	for _, tc := range []struct {
-		e       endpointConfig
+		e       Endpoint
 		base    string
 		metered bool
 	}{
 		{ol, "http://127.0.0.1:7411", true},
-		{endpointConfig{Provider: "openai", BaseURL: "http://127.0.0.1:8000/v1"}, "http://127.0.0.1:7411/v1", true},
-		{endpointConfig{Provider: "ollama", BaseURL: "http://gpu-box:11434"}, "http://gpu-box:11434", false},
+		{Endpoint{Provider: "openai", BaseURL: "http://127.0.0.1:8000/v1"}, "http://127.0.0.1:7411/v1", true},
+		{Endpoint{Provider: "ollama", BaseURL: "http://gpu-box:11434"}, "http://gpu-box:11434", false},
 	} {
-		if rt := routeOf(home, tc.e); rt.BaseURL != tc.base || rt.Metered != tc.metered {
+		if rt := RouteOf(home, tc.e); rt.BaseURL != tc.base || rt.Metered != tc.metered {
 			t.Errorf("%+v: %+v", tc.e, rt)
 		}
 	}
 	// A stale announcement (its process is gone) is ignored.
 	os.WriteFile(filepath.Join(home, proxy.AddrFile), []byte(`{"addr":"127.0.0.1:7411","pid":1073741824,"upstreams":{"ollama":"http://127.0.0.1:11434"}}`), 0o600)
-	if rt := routeOf(home, ol); rt.Metered {
+	if rt := RouteOf(home, ol); rt.Metered {
 		t.Fatalf("stale announcement: %+v", rt)
 	}
 }
@@ -148,14 +148,14 @@ func FuzzParseTiers(f *testing.F) {
 	f.Add(`null`)
 	f.Add(`{"l3": []}`)
 	f.Fuzz(func(t *testing.T, raw string) {
-		c, err := parseTiers(json.RawMessage(raw))
+		c, err := Parse(json.RawMessage(raw))
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "tiers") {
 				t.Fatalf("error without the field's path: %v", err)
 			}
 			return
 		}
-		if c.enabled("l3") {
+		if c.Enabled("l3") {
 			if c.L3.Model == "" || (c.L3.Provider != "ollama" && c.L3.Provider != "openai") || c.L3.BaseURL == "" {
 				t.Fatalf("L3 on with %+v", c.L3)
 			}

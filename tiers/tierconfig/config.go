@@ -1,4 +1,8 @@
-package main
+// Package tierconfig reads the "tiers" section of $JOULE_HOME/config.json
+// (docs/models.md): which cascade tiers run and what each talks to, and
+// builds the L2 embedder and the L3 stage it describes, routed through a
+// running joule proxy where that proxy forwards to the same server.
+package tierconfig
 
 import (
 	"bytes"
@@ -22,18 +26,18 @@ import (
 	"github.com/joulehook/joule/tiers/l3"
 )
 
-// tiersConfig is the "tiers" section of config.json (docs/models.md): which
+// Tiers is the "tiers" section of config.json (docs/models.md): which
 // cascade tiers run and what each one talks to.
-type tiersConfig struct {
+type Tiers struct {
 	On map[string]bool // tier name ("l0"…"l4") → enabled; a tier with nothing configured stays off
-	L2 l2Config
-	L3 l3Config
-	L4 l4Config
+	L2 L2
+	L3 L3
+	L4 L4
 }
 
-// endpointConfig is a model server: provider, base URL, model and the name
+// Endpoint is a model server: provider, base URL, model and the name
 // of the environment variable holding its API key (never the key itself).
-type endpointConfig struct {
+type Endpoint struct {
 	Provider  string // "ollama" or "openai"
 	BaseURL   string
 	Model     string
@@ -41,7 +45,7 @@ type endpointConfig struct {
 }
 
 // APIKey reads the key from the environment variable the config names.
-func (e endpointConfig) APIKey() (string, error) {
+func (e Endpoint) APIKey() (string, error) {
 	if e.APIKeyEnv == "" {
 		return "", nil
 	}
@@ -52,13 +56,13 @@ func (e endpointConfig) APIKey() (string, error) {
 	return k, nil
 }
 
-type l2Config struct {
-	Embedder *endpointConfig // nil: lexical and symbol retrieval only
-	Context  int             // snippets handed on to L3 on a miss; 0: L2's default
+type L2 struct {
+	Embedder *Endpoint // nil: lexical and symbol retrieval only
+	Context  int       // snippets handed on to L3 on a miss; 0: L2's default
 }
 
-type l3Config struct {
-	endpointConfig
+type L3 struct {
+	Endpoint
 	Check        []string      // argv of the check command for what Go checks cannot validate
 	Timeout      time.Duration // the whole L3 attempt, repair included
 	CheckTimeout time.Duration // each toolchain or check-command run
@@ -66,7 +70,7 @@ type l3Config struct {
 	MaxOutput    int           // tokens one call may produce; 0: the energy table's cap for the model's class
 }
 
-type l4Config struct {
+type L4 struct {
 	Command string // the remote ACP agent's command line
 	Timeout time.Duration
 }
@@ -79,11 +83,12 @@ const (
 	defaultL4Timeout    = 30 * time.Minute
 )
 
-var tierNames = []string{"l0", "l1", "l2", "l3", "l4"}
+// Names are the cascade's tiers, in order.
+var Names = []string{"l0", "l1", "l2", "l3", "l4"}
 
-// enabled reports whether tier is on: named in "on" (or "on" absent) and,
+// Enabled reports whether tier is on: named in "on" (or "on" absent) and,
 // for L3 and L4, configured.
-func (c *tiersConfig) enabled(tier string) bool {
+func (c *Tiers) Enabled(tier string) bool {
 	if c.On != nil && !c.On[tier] {
 		return false
 	}
@@ -96,11 +101,22 @@ func (c *tiersConfig) enabled(tier string) bool {
 	return true
 }
 
-// parseTiers parses the raw "tiers" section; nil or null is every tier
+// EnabledNames are the tiers that are on, in cascade order.
+func (c *Tiers) EnabledNames() []string {
+	var on []string
+	for _, t := range Names {
+		if c.Enabled(t) {
+			on = append(on, t)
+		}
+	}
+	return on
+}
+
+// Parse parses the raw "tiers" section; nil or null is every tier
 // that needs no configuration (L0, L1, lexical L2). Errors name the field's
 // path, e.g. tiers.l3.timeout.
-func parseTiers(raw json.RawMessage) (*tiersConfig, error) {
-	c := &tiersConfig{}
+func Parse(raw json.RawMessage) (*Tiers, error) {
+	c := &Tiers{}
 	c.L3.Timeout, c.L3.CheckTimeout, c.L4.Timeout = defaultL3Timeout, defaultCheckTimeout, defaultL4Timeout
 	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
 		return c, nil
@@ -113,8 +129,8 @@ func parseTiers(raw json.RawMessage) (*tiersConfig, error) {
 			}
 			c.On = map[string]bool{}
 			for i, n := range names {
-				if !slices.Contains(tierNames, n) {
-					return fmt.Errorf("%s[%d]: unknown tier %q (want %s)", p, i, n, strings.Join(tierNames, ", "))
+				if !slices.Contains(Names, n) {
+					return fmt.Errorf("%s[%d]: unknown tier %q (want %s)", p, i, n, strings.Join(Names, ", "))
 				}
 				c.On[n] = true
 			}
@@ -124,7 +140,7 @@ func parseTiers(raw json.RawMessage) (*tiersConfig, error) {
 			return object(p, v, fields{
 				"context": intField(&c.L2.Context, 1, 100),
 				"embedder": func(p string, v json.RawMessage) error {
-					c.L2.Embedder = &endpointConfig{}
+					c.L2.Embedder = &Endpoint{}
 					return modelServer(p, v, c.L2.Embedder)
 				},
 			})
@@ -148,13 +164,13 @@ func parseTiers(raw json.RawMessage) (*tiersConfig, error) {
 				"max_context":   intField(&c.L3.MaxContext, 1024, 1<<30),
 				"max_output":    intField(&c.L3.MaxOutput, 16, 1<<20),
 			}
-			if err := endpointFields(ep, &c.L3.endpointConfig); err != nil {
+			if err := endpointFields(ep, &c.L3.Endpoint); err != nil {
 				return err
 			}
 			if err := object(p, v, ep); err != nil {
 				return err
 			}
-			return checkEndpoint(p, &c.L3.endpointConfig)
+			return checkEndpoint(p, &c.L3.Endpoint)
 		},
 		"l4": func(p string, v json.RawMessage) error {
 			return object(p, v, fields{
@@ -257,7 +273,7 @@ func durationField(dst *time.Duration) func(string, json.RawMessage) error {
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-func endpointFields(fs fields, e *endpointConfig) error {
+func endpointFields(fs fields, e *Endpoint) error {
 	fs["provider"] = stringField(&e.Provider)
 	fs["base_url"] = stringField(&e.BaseURL)
 	fs["model"] = stringField(&e.Model)
@@ -273,7 +289,7 @@ func endpointFields(fs fields, e *endpointConfig) error {
 	return nil
 }
 
-func modelServer(path string, raw json.RawMessage, e *endpointConfig) error {
+func modelServer(path string, raw json.RawMessage, e *Endpoint) error {
 	fs := fields{}
 	if err := endpointFields(fs, e); err != nil {
 		return err
@@ -285,7 +301,7 @@ func modelServer(path string, raw json.RawMessage, e *endpointConfig) error {
 }
 
 // checkEndpoint validates a model server's settings and fills defaults.
-func checkEndpoint(path string, e *endpointConfig) error {
+func checkEndpoint(path string, e *Endpoint) error {
 	switch e.Provider {
 	case "ollama":
 		if e.BaseURL == "" {
@@ -313,23 +329,23 @@ func checkEndpoint(path string, e *endpointConfig) error {
 	return nil
 }
 
-// route is where a model server's calls go: straight to it, or through a
+// Route is where a model server's calls go: straight to it, or through a
 // running joule proxy whose upstream for that API is the same server.
-type route struct {
+type Route struct {
 	BaseURL string
 	Metered bool   // through joule proxy, which seals each call's receipt
 	Note    string // why, for doctor and the log
 }
 
-// routeOf finds the running proxy announced in home and routes e through
+// RouteOf finds the running proxy announced in home and routes e through
 // it when the proxy forwards e's API to e's server.
-func routeOf(home string, e endpointConfig) route {
+func RouteOf(home string, e Endpoint) Route {
 	a, err := proxy.Discover(home)
 	if err != nil {
-		return route{BaseURL: e.BaseURL, Note: fmt.Sprintf("direct: the proxy announcement is unreadable (%v)", err)}
+		return Route{BaseURL: e.BaseURL, Note: fmt.Sprintf("direct: the proxy announcement is unreadable (%v)", err)}
 	}
 	if a == nil {
-		return route{BaseURL: e.BaseURL, Note: "direct: joule proxy is not running"}
+		return Route{BaseURL: e.BaseURL, Note: "direct: joule proxy is not running"}
 	}
 	up := a.Upstreams[e.Provider]
 	if sameServer(up, e.BaseURL) {
@@ -337,9 +353,9 @@ func routeOf(home string, e endpointConfig) route {
 		if e.Provider == "openai" {
 			base += "/v1"
 		}
-		return route{BaseURL: base, Metered: true, Note: fmt.Sprintf("through joule proxy at %s (pid %d)", a.Addr, a.PID)}
+		return Route{BaseURL: base, Metered: true, Note: fmt.Sprintf("through joule proxy at %s (pid %d)", a.Addr, a.PID)}
 	}
-	return route{BaseURL: e.BaseURL, Note: fmt.Sprintf("direct: joule proxy at %s forwards %s calls to %s, not to %s", a.Addr, e.Provider, up, e.BaseURL)}
+	return Route{BaseURL: e.BaseURL, Note: fmt.Sprintf("direct: joule proxy at %s forwards %s calls to %s, not to %s", a.Addr, e.Provider, up, e.BaseURL)}
 }
 
 func sameServer(a, b string) bool {
@@ -353,12 +369,12 @@ func sameServer(a, b string) bool {
 	return a != "" && norm(a) == norm(b)
 }
 
-// localStage builds L3 from the config: its model (routed through joule
+// LocalStage builds L3 from the config: its model (routed through joule
 // proxy when it runs), checks, energy table, and, when the calls are not
 // metered by the proxy, a ledger sealing each call's receipt.
-func (c *tiersConfig) localStage(home string, key ed25519.PrivateKey, table *energy.Table, ledger l3.Ledger, budget l3.Budget, grants func(context.Context, string) []string) (*l3.Stage, route, error) {
-	e := c.L3.endpointConfig
-	rt := routeOf(home, e)
+func (c *Tiers) LocalStage(home string, key ed25519.PrivateKey, table *energy.Table, ledger l3.Ledger, budget l3.Budget, grants func(context.Context, string) []string) (*l3.Stage, Route, error) {
+	e := c.L3.Endpoint
+	rt := RouteOf(home, e)
 	maxOut := c.L3.MaxOutput
 	if maxOut == 0 {
 		maxOut = int(table.MaxOutput(e.Model))
@@ -394,13 +410,13 @@ func (c *tiersConfig) localStage(home string, key ed25519.PrivateKey, table *ene
 	return s, rt, nil
 }
 
-// embedder builds L2's embedding model client; nil when none is configured.
-func (c *tiersConfig) embedder(home string) (l2.Embedder, route, error) {
+// Embedder builds L2's embedding model client; nil when none is configured.
+func (c *Tiers) Embedder(home string) (l2.Embedder, Route, error) {
 	e := c.L2.Embedder
 	if e == nil {
-		return nil, route{Note: l2.LexicalOnly}, nil
+		return nil, Route{Note: l2.LexicalOnly}, nil
 	}
-	rt := routeOf(home, *e)
+	rt := RouteOf(home, *e)
 	if e.Provider == "ollama" {
 		return l2.NewOllamaEmbedder(rt.BaseURL, e.Model, nil), rt, nil
 	}
