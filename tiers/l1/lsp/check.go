@@ -65,6 +65,9 @@ func checkTree(ctx context.Context, srv Server, bin, root string, files core.Fil
 	}
 	defer os.RemoveAll(dir)
 	for _, p := range files.Paths() {
+		if ignored(p) {
+			continue
+		}
 		abs := filepath.Join(dir, filepath.FromSlash(p))
 		if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 			return 0, "", err
@@ -93,7 +96,7 @@ func checkTree(ctx context.Context, srv Server, bin, root string, files core.Fil
 		} else {
 			args = []string{"--noEmit", "--pretty", "false", "--allowJs"}
 			for _, p := range files.Paths() {
-				if s, ok := For(p); ok && s.Name == srv.Name {
+				if s, ok := For(p); ok && s.Name == srv.Name && !ignored(p) {
 					args = append(args, filepath.Join(dir, filepath.FromSlash(p)))
 				}
 			}

@@ -25,6 +25,14 @@ var Servers = []Server{
 		Exts: []string{".py", ".pyi"}, Checker: "pyright"},
 }
 
+// Package is the npm package that installs each server and checker.
+var Package = map[string]string{
+	"typescript-language-server": "typescript-language-server typescript",
+	"tsc":                        "typescript",
+	"pyright-langserver":         "pyright",
+	"pyright":                    "pyright",
+}
+
 // PathEnv names the environment variable holding directories searched for
 // servers and checkers before PATH (a node_modules/.bin, say), separated as
 // PATH is.
@@ -90,4 +98,15 @@ func languageID(rel string) string {
 		return "python"
 	}
 	return "plaintext"
+}
+
+// ignored reports whether a workspace path is outside what a server is
+// given and a check copies: installed dependencies, caches, hidden trees.
+func ignored(rel string) bool {
+	for _, d := range strings.Split(path.Dir(rel), "/") {
+		if d == "node_modules" || d == "__pycache__" || d == "venv" || (strings.HasPrefix(d, ".") && d != ".") {
+			return true
+		}
+	}
+	return false
 }

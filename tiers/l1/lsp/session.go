@@ -123,7 +123,7 @@ func (s *session) close() { s.c.close() }
 func (s *session) sync(files core.Files) error {
 	n := 0
 	for _, p := range files.Paths() {
-		if sv, ok := For(p); !ok || sv.Name != s.srv.Name {
+		if sv, ok := For(p); !ok || sv.Name != s.srv.Name || ignored(p) {
 			continue
 		}
 		if n++; n > maxOpen {

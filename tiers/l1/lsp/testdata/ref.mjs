@@ -4,7 +4,7 @@
 // the server's WorkspaceEdit itself. Prints {"path": "new content", ...} for
 // every file the edit changes.
 //
-//   node ref.mjs SERVER ROOT EXTS rename FILE LINE0 CHAR16 NEWNAME
+//   node ref.mjs SERVER ROOT EXTS rename FILE LINE COL NEWNAME   (1-based; COL in bytes)
 //   node ref.mjs SERVER ROOT EXTS organize FILE
 import { spawn } from "node:child_process";
 import { readFileSync, readdirSync, realpathSync, statSync } from "node:fs";
@@ -56,7 +56,9 @@ for (const p of walk(root).sort()) {
 const target = uri(join(root, file));
 let edit;
 if (verb === "rename") {
-  edit = await call("textDocument/rename", { textDocument: { uri: target }, position: { line: +rest[0], character: +rest[1] }, newName: rest[2] });
+  const line = readFileSync(join(root, file), "utf8").split("\n")[+rest[0] - 1];
+  const character = Buffer.from(line).subarray(0, +rest[1] - 1).toString().length;
+  edit = await call("textDocument/rename", { textDocument: { uri: target }, position: { line: +rest[0] - 1, character }, newName: rest[2] });
 } else if (server.endsWith("pyright-langserver")) {
   edit = await call("workspace/executeCommand", { command: "pyright.organizeimports", arguments: [target] });
 } else {
