@@ -2,10 +2,14 @@ package lsp
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
+	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/joulehook/joule/core"
 )
@@ -136,4 +140,30 @@ func FuzzRead(f *testing.F) {
 			t.Fatal("the reader ended without an error")
 		}
 	})
+}
+
+// TestHungServer: a server that never answers makes the request fail
+// within Timeout (the server and its child are killed as one process
+// group by close).
+func TestHungServer(t *testing.T) {
+	dir := t.TempDir()
+	script := "#!/bin/sh\nsleep 600 &\nexec sleep 600\n"
+	if err := os.WriteFile(filepath.Join(dir, "hang-server"), []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(PathEnv, dir)
+	saved, savedTimeout := Servers, Timeout
+	Servers = []Server{{Name: "hang-server", Language: "Hang", Exts: []string{".hang"}, Checker: "true"}}
+	Timeout = 2 * time.Second
+	defer func() { Servers, Timeout = saved, savedTimeout }()
+	root := t.TempDir()
+	files := core.Files{"a.hang": []byte("x")}
+	start := time.Now()
+	_, err := Rename(context.Background(), root, files, "a.hang", 1, 1, "y")
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("want the deadline, got %v", err)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("took %v", d)
+	}
 }

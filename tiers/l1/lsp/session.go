@@ -29,6 +29,11 @@ type Result struct {
 	Server, Total time.Duration
 }
 
+// Timeout bounds one request (starting the server, the edit, both type
+// checks) when the caller's context does not end sooner: a server that
+// hangs makes L1 miss, it does not hold the cascade.
+var Timeout = 3 * time.Minute
+
 // session is one server started for one request against one workspace.
 type session struct {
 	srv  Server
@@ -105,7 +110,7 @@ func open(ctx context.Context, root, rel string) (*session, error) {
 	}
 	if err := c.call(ctx, "initialize", init, nil); err != nil {
 		c.close()
-		return nil, fmt.Errorf("%s: %v", srv.Name, err)
+		return nil, fmt.Errorf("%s: %w", srv.Name, err)
 	}
 	if err := c.notify("initialized", map[string]any{}); err != nil {
 		c.close()
@@ -172,6 +177,8 @@ func position(src []byte, line, col int) (Position, error) {
 // as before. Nothing is written to disk; a server that refuses, errors or
 // whose edit breaks the type check makes it return an error.
 func Rename(ctx context.Context, root string, files core.Files, rel string, line, col int, to string) (*Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
 	t0 := time.Now()
 	src, ok := files[rel]
 	if !ok {
@@ -222,6 +229,8 @@ func Rename(ctx context.Context, root string, files core.Files, rel string, line
 // pyright's pyright.organizeimports command), applied and checked as Rename
 // is.
 func OrganizeImports(ctx context.Context, root string, files core.Files, rel string) (*Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
 	t0 := time.Now()
 	src, ok := files[rel]
 	if !ok {
