@@ -25,6 +25,7 @@ import (
 	storepkg "github.com/joulehook/joule/core/store"
 	"github.com/joulehook/joule/energy"
 	"github.com/joulehook/joule/energy/proxy"
+	"github.com/joulehook/joule/tiers/l1/lsp"
 	"github.com/joulehook/joule/tiers/l2"
 	"github.com/joulehook/joule/tiers/tierconfig"
 )
@@ -65,8 +66,9 @@ Checks what joule needs, one line each with ok, warn or fail and a hint:
 the key and store in $JOULE_HOME, the active grant and its remaining
 budget, the configuration (config.json, meter.json), the L2 index of the
 workspace (DIR, default the current directory) and its embedding model,
-the L3 model, the L4 command, joule proxy, go and gopls on PATH, and the
-energy counters. Exits 1 when any check fails. See docs/models.md.`)
+the L3 model, the L4 command, joule proxy, go and gopls on PATH, the
+language servers L1 drives (typescript-language-server, pyright-langserver,
+on PATH or in $JOULE_LSP_PATH), and the energy counters. Exits 1 when any check fails. See docs/models.md.`)
 	asJSON := fs.Bool("json", false, "print the findings as a JSON array")
 	root := fs.String("root", ".", "the workspace whose L2 index to check")
 	timeout := fs.Duration("timeout", 5*time.Second, "longest wait for each server")
@@ -495,6 +497,16 @@ func (d *doctor) tools(tc *tierconfig.Tiers) {
 		d.add("gopls", statusWarn, "gopls is not on PATH: L1 renames fall back to its own type-checked rename", "go install golang.org/x/tools/gopls@latest")
 	} else {
 		d.add("gopls", statusOK, p, "")
+	}
+	for _, f := range lsp.Discover() {
+		switch {
+		case f.Path == "":
+			d.add(f.Name, statusWarn, f.Name+" is not on PATH or in $"+lsp.PathEnv+": L1 leaves "+f.Language+" renames and organize imports to the next tier", "npm install -g "+lsp.Package[f.Name])
+		case f.CheckerPath == "":
+			d.add(f.Name, statusWarn, f.Path+", but "+f.Checker+" is not: L1 cannot type-check "+f.Language+" edits, so it refuses them", "npm install -g "+lsp.Package[f.Checker])
+		default:
+			d.add(f.Name, statusOK, f.Path+" (type-checked with "+f.CheckerPath+")", "")
+		}
 	}
 }
 

@@ -58,9 +58,9 @@ func (s *Stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 		}
 		return &tiers.Resolution{Answer: answer}, nil
 	case Rename:
-		next, summary, err = rename(ctx, req.Root, files, c)
+		next, summary, err = renameAny(ctx, req.Root, files, c)
 	case Format:
-		next, summary, err = formatFiles(ctx, req.Root, files, c)
+		next, summary, err = formatAny(ctx, req.Root, files, c)
 	case Replace:
 		next, summary, err = replace(files, c)
 	case Patch:

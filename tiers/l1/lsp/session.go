@@ -1,0 +1,316 @@
+package lsp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/joulehook/joule/core"
+)
+
+// ErrNoServer is returned when no language server serves a file, or the one
+// that would is not installed.
+var ErrNoServer = errors.New("no language server")
+
+// Result is a successor tree a server computed, checked.
+type Result struct {
+	Next    core.Files
+	Summary string
+	// Server is how long the server took to answer the edit request itself
+	// (from sending it to its response), Total the whole call: starting the
+	// server, the request, applying it and both type checks.
+	Server, Total time.Duration
+}
+
+// Timeout bounds one request (starting the server, the edit, both type
+// checks) when the caller's context does not end sooner: a server that
+// hangs makes L1 miss, it does not hold the cascade.
+var Timeout = 3 * time.Minute
+
+// session is one server started for one request against one workspace.
+type session struct {
+	srv  Server
+	root string // absolute, symlinks resolved
+	c    *conn
+}
+
+// open starts the server for rel in root and initializes it.
+func open(ctx context.Context, root, rel string) (*session, error) {
+	srv, ok := For(rel)
+	if !ok {
+		return nil, fmt.Errorf("%w for %s", ErrNoServer, rel)
+	}
+	bin, err := Look(srv.Name)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s (for %s) is not installed; see docs/acp.md", ErrNoServer, srv.Name, srv.Language)
+	}
+	real, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return nil, err
+	}
+	if real, err = filepath.Abs(real); err != nil {
+		return nil, err
+	}
+	c, err := start(append([]string{bin}, srv.Args...), real)
+	if err != nil {
+		return nil, err
+	}
+	c.onRequest = func(method string, params json.RawMessage) (any, error) {
+		switch method {
+		case "workspace/configuration":
+			var p struct {
+				Items []json.RawMessage `json:"items"`
+			}
+			_ = json.Unmarshal(params, &p)
+			return make([]any, len(p.Items)), nil
+		case "workspace/applyEdit":
+			// pyright sends the edit its command returned; the response
+			// already holds it, and nothing is written here.
+			return map[string]any{"applied": false, "failureReason": "joule applies the command's result itself"}, nil
+		case "client/registerCapability", "client/unregisterCapability", "window/workDoneProgress/create", "window/showMessageRequest":
+			return nil, nil
+		}
+		return nil, fmt.Errorf("unsupported request %s", method)
+	}
+	s := &session{srv: srv, root: real, c: c}
+	uri := fileURI(real)
+	init := map[string]any{
+		"processId":  os.Getpid(),
+		"clientInfo": map[string]any{"name": "joule"},
+		"rootUri":    uri,
+		"rootPath":   real,
+		"workspaceFolders": []any{
+			map[string]any{"uri": uri, "name": filepath.Base(real)},
+		},
+		"capabilities": map[string]any{
+			"general": map[string]any{"positionEncodings": []string{"utf-16"}},
+			"workspace": map[string]any{
+				"applyEdit":        true,
+				"configuration":    true,
+				"workspaceFolders": true,
+				"workspaceEdit":    map[string]any{"documentChanges": true},
+			},
+			"textDocument": map[string]any{
+				"synchronization": map[string]any{"didSave": false},
+				"rename":          map[string]any{"prepareSupport": false},
+				"codeAction": map[string]any{
+					"codeActionLiteralSupport": map[string]any{
+						"codeActionKind": map[string]any{"valueSet": []string{"source", "source.organizeImports", "refactor"}},
+					},
+				},
+			},
+		},
+	}
+	if err := c.call(ctx, "initialize", init, nil); err != nil {
+		c.close()
+		return nil, fmt.Errorf("%s: %w", srv.Name, err)
+	}
+	if err := c.notify("initialized", map[string]any{}); err != nil {
+		c.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *session) close() { s.c.close() }
+
+// sync opens every file of the server's language in the snapshot, with the
+// snapshot's content: a server then sees an editor's unsaved buffers, and
+// typescript-language-server (which otherwise renames only in the projects
+// of open files) finds every use.
+func (s *session) sync(files core.Files) error {
+	n := 0
+	for _, p := range files.Paths() {
+		if sv, ok := For(p); !ok || sv.Name != s.srv.Name || ignored(p) {
+			continue
+		}
+		if n++; n > maxOpen {
+			return fmt.Errorf("more than %d %s files: too many to open in %s", maxOpen, s.srv.Language, s.srv.Name)
+		}
+		err := s.c.notify("textDocument/didOpen", map[string]any{"textDocument": map[string]any{
+			"uri": fileURI(filepath.Join(s.root, filepath.FromSlash(p))), "languageId": languageID(p), "version": 1, "text": string(files[p]),
+		}})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// maxOpen bounds the files one request opens in a server.
+const maxOpen = 5000
+
+// position converts a 1-based line and byte column in src to an LSP position.
+func position(src []byte, line, col int) (Position, error) {
+	lines := bytes.Split(src, []byte("\n"))
+	if line < 1 || line > len(lines) {
+		return Position{}, fmt.Errorf("line %d is outside the file (%d lines)", line, len(lines))
+	}
+	l := bytes.TrimSuffix(lines[line-1], []byte("\r"))
+	if col < 1 || col > len(l)+1 {
+		return Position{}, fmt.Errorf("column %d is outside line %d (%d bytes)", col, line, len(l))
+	}
+	prefix := l[:col-1]
+	if !utf8.Valid(prefix) {
+		return Position{}, fmt.Errorf("column %d of line %d splits a character", col, line)
+	}
+	units := 0
+	for _, r := range string(prefix) {
+		units++
+		if r >= 0x10000 {
+			units++
+		}
+	}
+	return Position{Line: line - 1, Character: units}, nil
+}
+
+// Rename asks the language server for rel to rename the symbol at line:col
+// (1-based, the column in bytes) of the snapshot to to, applies its
+// WorkspaceEdit to files, and checks that the project type-checks as well
+// as before. Nothing is written to disk; a server that refuses, errors or
+// whose edit breaks the type check makes it return an error.
+func Rename(ctx context.Context, root string, files core.Files, rel string, line, col int, to string) (*Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
+	t0 := time.Now()
+	src, ok := files[rel]
+	if !ok {
+		return nil, fmt.Errorf("rename: %s is not in the workspace", rel)
+	}
+	if to == "" || strings.ContainsAny(to, " \t\r\n") {
+		return nil, fmt.Errorf("rename: %q is not a name", to)
+	}
+	pos, err := position(src, line, col)
+	if err != nil {
+		return nil, fmt.Errorf("rename: %s: %v", rel, err)
+	}
+	s, err := open(ctx, root, rel)
+	if err != nil {
+		return nil, err
+	}
+	defer s.close()
+	if err := s.sync(files); err != nil {
+		return nil, err
+	}
+	var we *WorkspaceEdit
+	t1 := time.Now()
+	err = s.c.call(ctx, "textDocument/rename", map[string]any{
+		"textDocument": map[string]any{"uri": fileURI(filepath.Join(s.root, filepath.FromSlash(rel)))},
+		"position":     pos,
+		"newName":      to,
+	}, &we)
+	server := time.Since(t1)
+	if err != nil {
+		return nil, fmt.Errorf("%s refuses the rename at %s:%d:%d: %v", s.srv.Name, rel, line, col, err)
+	}
+	if we == nil || len(we.Changes)+len(we.DocumentChanges) == 0 {
+		return nil, fmt.Errorf("%s finds nothing to rename at %s:%d:%d", s.srv.Name, rel, line, col)
+	}
+	next, n, err := Apply(s.root, files, we)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", s.srv.Name, err)
+	}
+	if err := Check(ctx, s.srv, s.root, files, next); err != nil {
+		return nil, err
+	}
+	return &Result{Next: next, Server: server, Total: time.Since(t0),
+		Summary: fmt.Sprintf("renamed the symbol at %s:%d:%d to %s through %s: %d edit(s) in %d file(s)", rel, line, col, to, s.srv.Name, n, changed(files, next))}, nil
+}
+
+// OrganizeImports asks the language server for rel to organize its imports
+// (typescript-language-server's source.organizeImports code action,
+// pyright's pyright.organizeimports command), applied and checked as Rename
+// is.
+func OrganizeImports(ctx context.Context, root string, files core.Files, rel string) (*Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
+	t0 := time.Now()
+	src, ok := files[rel]
+	if !ok {
+		return nil, fmt.Errorf("organize imports: %s is not in the workspace", rel)
+	}
+	s, err := open(ctx, root, rel)
+	if err != nil {
+		return nil, err
+	}
+	defer s.close()
+	if err := s.sync(files); err != nil {
+		return nil, err
+	}
+	uri := fileURI(filepath.Join(s.root, filepath.FromSlash(rel)))
+	var we *WorkspaceEdit
+	t1 := time.Now()
+	switch s.srv.Name {
+	case "pyright-langserver":
+		err = s.c.call(ctx, "workspace/executeCommand", map[string]any{"command": "pyright.organizeimports", "arguments": []string{uri}}, &we)
+	default:
+		end, _ := offsetEnd(src)
+		var actions []struct {
+			Kind string         `json:"kind"`
+			Edit *WorkspaceEdit `json:"edit"`
+		}
+		err = s.c.call(ctx, "textDocument/codeAction", map[string]any{
+			"textDocument": map[string]any{"uri": uri},
+			"range":        Range{End: end},
+			"context":      map[string]any{"diagnostics": []any{}, "only": []string{"source.organizeImports"}},
+		}, &actions)
+		for _, a := range actions {
+			if a.Kind == "source.organizeImports" || strings.HasPrefix(a.Kind, "source.organizeImports.") {
+				if a.Edit == nil {
+					err = fmt.Errorf("its organize-imports action carries no edit")
+				}
+				we = a.Edit
+				break
+			}
+		}
+	}
+	server := time.Since(t1)
+	if err != nil {
+		return nil, fmt.Errorf("%s refuses to organize the imports of %s: %v", s.srv.Name, rel, err)
+	}
+	if we == nil {
+		return nil, fmt.Errorf("%s offers no organize-imports edit for %s", s.srv.Name, rel)
+	}
+	next, n, err := Apply(s.root, files, we)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", s.srv.Name, err)
+	}
+	if changed(files, next) > 0 {
+		if err := Check(ctx, s.srv, s.root, files, next); err != nil {
+			return nil, err
+		}
+	}
+	return &Result{Next: next, Server: server, Total: time.Since(t0),
+		Summary: fmt.Sprintf("organized the imports of %s through %s: %d edit(s)", rel, s.srv.Name, n)}, nil
+}
+
+// offsetEnd is the LSP position of the end of src.
+func offsetEnd(src []byte) (Position, error) {
+	i := bytes.LastIndexByte(src, '\n')
+	last := src[i+1:]
+	units := 0
+	for _, r := range string(last) {
+		units++
+		if r >= 0x10000 {
+			units++
+		}
+	}
+	return Position{Line: bytes.Count(src, []byte("\n")), Character: units}, nil
+}
+
+func changed(prior, next core.Files) int {
+	n := 0
+	for p, b := range next {
+		if !bytes.Equal(prior[p], b) {
+			n++
+		}
+	}
+	return n
+}
