@@ -3,7 +3,6 @@ package l1
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/joulehook/joule/core"
@@ -17,32 +16,14 @@ import (
 // one op like any other L1 edit. A server that is missing, refuses or errors
 // is a miss, with nothing written.
 
-// serverPos splits a rename target FILE:LINE:COL naming a file a language
-// server serves.
-func serverPos(target string) (file string, line, col int, ok bool) {
-	parts := strings.Split(target, ":")
-	if len(parts) != 3 {
-		return "", 0, 0, false
-	}
-	if _, ok := lsp.For(parts[0]); !ok {
-		return "", 0, 0, false
-	}
-	l, err1 := strconv.Atoi(parts[1])
-	c, err2 := strconv.Atoi(parts[2])
-	if err1 != nil || err2 != nil || l < 1 || c < 1 {
-		return "", 0, 0, false
-	}
-	return strings.TrimPrefix(parts[0], "./"), l, c, true
-}
-
 // renameAny renames through a language server when the target is a
 // position in a file one serves, and with the Go rename otherwise.
 func renameAny(ctx context.Context, root string, files core.Files, c Rename) (core.Files, string, error) {
-	file, line, col, ok := serverPos(c.Target)
-	if !ok {
+	sym := c.Target
+	if _, served := lsp.For(sym.File); !served || !sym.Pos() {
 		return rename(ctx, root, files, c)
 	}
-	r, err := lsp.Rename(ctx, root, files, file, line, col, c.To)
+	r, err := lsp.Rename(ctx, root, files, strings.TrimPrefix(sym.File, "./"), sym.Line, sym.Col, c.To)
 	if err != nil {
 		return nil, "", err
 	}
