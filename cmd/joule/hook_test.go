@@ -142,9 +142,15 @@ var hostCases = []hostCase{
 			return fmt.Sprintf(`{"hookName":"TaskComplete","taskId":"s1","workspaceRoots":[%q]}`, ws)
 		},
 		denied: func(r result) bool {
-			return r.code == 0 && jsonPath(r.stdout, "cancel") == "true" && jsonPath(r.stdout, "errorMessage") != ""
+			// cancel stops the whole task; for the tools that validate
+			// their input, a null overrideInput fails the one call and the
+			// model reads the context (plugins/cline).
+			return r.code == 0 && (jsonPath(r.stdout, "cancel") == "true" && jsonPath(r.stdout, "errorMessage") != "" ||
+				jsonPath(r.stdout, "cancel") == "false" && strings.Contains(r.stdout, `"overrideInput":null`) && strings.HasPrefix(jsonPath(r.stdout, "context"), "joule deny"))
 		},
-		allowed: func(r result) bool { return r.code == 0 && jsonPath(r.stdout, "cancel") == "false" },
+		allowed: func(r result) bool {
+			return r.code == 0 && jsonPath(r.stdout, "cancel") == "false" && !strings.Contains(r.stdout, `"overrideInput":null`)
+		},
 	},
 	{
 		host: "opencode",
