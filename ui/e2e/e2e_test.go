@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -196,26 +197,40 @@ func statusOf(t *testing.T, home, session string) statusLine {
 	return statusLine{parts[0], parts[1], parts[len(parts)-1]}
 }
 
-// lsRow is one row of `joule receipts ls SESSION`.
+// lsRow is one row of `joule receipts ls SESSION`, read from its --json
+// form: decision and code are a decision's, and for an efficiency receipt
+// its status and coverage (the page's columns for it).
 type lsRow struct{ seq, index, verdict, kind, decision, code string }
 
 func receiptsLs(t *testing.T, home, session string) []lsRow {
 	t.Helper()
-	out, code := joule(t, home, "", "receipts", "ls", session)
+	out, code := joule(t, home, "", "receipts", "ls", session, "--json")
 	if code != 0 {
-		t.Fatalf("receipts ls %s: exit %d\n%s", session, code, out)
+		t.Fatalf("receipts ls %s --json: exit %d\n%s", session, code, out)
 	}
+	var rs []struct {
+		Seq      uint64 `json:"sequence"`
+		Index    int64  `json:"index"`
+		Verdict  string `json:"verdict"`
+		Kind     string `json:"kind"`
+		Decision string `json:"decision"`
+		Code     string `json:"code"`
+		Summary  string `json:"summary"`
+	}
+	if err := json.Unmarshal([]byte(out), &rs); err != nil {
+		t.Fatalf("receipts ls %s --json: %v\n%s", session, err, out)
+	}
+	status := regexp.MustCompile(`\((\S+), (\S+)\)$`)
 	var rows []lsRow
-	for _, line := range strings.Split(out, "\n")[1:] {
-		f := strings.Fields(line)
-		if len(f) < 3 || !regexp.MustCompile(`^\d+$`).MatchString(f[0]) {
-			continue
+	for _, r := range rs {
+		row := lsRow{seq: strconv.FormatUint(r.Seq, 10), index: strconv.FormatInt(r.Index, 10), verdict: r.Verdict,
+			kind: r.Kind, decision: r.Decision, code: r.Code}
+		if r.Kind == "efficiency" {
+			if m := status.FindStringSubmatch(r.Summary); m != nil {
+				row.decision, row.code = m[1], m[2]
+			}
 		}
-		r := lsRow{seq: f[0], index: f[1], verdict: f[2]}
-		if len(f) >= 6 {
-			r.kind, r.decision, r.code = f[3], f[4], f[5]
-		}
-		rows = append(rows, r)
+		rows = append(rows, row)
 	}
 	return rows
 }
