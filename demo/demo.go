@@ -218,9 +218,24 @@ func gateDemo(ctx context.Context, home, ws string, id *identity.Identity, say f
 		r := g.DecideJSON(ctx, []byte(fmt.Sprintf(ev, root)))
 		say("   gate      %-5s %-22s %s", r.Decision, r.Code, r.Reason)
 	}
-	entries, err := st.Session(ctx, "demo")
+	all, err := verifySession(ctx, st, id, "demo")
+	if err != nil {
+		return fmt.Errorf("demo: decision receipts do not verify: %w", err)
+	}
+	rec, err := st.Grant(ctx, s.ID.String())
 	if err != nil {
 		return err
+	}
+	say("8. verified  %d decision receipts, hash chain intact; spent %s, %s left", len(all), grant.FormatEnergy(rec.SpentUJ), grant.FormatEnergy(rec.RemainingUJ()))
+	return nil
+}
+
+// verifySession checks a session's chain as a third party would, with the
+// steward's name and public key only, and returns its receipts.
+func verifySession(ctx context.Context, st *store.Store, id *identity.Identity, session string) ([]*receipts.Any, error) {
+	entries, err := st.Session(ctx, session)
+	if err != nil {
+		return nil, err
 	}
 	envs := make([][]byte, len(entries))
 	for i, en := range entries {
@@ -229,15 +244,7 @@ func gateDemo(ctx context.Context, home, ws string, id *identity.Identity, say f
 	pub := id.Public()
 	v, err := core.NewVerifier(id.Steward, pub[:])
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if _, err := receipts.VerifyChain(v, id.Steward, envs); err != nil {
-		return fmt.Errorf("demo: decision receipts do not verify: %w", err)
-	}
-	rec, err := st.Grant(ctx, s.ID.String())
-	if err != nil {
-		return err
-	}
-	say("8. verified  %d decision receipts, hash chain intact; spent %s, %s left", len(envs), grant.FormatEnergy(rec.SpentUJ), grant.FormatEnergy(rec.RemainingUJ()))
-	return nil
+	return receipts.VerifyChain(v, id.Steward, envs)
 }

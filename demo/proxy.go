@@ -14,11 +14,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/joulehook/joule/core"
 	"github.com/joulehook/joule/core/gate"
 	"github.com/joulehook/joule/core/grant"
 	"github.com/joulehook/joule/core/identity"
-	"github.com/joulehook/joule/core/receipts"
 	"github.com/joulehook/joule/core/store"
 	"github.com/joulehook/joule/energy"
 	"github.com/joulehook/joule/energy/proxy"
@@ -157,20 +155,7 @@ func Proxy(ctx context.Context, home string, say func(string, ...any)) error {
 	say("   streamed  %d events, first byte after %v: %q", events, ttfb.Round(time.Millisecond), text.String())
 	p.Close()
 
-	entries, err := st.Session(ctx, proxySession)
-	if err != nil {
-		return err
-	}
-	envs := make([][]byte, len(entries))
-	for i, en := range entries {
-		envs[i] = en.Envelope
-	}
-	pub := id.Public()
-	v, err := core.NewVerifier(id.Steward, pub[:])
-	if err != nil {
-		return err
-	}
-	all, err := receipts.VerifyChain(v, id.Steward, envs)
+	all, err := verifySession(ctx, st, id, proxySession)
 	if err != nil {
 		return fmt.Errorf("demo: efficiency receipts do not verify: %w", err)
 	}
