@@ -46,7 +46,7 @@
     const q = new URLSearchParams(params || {});
     let res;
     try {
-      res = await fetch("/api/" + path + "?" + q.toString(), { headers: { Authorization: "Bearer " + TOKEN } });
+      res = await fetch("api/" + path + "?" + q.toString(), { headers: { Authorization: "Bearer " + TOKEN } });
     } catch (e) {
       throw new Error("joule ui is not answering (was it stopped?)");
     }
@@ -353,7 +353,7 @@ ${p.checkpoint ? `<h2>Checkpoint</h2><pre>${esc(p.checkpoint)}</pre>` : ""}`;
 
   // --- live updates
   function connect() {
-    const es = new EventSource("/api/events?token=" + encodeURIComponent(TOKEN));
+    const es = new EventSource("api/events?token=" + encodeURIComponent(TOKEN));
     es.addEventListener("log", (ev) => {
       const size = JSON.parse(ev.data).size;
       live.classList.add("on");

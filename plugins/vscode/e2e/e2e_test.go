@@ -1,15 +1,18 @@
 // Package e2e tests the VS Code extension in plugins/vscode: its TypeScript
 // compiled against the published @types/vscode API, its logic run against
 // the real joule binary (node --test), and its .vsix packaged with
-// @vscode/vsce. It does not run VS Code itself: see docs/hosts.md, "VS Code".
+// @vscode/vsce, and the .vsix installed into a real VS Code host
+// (code-server) whose workbench chromium drives (host_test.go).
 package e2e
 
 import (
 	"archive/zip"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -34,48 +37,83 @@ func need(t *testing.T) {
 	t.Skip(msg)
 }
 
-func TestExtension(t *testing.T) {
-	need(t)
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "joule")
-	build := exec.Command("go", "build", "-trimpath", "-o", bin, "../../../cmd/joule")
+// artifacts are what the tests share: the joule binary, the extension
+// compiled against @types/vscode (out) and packaged (vsix), built once.
+type artifacts struct{ bin, out, vsix string }
+
+var (
+	buildOnce sync.Once
+	built     artifacts
+	buildErr  error
+	buildDir  string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+func build(t *testing.T) artifacts {
+	t.Helper()
+	buildOnce.Do(func() { built, buildErr = buildArtifacts() })
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return built
+}
+
+func buildArtifacts() (artifacts, error) {
+	dir, err := os.MkdirTemp("", "joule-vscode-e2e-")
+	if err != nil {
+		return artifacts{}, err
+	}
+	buildDir = dir
+	a := artifacts{bin: filepath.Join(dir, "joule"), out: filepath.Join(dir, "out"), vsix: filepath.Join(dir, "joule-vscode.vsix")}
+	build := exec.Command("go", "build", "-trimpath", "-o", a.bin, "../../../cmd/joule")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build joule: %v\n%s", err, out)
+		return a, fmt.Errorf("build joule: %v\n%s", err, out)
 	}
-	// tsc type-checks the extension against @types/vscode, then node runs
-	// its logic against the real binary.
-	out := filepath.Join(dir, "out")
-	tsc := exec.Command("node", "node_modules/typescript/bin/tsc", "-p", ".", "--outDir", out)
+	// tsc type-checks the extension against @types/vscode.
+	tsc := exec.Command("node", "node_modules/typescript/bin/tsc", "-p", ".", "--outDir", a.out)
 	tsc.Dir = ".."
 	if b, err := tsc.CombinedOutput(); err != nil {
-		t.Fatalf("tsc: %v\n%s", err, b)
+		return a, fmt.Errorf("tsc: %v\n%s", err, b)
 	}
-	test := exec.Command("node", "--test", "--test-reporter=spec", filepath.Join(out, "test", "joule.test.js"))
+	// The .vsix, packaged from a copy so the checkout is left as it was.
+	pkg := filepath.Join(dir, "pkg")
+	if b, err := exec.Command("cp", "-r", "..", pkg).CombinedOutput(); err != nil {
+		return a, fmt.Errorf("copy: %v %s", err, b)
+	}
+	os.RemoveAll(filepath.Join(pkg, "e2e"))
+	if b, err := exec.Command("cp", "-r", a.out, filepath.Join(pkg, "out")).CombinedOutput(); err != nil {
+		return a, fmt.Errorf("copy out: %v %s", err, b)
+	}
+	vsce := exec.Command("node", "node_modules/@vscode/vsce/vsce", "package", "--no-dependencies", "--allow-missing-repository", "--skip-license", "-o", a.vsix)
+	vsce.Dir = pkg
+	if b, err := vsce.CombinedOutput(); err != nil {
+		return a, fmt.Errorf("vsce package: %v\n%s", err, b)
+	}
+	return a, nil
+}
+
+func TestExtension(t *testing.T) {
+	need(t)
+	a := build(t)
+	dir := t.TempDir()
+	// node runs the extension's logic against the real binary.
+	test := exec.Command("node", "--test", "--test-reporter=spec", filepath.Join(a.out, "test", "joule.test.js"))
 	test.Dir = ".."
-	test.Env = append(os.Environ(), "JOULE_BIN="+bin, "TMPDIR="+dir)
+	test.Env = append(os.Environ(), "JOULE_BIN="+a.bin, "TMPDIR="+dir)
 	b, err := test.CombinedOutput()
 	t.Logf("node --test:\n%s", b)
 	if err != nil {
 		t.Fatalf("node --test: %v", err)
 	}
-	// The .vsix, packaged from a copy so the checkout is left as it was.
-	pkg := filepath.Join(dir, "pkg")
-	cp := exec.Command("cp", "-r", "..", pkg)
-	if b, err := cp.CombinedOutput(); err != nil {
-		t.Fatalf("copy: %v %s", err, b)
-	}
-	os.RemoveAll(filepath.Join(pkg, "e2e"))
-	if b, err := exec.Command("cp", "-r", out, filepath.Join(pkg, "out")).CombinedOutput(); err != nil {
-		t.Fatalf("copy out: %v %s", err, b)
-	}
-	vsix := filepath.Join(dir, "joule-vscode.vsix")
-	vsce := exec.Command("node", "node_modules/@vscode/vsce/vsce", "package", "--no-dependencies", "--allow-missing-repository", "--skip-license", "-o", vsix)
-	vsce.Dir = pkg
-	if b, err := vsce.CombinedOutput(); err != nil {
-		t.Fatalf("vsce package: %v\n%s", err, b)
-	}
-	z, err := zip.OpenReader(vsix)
+	z, err := zip.OpenReader(a.vsix)
 	if err != nil {
 		t.Fatal(err)
 	}

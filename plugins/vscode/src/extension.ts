@@ -18,7 +18,8 @@ function workspaceDir(): string {
 let ui: joule.UI | undefined;
 
 export function activate(context: vscode.ExtensionContext): void {
-  const item = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 100);
+  const item = vscode.window.createStatusBarItem("joule.status", vscode.StatusBarAlignment.Left, 100);
+  item.name = "joule";
   item.command = "joule.openDashboard";
   item.text = "$(zap) joule";
   item.show();
@@ -52,9 +53,12 @@ export function activate(context: vscode.ExtensionContext): void {
         return;
       }
       const target = await vscode.env.asExternalUri(vscode.Uri.parse(joule.sessionURL(ui.url, o.session)));
-      const panel = vscode.window.createWebviewPanel("joule.dashboard", `joule: ${o.session}`, vscode.ViewColumn.Beside, { enableScripts: false });
+      // The dashboard runs its own script in the frame: a webview without
+      // enableScripts sandboxes its frames without scripts too. The
+      // webview's own document runs none (default-src 'none').
+      const panel = vscode.window.createWebviewPanel("joule.dashboard", `joule: ${o.session}`, vscode.ViewColumn.Beside, { enableScripts: true });
       const origin = `${target.scheme}://${target.authority}`;
-      panel.webview.html = `<!doctype html><html><head><meta http-equiv="Content-Security-Policy" content="default-src 'none'; frame-src ${origin};">
+      panel.webview.html = `<!doctype html><html><head><meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; frame-src ${origin};">
 <style>html,body,iframe{margin:0;padding:0;border:0;width:100%;height:100vh}</style></head>
 <body><iframe src="${target.toString(true)}" title="joule receipts"></iframe></body></html>`;
     }),
@@ -86,6 +90,28 @@ export function activate(context: vscode.ExtensionContext): void {
         const s = joule.mcpServer(options(), workspaceDir());
         return [new vscode.McpStdioServerDefinition(s.label, s.command, s.args, s.env)];
       },
+    }),
+  );
+  // Ask the gate by hand, through VS Code's own tool machinery
+  // (vscode.lm.invokeTool), exactly as agent mode would call the tool.
+  context.subscriptions.push(
+    vscode.commands.registerCommand("joule.check", async (command?: string) => {
+      command ??= await vscode.window.showInputBox({ title: "joule gate", prompt: "A shell command to check against the active grant" });
+      if (!command) return;
+      const r = await vscode.lm.invokeTool("joule_gate", { input: { tool: "Bash", command }, toolInvocationToken: undefined });
+      const text = r.content.map((p) => (p instanceof vscode.LanguageModelTextPart ? p.value : "")).join("");
+      vscode.window.showInformationMessage(text);
+      return text;
+    }),
+  );
+  // What this window's joule contributes and sees, as the host lists it.
+  context.subscriptions.push(
+    vscode.commands.registerCommand("joule.about", () => {
+      const tools = vscode.lm.tools.filter((t) => t.name === "joule_gate").map((t) => t.name);
+      const s = joule.mcpServer(options(), workspaceDir());
+      const text = joule.about(tools, s);
+      vscode.window.showInformationMessage(text);
+      return text;
     }),
   );
   context.subscriptions.push(vscode.workspace.onDidChangeConfiguration((e) => { if (e.affectsConfiguration("joule")) { changed.fire(); refresh(); } }));

@@ -142,3 +142,11 @@ export function mcpServer(o: Options, workspace: string): McpServer {
   if (o.home) e.JOULE_HOME = o.home;
   return { label: "joule", command: o.path, args: ["mcp", "--workspace", workspace, "--session", o.session], env: e };
 }
+
+// about is what the "joule: What this window's joule sees" command says:
+// the language-model tools the host lists for this extension, the MCP
+// server it offers, and the disclosure.
+export function about(tools: string[], mcp: McpServer): string {
+  const t = tools.length ? `language-model tool ${tools.join(", ")} registered` : "language-model tool joule_gate NOT registered";
+  return `joule: ${t}; MCP server "${mcp.label}" offered: ${[mcp.command, ...mcp.args].join(" ")}. ${Disclosure}`;
+}

@@ -101,3 +101,10 @@ test("the MCP server the extension registers answers initialize and lists its to
     p.kill();
   }
 });
+
+test("the registrations report says when the host lists no joule_gate", () => {
+  const s = joule.mcpServer(o, ws);
+  assert.match(joule.about(["joule_gate"], s), /^joule: language-model tool joule_gate registered; MCP server "joule" offered: .* mcp --workspace /);
+  assert.match(joule.about([], s), /joule_gate NOT registered/);
+  assert.ok(joule.about([], s).includes("invisible to an extension"));
+});
