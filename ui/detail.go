@@ -296,6 +296,10 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
+	// no-transform: a compressing proxy in front (code-server's port
+	// proxy, as VS Code's webview reaches joule ui) would otherwise
+	// buffer the stream in its gzip window and the page never hears it.
+	w.Header().Set("Cache-Control", "no-cache, no-transform")
 	ctx := r.Context()
 	last := int64(-1)
 	tick := time.NewTicker(s.cfg.Poll)

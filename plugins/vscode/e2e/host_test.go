@@ -278,6 +278,7 @@ func TestVSCode(t *testing.T) {
 		}
 		reply("status1", map[string]string{"want": statusOf(t, a.bin, home, session).bar(), "command": ask})
 	}
+	var afterCheck statusline
 	if obs := step("checked"); obs != nil {
 		toast, _ := obs["toast"].(string)
 		if !strings.HasPrefix(toast, "joule gate: deny (") {
@@ -293,7 +294,26 @@ func TestVSCode(t *testing.T) {
 		if len(rs) != 3 || rs[2].Decision != "deny" {
 			t.Errorf("after the tool's answer the chain holds %+v, want allow, allow, deny", rs)
 		}
-		reply("checked", map[string]string{"want": statusOf(t, a.bin, home, session).bar()})
+		afterCheck = statusOf(t, a.bin, home, session)
+		reply("checked", map[string]string{"want": afterCheck.bar()})
+	}
+	var afterLive statusline
+	if wv := step("webview"); wv != nil {
+		sl := statusOf(t, a.bin, home, session)
+		if wv["energy"] != sl.energy || wv["decisions"] != sl.decisions || wv["budget-left"] != sl.left {
+			t.Errorf("the webview's session view shows %q · %q · %q, statusline %q · %q · %q", wv["energy"], wv["decisions"], wv["budget-left"], sl.energy, sl.decisions, sl.left)
+		}
+		if wv["rows"] != float64(3) {
+			t.Errorf("the webview's chain shows %v receipts, want 3", wv["rows"])
+		}
+		if wv["live"] != "live · 3 receipts in the log" {
+			t.Errorf("the dashboard's live badge in the webview says %q", wv["live"])
+		}
+		if d := gate("git status"); d["decision"] != "allow" {
+			t.Fatalf("joule gate: %v", d)
+		}
+		afterLive = statusOf(t, a.bin, home, session)
+		reply("webview", map[string]string{"decisions": afterLive.decisions})
 	}
 	err := <-done
 	lines := strings.Split(strings.TrimSpace(dout.String()), "\n")
@@ -305,12 +325,11 @@ func TestVSCode(t *testing.T) {
 	if e, ok := got["error"]; ok {
 		t.Fatalf("the workbench did not show what was expected (steps %v): %v\ncode-server:\n%s", got["steps"], e, logs.String())
 	}
-	sl := statusOf(t, a.bin, home, session)
-	if got["status3"] != sl.bar() {
-		t.Errorf("the status bar ends at %q, joule statusline gives %q", got["status3"], sl.bar())
+	if got["status3"] != afterCheck.bar() {
+		t.Errorf("the status bar shows %q after the tool's answer, joule statusline gives %q", got["status3"], afterCheck.bar())
 	}
-	if !strings.Contains(sl.decisions, "2 allowed · 1 denied") {
-		t.Errorf("statusline %q: the store does not hold the test's decisions", sl.decisions)
+	if afterCheck.decisions != "2 allowed · 1 denied" {
+		t.Errorf("statusline %q: the store does not hold the test's decisions", afterCheck.decisions)
 	}
 	if tip, _ := got["tooltip1"].(string); !strings.Contains(tip, "invisible to an extension") {
 		t.Errorf("the status bar's tooltip does not say what the extension cannot see: %q", tip)
@@ -327,11 +346,8 @@ func TestVSCode(t *testing.T) {
 		t.Errorf("the host did not start the joule MCP server from the definition and list its tools (joule mcp lists %d): %s\ncode-server:\n%s", mcpTools(t, a.bin, home, ws), mcpLog, logs.String())
 	}
 	wv, _ := got["webview"].(map[string]any)
-	if wv["energy"] != sl.energy || wv["decisions"] != sl.decisions || wv["budget-left"] != sl.left {
-		t.Errorf("the webview's session view shows %q · %q · %q, statusline %q · %q · %q", wv["energy"], wv["decisions"], wv["budget-left"], sl.energy, sl.decisions, sl.left)
-	}
-	if wv["rows"] != float64(3) {
-		t.Errorf("the webview's chain shows %v receipts, want 3", wv["rows"])
+	if wv["liveDecisions"] != afterLive.decisions || wv["liveRows"] != float64(4) {
+		t.Errorf("after a new decision the webview shows %q and %v receipts without a reload, want %q and 4", wv["liveDecisions"], wv["liveRows"], afterLive.decisions)
 	}
 	if size, _ := wv["size"].([]any); len(size) != 2 || size[0].(float64) < 500 || size[1].(float64) < 500 {
 		t.Errorf("the dashboard's frame in the webview is %v px: not filling the panel", wv["size"])

@@ -132,7 +132,15 @@ async function main() {
   out.webview.rows = await frame.locator("#chain .r").count();
   const box2 = await frame.frameElement().then((e) => e.boundingBox());
   out.webview.size = box2 ? [Math.round(box2.width), Math.round(box2.height)] : null;
+  // Live: the dashboard's event stream reaches it through the proxy, and a
+  // decision the test seals now appears without a reload.
+  await frame.locator("#live.on").waitFor({ timeout: 60000 });
+  out.webview.live = (await frame.locator("#live").textContent()).trim();
   await shot("vscode-webview.png");
+  reply = await handshake("webview", out.webview);
+  await frame.waitForFunction((want) => document.querySelector("[data-testid=decisions]")?.textContent.trim() === want, reply.decisions, { timeout: 90000 });
+  out.webview.liveDecisions = (await frame.locator("[data-testid=decisions]").first().textContent()).trim();
+  out.webview.liveRows = await frame.locator("#chain .r").count();
 }
 
 try {
