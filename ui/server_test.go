@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"bufio"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -476,5 +477,34 @@ func TestPostgres(t *testing.T) {
 	f.get("/api/chain?id=s", &ch)
 	if ch.FirstBad != 3 || ch.Rows[2].Verdict != receipts.VerdictBadSignature || ch.Rows[3].Verdict != receipts.VerdictBrokenChain {
 		t.Errorf("after the flip: first bad %d, rows %+v", ch.FirstBad, ch.Rows)
+	}
+}
+
+// The event stream says no-transform (a compressing proxy in front, such
+// as code-server's port proxy for VS Code's webview, would otherwise hold
+// it), and the page asks its API relative to its own URL, so it works
+// under a path prefix.
+func TestBehindAPathProxy(t *testing.T) {
+	f := newFixture(t)
+	f.seal("s", 1, receipts.CoverageEnforced)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", f.http.URL+"/api/events?token=tok", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if cc := resp.Header.Get("Cache-Control"); !strings.Contains(cc, "no-transform") {
+		t.Errorf("event stream Cache-Control %q: a compressing proxy may buffer it", cc)
+	}
+	line, _ := bufio.NewReader(resp.Body).ReadString('\n')
+	if line != "event: log\n" {
+		t.Errorf("the stream begins %q", line)
+	}
+	for _, abs := range []string{`fetch("/`, `EventSource("/`} {
+		if strings.Contains(string(f.srv.page), abs) {
+			t.Errorf("the page calls %s…: absolute, it misses a path prefix", abs)
+		}
 	}
 }
