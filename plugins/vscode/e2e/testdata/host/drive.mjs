@@ -90,7 +90,6 @@ async function main() {
   await page.keyboard.press("Enter");
   out.checked = await toast("joule gate:");
   reply = await handshake("checked", { toast: out.checked });
-  out.status3 = await statusText();
   await waitStatus(reply.want);
   out.status3 = await statusText();
 
