@@ -272,7 +272,12 @@ func (r *residentGate) serve(ctx context.Context) string {
 	}
 	why := <-r.stopped
 	r.inflight.Wait()
-	r.ep.Close()
+	// The store is left open, as a one-shot hook leaves it (home.go):
+	// closing the last connection would checkpoint the write-ahead log
+	// into the database and delete it, and the first call after this
+	// gate (joule hook, which the client runs when no gate answers)
+	// would create it again. Only the witness must be written first.
+	r.ep.store.FlushWitness()
 	r.lock.Close()
 	return why
 }
@@ -380,7 +385,7 @@ func (r *residentGate) answer(ctx context.Context, q *resident.Request) *residen
 	if home != r.home || q.StoreSet != r.storeSet || q.Store != r.store || q.UserHome != r.userHome {
 		return &resident.Response{Kind: resident.Mismatch}
 	}
-	if q.Joule != "" {
+	if q.Joule != "" && q.Joule != r.self {
 		j := q.Joule
 		if rj, err := filepath.EvalSymlinks(j); err == nil {
 			j = rj
