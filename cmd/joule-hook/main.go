@@ -192,6 +192,11 @@ func (c *client) start() {
 // payload read: the path that needs no gate. err is set when it did not
 // run to an exit status by the deadline (it is killed then).
 func (c *client) inProcess(stdin, stdout, stderr *os.File, by time.Time) (code int, err error) {
+	if !time.Now().Before(by) {
+		// The gate took the budget: a joule hook started now would be
+		// killed before it could answer, perhaps halfway through.
+		return 0, errors.New("no answer within the hook's time budget")
+	}
 	in := stdin
 	if c.payload != nil {
 		r, w, err := os.Pipe()
