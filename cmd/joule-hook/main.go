@@ -20,14 +20,13 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -41,7 +40,7 @@ const defaultBudget = 20 * time.Second
 
 func main() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
 
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func run(args []string, stdin *os.File, stdout, stderr *os.File) int {
 	start := time.Now()
 	budget := defaultBudget
 	if v := os.Getenv("JOULE_HOOK_TIMEOUT"); v != "" {
@@ -61,16 +60,16 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		stderr.Write(e)
 		return code
 	}
-	payload, err := readPayload(stdin, deadline)
-	if err != nil {
-		return deny("joule cannot read this " + host + " hook payload: " + err.Error())
-	}
 	joule := findJoule()
-	c := &client{host: host, joule: joule, payload: payload, deadline: deadline}
+	c := &client{host: host, joule: joule, deadline: deadline}
 	// The gate gets three quarters of the budget; the in-process
 	// fallback the rest.
 	gateBy := start.Add(budget * 3 / 4)
-	if resp, ok := c.viaGate(gateBy); ok {
+	resp, ok, err := c.viaGate(stdin, gateBy)
+	if err != nil {
+		return deny("joule cannot read this " + host + " hook payload: " + err.Error())
+	}
+	if ok {
 		stdout.Write(resp.Stdout)
 		stderr.Write(resp.Stderr)
 		return resp.Exit
@@ -78,53 +77,66 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if joule == "" {
 		return deny("no resident gate answered and no joule binary was found beside " + self() + ", in $JOULE_BIN or on $PATH")
 	}
-	out, errb, code, err := c.inProcess(deadline.Add(-200 * time.Millisecond))
+	code, err := c.inProcess(stdin, stdout, stderr, deadline.Add(-200*time.Millisecond))
 	if c.spawn {
 		defer c.start()
 	}
 	if err != nil {
 		return deny("no resident gate answered and '" + joule + " hook " + host + "' failed: " + err.Error())
 	}
-	stdout.Write(out)
-	stderr.Write(errb)
 	return code
 }
 
 type client struct {
 	host, joule string
-	payload     []byte
+	payload     []byte // nil until read: joule hook then reads stdin itself
 	deadline    time.Time
 	home, dir   string
 	spawn       bool // start a gate once this call is answered
 }
 
 // viaGate asks the resident gate; ok is false when the caller must decide
-// in-process instead (and c.spawn says whether to start a gate after).
-func (c *client) viaGate(by time.Time) (*resident.Response, bool) {
+// in-process instead (and c.spawn says whether to start a gate after). It
+// connects before it reads the payload, so that when no gate listens
+// joule hook reads the host's standard input itself; err is set only when
+// the payload could not be read.
+func (c *client) viaGate(stdin io.Reader, by time.Time) (*resident.Response, bool, error) {
 	home, err := resident.Home()
 	if err != nil {
-		return nil, false
+		return nil, false, nil
 	}
 	c.home, c.dir = home, resident.Dir(home)
+	conn, err := resident.Dial(c.dir, by)
+	if err != nil {
+		if errors.Is(err, resident.ErrUnsafe) {
+			c.log("not using the resident gate: %v", err)
+		} else {
+			// No gate (none yet, a dead one's stale socket).
+			c.spawn = true
+		}
+		return nil, false, nil
+	}
+	defer conn.Close()
+	if c.payload, err = readPayload(stdin, c.deadline); err != nil {
+		return nil, false, err
+	}
 	store, storeSet := os.LookupEnv("JOULE_STORE")
 	cwd, _ := os.Getwd()
 	userHome, _ := os.UserHomeDir()
 	req := &resident.Request{Op: resident.OpHook, Host: c.host, Cwd: cwd, Home: home, UserHome: userHome,
 		Store: store, StoreSet: storeSet, Joule: c.joule, Payload: c.payload}
-	resp, err := resident.Ask(c.dir, req, by)
+	resp, err := resident.Exchange(conn, req, by)
 	switch {
 	case err == nil && resp.Kind == resident.Answer:
-		return resp, true
-	case errors.Is(err, resident.ErrUnsafe):
-		c.log("not using the resident gate: %v", err)
+		return resp, true, nil
 	case err == nil && resp.Kind == resident.Mismatch:
 	default:
-		// No gate (none yet, a dead one's stale socket, one killed while
-		// it had this request) or one that is exiting (Stale): this call
-		// is decided in-process, and a gate is started for the next.
+		// A gate killed while it had this request, or one that is
+		// exiting (Stale): this call is decided in-process, and a gate
+		// is started for the next.
 		c.spawn = true
 	}
-	return nil, false
+	return nil, false, nil
 }
 
 // start launches `joule gate serve` detached, in its own session, after
@@ -153,40 +165,80 @@ func (c *client) start() {
 		}
 	}
 	defer logf.Close()
-	cmd := exec.Command(c.joule, "gate", "serve")
-	cmd.Stdout, cmd.Stderr = logf, logf
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		return
+	}
+	defer null.Close()
 	// The gate outlives this hook: it must not hold the workspace as its
-	// working directory (it decides with each request's own cwd).
-	cmd.Dir = "/"
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
+	// working directory (it decides with each request's own cwd). The
+	// fork is syscall's own: os/exec would first probe for pidfd support
+	// with a fork of its own, and wait for nothing here.
+	pid, err := syscall.ForkExec(c.joule, []string{c.joule, "gate", "serve"}, &syscall.ProcAttr{
+		Dir:   "/",
+		Env:   os.Environ(),
+		Files: []uintptr{null.Fd(), logf.Fd(), logf.Fd()},
+		Sys:   &syscall.SysProcAttr{Setsid: true},
+	})
+	if err != nil {
 		c.log("cannot start %s gate serve: %v", c.joule, err)
 		return
 	}
-	cmd.Process.Release()
+	_ = pid // reparented to init when this client exits
 }
 
-// inProcess runs `joule hook HOST` on the payload: the path that needs no
-// gate. err is set when it did not run to an exit status by the deadline.
-func (c *client) inProcess(by time.Time) (stdout, stderr []byte, code int, err error) {
-	ctx, cancel := context.WithDeadline(context.Background(), by)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, c.joule, "hook", c.host)
-	cmd.Stdin = bytes.NewReader(c.payload)
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err = cmd.Run()
-	if ctx.Err() != nil {
-		return nil, nil, 0, fmt.Errorf("no answer within the hook's time budget")
+// inProcess runs `joule hook HOST` with the host's own stdout and stderr,
+// on the host's stdin when the payload is still unread, else on the
+// payload read: the path that needs no gate. err is set when it did not
+// run to an exit status by the deadline (it is killed then).
+func (c *client) inProcess(stdin, stdout, stderr *os.File, by time.Time) (code int, err error) {
+	if !time.Now().Before(by) {
+		// The gate took the budget: a joule hook started now would be
+		// killed before it could answer, perhaps halfway through.
+		return 0, errors.New("no answer within the hook's time budget")
 	}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) && ee.ExitCode() > 0 {
-		return o.Bytes(), e.Bytes(), ee.ExitCode(), nil
+	in := stdin
+	if c.payload != nil {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return 0, err
+		}
+		defer r.Close()
+		go func() {
+			w.Write(c.payload)
+			w.Close()
+		}()
+		in = r
 	}
+	pid, err := syscall.ForkExec(c.joule, []string{c.joule, "hook", c.host}, &syscall.ProcAttr{
+		Env:   os.Environ(),
+		Files: []uintptr{in.Fd(), stdout.Fd(), stderr.Fd()},
+	})
 	if err != nil {
-		return nil, nil, 0, err
+		return 0, err
 	}
-	return o.Bytes(), e.Bytes(), 0, nil
+	var killed atomic.Bool
+	t := time.AfterFunc(time.Until(by), func() {
+		killed.Store(true)
+		syscall.Kill(pid, syscall.SIGKILL)
+	})
+	var ws syscall.WaitStatus
+	for {
+		_, err = syscall.Wait4(pid, &ws, 0, nil)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	t.Stop()
+	switch {
+	case killed.Load():
+		return 0, errors.New("no answer within the hook's time budget")
+	case err != nil:
+		return 0, err
+	case ws.Exited():
+		return ws.ExitStatus(), nil
+	}
+	return 0, fmt.Errorf("it ended by %v", ws.Signal())
 }
 
 // readPayload reads at most resident.MaxPayload bytes of stdin (one past

@@ -92,6 +92,12 @@ type residentGate struct {
 	confHash        [32]byte
 	started         time.Time
 
+	// conf remembers the configuration files as last hashed, so that a
+	// request stats them instead of reading and hashing them.
+	confMu      sync.Mutex
+	confIDs     [len(confFiles)]fileID
+	confTrusted bool
+
 	ep   *endpoint
 	g    *gate.Gate
 	ln   *net.UnixListener
@@ -105,9 +111,9 @@ type residentGate struct {
 }
 
 type fileID struct {
-	dev, ino uint64
-	size     int64
-	mtime    int64
+	dev, ino     uint64
+	size         int64
+	mtime, ctime int64
 }
 
 func statID(p string) (fileID, error) {
@@ -119,15 +125,19 @@ func statID(p string) (fileID, error) {
 	id := fileID{size: st.Size(), mtime: st.ModTime().UnixNano()}
 	if sys != nil {
 		id.dev, id.ino = uint64(sys.Dev), uint64(sys.Ino)
+		id.ctime = time.Unix(sys.Ctim.Unix()).UnixNano()
 	}
 	return id, nil
 }
 
-// confHash digests what a gate reads once at start and a decision depends
-// on: config.json and the trusted issuers.
+// confFiles are what a gate reads once at start and a decision depends
+// on: config.json, the trusted issuers and the endpoint's public key.
+var confFiles = [...]string{ConfigFile, IssuersFile, identity.PubKeyFile}
+
+// confHash digests confFiles.
 func confHash(home string) [32]byte {
 	h := sha256.New()
-	for _, f := range []string{ConfigFile, IssuersFile, identity.PubKeyFile} {
+	for _, f := range confFiles {
 		b, err := os.ReadFile(filepath.Join(home, f))
 		fmt.Fprintf(h, "%s %d %v\n", f, len(b), err != nil)
 		h.Write(b)
@@ -203,6 +213,12 @@ func newResidentGate(idle time.Duration) (*residentGate, error) {
 		lock.Close()
 		return nil, err
 	}
+	// A gate answers once the receipt is durable in the store; the
+	// witness's checkpoint follows from a goroutine (store.Witness's
+	// Deferred), and Close, on exit, waits for it.
+	if w := ep.store.Witness(); w != nil {
+		w.Deferred = true
+	}
 	g, err := ep.gate()
 	if err != nil {
 		ep.Close()
@@ -256,7 +272,12 @@ func (r *residentGate) serve(ctx context.Context) string {
 	}
 	why := <-r.stopped
 	r.inflight.Wait()
-	r.ep.Close()
+	// The store is left open, as a one-shot hook leaves it (home.go):
+	// closing the last connection would checkpoint the write-ahead log
+	// into the database and delete it, and the first call after this
+	// gate (joule hook, which the client runs when no gate answers)
+	// would create it again. Only the witness must be written first.
+	r.ep.store.FlushWitness()
 	r.lock.Close()
 	return why
 }
@@ -290,10 +311,49 @@ func (r *residentGate) changed() string {
 	if id, err := statID(r.self); err != nil || id != r.selfStat {
 		return "its binary " + r.self + " changed"
 	}
-	if confHash(r.home) != r.confHash {
+	if r.confChanged() {
 		return "the configuration in " + r.home + " changed"
 	}
 	return ""
+}
+
+// confRacy is the margin within which a file's timestamps cannot tell two
+// versions apart: the kernel stamps files with a coarse clock (a tick, a
+// few milliseconds), so a file written again within it can keep its
+// stamps. Its stamps are trusted only once it is older than that.
+var confRacy = 2 * time.Second
+
+// confChanged says whether the configuration files differ from what the
+// gate hashed at start. It reads and hashes them only when their stamps
+// (device, inode, size, mtime, ctime) changed since they were last
+// hashed, or when one was modified so recently that its stamps prove
+// nothing; otherwise a request costs three stats, not three reads.
+func (r *residentGate) confChanged() bool {
+	r.confMu.Lock()
+	defer r.confMu.Unlock()
+	var ids [len(confFiles)]fileID
+	for i, f := range confFiles {
+		id, err := statID(filepath.Join(r.home, f))
+		if err != nil {
+			id = fileID{size: -1} // missing or unreadable: hashed as such
+		}
+		ids[i] = id
+	}
+	if r.confTrusted && ids == r.confIDs {
+		return false
+	}
+	hashed := time.Now()
+	if confHash(r.home) != r.confHash {
+		return true
+	}
+	r.confIDs = ids
+	r.confTrusted = true
+	for _, id := range ids {
+		if id.size >= 0 && (hashed.Sub(time.Unix(0, id.mtime)) < confRacy || hashed.Sub(time.Unix(0, id.ctime)) < confRacy) {
+			r.confTrusted = false
+		}
+	}
+	return false
 }
 
 func (r *residentGate) handle(ctx context.Context, c *net.UnixConn) {
@@ -325,7 +385,7 @@ func (r *residentGate) answer(ctx context.Context, q *resident.Request) *residen
 	if home != r.home || q.StoreSet != r.storeSet || q.Store != r.store || q.UserHome != r.userHome {
 		return &resident.Response{Kind: resident.Mismatch}
 	}
-	if q.Joule != "" {
+	if q.Joule != "" && q.Joule != r.self {
 		j := q.Joule
 		if rj, err := filepath.EvalSymlinks(j); err == nil {
 			j = rj

@@ -161,7 +161,7 @@ func (s *Store) sealGroup(calls []*sealCall) {
 		})
 	}
 	if err == nil {
-		s.publish(wit)
+		s.committed(wit)
 	}
 	for i, c := range calls {
 		if err != nil {

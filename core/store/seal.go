@@ -156,7 +156,7 @@ func (s *Store) sealOne(ctx context.Context, req SealRequest) (Entry, error) {
 		return withSpent(ctx, tx, wit)
 	})
 	if err == nil {
-		s.publish(wit)
+		s.committed(wit)
 	}
 	return sealed, err
 }

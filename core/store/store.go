@@ -314,8 +314,10 @@ func (s *Store) init(ctx context.Context) error {
 	return s.migrate(ctx)
 }
 
-// Close closes the store's connections.
+// Close publishes what a Deferred witness queued and closes the store's
+// connections.
 func (s *Store) Close() error {
+	s.FlushWitness()
 	if s.stmts != nil {
 		s.stmts.close()
 	}

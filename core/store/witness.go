@@ -97,6 +97,15 @@ type Witness struct {
 	// OnError reports a witness file or command that could not be written
 	// or run after a decision was committed; nil ignores it.
 	OnError func(error)
+	// Deferred publishes each checkpoint from a goroutine after Seal
+	// returns, instead of before: for a long-running process (the
+	// resident gate) that answers as soon as the decision is durable in
+	// the store. Checkpoints that queue meanwhile are coalesced (the
+	// witness keeps only the newest, and Command runs for it). A crash
+	// before one is written leaves the witness behind the store, which
+	// the store extends, as a crash between a commit and its publish
+	// always could. FlushWitness and Close wait for the queue.
+	Deferred bool
 }
 
 // witnessState is what the store knows of its witness.
@@ -110,6 +119,17 @@ type witnessState struct {
 	// stamps are the witness files as last read or written: a file that
 	// changed since (another process, or an edit) is read again.
 	stamps []fileStamp
+	// queue holds the checkpoint a Deferred witness has yet to publish.
+	queue deferredWitness
+}
+
+// deferredWitness is the newest checkpoint a Deferred witness has yet to
+// publish, and whether a goroutine is publishing.
+type deferredWitness struct {
+	mu      sync.Mutex
+	next    *pendingWitness
+	running bool
+	idle    *sync.Cond
 }
 
 // fileStamp identifies one version of a file: a rename replaces it with a
@@ -510,6 +530,66 @@ func (s *Store) startWitness(ctx context.Context, tx conn, r tlog.HashReader, n 
 	_, err = tx.ExecContext(ctx, `INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`,
 		witnessMarkerKey(w.Marker), strconv.FormatInt(n, 10))
 	return err
+}
+
+// committed publishes p once its transaction committed: now, or for a
+// Deferred witness from the goroutine that publishes its queue. A forced
+// checkpoint (AcceptLoss) is always published before Seal returns, after
+// the queue.
+func (s *Store) committed(p *pendingWitness) {
+	if p == nil {
+		return
+	}
+	if !s.wit.w.Deferred || p.force {
+		s.FlushWitness()
+		s.publish(p)
+		return
+	}
+	q := &s.wit.queue
+	q.mu.Lock()
+	if q.next == nil || p.cp.Size > q.next.cp.Size {
+		q.next = p
+	}
+	if q.running {
+		q.mu.Unlock()
+		return
+	}
+	q.running = true
+	q.mu.Unlock()
+	go s.drainWitness()
+}
+
+func (s *Store) drainWitness() {
+	q := &s.wit.queue
+	for {
+		q.mu.Lock()
+		p := q.next
+		q.next = nil
+		if p == nil {
+			q.running = false
+			if q.idle != nil {
+				q.idle.Broadcast()
+			}
+			q.mu.Unlock()
+			return
+		}
+		q.mu.Unlock()
+		s.publish(p)
+	}
+}
+
+// FlushWitness waits until every checkpoint a Deferred witness queued is
+// published.
+func (s *Store) FlushWitness() {
+	q := &s.wit.queue
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.idle == nil {
+		q.idle = sync.NewCond(&q.mu)
+	}
+	for q.running {
+		q.idle.Wait()
+	}
 }
 
 // publish signs p's checkpoint and writes it to every witness, after its

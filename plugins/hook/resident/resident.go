@@ -255,6 +255,19 @@ func ReadResponse(r io.Reader) (*Response, error) {
 // refusing a directory, socket or peer that is not the user's own
 // (ErrUnsafe).
 func Ask(dir string, q *Request, by time.Time) (*Response, error) {
+	conn, err := Dial(dir, by)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	return Exchange(conn, q, by)
+}
+
+// Dial connects to the gate in dir, refusing a directory, socket or peer
+// that is not the user's own (ErrUnsafe). A client dials before it reads
+// its payload: when no gate answers it can hand its standard input,
+// unread, to joule hook.
+func Dial(dir string, by time.Time) (*net.UnixConn, error) {
 	if err := CheckDir(dir); err != nil {
 		return nil, err
 	}
@@ -267,14 +280,21 @@ func Ask(dir string, q *Request, by time.Time) (*Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close()
 	uc := conn.(*net.UnixConn)
 	if err := CheckPeer(uc); err != nil {
+		uc.Close()
 		return nil, err
 	}
+	return uc, nil
+}
+
+// Exchange sends q on a connection Dial made and reads the gate's answer
+// by the deadline.
+func Exchange(uc *net.UnixConn, q *Request, by time.Time) (*Response, error) {
 	uc.SetDeadline(by)
 	if err := WriteRequest(uc, q); err != nil {
 		return nil, err
 	}
-	return ReadResponse(uc)
+	// One read takes the whole answer of a decision.
+	return ReadResponse(bufio.NewReaderSize(uc, 16<<10))
 }
