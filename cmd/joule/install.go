@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/joulehook/joule/core/home"
 	"github.com/joulehook/joule/core/identity"
 	"github.com/joulehook/joule/core/rule"
 	"github.com/joulehook/joule/core/sandbox"
@@ -142,6 +143,9 @@ is left to do. Hosts: `+installerNames()+`.`)
 		return err
 	}
 	s := hook.Scope{Home: userHome, Joule: self, Client: hookClient(self), Contain: *contain, Trust: *trust}
+	if s.JouleHome, err = customHome(); err != nil {
+		return err
+	}
 	if project.set {
 		dir := project.dir
 		if dir == "" {
@@ -227,6 +231,25 @@ is left to do. Hosts: `+installerNames()+`.`)
 		fmt.Fprintf(e.stdout, "not armed yet: %d thing(s) to do above\n", missing)
 	}
 	return nil
+}
+
+// customHome is the $JOULE_HOME an install records in the hooks it
+// writes: the absolute JOULE_HOME of this process, or "" when it is the
+// default home (the hook finds that one by itself, and no file gets a
+// per-user path it does not need).
+func customHome() (string, error) {
+	h := os.Getenv("JOULE_HOME")
+	if h == "" {
+		return "", nil
+	}
+	h, err := filepath.Abs(h)
+	if err != nil {
+		return "", err
+	}
+	if def, err := home.Default(); err == nil && filepath.Clean(def) == h {
+		return "", nil
+	}
+	return h, nil
 }
 
 // ClientName is the thin hook client's file name, installed beside joule.
