@@ -167,3 +167,56 @@ func RecordedHome(line string) string {
 	v, _, _ := splitEnv(strings.TrimPrefix(strings.TrimSpace(line), "out=$("))
 	return v
 }
+
+// HomeFinding checks that line, a hook command joule wrote, records the
+// JOULE_HOME of s: a hook that records another one (or none) decides from
+// another home, where the grant the user made is not, and denies
+// no-active-grant.
+func HomeFinding(s Scope, line string) Finding {
+	got := RecordedHome(line)
+	switch {
+	case got == s.JouleHome && got == "":
+		return Finding{OK: true, Text: "the hook uses the default JOULE_HOME"}
+	case got == s.JouleHome:
+		return Finding{OK: true, Text: "the hook decides from JOULE_HOME=" + got}
+	case s.JouleHome == "":
+		return Finding{Text: "the hook decides from JOULE_HOME=" + got + ", not the default home this install sees: run joule install again (with the JOULE_HOME you use)"}
+	}
+	return Finding{Text: "the hook does not record JOULE_HOME=" + s.JouleHome + " (it would decide from " + orDefault(got) + " and deny no-active-grant): run joule install again"}
+}
+
+func orDefault(h string) string {
+	if h == "" {
+		return "the default home"
+	}
+	return h
+}
+
+// Commands are the command lines of the handlers under hooks[event] (either
+// shape) that isOurs recognises, for each of events.
+func Commands(hooks map[string]any, events []string, isOurs func(any) bool) []string {
+	var out []string
+	for _, ev := range events {
+		HasHandler(hooks, ev, func(m map[string]any) bool {
+			if cmd, _ := m["command"].(string); isOurs(m) {
+				out = append(out, cmd)
+			}
+			return false
+		})
+	}
+	return out
+}
+
+// HomeCheck is the one finding on the JOULE_HOME the handlers lines record
+// (HomeFinding of the first that differs), or none when there are none.
+func HomeCheck(s Scope, lines []string) []Finding {
+	if len(lines) == 0 {
+		return nil
+	}
+	for _, l := range lines {
+		if f := HomeFinding(s, l); !f.OK {
+			return []Finding{f}
+		}
+	}
+	return []Finding{HomeFinding(s, lines[0])}
+}
