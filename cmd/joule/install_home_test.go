@@ -253,3 +253,64 @@ func TestClaudeProjectCommittedFile(t *testing.T) {
 		t.Errorf("settings.local.json after uninstall:\n%s", b)
 	}
 }
+
+// TestUninstallFindsWhatItInstalled: each install is recorded (0600) in
+// $JOULE_HOME, --uninstall without a scope removes the recorded one, and
+// with several it lists them with commands that work as printed.
+func TestUninstallFindsWhatItInstalled(t *testing.T) {
+	env, ws := initHome(t)
+	var jouleHome string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "JOULE_HOME="); ok {
+			jouleHome = v
+		}
+	}
+	other := t.TempDir()
+	if r := jouleIn(t, other, nil, env, "install", "claude-code", "--uninstall"); r.code != 2 || !strings.Contains(r.stderr, "records no install of claude-code") {
+		t.Fatalf("uninstall with nothing recorded: %+v", r)
+	}
+	if r := jouleIn(t, ws, nil, env, "install", "claude-code", "--project"); r.code != 0 {
+		t.Fatalf("install: %+v", r)
+	}
+	st, err := os.Stat(filepath.Join(jouleHome, InstallsFile))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("the record of installs: %v %v", err, st)
+	}
+	b, _ := os.ReadFile(filepath.Join(jouleHome, InstallsFile))
+	if !strings.Contains(string(b), filepath.Join(ws, ".claude", "settings.json")) {
+		t.Fatalf("the record does not list the files written:\n%s", b)
+	}
+	// From another directory, no --project: the recorded one goes.
+	if r := jouleIn(t, other, nil, env, "install", "claude-code", "--uninstall"); r.code != 0 || !strings.Contains(r.stdout, "removed "+filepath.Join(ws, ".claude", "settings.json")) {
+		t.Fatalf("uninstall without --project: %+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(jouleHome, InstallsFile)); !os.IsNotExist(err) {
+		t.Fatalf("the record outlives the last uninstall: %v", err)
+	}
+	// Two installs: the uninstall names both; each printed command works.
+	jouleIn(t, ws, nil, env, "install", "claude-code", "--project")
+	jouleIn(t, ws, nil, env, "install", "claude-code", "--user")
+	r := jouleIn(t, other, nil, env, "install", "claude-code", "--uninstall")
+	if r.code != 2 || strings.Count(r.stderr, "joule install claude-code ") != 2 {
+		t.Fatalf("uninstall with two installs: %+v", r)
+	}
+	var suggested string
+	for _, l := range strings.Split(r.stderr, "\n") {
+		if strings.Contains(l, ". joule install") && strings.Contains(l, "--project ") {
+			suggested = strings.TrimSpace(strings.SplitN(strings.SplitN(l, ". ", 2)[1], "   (", 2)[0])
+		}
+	}
+	cmd := exec.Command("/bin/sh", "-c", strings.Replace(suggested, "joule ", hookShellQuote(jouleBin)+" ", 1))
+	cmd.Dir, cmd.Env = other, append(os.Environ(), env...)
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "no longer wired") {
+		t.Fatalf("the suggested %q: %v\n%s", suggested, err, out)
+	}
+	if r := jouleIn(t, other, nil, env, "install", "claude-code", "--uninstall"); r.code != 0 || !strings.Contains(r.stdout, "no longer wired") {
+		t.Fatalf("uninstall of the last (user) install: %+v", r)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, ".claude", "settings.json")); strings.Contains(string(b), "joule") {
+		t.Fatalf("settings.json after uninstall:\n%s", b)
+	}
+}
+
+func hookShellQuote(p string) string { return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'" }
