@@ -80,15 +80,15 @@ func noteInstall(home, host, project string, changes []hook.Change, remove bool,
 		}
 		return kept[i].Project < kept[j].Project
 	})
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		return err
-	}
 	path := filepath.Join(home, InstallsFile)
 	if len(kept) == 0 {
 		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 		return nil
+	}
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return err
 	}
 	b, _ := json.MarshalIndent(kept, "", "  ")
 	tmp, err := os.CreateTemp(home, "."+InstallsFile+"-*")
