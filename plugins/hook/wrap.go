@@ -35,13 +35,19 @@ func exit2(host string) string {
 	return `"$0" "$@" || { s=$?; [ $s -eq 2 ] || echo "joule deny (hook-failed): $0 exited with status $s before deciding; the call is blocked (reinstall with: joule install ` + host + `)" >&2; exit 2; }`
 }
 
-// Env is the shell assignment that records the JOULE_HOME of s in a hook
-// command ("" for the default home, which the hook finds by itself).
+// envPrefix starts a line that records a JOULE_HOME: env(1), not a shell
+// assignment, so that the line parses in whatever shell the host starts
+// (Codex runs "$SHELL -lc", and csh's family has no VAR=value prefix; a
+// line that does not parse fails open there).
+const envPrefix = "/usr/bin/env JOULE_HOME="
+
+// Env is what records the JOULE_HOME of s at the start of a hook command
+// ("" for the default home, which the hook finds by itself).
 func Env(s Scope) string {
 	if s.JouleHome == "" {
 		return ""
 	}
-	return "JOULE_HOME=" + ShellQuote(s.JouleHome) + " "
+	return envPrefix + ShellQuote(s.JouleHome) + " "
 }
 
 // Line is the one hook command line a host runs for joule's command cmd
@@ -116,10 +122,10 @@ func (g Guard) Guarded(host, line string) bool {
 	return true
 }
 
-// splitEnv cuts a leading JOULE_HOME=VALUE (VALUE as ShellQuote writes it)
-// off line: the value unquoted and the rest.
+// splitEnv cuts a leading /usr/bin/env JOULE_HOME=VALUE (VALUE as
+// ShellQuote writes it) off line: the value unquoted and the rest.
 func splitEnv(line string) (value, rest string, ok bool) {
-	v, ok := strings.CutPrefix(line, "JOULE_HOME=")
+	v, ok := strings.CutPrefix(line, envPrefix)
 	if !ok {
 		return "", line, false
 	}
@@ -149,7 +155,7 @@ func splitEnv(line string) (value, rest string, ok bool) {
 	return b.String(), strings.TrimLeft(v[i:], " "), true
 }
 
-// StripEnv drops the JOULE_HOME=… assignment Line wrote (inside out=$( for
+// StripEnv drops the JOULE_HOME=… Line wrote (inside out=$( for
 // a Pass guard), so that recognising joule's line does not depend on it.
 func StripEnv(line string) string {
 	line = strings.TrimSpace(line)

@@ -20,11 +20,11 @@ func TestGuardLines(t *testing.T) {
 		want       string
 	}{
 		{"bare default", "", Guard{}, `/b/joule-hook h`},
-		{"bare custom", "/j", Guard{}, `JOULE_HOME=/j /b/joule-hook h`},
-		{"quoted", "/a b/it's", Guard{}, `JOULE_HOME='/a b/it'\''s' /b/joule-hook h`},
+		{"bare custom", "/j", Guard{}, `/usr/bin/env JOULE_HOME=/j /b/joule-hook h`},
+		{"quoted", "/a b/it's", Guard{}, `/usr/bin/env JOULE_HOME='/a b/it'\''s' /b/joule-hook h`},
 		{"exit2", "", exit2, `/bin/sh -c '"$0" "$@" || { s=$?; [ $s -eq 2 ] || echo "joule deny (hook-failed): $0 exited with status $s before deciding; the call is blocked (reinstall with: joule install h)" >&2; exit 2; }' /b/joule-hook h`},
-		{"exit2 custom", "/j k", exit2, `JOULE_HOME='/j k' /bin/sh -c '"$0" "$@" || { s=$?; [ $s -eq 2 ] || echo "joule deny (hook-failed): $0 exited with status $s before deciding; the call is blocked (reinstall with: joule install h)" >&2; exit 2; }' /b/joule-hook h`},
-		{"pass", "/j", pass, `out=$(JOULE_HOME=/j /b/joule-hook h); st=$?; case $out in '{'*'}') printf '%s\n' "$out" ;; *) printf '{"no":"%s"}\n' "$st" ;; esac`},
+		{"exit2 custom", "/j k", exit2, `/usr/bin/env JOULE_HOME='/j k' /bin/sh -c '"$0" "$@" || { s=$?; [ $s -eq 2 ] || echo "joule deny (hook-failed): $0 exited with status $s before deciding; the call is blocked (reinstall with: joule install h)" >&2; exit 2; }' /b/joule-hook h`},
+		{"pass", "/j", pass, `out=$(/usr/bin/env JOULE_HOME=/j /b/joule-hook h); st=$?; case $out in '{'*'}') printf '%s\n' "$out" ;; *) printf '{"no":"%s"}\n' "$st" ;; esac`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := Scope{JouleHome: tt.home}
@@ -79,6 +79,19 @@ func TestGuardRuns(t *testing.T) {
 		return string(out), cmd.ProcessState.ExitCode()
 	}
 	s := Scope{JouleHome: home}
+	// The line parses in whichever shell the host starts (Codex: $SHELL).
+	for _, sh := range []string{"sh", "bash", "zsh", "fish", "csh", "tcsh"} {
+		bin, err := exec.LookPath(sh)
+		if err != nil {
+			continue
+		}
+		cmd := exec.Command(bin, "-c", Guard{Exit2: true}.Line(s, "h", answers))
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir}
+		cmd.Stdin = strings.NewReader("{}")
+		if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), `{"home":"`+home+`"}`) {
+			t.Errorf("%s -c LINE: %v %q", sh, err, out)
+		}
+	}
 	pass := Guard{Pass: `'{'*'}'`, Deny: `{"deny":"%s"}`, Limit: "5"}
 	for _, form := range []string{"line", "script"} {
 		text := func(g Guard, cmd string) string {
