@@ -13,12 +13,14 @@ func init() {
 
 // subcommands are the second words completion offers after a command.
 var subcommands = map[string][]string{
-	"grant":      {"issue", "ls", "show", "use", "renew", "revoke"},
-	"receipts":   {"ls", "show", "verify", "export", "prove", "checkpoint"},
-	"receipt":    {"verify"},
-	"store":      {"migrate", "check", "accept-loss", "backup", "restore"},
-	"completion": {"bash", "zsh", "fish"},
-	"help":       nil, // filled with the command names
+	"grant":       {"issue", "ls", "show", "use", "renew", "revoke"},
+	"receipts":    {"ls", "show", "verify", "export", "prove", "checkpoint"},
+	"receipt":     {"verify"},
+	"store":       {"migrate", "check", "accept-loss", "backup", "restore"},
+	"completion":  {"bash", "zsh", "fish"},
+	"conformance": {"gen", "check"},
+	"gate":        {"serve", "status", "stop"},
+	"help":        nil, // filled with the command names
 }
 
 func runCompletion(ctx context.Context, e *env, args []string) error {

@@ -17,13 +17,23 @@ func runConformance(_ context.Context, e *env, args []string) error {
 	if len(args) == 0 {
 		return usagef("conformance: want '%s'", usage)
 	}
-	switch args[0] {
-	case "-h", "--help", "help":
+	help := args[0] == "help"
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		help = help || a == "-h" || a == "--help" || a == "-help"
+	}
+	switch {
+	case help:
 		fmt.Fprintf(e.stdout, "usage: joule %s\n\ngen writes this implementation's deterministic pack; check checks any pack\nin the shapes of WIRE.md: one line per vector, then 'N passed, M failed'.\nExit status 1 on any failure.\n", usage)
 		return nil
-	case "gen", "check":
+	case args[0] == "gen" || args[0] == "check":
 	default:
 		return usagef("conformance: unknown subcommand %q (want gen or check)", args[0])
+	}
+	if len(args) == 3 && args[1] == "--" {
+		args = []string{args[0], args[2]}
 	}
 	if len(args) != 2 {
 		return usagef("conformance %s: want exactly one directory", args[0])

@@ -667,3 +667,71 @@ func TestProxyRefusalSealed(t *testing.T) {
 		t.Fatalf("the credential is in the receipt: %s", r.stdout)
 	}
 }
+
+// TestCompletionShells loads the zsh and fish scripts into the real shells
+// (.ci/setup.d/55-completion-shells.sh installs them): fish completes
+// through its own engine (complete -C); zsh runs _joule with compadd
+// recording what it offers, as the completion system would call it.
+func TestCompletionShells(t *testing.T) {
+	for _, sh := range []string{"zsh", "fish"} {
+		t.Run(sh, func(t *testing.T) {
+			bin, err := exec.LookPath(sh)
+			if err != nil {
+				if os.Getenv("CI") != "" {
+					t.Fatalf("%s is missing: .ci/setup.d/55-completion-shells.sh installs it", sh)
+				}
+				t.Skipf("%s is missing: run .ci/setup.d/55-completion-shells.sh to test its completion", sh)
+			}
+			r := joule(t, nil, nil, "completion", sh)
+			if r.code != 0 {
+				t.Fatalf("%+v", r)
+			}
+			dir := t.TempDir()
+			script := filepath.Join(dir, "joule."+sh)
+			os.WriteFile(script, []byte(r.stdout), 0o600)
+			complete := func(words ...string) []string {
+				t.Helper()
+				var line string
+				if sh == "fish" {
+					line = fmt.Sprintf("source %s; complete -C %s", fishQuote(script), fishQuote(strings.Join(words, " ")))
+				} else {
+					q := make([]string, len(words))
+					for i, w := range words {
+						q[i] = fmt.Sprintf("%q", w)
+					}
+					line = fmt.Sprintf(`compadd() { [ "$1" = -- ] && shift; printf '%%s\n' "$@"; }; compdef() { :; }; _files() { :; }
+source %q; words=(%s); CURRENT=%d; _joule`, script, strings.Join(q, " "), len(words))
+				}
+				cmd := exec.Command(bin, "-c", line)
+				cmd.Env = []string{"HOME=" + dir, "PATH=/usr/bin:/bin", "XDG_CONFIG_HOME=" + dir, "XDG_DATA_HOME=" + dir}
+				out, err := cmd.CombinedOutput()
+				if err != nil {
+					t.Fatalf("%s: %v\n%s", sh, err, out)
+				}
+				var got []string
+				for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+					got = append(got, strings.SplitN(l, "\t", 2)[0])
+				}
+				return got
+			}
+			match := func(got []string, prefix string) []string {
+				var m []string
+				for _, g := range got {
+					if strings.HasPrefix(g, prefix) {
+						m = append(m, g)
+					}
+				}
+				return m
+			}
+			if got := match(complete("joule", "gr"), "gr"); !slices.Equal(got, []string{"grant"}) {
+				t.Errorf("joule gr<TAB> = %q", got)
+			}
+			if got := match(complete("joule", "grant", "re"), "re"); !slices.Equal(got, []string{"renew", "revoke"}) {
+				t.Errorf("joule grant re<TAB> = %q", got)
+			}
+			if got := match(complete("joule", "conformance", ""), ""); !slices.Contains(got, "gen") || !slices.Contains(got, "check") {
+				t.Errorf("joule conformance <TAB> = %q", got)
+			}
+		})
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/joulehook/joule/core/home"
 	"github.com/joulehook/joule/core/identity"
 	"github.com/joulehook/joule/core/rule"
 	"github.com/joulehook/joule/core/sandbox"
@@ -88,12 +89,15 @@ Writes HOST's configuration so every tool call goes through joule's gate
 status line where HOST has them, keeping every entry of yours and a
 timestamped backup of each file it changes. Running it again changes
 nothing. Afterwards it checks that the hook is really armed and says what
-is left to do. Hosts: `+installerNames()+`.`)
+is left to do. Each install is recorded in $JOULE_HOME/installs.json, so
+--uninstall without --project or --user removes the one recorded for HOST
+(when there are several it asks which on a terminal, else lists them).
+Hosts: `+installerNames()+`.`)
 	var project projectFlag
 	fs.Var(&project, "project", "install into the project DIR (default: the current directory)")
 	user := fs.Bool("user", false, "install into your user configuration")
 	dry := fs.Bool("dry-run", false, "print what would be written, write nothing")
-	uninstall := fs.Bool("uninstall", false, "remove joule's entries (and nothing else)")
+	uninstall := fs.Bool("uninstall", false, "remove joule's entries (and nothing else); without --project or --user, from where $JOULE_HOME/installs.json says HOST was installed")
 	resident := fs.Bool("resident", false, "answer hooks from 'joule serve' over loopback http instead of a process per call (claude-code)")
 	addr := fs.String("addr", "", "with --resident: the loopback address joule serve listens on (default "+DefaultServeAddr+", or the one installed before)")
 	contain := fs.Bool("contain", false, "run the shell commands joule allows under 'joule exec', confined by the kernel to the grant ("+containHostNames()+"; docs/gate.md, Containment)")
@@ -115,8 +119,30 @@ is left to do. Hosts: `+installerNames()+`.`)
 		}
 		project.dir = fs.Arg(1)
 	}
-	if project.set == *user {
-		return usagef("install: say where: --project [DIR] or --user")
+	if project.set && *user {
+		return usagef("install: say where: --project [DIR] or --user, not both")
+	}
+	if !project.set && !*user {
+		if !*uninstall {
+			return usagef("install: say where: --project [DIR] or --user")
+		}
+		// The record of installs in $JOULE_HOME says where it went.
+		jh, err := identity.Home()
+		if err != nil {
+			return err
+		}
+		p, err := recordedScope(e, jh, host)
+		if err != nil {
+			return err
+		}
+		project.set, project.dir, *user = p != "", p, p == ""
+		if p != "" {
+			if _, err := os.Stat(p); err != nil {
+				// The project is gone: so are its files; forget it.
+				fmt.Fprintf(e.stdout, "%s is gone; forgetting its install of %s\n", p, host)
+				return noteInstall(jh, host, p, nil, true, time.Now())
+			}
+		}
 	}
 	if *resident && host != claudecode.Host {
 		return usagef("install: --resident is for claude-code, whose http hooks joule serve answers")
@@ -142,6 +168,9 @@ is left to do. Hosts: `+installerNames()+`.`)
 		return err
 	}
 	s := hook.Scope{Home: userHome, Joule: self, Client: hookClient(self), Contain: *contain, Trust: *trust}
+	if s.JouleHome, err = customHome(); err != nil {
+		return err
+	}
 	if project.set {
 		dir := project.dir
 		if dir == "" {
@@ -192,6 +221,9 @@ is left to do. Hosts: `+installerNames()+`.`)
 	if err != nil {
 		return err
 	}
+	if err := noteInstall(home, host, s.Project, changes, *uninstall, time.Now()); err != nil {
+		fmt.Fprintf(e.stderr, "joule: could not update the record of installs (%v); --uninstall will need --project or --user\n", err)
+	}
 	if *uninstall {
 		fmt.Fprintf(e.stdout, "joule is no longer wired into %s here; receipts and grants in $JOULE_HOME are kept\n", host)
 		return nil
@@ -227,6 +259,25 @@ is left to do. Hosts: `+installerNames()+`.`)
 		fmt.Fprintf(e.stdout, "not armed yet: %d thing(s) to do above\n", missing)
 	}
 	return nil
+}
+
+// customHome is the $JOULE_HOME an install records in the hooks it
+// writes: the absolute JOULE_HOME of this process, or "" when it is the
+// default home (the hook finds that one by itself, and no file gets a
+// per-user path it does not need).
+func customHome() (string, error) {
+	h := os.Getenv("JOULE_HOME")
+	if h == "" {
+		return "", nil
+	}
+	h, err := filepath.Abs(h)
+	if err != nil {
+		return "", err
+	}
+	if def, err := home.Default(); err == nil && filepath.Clean(def) == h {
+		return "", nil
+	}
+	return h, nil
 }
 
 // ClientName is the thin hook client's file name, installed beside joule.

@@ -285,6 +285,62 @@ func TestClaudeCodeE2E(t *testing.T) {
 		}
 		sealed(t, out, "allow", "Bash: touch allowed.txt")
 	})
+	// The committed settings.json names joule by a variable and PATH; the
+	// uncommitted settings.local.json's env carries this user's binary
+	// and JOULE_HOME. Claude Code must hand that env to its hook.
+	t.Run("committed settings", func(t *testing.T) {
+		bare := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "JOULE_HOME="}
+		if b, _ := os.ReadFile(filepath.Join(ws, ".claude", "settings.json")); strings.Contains(string(b), jouleBin) || strings.Contains(string(b), jouleHome) {
+			t.Fatalf("the committed settings.json names this user's paths:\n%s", b)
+		}
+		api.script("dd if=/dev/null of=committed.txt")
+		out := runClaude(t, bare, "make the file", "--allowedTools", "Bash")
+		if _, err := os.Stat(filepath.Join(ws, "committed.txt")); err == nil {
+			t.Fatalf("committed.txt exists\n%s", out)
+		}
+		deniedReason(t, "joule deny (action-not-granted)")
+		sealed(t, out, "deny", "Bash: dd if=/dev/null of=committed.txt")
+
+		// Both files' hooks: does Claude Code run a handler twice when
+		// settings.json and settings.local.json hold the same command?
+		local := filepath.Join(ws, ".claude", "settings.local.json")
+		saved, _ := os.ReadFile(local)
+		shared, _ := os.ReadFile(filepath.Join(ws, ".claude", "settings.json"))
+		var sh, lo map[string]any
+		json.Unmarshal(shared, &sh)
+		json.Unmarshal(saved, &lo)
+		lo["hooks"] = sh["hooks"]
+		both, _ := json.Marshal(lo)
+		os.WriteFile(local, both, 0o644)
+		api.script("touch twice.txt")
+		out = runClaude(t, bare, "make the file", "--allowedTools", "Bash")
+		var res struct {
+			SessionID string `json:"session_id"`
+		}
+		if i := strings.LastIndex(out, "\n{"); i >= 0 {
+			out = out[i+1:]
+		}
+		json.Unmarshal([]byte(strings.TrimSpace(out)), &res)
+		r := joule(t, nil, env, "receipts", "ls", res.SessionID)
+		if n := strings.Count(r.stdout, "Bash: touch twice.txt"); n != 1 {
+			t.Errorf("the same command in settings.json and settings.local.json was decided %d times, want 1 (Claude Code dedupes by command):\n%s", n, r.stdout)
+		}
+
+		// A teammate without settings.local.json and no joule on PATH:
+		// the hook fails (sh: not found) and onFailure: block blocks.
+		os.Remove(local)
+		defer os.WriteFile(local, saved, 0o644)
+		api.script("touch teammate.txt")
+		out = runClaude(t, bare, "make the file", "--allowedTools", "Bash")
+		if _, err := os.Stat(filepath.Join(ws, "teammate.txt")); err == nil {
+			t.Fatalf("teammate.txt exists: a committed hook that finds no joule let the call run\n%s", out)
+		}
+		if res := api.results(); len(res) != 1 || !res[0].IsError {
+			t.Fatalf("tool results %+v", res)
+		} else {
+			t.Logf("without joule the model got: %.300s", res[0].Content)
+		}
+	})
 	t.Run("bypass", func(t *testing.T) {
 		api.script("dd if=/dev/null of=bypass.txt")
 		out := runClaude(t, []string{"IS_SANDBOX=1"}, "--dangerously-skip-permissions", "make the file")

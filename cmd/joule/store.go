@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/joulehook/joule/core/audit"
 	"github.com/joulehook/joule/core/grant"
@@ -20,8 +22,12 @@ func init() {
 func runStore(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "store", "store migrate|check|accept-loss [--store PATH|URL] | store backup FILE | store restore FILE\n\nmigrate brings the store's schema up to this joule's version (run it as\nthe database owner before rolling out a new joule to a team).\ncheck verifies the whole store: every session chain, the Merkle log,\nevery checkpoint, every grant envelope's signature and id, every column\na decision reads against the envelope, every ledger figure against the\nsigned receipts, every reservation against its grant, and the store\nagainst the checkpoint witnessed outside it. Each finding names the\ngrant, session and SEQ. Exit status 1 if anything is wrong.\naccept-loss is the way out of a store refused by its witness (wiped,\nrolled back or replaced): it seals a receipt recording what was witnessed\nand what the store holds now, and re-anchors the witness there.\nbackup writes a consistent copy of a SQLite store to the new FILE while\nit is in use (SQLite's online backup); restore checks FILE is a whole\nstore and replaces the store's contents by it. A restore goes back in\ntime, which the witness notices: accept it with 'joule store accept-loss'.\nA PostgreSQL store is backed up with pg_dump (docs/team.md).\n\nThe store is --store, else $JOULE_STORE, else config.json's \"store\",\nelse joule.db in $JOULE_HOME.")
 	loc := fs.String("store", "", "the store: a file path or a postgres:// URL")
+	asJSON := fs.Bool("json", false, "check: print the report as one JSON object (exit status 1 still means something is wrong)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *asJSON && fs.Arg(0) != "check" {
+		return usagef("store: --json is for store check")
 	}
 	if sub := fs.Arg(0); sub == "backup" || sub == "restore" {
 		if fs.NArg() != 2 {
@@ -72,62 +78,149 @@ func runStore(ctx context.Context, e *env, args []string) error {
 	// Verify.
 	st, err := store.Open(*loc)
 	if err != nil {
+		if *asJSON {
+			return writeCheckJSON(e, checkReport{Error: err.Error()})
+		}
 		return err
 	}
 	defer st.Close()
-	fmt.Fprintf(e.stdout, "store   %s (%s)\nschema  version %d\n", st.Path(), st.Backend(), store.SchemaVersion())
 	if fs.Arg(0) == "migrate" {
+		fmt.Fprintf(e.stdout, "store   %s (%s)\nschema  version %d\n", st.Path(), st.Backend(), store.SchemaVersion())
 		return nil
 	}
-	witnessFailed := checkWitness(ctx, e, st, home, *loc, configured, cfg)
-	trust, keys, why := checkKeys()
-	if why != "" {
-		// Only the structure can be checked.
-		if err := st.Verify(ctx); err != nil {
-			fmt.Fprintf(e.stdout, "check   FAILED\n")
-			return err
-		}
-	} else {
-		findings, err := audit.Check(ctx, st, trust, keys)
-		if err != nil {
-			return err
-		}
-		if len(findings) > 0 {
-			for _, f := range findings {
-				fmt.Fprintf(e.stdout, "FAIL    %s\n", f)
-			}
-			fmt.Fprintf(e.stdout, "check   FAILED: %d findings\n", len(findings))
-			return &exitError{1}
-		}
+	rep := checkStore(ctx, e, st, home, *loc, configured, cfg)
+	if *asJSON {
+		return writeCheckJSON(e, rep)
 	}
-	if witnessFailed {
+	fmt.Fprintf(e.stdout, "store   %s (%s)\nschema  version %d\n", rep.Store, rep.Backend, rep.Schema)
+	for _, l := range rep.Witness {
+		fmt.Fprintln(e.stdout, l)
+	}
+	for _, f := range rep.Findings {
+		fmt.Fprintf(e.stdout, "FAIL    %s\n", f.Text)
+	}
+	switch {
+	case rep.Error != "":
+		fmt.Fprintf(e.stdout, "check   FAILED\n")
+		return errors.New(rep.Error)
+	case len(rep.Findings) > 0:
+		fmt.Fprintf(e.stdout, "check   FAILED: %d findings\n", len(rep.Findings))
+		return &exitError{1}
+	case rep.WitnessFailed:
 		fmt.Fprintf(e.stdout, "check   FAILED: the store is not what its witness remembers\n")
 		return &exitError{1}
 	}
-	size, err := st.LogSize(ctx)
-	if err != nil {
-		return err
-	}
-	sessions, err := st.Sessions(ctx)
-	if err != nil {
-		return err
-	}
-	grants, err := st.Grants(ctx)
-	if err != nil {
-		return err
-	}
-	root, err := st.TreeHash(ctx, size)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(e.stdout, "log     %d receipts in %d sessions, root %s\n", size, len(sessions), root)
-	if why != "" {
-		fmt.Fprintf(e.stdout, "grants  %d, every one matching its ledger; signatures NOT checked: %s\n", len(grants), why)
+	fmt.Fprintf(e.stdout, "log     %d receipts in %d sessions, root %s\n", rep.LogSize, rep.Sessions, rep.Root)
+	if !rep.SignaturesChecked {
+		fmt.Fprintf(e.stdout, "grants  %d, every one matching its ledger; signatures NOT checked: %s\n", rep.Grants, rep.NotChecked)
 	} else {
-		fmt.Fprintf(e.stdout, "grants  %d, every envelope verified and every column, ledger figure and reservation matching what is signed\n", len(grants))
+		fmt.Fprintf(e.stdout, "grants  %d, every envelope verified and every column, ledger figure and reservation matching what is signed\n", rep.Grants)
 	}
 	fmt.Fprintf(e.stdout, "check   ok\n")
 	return nil
+}
+
+// checkReport is what store check found, printed as text or, with --json,
+// as one object.
+type checkReport struct {
+	OK                bool           `json:"ok"`
+	Store             string         `json:"store,omitempty"`
+	Backend           string         `json:"backend,omitempty"`
+	Schema            int            `json:"schema,omitempty"`
+	Witness           []string       `json:"witness"`
+	WitnessFailed     bool           `json:"witness_failed"`
+	Findings          []checkFinding `json:"findings"`
+	LogSize           int64          `json:"log_size"`
+	Sessions          int            `json:"sessions"`
+	Grants            int            `json:"grants"`
+	Root              string         `json:"root,omitempty"`
+	SignaturesChecked bool           `json:"signatures_checked"`
+	NotChecked        string         `json:"signatures_not_checked,omitempty"` // why
+	Error             string         `json:"error,omitempty"`
+}
+
+// checkFinding is one problem, with the grant, session and SEQ it names.
+type checkFinding struct {
+	Grant   string `json:"grant,omitempty"`
+	Session string `json:"session,omitempty"`
+	Seq     uint64 `json:"seq,omitempty"`
+	Index   int64  `json:"index"`
+	Problem string `json:"problem"`
+	Text    string `json:"text"`
+}
+
+func writeCheckJSON(e *env, rep checkReport) error {
+	if rep.Witness == nil {
+		rep.Witness = []string{}
+	}
+	if rep.Findings == nil {
+		rep.Findings = []checkFinding{}
+	}
+	enc := json.NewEncoder(e.stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(rep); err != nil {
+		return err
+	}
+	if !rep.OK {
+		return &exitError{1}
+	}
+	return nil
+}
+
+// checkStore runs every check of store check on st.
+func checkStore(ctx context.Context, e *env, st *store.Store, home, loc string, configured bool, cfg *config) checkReport {
+	rep := checkReport{Store: st.Path(), Backend: st.Backend(), Schema: store.SchemaVersion()}
+	var witness strings.Builder
+	rep.WitnessFailed = checkWitness(ctx, &env{stdin: e.stdin, stdout: &witness, stderr: e.stderr}, st, home, loc, configured, cfg)
+	for _, l := range strings.Split(strings.TrimRight(witness.String(), "\n"), "\n") {
+		if l != "" {
+			rep.Witness = append(rep.Witness, l)
+		}
+	}
+	trust, keys, why := checkKeys()
+	if why != "" {
+		// Only the structure can be checked.
+		rep.NotChecked = why
+		if err := st.Verify(ctx); err != nil {
+			rep.Error = err.Error()
+			return rep
+		}
+	} else {
+		rep.SignaturesChecked = true
+		findings, err := audit.Check(ctx, st, trust, keys)
+		if err != nil {
+			rep.Error = err.Error()
+			return rep
+		}
+		for _, f := range findings {
+			rep.Findings = append(rep.Findings, checkFinding{Grant: f.Grant, Session: f.Session, Seq: f.Seq, Index: f.Index, Problem: f.Problem, Text: f.String()})
+		}
+		if len(findings) > 0 {
+			return rep
+		}
+	}
+	if rep.WitnessFailed {
+		return rep
+	}
+	var err error
+	fail := func(e error) checkReport { rep.Error = e.Error(); return rep }
+	if rep.LogSize, err = st.LogSize(ctx); err != nil {
+		return fail(err)
+	}
+	sessions, err := st.Sessions(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	grants, err := st.Grants(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	root, err := st.TreeHash(ctx, rep.LogSize)
+	if err != nil {
+		return fail(err)
+	}
+	rep.Sessions, rep.Grants, rep.Root, rep.OK = len(sessions), len(grants), fmt.Sprint(root), true
+	return rep
 }
 
 // checkKeys loads the trusted grant issuers and receipt keys of

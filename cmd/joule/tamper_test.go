@@ -207,6 +207,9 @@ func TestTamperedStore(t *testing.T) {
 					if r := joule(t, nil, h.env, "store", "check"); r.code != 0 {
 						t.Fatalf("store check before the edit: %+v", r)
 					}
+					if rep := storeCheckJSON(t, h.env, 0); !rep.OK || len(rep.Findings) != 0 || rep.Grants == 0 || !rep.SignaturesChecked {
+						t.Fatalf("store check --json before the edit: %+v", rep)
+					}
 					tt.edit(t, h)
 					if tt.gate != "" {
 						d := h.gate(t)
@@ -240,6 +243,11 @@ func TestTamperedStore(t *testing.T) {
 					if !strings.Contains(r.stdout, "grant "+h.id) {
 						t.Errorf("store check names no grant:\n%s", r.stdout)
 					}
+					if rep := storeCheckJSON(t, h.env, 1); rep.OK || len(rep.Findings) == 0 && rep.Error == "" && !rep.WitnessFailed {
+						t.Errorf("store check --json after the edit: %+v", rep)
+					} else if len(rep.Findings) > 0 && !strings.Contains(r.stdout, rep.Findings[0].Text) {
+						t.Errorf("store check --json finds %q, which the text report does not say:\n%s", rep.Findings[0].Text, r.stdout)
+					}
 					v := joule(t, nil, h.env, "receipts", "verify")
 					if v.code != 1 || !strings.Contains(v.stdout, "FAIL store: ") {
 						t.Errorf("receipts verify exit %d, want 1 with a store failure:\n%s%s", v.code, v.stdout, v.stderr)
@@ -248,6 +256,20 @@ func TestTamperedStore(t *testing.T) {
 			}
 		})
 	}
+}
+
+// storeCheckJSON runs store check --json, which must exit code and print
+// one JSON object.
+func storeCheckJSON(t *testing.T, env []string, code int) checkReport {
+	t.Helper()
+	r := joule(t, nil, env, "store", "check", "--json")
+	var rep checkReport
+	dec := json.NewDecoder(strings.NewReader(r.stdout))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rep); err != nil || r.code != code || dec.More() {
+		t.Fatalf("store check --json: exit %d (want %d), %v:\n%s%s", r.code, code, err, r.stdout, r.stderr)
+	}
+	return rep
 }
 
 // TestStoreFileModes: joule init and a decision leave the home 0700 and the

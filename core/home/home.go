@@ -15,6 +15,12 @@ func Dir() (string, error) {
 	if h := os.Getenv("JOULE_HOME"); h != "" {
 		return h, nil
 	}
+	return Default()
+}
+
+// Default is the home joule uses when JOULE_HOME is not set:
+// $XDG_DATA_HOME/joule, or ~/.local/share/joule.
+func Default() (string, error) {
 	if x := os.Getenv("XDG_DATA_HOME"); x != "" {
 		return filepath.Join(x, "joule"), nil
 	}

@@ -13,6 +13,11 @@ type Installer struct{}
 
 var _ hook.Installer = Installer{}
 
+// guard adds only the JOULE_HOME: what agy does when a hook fails is not
+// documented, and joule itself answers an explicit deny on every failure
+// it survives.
+var guard = hook.Guard{}
+
 func paths(s hook.Scope) (hooks, mcp string) {
 	if s.Project != "" {
 		return filepath.Join(s.Project, ".agents", "hooks.json"), filepath.Join(s.Project, ".agents", "mcp_config.json")
@@ -31,7 +36,7 @@ func (Installer) Plan(s hook.Scope, uninstall bool) ([]hook.Change, error) {
 	if err != nil {
 		return nil, err
 	}
-	handler := map[string]any{"type": "command", "command": hook.Command(s, Host)}
+	handler := map[string]any{"type": "command", "command": guard.Line(s, Host, hook.Command(s, Host))}
 	if err := hook.SetGroups(hooks, []string{PreToolUse}, "", handler, hook.IsJouleCommand(Host), !uninstall, f.Path); err != nil {
 		return nil, err
 	}
@@ -60,5 +65,6 @@ func (Installer) Check(s hook.Scope) []hook.Finding {
 	} else {
 		out = append(out, hook.Finding{Text: "no joule PreToolUse hook in " + hp})
 	}
+	out = append(out, hook.HomeCheck(s, hook.Commands(hooks, []string{PreToolUse}, hook.IsJouleCommand(Host)))...)
 	return append(out, hook.Finding{Text: "run /hooks in agy and check that joule is listed: Antigravity's hook locations and contract are not documented enough to verify from here"})
 }

@@ -52,13 +52,113 @@ func Handler(s hook.Scope) map[string]any {
 			"headers": map[string]any{"Authorization": "Bearer " + s.Resident.Token},
 			"timeout": h["timeout"], "onFailure": h["onFailure"], "statusMessage": h["statusMessage"]}
 	}
-	h["command"] = hook.Command(s, Host)
+	h["command"] = Command(s)
+	return h
+}
+
+// The variables of settings.local.json's env that point a project's
+// committed hook at this user's joule (Claude Code sets them for the
+// session, so its hook processes get them).
+const (
+	EnvClient = "JOULE_HOOK_CLIENT"
+	EnvJoule  = "JOULE_BIN"
+)
+
+// Command is the hook command line an install writes for s. For the user
+// scope it is the absolute path, with the JOULE_HOME of s. A project's
+// settings.json is a file teams commit, so there it names joule-hook (or
+// joule) by a variable that the uncommitted settings.local.json sets to
+// this user's absolute path, with PATH as the fallback: a teammate without
+// that file runs the joule on their PATH, and one with none is blocked by
+// onFailure: block (sh: not found, exit 127), never let through.
+func Command(s hook.Scope) string {
+	if s.Project != "" {
+		switch {
+		case s.Contain:
+			return `"${` + EnvJoule + `:-joule}" hook ` + Host + " --contain"
+		case s.Client != "":
+			return `"${` + EnvClient + `:-joule-hook}" ` + Host
+		}
+		return `"${` + EnvJoule + `:-joule}" hook ` + Host
+	}
+	cmd := hook.Command(s, Host)
 	if s.Contain {
 		// Containment is decided in-process: the thin client carries no
 		// flags to the resident gate.
-		h["command"] = hook.ShellQuote(s.Joule) + " hook " + Host + " --contain"
+		cmd = hook.ShellQuote(s.Joule) + " hook " + Host + " --contain"
 	}
-	return h
+	return guard.Line(s, Host, cmd)
+}
+
+// guard adds only the JOULE_HOME: with onFailure: block Claude Code blocks
+// the call when the hook fails or times out (docs/hosts.md).
+var guard = hook.Guard{}
+
+// localEnv is what a project install puts in settings.local.json's env.
+func localEnv(s hook.Scope) map[string]string {
+	m := map[string]string{EnvJoule: s.Joule}
+	if s.Client != "" {
+		m[EnvClient] = s.Client
+	}
+	if s.JouleHome != "" {
+		m["JOULE_HOME"] = s.JouleHome
+	}
+	return m
+}
+
+// editEnv removes the env entries an install wrote to settings.local.json
+// (JOULE_HOME only beside JOULE_BIN, the mark of joule's) and, with add,
+// writes those of s.
+func editEnv(f *hook.JSONFile, s hook.Scope, add bool) error {
+	env, err := hook.Object(f.Doc, "env", f.Path)
+	if err != nil {
+		return err
+	}
+	if _, ours := env[EnvJoule]; ours {
+		delete(env, "JOULE_HOME")
+	}
+	delete(env, EnvJoule)
+	delete(env, EnvClient)
+	if add {
+		for k, v := range localEnv(s) {
+			env[k] = v
+		}
+	}
+	hook.PruneEmpty(f.Doc, "env")
+	return nil
+}
+
+// commandFindings check that the installed command runs this joule from
+// this JOULE_HOME: the line itself for the user scope, the env of the
+// uncommitted settings.local.json for a project.
+func commandFindings(s hook.Scope, settings *hook.JSONFile) []hook.Finding {
+	hooks, _ := settings.Doc["hooks"].(map[string]any)
+	lines := hook.Commands(hooks, []string{PreToolUse}, isOurs)
+	if s.Project == "" {
+		return hook.HomeCheck(s, lines)
+	}
+	_, local, _ := Files(s)
+	f, err := hook.ReadJSON(local)
+	if err != nil {
+		return []hook.Finding{{Text: err.Error()}}
+	}
+	env, _ := f.Doc["env"].(map[string]any)
+	want := localEnv(s)
+	for _, k := range []string{EnvJoule, EnvClient, "JOULE_HOME"} {
+		if got, _ := env[k].(string); got != want[k] {
+			return []hook.Finding{{Text: fmt.Sprintf("%s sets %s=%q, not %q, for the committed hook in %s: run joule install again", local, k, got, want[k], settings.Path)}}
+		}
+	}
+	home := "the default JOULE_HOME"
+	if s.JouleHome != "" {
+		home = "JOULE_HOME=" + s.JouleHome
+	}
+	for _, l := range lines {
+		if l != Command(s) {
+			return []hook.Finding{{Text: "joule's hook in " + settings.Path + " is not the line this install writes (an absolute path a teammate does not have?): run joule install again"}}
+		}
+	}
+	return []hook.Finding{{OK: true, Text: "the committed " + settings.Path + " runs joule by name; your uncommitted " + local + " points it at " + want[EnvJoule] + " with " + home + " (a teammate without that file runs the joule on their PATH, and with none there every call is blocked)"}}
 }
 
 // isOurs recognises a handler joule wrote, wherever the binary lived.
@@ -72,7 +172,12 @@ func isOurs(h any) bool {
 	return hook.IsJouleLine(strings.TrimSuffix(cmd, " --contain"), Host) || strings.HasSuffix(url, "/hooks/"+Host)
 }
 
-func statusCommand(s hook.Scope) string { return hook.ShellQuote(s.Joule) + " statusline" }
+func statusCommand(s hook.Scope) string {
+	if s.Project != "" {
+		return `"${` + EnvJoule + `:-joule}" statusline`
+	}
+	return hook.Env(s) + hook.ShellQuote(s.Joule) + " statusline"
+}
 
 func isOurStatus(v any) bool {
 	m, ok := v.(map[string]any)
@@ -112,6 +217,11 @@ func (Installer) Plan(s hook.Scope, uninstall bool) ([]hook.Change, error) {
 		add := path == target && !uninstall
 		if err := editSettings(f, s, add); err != nil {
 			return nil, err
+		}
+		if s.Project != "" && strings.HasSuffix(path, "settings.local.json") {
+			if err := editEnv(f, s, !uninstall && s.Resident == nil); err != nil {
+				return nil, err
+			}
 		}
 		changes = append(changes, f.Change(uninstall))
 	}
@@ -240,6 +350,9 @@ func (Installer) Check(s hook.Scope) []hook.Finding {
 	}
 	ok(armed, "PreToolUse hook on every tool in "+target, "no joule PreToolUse hook matching every tool in "+target+": run joule install again")
 	ok(blocks, "a failed or timed-out hook blocks the call (onFailure: block)", "the hook in "+target+" lacks onFailure: block, so a crash would let the call run")
+	if s.Resident == nil && armed {
+		out = append(out, commandFindings(s, f)...)
+	}
 	if s.Resident == nil {
 		st, err := os.Stat(s.Joule)
 		ok(err == nil && st.Mode()&0o111 != 0, "the hook runs "+s.Joule, s.Joule+" is not an executable file; the hook would fail (and block every call)")

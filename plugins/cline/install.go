@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
-
-	"github.com/joulehook/joule/core/identity"
 
 	"github.com/joulehook/joule/plugins/hook"
 )
@@ -25,26 +22,17 @@ func hookPath(s hook.Scope) string {
 	return filepath.Join(s.Home, ".cline", "hooks", HookFile)
 }
 
-// script is the hook Cline runs. Cline reads only its stdout and takes an
-// empty one as no objection, so the script answers a deny itself when joule
-// is missing, crashes or prints no JSON. And Cline may run it from its hub
-// daemon, a process that outlives the CLI and keeps another environment, so
-// the script carries the JOULE_HOME it was installed with.
+// guard is what the script does when joule fails: Cline reads only its
+// stdout and takes an empty one as no objection, so the script answers a
+// deny itself when joule is missing, crashes or prints no JSON.
+var guard = hook.Guard{Pass: `'{'*'}'`,
+	Deny: `{"cancel":true,"errorMessage":"joule gave no decision (exit status %s); the task is stopped"}`}
+
+// script is the hook Cline runs. Cline may run it from its hub daemon, a
+// process that outlives the CLI and keeps another environment, so the
+// script carries the JOULE_HOME it was installed with (Scope.JouleHome).
 func script(s hook.Scope) []byte {
-	home, err := identity.Home()
-	if err != nil {
-		home = ""
-	}
-	var b strings.Builder
-	b.WriteString("#!/bin/sh\n# joule gate: decides every Cline tool call from the active grant (joule install cline)\n")
-	if home != "" {
-		b.WriteString("JOULE_HOME=" + hook.ShellQuote(home) + "\nexport JOULE_HOME\n")
-	}
-	b.WriteString("out=$(" + hook.Command(s, Host) + ")\nst=$?\n")
-	b.WriteString("case $out in\n'{'*'}') printf '%s\\n' \"$out\" ;;\n")
-	b.WriteString(`*) printf '{"cancel":true,"errorMessage":"joule gave no decision (exit status %s); the task is stopped"}\n' "$st" ;;` + "\n")
-	b.WriteString("esac\n")
-	return []byte(b.String())
+	return guard.Script(s, Host, hook.Command(s, Host), "joule gate: decides every Cline tool call from the active grant (joule install cline)")
 }
 
 func isOurs(b []byte) bool {

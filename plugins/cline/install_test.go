@@ -18,8 +18,7 @@ import (
 // through, with the JOULE_HOME of the install, for the second.
 func TestScriptFailsClosed(t *testing.T) {
 	dir := t.TempDir()
-	home := filepath.Join(dir, "joule home")
-	t.Setenv("JOULE_HOME", home)
+	home := filepath.Join(dir, "joule's home")
 	n := 0
 	fake := func(body string) string {
 		n++
@@ -36,7 +35,7 @@ func TestScriptFailsClosed(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			proj := t.TempDir()
-			s := hook.Scope{Project: proj, Home: dir, Joule: tt.joule}
+			s := hook.Scope{Project: proj, Home: dir, Joule: tt.joule, JouleHome: home}
 			changes, err := Installer{}.Plan(s, false)
 			if err != nil {
 				t.Fatal(err)

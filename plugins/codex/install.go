@@ -39,14 +39,14 @@ func hooksPath(s hook.Scope) string {
 	return filepath.Join(codexHome(s), "hooks.json")
 }
 
-// failClosed is the shell script around joule in the hook command. Codex
-// runs the tool when a hook fails in any way (a missing binary, a crash,
-// a non-zero exit other than 2, a timeout), so when joule exits with
-// anything but 0 (its answer is on stdout) or 2 (its reason is on stderr)
-// the script answers Codex's block itself: exit 2 with a reason on stderr.
-// It runs under /bin/sh whatever the user's $SHELL (Codex runs hooks with
+// guard is what the hook command does when joule fails. Codex runs the
+// tool when a hook fails in any way (a missing binary, a crash, a non-zero
+// exit other than 2, a timeout), so when joule exits with anything but 0
+// (its answer is on stdout) or 2 (its reason is on stderr) the command
+// answers Codex's block itself: exit 2 with a reason on stderr. It runs
+// under /bin/sh whatever the user's $SHELL (Codex runs hooks with
 // "$SHELL -lc").
-const failClosed = `"$0" "$@" || { s=$?; [ $s -eq 2 ] || echo "joule deny (hook-failed): $0 exited with status $s before deciding; the call is blocked (reinstall with: joule install codex)" >&2; exit 2; }`
+var guard = hook.Guard{Exit2: true}
 
 // Command is the hook command line an install writes for s.
 func Command(s hook.Scope) string {
@@ -56,7 +56,7 @@ func Command(s hook.Scope) string {
 		// flags to the resident gate.
 		target = hook.ShellQuote(s.Joule) + " hook " + Host + " --contain"
 	}
-	return "/bin/sh -c " + hook.ShellQuote(failClosed) + " " + target
+	return guard.Line(s, Host, target)
 }
 
 // handler is the command handler an install writes for s.
@@ -257,6 +257,7 @@ func (Installer) Check(s hook.Scope) []hook.Finding {
 			}
 		}
 	}
+	out = append(out, hook.HomeCheck(s, hook.Commands(hooks, []string{PreToolUse, PermissionRequest}, isOurs))...)
 	if m, ok := uc.MCPServers["joule"]; ok && m.Command == s.Joule {
 		out = append(out, hook.Finding{OK: true, Text: "joule's MCP server in " + up})
 	} else if p := configPath(s); p != up {
@@ -300,7 +301,7 @@ func wrapped(hooks map[string]any, event string) bool {
 		for _, h := range hs {
 			hm, _ := h.(map[string]any)
 			cmd, _ := hm["command"].(string)
-			if isOurs(hm) && !strings.HasPrefix(cmd, "/bin/sh -c "+hook.ShellQuote(failClosed)+" ") {
+			if isOurs(hm) && !guard.Guarded(Host, cmd) {
 				return false
 			}
 		}

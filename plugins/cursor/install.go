@@ -12,6 +12,10 @@ type Installer struct{}
 
 var _ hook.Installer = Installer{}
 
+// guard adds only the JOULE_HOME: Cursor's failClosed already blocks the
+// action when the hook fails, times out or prints no valid answer.
+var guard = hook.Guard{}
+
 func dir(s hook.Scope) string {
 	if s.Project != "" {
 		return filepath.Join(s.Project, ".cursor")
@@ -29,7 +33,7 @@ func (Installer) Plan(s hook.Scope, uninstall bool) ([]hook.Change, error) {
 	if err != nil {
 		return nil, err
 	}
-	entry := map[string]any{"command": hook.Command(s, Host), "failClosed": true, "timeout": 30}
+	entry := map[string]any{"command": guard.Line(s, Host, hook.Command(s, Host)), "failClosed": true, "timeout": 30}
 	if err := hook.SetEntries(hooks, Events, entry, hook.IsJouleCommand(Host), !uninstall, f.Path); err != nil {
 		return nil, err
 	}
@@ -66,5 +70,6 @@ func (Installer) Check(s hook.Scope) []hook.Finding {
 			out = append(out, hook.Finding{Text: "no joule " + ev + " hook with failClosed in " + f.Path})
 		}
 	}
+	out = append(out, hook.HomeCheck(s, hook.Commands(hooks, Events, hook.IsJouleCommand(Host)))...)
 	return append(out, hook.Finding{OK: true, Text: "Cursor reloads hooks.json on save; check Settings → Hooks shows joule (Cursor is closed source: this install is written to its documentation, not tested against it)"})
 }

@@ -3,7 +3,6 @@ package geminicli
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -60,15 +59,12 @@ func inner(s hook.Scope) string {
 // out (measured, docs/hosts.md), so the command checks that joule printed
 // a decision of Gemini's form and answers an explicit deny itself when it
 // did not, with joule bounded by timeout(1) where the machine has it.
-func Wrapper(s hook.Scope) string {
-	run := inner(s)
-	if t, err := exec.LookPath("timeout"); err == nil && filepath.IsAbs(t) {
-		run = hook.ShellQuote(t) + " -k 2 " + wrapperLimit + " " + run
-	}
+func Wrapper(s hook.Scope) string { return guard.Line(s, Host, inner(s)) }
+
+var guard = func() hook.Guard {
 	deny, _ := json.Marshal(map[string]string{"decision": "deny", "reason": FailedReason})
-	return "out=$(" + run + "); case $out in '{\"decision\":\"'*'}') printf '%s\\n' \"$out\" ;; *) printf '%s\\n' " +
-		hook.ShellQuote(string(deny)) + " ;; esac"
-}
+	return hook.Guard{Pass: `'{"decision":"'*'}'`, Deny: string(deny), Limit: wrapperLimit}
+}()
 
 // isJoule recognises joule's handler: the wrapper (named joule, running
 // joule hook or joule-hook for gemini-cli) or a bare command line an older

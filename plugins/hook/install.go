@@ -32,6 +32,11 @@ type Scope struct {
 	// the host keeps them in a file a user may write: Gemini CLI's folder
 	// trust, Codex's project and per-hook trust.
 	Trust bool
+	// JouleHome is the $JOULE_HOME the hooks must use, recorded in the
+	// hook command (Guard.Line) so that the host's hook decides from the
+	// home the install saw; "" for the default home, which the hook finds
+	// by itself and which is then not written into any file.
+	JouleHome string
 }
 
 // Resident is where joule serve answers and the bearer token it demands.
@@ -367,7 +372,8 @@ func IsJouleCommand(host string) func(any) bool {
 func IsJouleLine(cmd, host string) bool {
 	cmd = strings.TrimSpace(cmd)
 	return strings.Contains(cmd, "joule") && (strings.HasSuffix(cmd, " hook "+host) ||
-		strings.HasSuffix(cmd, "joule-hook "+host) || strings.HasSuffix(cmd, "joule-hook' "+host))
+		strings.HasSuffix(cmd, "joule-hook "+host) || strings.HasSuffix(cmd, "joule-hook' "+host) ||
+		strings.HasSuffix(cmd, `joule-hook}" `+host))
 }
 
 // ShellQuote quotes p for the shell that runs a hook command.

@@ -12,6 +12,11 @@ type Installer struct{}
 
 var _ hook.Installer = Installer{}
 
+// guard turns every failure of joule (missing, crashed, any exit but 0 and
+// 2) into Cascade's block, exit 2 with a reason on stderr: Cascade has no
+// fail-closed option and runs the action on any other exit.
+var guard = hook.Guard{Exit2: true}
+
 func hooksPath(s hook.Scope) string {
 	if s.Project != "" {
 		return filepath.Join(s.Project, ".windsurf", "hooks.json")
@@ -29,7 +34,7 @@ func (Installer) Plan(s hook.Scope, uninstall bool) ([]hook.Change, error) {
 	if err != nil {
 		return nil, err
 	}
-	entry := map[string]any{"command": hook.Command(s, Host), "show_output": true}
+	entry := map[string]any{"command": guard.Line(s, Host, hook.Command(s, Host)), "show_output": true}
 	if err := hook.SetEntries(hooks, Events, entry, hook.IsJouleCommand(Host), !uninstall, f.Path); err != nil {
 		return nil, err
 	}
@@ -61,5 +66,11 @@ func (Installer) Check(s hook.Scope) []hook.Finding {
 			out = append(out, hook.Finding{Text: "no joule " + ev + " hook in " + f.Path})
 		}
 	}
-	return append(out, hook.Finding{OK: true, Text: "Cascade has no fail-closed option: joule itself exits 2 on every failure, but a hook that cannot start at all lets the action run"})
+	out = append(out, hook.HomeCheck(s, hook.Commands(hooks, Events, hook.IsJouleCommand(Host)))...)
+	for _, l := range hook.Commands(hooks, Events, hook.IsJouleCommand(Host)) {
+		if !guard.Guarded(Host, l) {
+			return append(out, hook.Finding{Text: "joule's hook in " + f.Path + " is an older line without the fail-closed wrapper (Cascade runs the action when it cannot start): run joule install windsurf again"})
+		}
+	}
+	return append(out, hook.Finding{OK: true, Text: "Cascade has no fail-closed option: the hook line answers Cascade's block (exit 2) when joule is missing, crashes or fails"})
 }

@@ -16,6 +16,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/joulehook/joule/plugins/geminicli"
+	"github.com/joulehook/joule/plugins/hook"
 )
 
 // modes are the ways a hook can fail, each selected by the command the
@@ -185,6 +186,9 @@ func (f *fixture) asGemini(t *testing.T, cmd, jhome, command string) (decision, 
 		"hook_event_name": "BeforeTool", "timestamp": time.Now().UTC().Format(time.RFC3339),
 		"tool_name": "run_shell_command", "tool_input": map[string]any{"command": command}})
 	env := append(append([]string{}, f.env...), "JOULE_HOME="+jhome, "GEMINI_PROJECT_DIR="+f.ws, "GEMINI_CWD="+f.ws)
+	// The installed line records the install's JOULE_HOME; another home
+	// is the line an install with that home writes.
+	cmd = strings.Replace(cmd, "JOULE_HOME="+hook.ShellQuote(f.jhome)+" ", "JOULE_HOME="+hook.ShellQuote(jhome)+" ", 1)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(geminicli.Timeout)*time.Millisecond)
 	defer cancel()
 	start := time.Now()
