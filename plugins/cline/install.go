@@ -88,6 +88,11 @@ func script(s hook.Scope) []byte {
 		b.WriteString("JOULE_HOME=" + hook.ShellQuote(home) + "\nexport JOULE_HOME\n")
 	}
 	run := hook.Command(s, Host)
+	if s.Contain {
+		// Containment is decided in-process: the thin client carries no
+		// --contain.
+		run = hook.ShellQuote(s.Joule) + " hook " + Host + " --contain"
+	}
 	if t, err := exec.LookPath("timeout"); err == nil && filepath.IsAbs(t) {
 		run = hook.ShellQuote(t) + " -k 2 " + scriptLimit + " " + run
 	}
