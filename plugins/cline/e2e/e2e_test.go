@@ -103,11 +103,11 @@ func (w *world) runCtx(d time.Duration, bin string, args ...string) result {
 	return result{code: code, stdout: string(out)}
 }
 
-// task runs one headless task in ws.
-func (w *world) task() result {
+// task runs one headless task in ws, with the CLI's flags.
+func (w *world) task(flags ...string) result {
 	w.t.Helper()
 	start := time.Now()
-	r := w.runCtx(6*time.Minute, w.cline, "--json", "do the task")
+	r := w.runCtx(6*time.Minute, w.cline, append(append([]string{"--json"}, flags...), "do the task")...)
 	w.t.Logf("cline task took %v, exit %d", time.Since(start).Round(time.Millisecond), r.code)
 	return r
 }
@@ -513,6 +513,32 @@ func TestClineContain(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Join(w.user, "outside.txt")); err == nil {
 			t.Fatal("a file was written outside the workspace")
+		}
+	})
+	// Cline's own approval still applies to the rewritten input: with
+	// --auto-approve false a headless task asks for it (and, with no TTY,
+	// refuses), the request naming the joule exec line.
+	w.api.Script(runCommands("echo hi > approval.txt"), hosttest.Turn{Text: "all done"})
+	r = w.task("--auto-approve", "false")
+	t.Run("Cline's approval applies to the rewritten line", func(t *testing.T) {
+		if _, err := os.Stat(filepath.Join(w.ws, "approval.txt")); err == nil {
+			t.Fatal("approval.txt exists: the rewrite skipped Cline's approval")
+		}
+		if got := w.toolResult(0); !strings.Contains(got, `requires approval`) {
+			t.Fatalf("tool result %q", got)
+		}
+		asked := false
+		for _, line := range strings.Split(r.stdout, "\n") {
+			if strings.Contains(line, `"content_start"`) && strings.Contains(line, `"run_commands"`) &&
+				strings.Contains(line, "joule-exec' --policy ") && strings.Contains(line, "-- /bin/bash -c 'echo hi > approval.txt'") {
+				asked = true
+			}
+		}
+		if !asked {
+			t.Fatalf("Cline did not show the joule exec line as the call's input:\n%s", tail(r.stdout, 3000))
+		}
+		if rs := w.run(w.joule, "receipts", "ls", taskID(t, r.stdout)).stdout; !strings.Contains(rs, " rewrite ") {
+			t.Fatalf("the rewrite is not sealed:\n%s", rs)
 		}
 	})
 }
