@@ -55,7 +55,7 @@ func hostNames() string {
 // containHosts are the hosts whose hook can replace a shell command's
 // input without approving it past the host's own prompt (docs/hosts.md,
 // "Containment on the other hosts").
-var containHosts = map[string]bool{claudecode.Host: true, codex.Host: true, geminicli.Host: true, opencode.Host: true}
+var containHosts = map[string]bool{claudecode.Host: true, cline.Host: true, codex.Host: true, geminicli.Host: true, opencode.Host: true}
 
 func containHostNames() string {
 	var names []string

@@ -237,6 +237,8 @@ Hosts: `+installerNames()+`.`)
 			text = fmt.Sprintf("containment: allowed bash commands run under joule exec (%s); OpenCode's own permission rules now match the joule exec line", sandbox.Mode(abi, false))
 		case geminicli.Host:
 			text = fmt.Sprintf("containment: allowed shell commands run under joule exec (%s); Gemini CLI still applies its own approval to the rewritten joule exec line (it asks, or with --approval-mode yolo runs it), so its allow rules for a command no longer match it", sandbox.Mode(abi, false))
+		case cline.Host:
+			text = fmt.Sprintf("containment: allowed run_commands calls run under joule exec (%s), as one command; Cline's own approval (--auto-approve false) still applies, to the rewritten joule exec line", sandbox.Mode(abi, false))
 		case codex.Host:
 			text = fmt.Sprintf("containment: allowed shell commands run under joule exec (%s), inside Codex's own sandbox and approval policy, which still apply to the rewritten line", sandbox.Mode(abi, false))
 		}

@@ -73,7 +73,7 @@ func ProtectedPaths(jouleHome, home string, roots []string) []string {
 		".claude/settings.json", ".claude/settings.local.json", ".claude/hooks", ".claude-plugin",
 		".mcp.json", ".cursor/hooks.json", ".cursor/mcp.json", ".windsurf/hooks.json",
 		".gemini/settings.json", ".codex/hooks.json", ".codex/config.toml", ".clinerules/hooks",
-		".opencode/plugins", ".zed/settings.json", ".joule",
+		".cline/hooks", ".opencode/plugins", ".zed/settings.json", ".joule",
 		// git runs what these name (core.fsmonitor, core.hooksPath,
 		// aliases, filters, hooks) on the next git status or commit.
 		".git/config", ".git/config.worktree", ".git/hooks", ".git/info", ".git/modules", ".git/commondir",
@@ -82,7 +82,7 @@ func ProtectedPaths(jouleHome, home string, roots []string) []string {
 		".claude/settings.json", ".claude.json", ".cursor/hooks.json", ".cursor/mcp.json",
 		".codeium/windsurf/hooks.json", ".codeium/windsurf/mcp_config.json", ".gemini/settings.json",
 		".gemini/config", ".gemini/antigravity", ".gemini/antigravity-cli", ".codex/hooks.json",
-		".codex/config.toml", ".cline/hooks", ".config/opencode/plugins", ".config/zed/settings.json",
+		".codex/config.toml", ".cline/hooks", ".cline/data/settings/cline_mcp_settings.json", ".config/opencode/plugins", ".config/zed/settings.json",
 		".jetbrains/acp.json", "Documents/Cline/Hooks",
 	}
 	out := []string{jouleHome}

@@ -118,32 +118,37 @@ func (Adapter) Parse(b []byte) (*hook.Call, error) {
 			return call, err
 		}
 	} else if t, ok := tools[ev.Tool]; ok {
+		if p.ToolCall != nil && ev.Tool == "run_commands" {
+			call.Input = in // a contained command is handed back in this shape
+		}
 		ev.Tool = t.name
 		if in, err = hook.Rename(in, t.keys); err != nil {
 			return call, err
 		}
 		in = normalize(t.name, in, ev.Cwd)
+	} else if server, name, ok := strings.Cut(ev.Tool, "__"); ok && server != "" && name != "" && p.ToolCall != nil {
+		// The SDK names an MCP tool <server>__<tool> (@cline/core's
+		// default name transform); the gate's name is mcp__server__tool.
+		ev.Tool = hook.MCPTool(server, name)
 	}
 	ev.Input = in
 	return call, nil
 }
 
-// normalize joins run_commands' list into one script (the gate judges every
-// line) and makes relative paths absolute against the workspace root.
+// normalize sets a Bash input's command to the script Cline will run (the
+// gate judges every line) and makes relative paths absolute against the
+// workspace root. An input Cline would not run has no command, which the
+// gate refuses.
 func normalize(tool string, in json.RawMessage, root string) json.RawMessage {
 	var m map[string]any
 	if json.Unmarshal(in, &m) != nil {
 		return in
 	}
 	if tool == "Bash" {
-		if list, ok := m["commands"].([]any); ok && m["command"] == nil {
-			var lines []string
-			for _, c := range list {
-				if s, ok := c.(string); ok {
-					lines = append(lines, s)
-				}
-			}
+		if lines, ok := commandLines(m); ok {
 			m["command"] = strings.Join(lines, "\n")
+		} else {
+			delete(m, "command")
 		}
 	}
 	if p, ok := m["file_path"].(string); ok && p != "" && !filepath.IsAbs(p) && root != "" {
@@ -154,6 +159,84 @@ func normalize(tool string, in json.RawMessage, root string) json.RawMessage {
 		return in
 	}
 	return out
+}
+
+// commandLines are the shell lines run_commands runs for an input, read as
+// Cline 3.0.65 reads it (@cline/core: validateWithZod with the union of
+// input shapes, the first that parses winning, then its command list):
+// {commands: [string | {command, args}]}, {commands: string | {command,
+// args}}, {command, args}, {command}, {cmd}. Keys a shape does not name are
+// dropped by the parse, so a "command" beside a valid "commands" never
+// runs. A {command, args} entry runs its argv without a shell; its line is
+// the argv shell-quoted. False: Cline would refuse the input and run
+// nothing.
+func commandLines(m map[string]any) ([]string, bool) {
+	if c, ok := m["commands"]; ok {
+		if list, ok := c.([]any); ok {
+			var lines []string
+			for _, e := range list {
+				l, ok := commandEntry(e)
+				if !ok {
+					lines = nil
+					break
+				}
+				lines = append(lines, l)
+			}
+			if lines != nil || len(list) == 0 {
+				return lines, true
+			}
+		} else if l, ok := commandEntry(c); ok {
+			return []string{l}, true
+		}
+	}
+	if l, ok := argv(m); ok {
+		return []string{l}, true
+	}
+	if c, ok := m["command"].(string); ok {
+		return []string{c}, true
+	}
+	if c, ok := m["cmd"].(string); ok {
+		return []string{c}, true
+	}
+	return nil, false
+}
+
+// commandEntry is one entry of commands: a shell line, or an argv object.
+func commandEntry(e any) (string, bool) {
+	if s, ok := e.(string); ok {
+		return s, true
+	}
+	if o, ok := e.(map[string]any); ok {
+		return argv(o)
+	}
+	return "", false
+}
+
+// argv reads {command, args?}: command a non-empty string, args absent or
+// a list of strings. With args it runs without a shell, so its line is the
+// words quoted; without, command is a shell line.
+func argv(o map[string]any) (string, bool) {
+	c, ok := o["command"].(string)
+	if !ok || c == "" {
+		return "", false
+	}
+	raw, has := o["args"]
+	if !has {
+		return c, true
+	}
+	args, ok := raw.([]any)
+	if !ok {
+		return "", false
+	}
+	words := []string{hook.ShellQuote(c)}
+	for _, a := range args {
+		s, ok := a.(string)
+		if !ok {
+			return "", false
+		}
+		words = append(words, hook.ShellQuote(s))
+	}
+	return strings.Join(words, " "), true
 }
 
 type output struct {
@@ -174,18 +257,43 @@ var nullInput = map[string]bool{
 	"fetch_web_content": true, "search_codebase": true,
 }
 
+// JouleServer is the name joule install gives joule's MCP server in
+// Cline's MCP settings.
+const JouleServer = "joule"
+
+// jouleGated are joule's own MCP tools that read their arguments strictly
+// (joule mcp refuses an argument it does not know, running nothing): a
+// deny replaces the call's arguments with deniedArg, so the one call
+// fails and the task goes on. Cline hands any other MCP server whatever
+// input the hook gives (the SDK does not check an MCP tool's input against
+// its schema), so no replacement is sure to run nothing there.
+var jouleGated = map[string]bool{
+	"read_file": true, "write_file": true, "edit_file": true,
+	"list_directory": true, "search": true, "run_command": true,
+}
+
+// deniedArg is the argument a denied joule MCP call is sent instead of its
+// own, which joule mcp refuses.
+const deniedArg = "joule_denied"
+
 // Answer prints Cline's JSON with exit 0 in every case, since Cline reads
 // only stdout: {"cancel":false} to allow. A deny must not be
 // {"cancel":true}, which is Cline's stop of the whole task (the model never
 // sees why, and nothing after it runs): for the built-in SDK/CLI tools that
 // validate their input, joule replaces the input with null (overrideInput),
 // so the call fails without running, and gives its reason as the hook's
-// context, which Cline hands the model with the call's error. Any other
-// tool (MCP, the VS Code shape) can only be stopped with the task. Cline's
-// review flag has no effect on file hooks, so ask is a deny that says so,
-// and so is a rewrite.
+// context, which Cline hands the model with the call's error; for joule's
+// own gated MCP tools it replaces the arguments with one joule mcp refuses.
+// Any other tool (other MCP servers, the VS Code shape) can only be stopped
+// with the task. A rewrite (containment) of run_commands is handed back as
+// its one command; Cline's review flag has no effect on file hooks, so ask
+// is a deny that says so, and so is any other rewrite.
 func (Adapter) Answer(call *hook.Call, res gate.Result) hook.Output {
-	res = hook.NoAsk(Host, hook.NoRewrite(Host, res))
+	res = hook.NoAsk(Host, res)
+	if in, ok := rewritten(call, res); ok {
+		return hook.Output{Stdout: hook.Marshal(output{OverrideInput: in, Context: hook.Reason(res)})}
+	}
+	res = hook.NoRewrite(Host, res)
 	if res.Decision == gate.Allow && call != nil && call.Event != nil && call.Event.Input != nil {
 		return hook.Output{Stdout: hook.Marshal(output{})}
 	}
@@ -193,11 +301,36 @@ func (Adapter) Answer(call *hook.Call, res gate.Result) hook.Output {
 		res = hook.Deny(gate.CodeInternal, "joule reached a decision without a hook event: "+res.Reason)
 	}
 	reason := hook.Reason(res)
-	if call != nil && call.Hook == "tool_call" && call.Event != nil && nullInput[call.Event.Tool] {
-		return hook.Output{Stdout: hook.Marshal(output{OverrideInput: json.RawMessage("null"),
-			Context: reason + " (joule replaced the call's input, so it did not run)"})}
+	if call != nil && call.Hook == "tool_call" && call.Event != nil {
+		if nullInput[call.Event.Tool] {
+			return hook.Output{Stdout: hook.Marshal(output{OverrideInput: json.RawMessage("null"),
+				Context: reason + " (joule replaced the call's input, so it did not run)"})}
+		}
+		if name, ok := strings.CutPrefix(call.Event.Tool, hook.MCPTool(JouleServer, "")); ok && jouleGated[name] {
+			in, _ := json.Marshal(map[string]string{deniedArg: reason})
+			return hook.Output{Stdout: hook.Marshal(output{OverrideInput: in,
+				Context: reason + " (joule replaced the call's arguments, so joule mcp refused it)"})}
+		}
 	}
 	return hook.Output{Stdout: hook.Marshal(output{Cancel: true, ErrorMessage: reason})}
+}
+
+// rewritten is the run_commands input that carries a rewrite of the gate
+// (the contained line as its one command), for a call that came as
+// run_commands from the SDK/CLI.
+func rewritten(call *hook.Call, res gate.Result) (json.RawMessage, bool) {
+	if res.Decision != gate.Rewrite || len(res.UpdatedInput) == 0 || call == nil || call.Hook != "tool_call" ||
+		call.Event == nil || call.Event.Tool != "Bash" || call.Input == nil {
+		return nil, false
+	}
+	var m struct {
+		Command *string `json:"command"`
+	}
+	if json.Unmarshal(res.UpdatedInput, &m) != nil || m.Command == nil {
+		return nil, false
+	}
+	in, err := json.Marshal(map[string][]string{"commands": {*m.Command}})
+	return in, err == nil
 }
 
 // CanAsk implements hook.AskLimiter: Cline's review flag has no effect on
