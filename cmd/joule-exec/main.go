@@ -101,5 +101,6 @@ done:
 	if m := sandbox.Missing(abi, net); len(m) > 0 {
 		fmt.Fprintf(stderr, "joule-exec: Landlock ABI %d enforces less than joule asks for: %s\n", abi, strings.Join(m, "; "))
 	}
-	return refuse("%v", sandbox.Exec(spec, path, argv, os.Environ()))
+	spec.LandlockOnly = os.Getenv(sandbox.LandlockOnlyEnv) == "1"
+	return refuse("%v", sandbox.Exec(spec, path, argv, os.Environ(), stderr))
 }

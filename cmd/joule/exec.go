@@ -108,7 +108,8 @@ $JOULE_HOME/config.json. joule hook --contain rewrites lines to joule-exec
 	if m := sandbox.Missing(abi, *net); len(m) > 0 {
 		fmt.Fprintf(e.stderr, "joule exec: Landlock ABI %d enforces less than joule asks for: %s\n", abi, strings.Join(m, "; "))
 	}
-	err = sandbox.Exec(spec, path, argv, os.Environ())
+	spec.LandlockOnly = os.Getenv(sandbox.LandlockOnlyEnv) == "1"
+	err = sandbox.Exec(spec, path, argv, os.Environ(), e.stderr)
 	return refuse("%v", err)
 }
 

@@ -54,6 +54,9 @@ import (
 type Spec struct {
 	Layers []Layer
 	Net    bool // TCP connect and bind are allowed
+	// LandlockOnly confines with Landlock alone (the carve of Layer.Rules)
+	// even where the namespace construction is available.
+	LandlockOnly bool
 }
 
 // Layer is one ruleset: everything is readable except ReadDeny, and the
