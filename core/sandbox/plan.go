@@ -23,12 +23,14 @@ import (
 //     itself, so it cannot be renamed away and replaced by one the command
 //     made (EBUSY);
 //   - an absent protected path cannot be covered by a mount (a mount needs
-//     a name to sit on), so Landlock refuses creating entries in the
-//     deepest directory of it that exists, and in the directories on the
-//     way from the writable tree to it, as the Landlock construction does
-//     (their existing entries stay fully writable). Where the workspace root
-//     itself is that directory (.mcp.json or .claude absent), no entry can
-//     be created at the root: see docs/gate.md, "Containment".
+//     a name to sit on): where the deepest directory of it that exists lies
+//     below a writable root (.claude/ for .claude/settings.local.json), that
+//     directory is bound read-only; where it is the writable root itself
+//     (.mcp.json, .gemini/ absent at the workspace root), and for the
+//     grant's own deny rules, Landlock refuses creating entries in it and
+//     in the directories on the way to it, as the Landlock construction
+//     does (their existing entries stay fully writable): then no entry can
+//     be created at the workspace root. See docs/gate.md, "Containment".
 //
 // Landlock then has only a handful of rules: "/" readable, each writable
 // tree writable, the carve for absent protected paths. The mounts cannot
@@ -67,6 +69,28 @@ type Mount struct {
 type Plan struct {
 	Mounts []Mount
 	Rules  [][]PathRule
+}
+
+// existingAncestor returns the deepest directory of p that exists.
+func existingAncestor(p string) (string, bool) {
+	for d := filepath.Dir(p); ; d = filepath.Dir(d) {
+		if fi, err := os.Lstat(d); err == nil {
+			return d, fi.IsDir()
+		}
+		if d == "/" {
+			return "", false
+		}
+	}
+}
+
+// insideTree reports whether p lies strictly below one of trees.
+func insideTree(p string, trees []string) bool {
+	for _, t := range trees {
+		if p != t && within(p, t) {
+			return true
+		}
+	}
+	return false
 }
 
 // Plan computes the namespace construction of spec.
@@ -108,12 +132,22 @@ func (spec Spec) Plan() (Plan, error) {
 			pinChain(p)
 		}
 		for _, p := range l.WriteDeny {
-			if _, err := os.Lstat(p); err != nil {
-				absent = append(absent, p)
+			if _, err := os.Lstat(p); err == nil {
+				set(p, MountReadOnly)
+				pinChain(p)
 				continue
 			}
-			set(p, MountReadOnly)
-			pinChain(p)
+			// An absent protected configuration whose directory exists
+			// below a writable root (.claude/settings.local.json beside
+			// .claude/settings.json, .cursor/hooks.json): that directory
+			// is made read-only. At the root itself (.mcp.json), or for a
+			// deny rule of the grant, Landlock carves.
+			if a, ok := existingAncestor(p); ok && slices.Contains(l.Frozen, p) && insideTree(a, l.Write) {
+				set(a, MountReadOnly)
+				pinChain(a)
+				continue
+			}
+			absent = append(absent, p)
 		}
 		c := carver{}
 		c.carve("/", readRights, nil, 0)

@@ -18,8 +18,9 @@ func TestPlan(t *testing.T) {
 	spec := Spec{Layers: []Layer{{
 		Write:     []string{ws, j(root, "tmp")},
 		ReadDeny:  []string{j(home, ".joule"), j(home, ".joule", "policy"), j(home, ".ssh"), j(home, ".aws"), j(ws, ".env")},
-		WriteDeny: []string{j(home, ".joule"), j(ws, ".claude", "settings.json"), j(ws, ".claude", "settings.local.json"), j(ws, ".mcp.json"), j(ws, ".cursor", "hooks.json")},
+		WriteDeny: []string{j(home, ".joule"), j(ws, ".claude", "settings.json"), j(ws, ".claude", "settings.local.json"), j(ws, ".mcp.json"), j(ws, ".cursor", "hooks.json"), j(ws, "src", "gen")},
 	}}}
+	spec.Layers[0].Frozen = spec.Layers[0].WriteDeny[:5]
 	plan, err := spec.Plan()
 	if err != nil {
 		t.Fatal(err)
@@ -27,7 +28,8 @@ func TestPlan(t *testing.T) {
 	want := []Mount{
 		{home + "/.joule", MountHideDir},
 		{home + "/.ssh", MountHideDir},
-		{ws + "/.claude", MountPin},
+		{ws + "/.claude", MountReadOnly},
+		{ws + "/.cursor", MountReadOnly},
 		{ws + "/.env", MountHideFile},
 		{ws + "/.claude/settings.json", MountReadOnly},
 	}
@@ -43,25 +45,24 @@ func TestPlan(t *testing.T) {
 	for _, r := range plan.Rules[0] {
 		got[r.Path] |= r.Access
 	}
-	// The workspace root and the two host directories are carved (.mcp.json,
-	// settings.local.json and hooks.json are absent); everything else in
-	// them is a writable tree of its own; nothing is carved for reads.
+	// The workspace root is carved (.mcp.json is absent there), and src on
+	// the way to the absent src/gen of a deny rule (the two host directories
+	// are read-only mounts instead); everything else is a writable tree of
+	// its own; nothing is carved for reads.
 	wantRules := map[string]uint64{
-		"/":                               readRights,
-		j(root, "tmp"):                    writeRights,
-		j(ws, "main.go"):                  writeRights & fileRights,
-		j(ws, "src"):                      writeRights,
-		j(ws, ".env"):                     writeRights & fileRights,
-		j(ws, ".claude", "agents"):        writeRights,
-		j(ws, ".cursor", "rules"):         writeRights,
-		j(ws, ".claude", "settings.json"): writeRights & fileRights,
+		"/":              readRights,
+		j(root, "tmp"):   writeRights,
+		j(ws, "main.go"): writeRights & fileRights,
+		j(ws, ".env"):    writeRights & fileRights,
+		j(ws, ".claude"): writeRights,
+		j(ws, ".cursor"): writeRights,
 	}
 	for p, a := range wantRules {
 		if got[p] != a {
 			t.Errorf("%s: access %#x, want %#x", p, got[p], a)
 		}
 	}
-	for _, p := range []string{ws, j(ws, ".claude"), j(ws, ".cursor"), home, j(home, ".joule")} {
+	for _, p := range []string{ws, j(ws, "src"), home, j(home, ".joule")} {
 		if a, ok := got[p]; ok {
 			t.Errorf("%s is granted %#x; it must get no rule of its own", p, a)
 		}
@@ -74,7 +75,8 @@ func TestPlan(t *testing.T) {
 	// a whole: no carve at all.
 	tree2 := tree(t, "ws/.mcp.json", "ws/.claude/settings.json")
 	ws2 := j(tree2, "ws")
-	plan, err = Spec{Layers: []Layer{{Write: []string{ws2}, WriteDeny: []string{j(ws2, ".mcp.json"), j(ws2, ".claude", "settings.json")}}}}.Plan()
+	deny := []string{j(ws2, ".mcp.json"), j(ws2, ".claude", "settings.json"), j(ws2, ".claude", "settings.local.json")}
+	plan, err = Spec{Layers: []Layer{{Write: []string{ws2}, WriteDeny: deny, Frozen: deny}}}.Plan()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,6 +65,12 @@ type Layer struct {
 	Write     []string
 	ReadDeny  []string
 	WriteDeny []string
+	// Frozen are the paths of WriteDeny that are the gate's protected
+	// paths (hook and MCP configurations): where one is absent, the
+	// namespace construction makes the directory it would be created in
+	// read-only as a whole, rather than carving every directory on the way
+	// to it (see Plan).
+	Frozen []string
 }
 
 // kernelProtected is the protected paths the kernel refuses writes to:
@@ -142,6 +148,7 @@ func Build(in Inputs) (Spec, error) {
 	}
 	for i, set := range in.Sets {
 		l := Layer{ReadDeny: slices.Clone(in.Private), WriteDeny: kernelProtected(in.Protected)}
+		l.Frozen = slices.Clone(l.WriteDeny)
 		for _, root := range in.Roots {
 			roots := rule.Roots{Workspace: root, Home: in.Home}
 			for _, r := range set.Allow {
@@ -185,7 +192,7 @@ func Build(in Inputs) (Spec, error) {
 			}
 		}
 		l.Write = append(l.Write, in.Extra...)
-		l.Write, l.ReadDeny, l.WriteDeny = compact(l.Write), compact(l.ReadDeny), compact(l.WriteDeny)
+		l.Write, l.ReadDeny, l.WriteDeny, l.Frozen = compact(l.Write), compact(l.ReadDeny), compact(l.WriteDeny), compact(l.Frozen)
 		spec.Layers = append(spec.Layers, l)
 	}
 	if len(spec.Layers) == 0 {
