@@ -344,7 +344,7 @@ func waitAndForward(pid int) int {
 //go:nosplit
 //go:norace
 func forkChild(calls []rawCall, pipe int, report *[2]uint32) (uintptr, syscall.Errno) {
-	r, _, e := syscall.RawSyscall6(syscall.SYS_CLONE, uintptr(unix.CLONE_NEWUSER|unix.CLONE_NEWNS|syscall.SIGCHLD), 0, 0, 0, 0, 0)
+	r, _, e := syscall.RawSyscall6(syscall.SYS_CLONE, uintptr(unix.CLONE_NEWUSER|unix.CLONE_NEWNS|unix.CLONE_VFORK|syscall.SIGCHLD), 0, 0, 0, 0, 0)
 	if e != 0 || r != 0 {
 		return r, e
 	}

@@ -1,8 +1,14 @@
 // Package sandbox confines a process tree with Landlock to what a grant
 // allows, so that a shell command the gate allowed cannot do more than the
 // grant says even where static analysis of the line was wrong: `joule exec`
-// builds a Spec from the active grant, calls Confine and then exec's the
-// program, whose children inherit the confinement.
+// and joule-exec build a Spec from the grant and call Exec, which runs the
+// program confined; its children inherit the confinement.
+//
+// Exec has two constructions. Where unprivileged user namespaces work, the
+// program runs in a new user and mount namespace in which mounts hide the
+// refused read paths and freeze the protected ones, and Landlock needs only
+// a handful of rules (plan.go). Elsewhere, Landlock alone enforces
+// everything, with the carve described below.
 //
 // # What the kernel enforces
 //
