@@ -51,7 +51,8 @@ func NamespacesAvailable() bool {
 type rawCall struct {
 	trap    uintptr
 	a       [6]uintptr
-	useLast bool // a[0] is the result of the previous call (an fd)
+	setFD   bool // the result is an fd the following calls use
+	useFD   bool // a[0] is that fd
 	ignore  bool // a failure is not one
 }
 
@@ -114,9 +115,9 @@ func execNamespace(spec Spec, abi int, path string, argv, env []string) error {
 	s.add("prctl(PR_SET_PDEATHSIG)", rawCall{trap: unix.SYS_PRCTL, a: [6]uintptr{unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL)}})
 	cwd := unix.AT_FDCWD
 	writeFile := func(name, content string) {
-		s.add("open "+name, rawCall{trap: unix.SYS_OPENAT, a: [6]uintptr{uintptr(cwd), cstr(&keep, name), unix.O_WRONLY | unix.O_CLOEXEC}})
-		s.add("write "+name, rawCall{trap: unix.SYS_WRITE, a: [6]uintptr{0, ptr(&keep, []byte(content)), uintptr(len(content))}, useLast: true})
-		s.add("close "+name, rawCall{trap: unix.SYS_CLOSE, useLast: true})
+		s.add("open "+name, rawCall{trap: unix.SYS_OPENAT, a: [6]uintptr{uintptr(cwd), cstr(&keep, name), unix.O_WRONLY | unix.O_CLOEXEC}, setFD: true})
+		s.add("write "+name, rawCall{trap: unix.SYS_WRITE, a: [6]uintptr{0, ptr(&keep, []byte(content)), uintptr(len(content))}, useFD: true})
+		s.add("close "+name, rawCall{trap: unix.SYS_CLOSE, useFD: true})
 	}
 	uid, gid := os.Getuid(), os.Getgid()
 	writeFile("/proc/self/setgroups", "deny")
@@ -348,12 +349,12 @@ func forkChild(calls []rawCall, pipe int, report *[2]uint32) (uintptr, syscall.E
 	if e != 0 || r != 0 {
 		return r, e
 	}
-	var last uintptr
+	var fd uintptr
 	for i := 0; i < len(calls); i++ {
 		c := &calls[i]
 		a0 := c.a[0]
-		if c.useLast {
-			a0 = last
+		if c.useFD {
+			a0 = fd
 		}
 		r1, _, e1 := syscall.RawSyscall6(c.trap, a0, c.a[1], c.a[2], c.a[3], c.a[4], c.a[5])
 		if e1 != 0 && !c.ignore {
@@ -361,7 +362,9 @@ func forkChild(calls []rawCall, pipe int, report *[2]uint32) (uintptr, syscall.E
 			syscall.RawSyscall(syscall.SYS_WRITE, uintptr(pipe), uintptr(unsafe.Pointer(report)), 8)
 			syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 126, 0, 0)
 		}
-		last = r1
+		if c.setFD {
+			fd = r1
+		}
 	}
 	syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 126, 0, 0)
 	return 0, 0
