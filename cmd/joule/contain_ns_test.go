@@ -127,3 +127,53 @@ func needNamespaces(t *testing.T) {
 		t.Skipf("unprivileged user namespaces do not work here (unshare -Urm true: %v)", err)
 	}
 }
+
+// TestContainAsAnotherUser runs the namespace construction as an ordinary
+// user (nobody), as developers run it: CI runs as root, and a uid other than
+// 0 maps itself, writes setgroups before its gid map, and holds no
+// capability after exec without the bounding set's help. The command must
+// run in the namespace (no fallback message), see its own uid, find
+// $JOULE_HOME and ~/.ssh hidden, and not undo the mounts.
+func TestContainAsAnotherUser(t *testing.T) {
+	needLandlock(t)
+	needNamespaces(t)
+	if os.Getuid() != 0 {
+		t.Skip("needs root to become another user (setpriv)")
+	}
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("setpriv (util-linux) is missing")
+		}
+		t.Skip("setpriv (util-linux) is missing")
+	}
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	// nobody must reach the binaries and its home.
+	for _, d := range []string{filepath.Dir(jouleBin), root, filepath.Dir(root)} {
+		os.Chmod(d, 0o755)
+	}
+	home := filepath.Join(root, "home")
+	os.MkdirAll(home, 0o755)
+	os.Chown(home, 65534, 65534)
+	script := `set -e
+mkdir -p "$HOME/ws/src" "$TMPDIR" "$HOME/.ssh"; echo not-for-you > "$HOME/.ssh/id_rsa"
+"$JOULE" init --steward test.example --workspace "$HOME/ws" >/dev/null 2>&1
+P=$("$JOULE" exec --write-policy)
+cd "$HOME/ws"
+"$JEXEC" --policy "$P" -- /bin/bash -c 'id -u; cat ~/.ssh/id_rsa; ls "$JOULE_HOME"; echo hi > src/x && cat src/x; umount -l ~/.ssh; cat ~/.ssh/id_rsa; grep -c " $HOME/.ssh " /proc/self/mountinfo'`
+	cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "bash", "-c", script)
+	cmd.Env = append(os.Environ(), "HOME="+home, "JOULE_HOME="+filepath.Join(home, ".joule"), "TMPDIR="+filepath.Join(home, "tmp"),
+		"JOULE="+jouleBin, "JEXEC="+jouleExecBin())
+	out, _ := cmd.CombinedOutput()
+	s := string(out)
+	for _, want := range []string{"65534\n", "id_rsa: Permission denied", "Permission denied", "hi\n"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("want %q in:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "not-for-you") || strings.Contains(s, "steward.key") || strings.Contains(s, "construction failed") {
+		t.Errorf("as nobody, the namespace construction did not hold:\n%s", s)
+	}
+	if !strings.HasSuffix(strings.TrimSpace(s), "1") {
+		t.Errorf("~/.ssh is not a mount in the command's namespace:\n%s", s)
+	}
+}
