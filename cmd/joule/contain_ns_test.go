@@ -4,8 +4,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/joulehook/joule/core/sandbox"
 )
@@ -175,5 +178,54 @@ cd "$HOME/ws"
 	}
 	if !strings.HasSuffix(strings.TrimSpace(s), "1") {
 		t.Errorf("~/.ssh is not a mount in the command's namespace:\n%s", s)
+	}
+}
+
+// TestContainExitAndSignals: in the namespace construction joule-exec waits
+// for the program; the host must see the program's exit status, a program
+// killed by a signal must kill joule-exec with it, and a SIGTERM to
+// joule-exec alone must end the program (its PDEATHSIG).
+func TestContainExitAndSignals(t *testing.T) {
+	needLandlock(t)
+	needNamespaces(t)
+	s := newSlot(t)
+	s.reset(t)
+	run := func(line string) *exec.Cmd {
+		cmd := exec.Command(jouleExecBin(), "--policy", s.policy["dev"], "--", "/bin/bash", "-c", line)
+		cmd.Dir, cmd.Env = s.ws, s.env()
+		return cmd
+	}
+	if err := run("exit 7").Run(); err == nil || err.(*exec.ExitError).ExitCode() != 7 {
+		t.Errorf("exit 7: %v", err)
+	}
+	err := run("kill -TERM $$").Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ProcessState.Sys().(syscall.WaitStatus).Signal() != syscall.SIGTERM {
+		t.Errorf("a program killed by SIGTERM: joule-exec ended with %v", err)
+	}
+	pidFile := filepath.Join(s.ws, "src", "pid")
+	cmd := run(`echo $$ > src/pid; exec sleep 60`)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	for i := 0; i < 100 && pid == 0; i++ {
+		time.Sleep(50 * time.Millisecond)
+		b, _ := os.ReadFile(pidFile)
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+	}
+	if pid == 0 {
+		cmd.Process.Kill()
+		t.Fatal("the program did not start")
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+	gone := false
+	for i := 0; i < 100 && !gone; i++ {
+		gone = syscall.Kill(pid, 0) != nil
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !gone {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Error("the program outlived joule-exec after a SIGTERM to joule-exec")
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"runtime"
 	"strconv"
 	"strings"
@@ -112,7 +111,7 @@ func execNamespace(spec Spec, abi int, path string, argv, env []string) error {
 	}
 	var keep [][]byte
 	var s nsStep
-	s.add("prctl(PR_SET_PDEATHSIG)", rawCall{trap: unix.SYS_PRCTL, a: [6]uintptr{unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL)}})
+	s.add("prctl(PR_SET_PDEATHSIG)", rawCall{trap: unix.SYS_PRCTL, a: [6]uintptr{unix.PR_SET_PDEATHSIG, uintptr(unix.SIGTERM)}})
 	cwd := unix.AT_FDCWD
 	writeFile := func(name, content string) {
 		s.add("open "+name, rawCall{trap: unix.SYS_OPENAT, a: [6]uintptr{uintptr(cwd), cstr(&keep, name), unix.O_WRONLY | unix.O_CLOEXEC}, setFD: true})
@@ -282,7 +281,7 @@ func execNamespace(spec Spec, abi int, path string, argv, env []string) error {
 		syscall.Close(fd)
 	}
 	fds = nil
-	os.Exit(waitAndForward(int(pid)))
+	os.Exit(waitForProgram(int(pid)))
 	return nil
 }
 
@@ -301,19 +300,13 @@ func readFull(fd int, b []byte) (int, error) {
 	return n, nil
 }
 
-// waitAndForward passes the signals joule-exec gets on to the program, waits
-// for it and returns its exit status; a program killed by a signal kills
-// joule-exec with the same signal, so that the host sees what it would
-// have seen.
-func waitAndForward(pid int) int {
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2,
-		syscall.SIGWINCH, syscall.SIGCONT, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGALRM, syscall.SIGPIPE)
-	go func() {
-		for s := range sigs {
-			syscall.Kill(pid, s.(syscall.Signal))
-		}
-	}()
+// waitForProgram waits for the program and returns its exit status; a
+// program killed by a signal kills joule-exec with the same signal, so that
+// the host sees what it would have seen. Signals are not forwarded (setting
+// up os/signal cost more than the rest of the wait): the ones a terminal or
+// a host sends to the process group reach the program directly, and one
+// that ends joule-exec alone reaches it as SIGTERM (its PDEATHSIG).
+func waitForProgram(pid int) int {
 	var ws syscall.WaitStatus
 	for {
 		_, err := syscall.Wait4(pid, &ws, 0, nil)
@@ -324,13 +317,17 @@ func waitAndForward(pid int) int {
 			return 126
 		}
 	}
-	signal.Stop(sigs)
 	switch {
 	case ws.Exited():
 		return ws.ExitStatus()
 	case ws.Signaled():
 		sig := ws.Signal()
-		signal.Reset(sig)
+		// The default action, not Go's handler, which would print a
+		// traceback for a SIGSEGV it did not cause.
+		var dfl [4]uint64
+		unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&dfl[0])), 0, 8, 0, 0)
+		var none uint64
+		unix.RawSyscall6(unix.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&none)), 0, 8, 0, 0)
 		syscall.Kill(os.Getpid(), sig)
 		return 128 + int(sig)
 	}
