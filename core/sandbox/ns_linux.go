@@ -48,11 +48,11 @@ func NamespacesAvailable() bool {
 // lock or grow its stack, only make system calls (as the standard
 // library's forkAndExecInChild does).
 type rawCall struct {
-	trap    uintptr
-	a       [6]uintptr
-	setFD   bool // the result is an fd the following calls use
-	useFD   bool // a[0] is that fd
-	ignore  bool // a failure is not one
+	trap   uintptr
+	a      [6]uintptr
+	setFD  bool // the result is an fd the following calls use
+	useFD  bool // a[0] is that fd
+	ignore bool // a failure is not one
 }
 
 // nsStep names the calls of a child for the message when one fails.
