@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The namespace construction's attack tests (cmd/joule/contain_ns_test.go,
 # issue 14): util-linux's unshare, nsenter and setpriv, mount's mount and
-# umount, perl for the raw open_tree system call, strace for the profile
-# commands in docs/gate.md. Idempotent: installs only what is missing.
+# umount, perl for the raw open_tree system call. Idempotent: installs only
+# what is missing.
 set -euo pipefail
 
 missing=()
