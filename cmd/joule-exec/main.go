@@ -9,8 +9,11 @@
 // under. It reads the policy file (a regular file of this user, mode 0600,
 // whose BLAKE3 is its name), builds the Landlock rules from it (deny globs
 // expanded over the files that exist now, the temp dir and the
-// toolchains' caches writable), confines itself (and, with the network off,
-// installs the seccomp filter) and execs PROGRAM. It opens no store and
+// toolchains' caches writable) and runs PROGRAM confined (with the network
+// off, under the seccomp filter too): in a user and mount namespace whose
+// mounts hide the refused paths, waiting for it and exiting with its
+// status, or, where user namespaces are off, confined by Landlock alone in
+// its own place (sandbox.Exec). It opens no store and
 // verifies no signature: the gate did that when it decided, and wrote the
 // policy where no contained command can read or write it. A contained
 // command that runs joule-exec itself only adds restrictions: Landlock
@@ -101,5 +104,6 @@ done:
 	if m := sandbox.Missing(abi, net); len(m) > 0 {
 		fmt.Fprintf(stderr, "joule-exec: Landlock ABI %d enforces less than joule asks for: %s\n", abi, strings.Join(m, "; "))
 	}
-	return refuse("%v", sandbox.Exec(spec, path, argv, os.Environ()))
+	spec.LandlockOnly = os.Getenv(sandbox.LandlockOnlyEnv) == "1"
+	return refuse("%v", sandbox.Exec(spec, path, argv, os.Environ(), stderr))
 }

@@ -31,6 +31,7 @@ type containCase struct {
 	Cmd    string `json:"cmd"`
 	Setup  string `json:"setup,omitempty"` // run first, unconfined: the repository the payload finds
 	where  string
+	n      int // its index in the table
 }
 
 func loadContainCases(t testing.TB) []containCase {
@@ -57,6 +58,7 @@ func loadContainCases(t testing.TB) []containCase {
 				t.Fatalf("%s:%d: %v", file, n, err)
 			}
 			c.where = fmt.Sprintf("%s:%d", file, n)
+			c.n = len(out)
 			out = append(out, c)
 		}
 	}
@@ -340,13 +342,35 @@ func TestContainAttackTable(t *testing.T) {
 					t.Errorf("%s: no grant %q", c.where, c.Grant)
 					continue
 				}
-				out = s.run(jouleExecBin(), "--policy", policy, "--", "/bin/bash", "-c", c.Cmd)
-				if s.happened(c.Effect, out, before) {
-					t.Errorf("%s: %s (%s, grant %s) got through joule-exec:\n  %s\n%s", c.where, c.Name, c.Effect, c.Grant, c.Cmd, out)
-					continue
+				// Every case runs through the default construction (the
+				// mount namespace where it works), every third one also
+				// through Landlock alone, the fallback.
+				constructions := []string{"default"}
+				if c.n%3 == 0 {
+					constructions = append(constructions, "landlock")
 				}
-				if strings.HasPrefix(string(out), "joule-exec:") {
-					t.Errorf("%s: joule-exec refused to start instead of confining: %s", c.where, out)
+				through := true
+				for _, construction := range constructions {
+					if construction == "landlock" {
+						s.reset(t)
+						s.setup(c)
+						before, _ = os.ReadFile(s.settings)
+						s.extraEnv = []string{sandbox.LandlockOnlyEnv + "=1"}
+					}
+					out = s.run(jouleExecBin(), "--policy", policy, "--", "/bin/bash", "-c", c.Cmd)
+					s.extraEnv = nil
+					if s.happened(c.Effect, out, before) {
+						t.Errorf("%s: %s (%s, grant %s) got through joule-exec (%s construction):\n  %s\n%s", c.where, c.Name, c.Effect, c.Grant, construction, c.Cmd, out)
+						through = false
+						break
+					}
+					if strings.HasPrefix(string(out), "joule-exec:") {
+						t.Errorf("%s: joule-exec refused to start instead of confining (%s construction): %s", c.where, construction, out)
+						through = false
+						break
+					}
+				}
+				if !through {
 					continue
 				}
 				mu.Lock()

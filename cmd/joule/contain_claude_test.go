@@ -113,7 +113,10 @@ func TestClaudeCodeContainE2E(t *testing.T) {
 		if len(res) != 1 {
 			t.Fatalf("tool results %+v\n%s", res, out)
 		}
-		for _, want := range []string{"steward.key: Permission denied", "cannot create regular file '.claude/settings.json': Permission denied", "cannot remove '.claude/settings.json': Permission denied", "outside.txt': Permission denied", "done"} {
+		// The settings are a read-only mount in the namespace construction
+		// (EROFS), refused by Landlock alone (EACCES): either error is the
+		// kernel's, and the file is checked unchanged below.
+		for _, want := range []string{"steward.key: Permission denied", "cannot create regular file '.claude/settings.json': ", "cannot remove '.claude/settings.json': ", "outside.txt': Permission denied", "done"} {
 			if !strings.Contains(res[0].Content, want) {
 				t.Errorf("tool result lacks %q: %q", want, res[0].Content)
 			}

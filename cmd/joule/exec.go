@@ -29,8 +29,10 @@ func runExec(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "exec", `exec [--session ID] [--net] -- PROGRAM [ARGS...]
        exec [--session ID] --write-policy
 
-Confines itself with Landlock to what the active grant (of session ID, else
-the global one) allows, then runs PROGRAM in its place: writes only in the
+Runs PROGRAM confined by the kernel to what the active grant (of session ID,
+else the global one) allows, in a user and mount namespace that hides the
+refused paths where user namespaces work, by Landlock alone in its own place
+elsewhere (JOULE_EXEC_LANDLOCK_ONLY=1 chooses that): writes only in the
 trees the grant's Write rules name and in the temp dir and the toolchains'
 caches; no reads of $JOULE_HOME or of paths Read rules deny; no writes to the
 hosts' hook configuration; no TCP unless --net. What the kernel refuses is
@@ -108,7 +110,8 @@ $JOULE_HOME/config.json. joule hook --contain rewrites lines to joule-exec
 	if m := sandbox.Missing(abi, *net); len(m) > 0 {
 		fmt.Fprintf(e.stderr, "joule exec: Landlock ABI %d enforces less than joule asks for: %s\n", abi, strings.Join(m, "; "))
 	}
-	err = sandbox.Exec(spec, path, argv, os.Environ())
+	spec.LandlockOnly = os.Getenv(sandbox.LandlockOnlyEnv) == "1"
+	err = sandbox.Exec(spec, path, argv, os.Environ(), e.stderr)
 	return refuse("%v", err)
 }
 

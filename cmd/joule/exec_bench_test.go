@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,11 +17,15 @@ import (
 // BenchmarkExec times a contained `/bin/sh -c true` beside `/bin/sh -c
 // true` run directly, interleaved in the same loop so that all see the
 // same load. added-ms is what containment adds to a command's start (the
-// target is 3 ms), x-direct the ratio:
+// target is 3 ms), x-direct the ratio; each is the median over the
+// iterations (load varies from one to the next), of the wall time and of
+// the CPU time:
 //
 //   - jexec: joule-exec with the policy joule hook --contain wrote for the
 //     dev template, as hosts run it;
 //   - jexec-net: the same with --net (no seccomp filter, no TCP rules);
+//   - jexec-landlock: jexec with Landlock alone (JOULE_EXEC_LANDLOCK_ONLY=1),
+//     the construction used where user namespaces are off;
 //   - jexec-heavy: a rule-heavy policy (the dev template plus 200 Read and
 //     Write deny rules, half of them globs expanded over a 2 000-file tree);
 //   - joule-exec-cmd: `joule exec`, the full command people type, which
@@ -59,38 +64,52 @@ func BenchmarkExec(b *testing.B) {
 	// bash -c 'PREFIX -- /bin/sh -c true' execs its last command, so the
 	// baseline for the three joule-exec forms is bash -c '/bin/sh -c true'.
 	srt := os.Getenv("SRT")
-	names := []string{"direct", "jexec", "jexec-net", "jexec-heavy", "joule-exec-cmd"}
+	names := []string{"direct", "jexec", "jexec-net", "jexec-landlock", "jexec-heavy", "joule-exec-cmd"}
 	argvs := [][]string{
 		{"/bin/bash", "-c", "/bin/sh -c true"},
-		line(prefix), line(netPrefix), line(heavy),
+		line(prefix), line(netPrefix), line(sandbox.LandlockOnlyEnv + "=1 " + prefix), line(heavy),
 		{jouleBin, "exec", "--", "/bin/sh", "-c", "true"},
 	}
 	if srt != "" {
 		names = append(names, "srt")
 		argvs = append(argvs, []string{srt, "-c", "/bin/sh -c true"})
 	}
-	total := make([]time.Duration, len(argvs))
-	cpu := make([]time.Duration, len(argvs))
+	wall := make([][]float64, len(argvs))
+	cpu := make([][]float64, len(argvs))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for j, argv := range argvs {
 			w, c := run(argv...)
-			total[j] += w
-			cpu[j] += c
+			wall[j] = append(wall[j], float64(w.Nanoseconds())/1e6)
+			cpu[j] = append(cpu[j], float64(c.Nanoseconds())/1e6)
 		}
 	}
 	b.StopTimer()
-	n := float64(b.N)
-	d := float64(total[0].Nanoseconds()) / n
-	dc := float64(cpu[0].Nanoseconds()) / n
-	b.ReportMetric(d/1e6, "direct-ms/op")
-	b.ReportMetric(dc/1e6, "direct-cpu-ms/op")
+	// The added time of iteration i is against the direct run of the same
+	// iteration; the figures are medians of those.
+	median := func(x []float64) float64 {
+		y := slices.Clone(x)
+		slices.Sort(y)
+		if n := len(y); n%2 == 0 {
+			return (y[n/2-1] + y[n/2]) / 2
+		}
+		return y[len(y)/2]
+	}
+	diff := func(a, b []float64) []float64 {
+		out := make([]float64, len(a))
+		for i := range a {
+			out[i] = a[i] - b[i]
+		}
+		return out
+	}
+	b.ReportMetric(median(wall[0]), "direct-ms/op")
+	b.ReportMetric(median(cpu[0]), "direct-cpu-ms/op")
 	for j, name := range names[1:] {
-		c := float64(total[j+1].Nanoseconds()) / n
-		b.ReportMetric(c/1e6, name+"-ms/op")
-		b.ReportMetric((c-d)/1e6, name+"-added-ms/op")
-		b.ReportMetric(c/d, name+"-x-direct")
-		b.ReportMetric((float64(cpu[j+1].Nanoseconds())/n-dc)/1e6, name+"-added-cpu-ms/op")
+		b.ReportMetric(median(wall[j+1]), name+"-ms/op")
+		b.ReportMetric(median(diff(wall[j+1], wall[0])), name+"-added-ms/op")
+		b.ReportMetric(median(wall[j+1])/median(wall[0]), name+"-x-direct")
+		b.ReportMetric(median(diff(cpu[j+1], cpu[0])), name+"-added-cpu-ms/op")
+		b.ReportMetric(median(cpu[j+1])/median(cpu[0]), name+"-cpu-x-direct")
 	}
 }
 

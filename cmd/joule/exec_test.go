@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/joulehook/joule/core/sandbox"
 	"lukechampine.com/blake3"
 )
 
@@ -96,6 +97,74 @@ func TestExecOrdinaryWork(t *testing.T) {
 	r := execIn(t, env, ws, "touch top.txt")
 	if r.code == 0 || !strings.Contains(r.stdout, "Permission denied") {
 		t.Fatalf("creating an entry in the workspace root: %+v", r)
+	}
+}
+
+// rootProtected are the first names of the protected paths of a workspace
+// (gate.ProtectedPaths, less .git): while one is absent, containment
+// refuses creating entries at the workspace root, since it could be that
+// one; once all exist, the root is writable as a whole.
+var rootProtected = []string{".claude/", ".claude-plugin/", ".mcp.json", ".cursor/", ".windsurf/", ".gemini/", ".codex/",
+	".clinerules/", ".opencode/", ".zed/", ".joule/"}
+
+// TestExecRootLevelCreation: in a workspace where every protected name
+// exists, the namespace construction lets ordinary work create entries at
+// the root (a new file, a root module's binary, git init, npm install),
+// while the protected paths stay read-only and the absent ones below them
+// uncreatable. With Landlock alone (no namespaces), the root stays closed.
+func TestExecRootLevelCreation(t *testing.T) {
+	needLandlock(t)
+	needNamespaces(t)
+	env, ws := execEnv(t)
+	for _, n := range rootProtected {
+		if strings.HasSuffix(n, "/") {
+			os.MkdirAll(filepath.Join(ws, n), 0o755)
+		} else {
+			os.WriteFile(filepath.Join(ws, n), []byte("{}\n"), 0o644)
+		}
+	}
+	os.WriteFile(filepath.Join(ws, ".claude", "settings.json"), []byte("{}\n"), 0o644)
+	os.WriteFile(filepath.Join(ws, "go.mod"), []byte("module example.com/root\n\ngo 1.22\n"), 0o644)
+	os.WriteFile(filepath.Join(ws, "main.go"), []byte("package main\n\nfunc main() { println(\"built\") }\n"), 0o644)
+	steps := []struct{ name, line, want string }{
+		{"touch", "touch new.txt && mkdir newdir && echo x > newdir/f && mv new.txt renamed.txt && rm renamed.txt && ls", "newdir"},
+		{"go build", "go build && ./root", "built"},
+		{"git init", "git init -q && git add main.go go.mod && git commit -qm root && git log --oneline | wc -l", "1"},
+	}
+	if _, err := exec.LookPath("npm"); err == nil {
+		os.MkdirAll(filepath.Join(ws, "dep"), 0o755)
+		os.WriteFile(filepath.Join(ws, "dep", "package.json"), []byte(`{"name":"dep","version":"1.0.0"}`), 0o644)
+		os.WriteFile(filepath.Join(ws, "package.json"), []byte(`{"name":"root","version":"1.0.0","dependencies":{"dep":"file:./dep"}}`), 0o644)
+		steps = append(steps, struct{ name, line, want string }{"npm install", "npm install --offline --no-audit --no-fund >/dev/null && ls node_modules", "dep"})
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			r := execIn(t, env, ws, s.line)
+			if r.code != 0 || !strings.Contains(r.stdout, s.want) {
+				t.Fatalf("%s: exit %d, want %q in:\n%s", s.line, r.code, s.want, r.stdout)
+			}
+		})
+	}
+	for _, line := range []string{
+		`echo '{"hooks":{}}' > .claude/settings.json`, `echo '{}' > .mcp.json`, `rm .mcp.json`, `mv .claude .claude.old`,
+		`echo '{}' > .claude/settings.local.json`, `mkdir .claude/hooks`, `echo '{}' > .gemini/settings.json`,
+	} {
+		r := execIn(t, env, ws, line)
+		if r.code == 0 {
+			t.Errorf("%s: allowed inside containment:\n%s", line, r.stdout)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, ".claude", "settings.json")); string(b) != "{}\n" {
+		t.Errorf(".claude/settings.json changed: %q", b)
+	}
+	for _, p := range []string{".claude/settings.local.json", ".claude/hooks", ".gemini/settings.json"} {
+		if _, err := os.Lstat(filepath.Join(ws, p)); err == nil {
+			t.Errorf("%s was created inside containment", p)
+		}
+	}
+	r := execIn(t, append(env, sandbox.LandlockOnlyEnv+"=1"), ws, "touch top.txt")
+	if r.code == 0 {
+		t.Errorf("with Landlock alone, an entry was created at the workspace root:\n%s", r.stdout)
 	}
 }
 

@@ -5,6 +5,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"io"
 	"runtime"
 	"syscall"
 
@@ -37,14 +38,29 @@ func handledFS(abi int) uint64 {
 	return 0
 }
 
-// Exec confines the calling process with spec and replaces it with the
-// program at path. It returns only on failure, before or after confining.
-// The confinement is applied to the OS thread that calls execve, which is
-// the thread the new program runs on.
-func Exec(spec Spec, path string, argv, env []string) error {
+// Exec runs the program at path confined to spec, and returns only on
+// failure, before or after confining. Where user namespaces work (and not
+// spec.LandlockOnly) it uses the namespace construction (plan.go): the
+// program runs in a clone of this process, which waits for it and exits
+// with its status. Otherwise, or when that construction fails before the
+// program started (said on warn when namespaces looked available), it
+// confines the calling process with Landlock alone and replaces it with
+// the program: the confinement is applied to the OS thread that calls
+// execve, which is the thread the new program runs on.
+func Exec(spec Spec, path string, argv, env []string, warn io.Writer) error {
 	abi := ABI()
 	if abi == 0 {
 		return ErrUnavailable
+	}
+	if !spec.LandlockOnly && NamespacesAvailable() {
+		err := execNamespace(spec, abi, path, argv, env)
+		var ns errNamespace
+		if !errors.As(err, &ns) {
+			return err
+		}
+		if warn != nil {
+			fmt.Fprintf(warn, "joule: the mount namespace construction failed (%v); confining with Landlock alone\n", err)
+		}
 	}
 	runtime.LockOSThread()
 	// Never unlocked: after a failed confinement the thread must not go

@@ -38,8 +38,17 @@ func Mode(abi int, net bool) string {
 		return "none"
 	}
 	s := fmt.Sprintf("landlock ABI %d, network %s", abi, map[bool]string{true: "on", false: "off"}[net])
+	if NamespacesAvailable() {
+		s = fmt.Sprintf("landlock ABI %d and a mount namespace, network %s", abi, map[bool]string{true: "on", false: "off"}[net])
+	}
 	if m := Missing(abi, net); len(m) > 0 {
 		s += " (best effort: " + strings.Join(m, "; ") + ")"
 	}
 	return s
 }
+
+// LandlockOnlyEnv set to 1 makes joule exec and joule-exec confine with
+// Landlock alone, as where user namespaces are off: the tests run the
+// attack table through both constructions with it. It can only choose
+// between two confinements, never run a command unconfined.
+const LandlockOnlyEnv = "JOULE_EXEC_LANDLOCK_ONLY"

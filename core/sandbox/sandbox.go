@@ -1,8 +1,14 @@
 // Package sandbox confines a process tree with Landlock to what a grant
 // allows, so that a shell command the gate allowed cannot do more than the
 // grant says even where static analysis of the line was wrong: `joule exec`
-// builds a Spec from the active grant, calls Confine and then exec's the
-// program, whose children inherit the confinement.
+// and joule-exec build a Spec from the grant and call Exec, which runs the
+// program confined; its children inherit the confinement.
+//
+// Exec has two constructions. Where unprivileged user namespaces work, the
+// program runs in a new user and mount namespace in which mounts hide the
+// refused read paths and freeze the protected ones, and Landlock needs only
+// a handful of rules (plan.go). Elsewhere, Landlock alone enforces
+// everything, with the carve described below.
 //
 // # What the kernel enforces
 //
@@ -54,6 +60,9 @@ import (
 type Spec struct {
 	Layers []Layer
 	Net    bool // TCP connect and bind are allowed
+	// LandlockOnly confines with Landlock alone (the carve of Layer.Rules)
+	// even where the namespace construction is available.
+	LandlockOnly bool
 }
 
 // Layer is one ruleset: everything is readable except ReadDeny, and the
@@ -62,6 +71,12 @@ type Layer struct {
 	Write     []string
 	ReadDeny  []string
 	WriteDeny []string
+	// Frozen are the paths of WriteDeny that are the gate's protected
+	// paths (hook and MCP configurations): where one is absent, the
+	// namespace construction makes the directory it would be created in
+	// read-only as a whole, rather than carving every directory on the way
+	// to it (see Plan).
+	Frozen []string
 }
 
 // kernelProtected is the protected paths the kernel refuses writes to:
@@ -139,6 +154,7 @@ func Build(in Inputs) (Spec, error) {
 	}
 	for i, set := range in.Sets {
 		l := Layer{ReadDeny: slices.Clone(in.Private), WriteDeny: kernelProtected(in.Protected)}
+		l.Frozen = slices.Clone(l.WriteDeny)
 		for _, root := range in.Roots {
 			roots := rule.Roots{Workspace: root, Home: in.Home}
 			for _, r := range set.Allow {
@@ -182,7 +198,7 @@ func Build(in Inputs) (Spec, error) {
 			}
 		}
 		l.Write = append(l.Write, in.Extra...)
-		l.Write, l.ReadDeny, l.WriteDeny = compact(l.Write), compact(l.ReadDeny), compact(l.WriteDeny)
+		l.Write, l.ReadDeny, l.WriteDeny, l.Frozen = compact(l.Write), compact(l.ReadDeny), compact(l.WriteDeny), compact(l.Frozen)
 		spec.Layers = append(spec.Layers, l)
 	}
 	if len(spec.Layers) == 0 {

@@ -20,6 +20,17 @@ const ipprotoMPTCP = 262
 // connect sockets without those system calls), and every system call of
 // another ABI than the native one (i386's socketcall on x86-64).
 func refuseUntracked() error {
+	prog, _ := untrackedFilter()
+	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	if err := unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&fprog)), 0, 0); err != nil {
+		return fmt.Errorf("seccomp: %w", err)
+	}
+	runtime.KeepAlive(prog)
+	return nil
+}
+
+// untrackedFilter is the program refuseUntracked installs.
+func untrackedFilter() ([]unix.SockFilter, error) {
 	arch := uint32(unix.AUDIT_ARCH_X86_64)
 	if runtime.GOARCH == "arm64" {
 		arch = unix.AUDIT_ARCH_AARCH64
@@ -47,10 +58,5 @@ func refuseUntracked() error {
 		{Code: ret, K: eperm},
 		{Code: ret, K: unix.SECCOMP_RET_ALLOW},
 	}
-	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-	if err := unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&fprog)), 0, 0); err != nil {
-		return fmt.Errorf("seccomp: %w", err)
-	}
-	runtime.KeepAlive(prog)
-	return nil
+	return prog, nil
 }

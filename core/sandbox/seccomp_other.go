@@ -2,8 +2,17 @@
 
 package sandbox
 
-import "errors"
+import (
+	"errors"
+
+	"golang.org/x/sys/unix"
+)
 
 func refuseUntracked() error {
-	return errors.New("the seccomp filter against MPTCP sockets is written for amd64 and arm64 only; run with --net or on one of those")
+	_, err := untrackedFilter()
+	return err
+}
+
+func untrackedFilter() ([]unix.SockFilter, error) {
+	return nil, errors.New("the seccomp filter against MPTCP sockets is written for amd64 and arm64 only; run with --net or on one of those")
 }

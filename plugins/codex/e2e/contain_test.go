@@ -54,8 +54,8 @@ func TestCodexContain(t *testing.T) {
 		if len(outs) != 1 {
 			t.Fatalf("tool outputs %+v\n%+v", outs, res)
 		}
-		for _, want := range []string{"steward.key: Permission denied", "cannot create regular file '.codex/hooks.json': Permission denied",
-			"cannot remove '.codex/hooks.json': Permission denied", "outside.txt': Permission denied", "done"} {
+		for _, want := range []string{"steward.key: Permission denied", "cannot create regular file '.codex/hooks.json': ",
+			"cannot remove '.codex/hooks.json': ", "outside.txt': Permission denied", "done"} {
 			if !strings.Contains(outs[0].Text, want) {
 				t.Errorf("tool output lacks %q: %q", want, outs[0].Text)
 			}

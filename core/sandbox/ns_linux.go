@@ -1,0 +1,368 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"unsafe"
+
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// NamespacesAvailable reports whether this kernel lets an unprivileged
+// process create a user namespace (the sysctls Debian, Ubuntu and the
+// upstream kernel use to turn that off), so that Exec uses the namespace
+// construction. It reads three files and creates nothing; Exec still falls
+// back to Landlock alone if the clone fails.
+func NamespacesAvailable() bool {
+	read := func(p string) (int, bool) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return 0, false
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		return n, err == nil
+	}
+	if n, ok := read("/proc/sys/user/max_user_namespaces"); !ok || n == 0 {
+		return false
+	}
+	if n, ok := read("/proc/sys/kernel/unprivileged_userns_clone"); ok && n == 0 {
+		return false
+	}
+	if n, ok := read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"); ok && n != 0 {
+		return false
+	}
+	return true
+}
+
+// rawCall is one system call the cloned child makes before exec'ing the
+// program, its arguments computed beforehand: the child is a copy of a
+// multi-threaded Go process with one thread, so it may not allocate, take a
+// lock or grow its stack, only make system calls (as the standard
+// library's forkAndExecInChild does).
+type rawCall struct {
+	trap   uintptr
+	a      [6]uintptr
+	setFD  bool // the result is an fd the following calls use
+	useFD  bool // a[0] is that fd
+	ignore bool // a failure is not one
+}
+
+// nsStep names the calls of a child for the message when one fails.
+type nsStep struct {
+	calls []rawCall
+	what  []string
+}
+
+func (s *nsStep) add(what string, c rawCall) {
+	s.calls = append(s.calls, c)
+	s.what = append(s.what, what)
+}
+
+// ptr keeps b alive in keep and returns its address.
+func ptr(keep *[][]byte, b []byte) uintptr {
+	*keep = append(*keep, b)
+	return uintptr(unsafe.Pointer(&b[0]))
+}
+
+func cstr(keep *[][]byte, s string) uintptr {
+	return ptr(keep, append([]byte(s), 0))
+}
+
+// remountFlags are the flags of the mount p is on that a bind of it must
+// keep when remounted (the kernel locks them in a user namespace).
+func remountFlags(p string) uintptr {
+	var st unix.Statfs_t
+	if unix.Statfs(p, &st) != nil {
+		return 0
+	}
+	var f uintptr
+	for _, m := range [][2]uintptr{
+		{unix.ST_NOSUID, unix.MS_NOSUID}, {unix.ST_NODEV, unix.MS_NODEV}, {unix.ST_NOEXEC, unix.MS_NOEXEC},
+		{unix.ST_NOATIME, unix.MS_NOATIME}, {unix.ST_NODIRATIME, unix.MS_NODIRATIME}, {unix.ST_RELATIME, unix.MS_RELATIME},
+	} {
+		if uintptr(st.Flags)&m[0] != 0 {
+			f |= m[1]
+		}
+	}
+	return f
+}
+
+// errNamespace is the namespace construction failing before the program
+// ran; Exec then confines with Landlock alone.
+type errNamespace struct{ err error }
+
+func (e errNamespace) Error() string { return e.err.Error() }
+
+// execNamespace runs the program in the namespace construction (see
+// plan.go) and, once it has started, waits for it and exits with its
+// status: it returns only when the program did not start.
+func execNamespace(spec Spec, abi int, path string, argv, env []string) error {
+	plan, err := spec.Plan()
+	if err != nil {
+		return err
+	}
+	var keep [][]byte
+	var s nsStep
+	s.add("prctl(PR_SET_PDEATHSIG)", rawCall{trap: unix.SYS_PRCTL, a: [6]uintptr{unix.PR_SET_PDEATHSIG, uintptr(unix.SIGTERM)}})
+	cwd := unix.AT_FDCWD
+	writeFile := func(name, content string) {
+		s.add("open "+name, rawCall{trap: unix.SYS_OPENAT, a: [6]uintptr{uintptr(cwd), cstr(&keep, name), unix.O_WRONLY | unix.O_CLOEXEC}, setFD: true})
+		s.add("write "+name, rawCall{trap: unix.SYS_WRITE, a: [6]uintptr{0, ptr(&keep, []byte(content)), uintptr(len(content))}, useFD: true})
+		s.add("close "+name, rawCall{trap: unix.SYS_CLOSE, useFD: true})
+	}
+	uid, gid := os.Getuid(), os.Getgid()
+	writeFile("/proc/self/setgroups", "deny")
+	writeFile("/proc/self/uid_map", fmt.Sprintf("%d %d 1\n", uid, uid))
+	writeFile("/proc/self/gid_map", fmt.Sprintf("%d %d 1\n", gid, gid))
+	mount := func(what, src, target, fstype string, flags uintptr, data string) {
+		var a [6]uintptr
+		if src != "" {
+			a[0] = cstr(&keep, src)
+		}
+		a[1] = cstr(&keep, target)
+		if fstype != "" {
+			a[2] = cstr(&keep, fstype)
+		}
+		a[3] = flags
+		if data != "" {
+			a[4] = cstr(&keep, data)
+		}
+		s.add(what+" "+target, rawCall{trap: unix.SYS_MOUNT, a: a})
+	}
+	for _, m := range plan.Mounts {
+		switch m.Kind {
+		case MountPin:
+			mount("bind", m.Path, m.Path, "", unix.MS_BIND|unix.MS_REC, "")
+		case MountReadOnly:
+			mount("bind", m.Path, m.Path, "", unix.MS_BIND|unix.MS_REC, "")
+			mount("remount read-only", "", m.Path, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|remountFlags(m.Path), "")
+		case MountHideDir:
+			mount("tmpfs over", "tmpfs", m.Path, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,mode=000")
+		case MountHideFile:
+			mount("bind /dev/null over", "/dev/null", m.Path, "", unix.MS_BIND, "")
+			mount("remount read-only", "", m.Path, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC|remountFlags("/dev/null"), "")
+		}
+	}
+	s.add("prctl(PR_SET_NO_NEW_PRIVS)", rawCall{trap: unix.SYS_PRCTL, a: [6]uintptr{unix.PR_SET_NO_NEW_PRIVS, 1}})
+	// The rulesets are made here, in the parent; the child only enforces them.
+	fs := handledFS(abi)
+	var fds []int
+	defer func() {
+		for _, fd := range fds {
+			syscall.Close(fd)
+		}
+	}()
+	for i, rules := range plan.Rules {
+		attr := ll.RulesetAttr{HandledAccessFS: fs}
+		if abi >= 4 && !spec.Net {
+			attr.HandledAccessNet = ll.AccessNetBindTCP | ll.AccessNetConnectTCP
+		}
+		if abi >= 6 {
+			attr.Scoped = ll.ScopeAbstractUnixSocket | ll.ScopeSignal
+		}
+		fd, err := ll.LandlockCreateRuleset(&attr, 0)
+		if err != nil {
+			return fmt.Errorf("landlock_create_ruleset: %w", err)
+		}
+		fds = append(fds, fd)
+		for _, r := range rules {
+			if err := addRule(fd, r, fs); err != nil {
+				return fmt.Errorf("layer %d: %w", i, err)
+			}
+		}
+		s.add("landlock_restrict_self", rawCall{trap: unix.SYS_LANDLOCK_RESTRICT_SELF, a: [6]uintptr{uintptr(fd)}})
+	}
+	var fprog *unix.SockFprog
+	if !spec.Net && abi >= 4 {
+		prog, err := untrackedFilter()
+		if err != nil {
+			return err
+		}
+		fprog = &unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+		s.add("seccomp", rawCall{trap: unix.SYS_PRCTL, a: [6]uintptr{unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(fprog))}})
+	}
+	// No capability survives into the program, even for uid 0: the
+	// bounding set is emptied, the ambient set cleared, then the rest.
+	last := 63
+	if b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			last = n
+		}
+	}
+	for c := 0; c <= last; c++ {
+		s.add("prctl(PR_CAPBSET_DROP)", rawCall{trap: unix.SYS_PRCTL, a: [6]uintptr{unix.PR_CAPBSET_DROP, uintptr(c)}})
+	}
+	s.add("prctl(PR_CAP_AMBIENT_CLEAR_ALL)", rawCall{trap: unix.SYS_PRCTL, a: [6]uintptr{unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL}})
+	hdr := &unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	data := &[2]unix.CapUserData{}
+	s.add("capset", rawCall{trap: unix.SYS_CAPSET, a: [6]uintptr{uintptr(unsafe.Pointer(hdr)), uintptr(unsafe.Pointer(&data[0]))}})
+	// Signal handlers go back to the default before the mask is restored,
+	// so that no signal runs Go's handler in the child; ignored ones stay
+	// ignored, as exec would keep them.
+	zero := make([]byte, 64)
+	old := make([]byte, 64)
+	for sig := 1; sig < 65; sig++ {
+		if sig == int(unix.SIGKILL) || sig == int(unix.SIGSTOP) {
+			continue
+		}
+		if _, _, e := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), 0, uintptr(unsafe.Pointer(&old[0])), 8, 0, 0); e != 0 {
+			continue
+		}
+		if *(*uintptr)(unsafe.Pointer(&old[0])) == 1 { // SIG_IGN
+			continue
+		}
+		s.add("rt_sigaction", rawCall{trap: unix.SYS_RT_SIGACTION, a: [6]uintptr{uintptr(sig), uintptr(unsafe.Pointer(&zero[0])), 0, 8}, ignore: true})
+	}
+	var all, orig uint64 = ^uint64(0), 0
+	s.add("rt_sigprocmask", rawCall{trap: unix.SYS_RT_SIGPROCMASK, a: [6]uintptr{unix.SIG_SETMASK, uintptr(unsafe.Pointer(&orig)), 0, 8}})
+	argvp, err := syscall.SlicePtrFromStrings(argv)
+	if err != nil {
+		return err
+	}
+	envp, err := syscall.SlicePtrFromStrings(env)
+	if err != nil {
+		return err
+	}
+	s.add("execve "+path, rawCall{trap: unix.SYS_EXECVE, a: [6]uintptr{cstr(&keep, path), uintptr(unsafe.Pointer(&argvp[0])), uintptr(unsafe.Pointer(&envp[0]))}})
+
+	var p [2]int
+	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
+		return err
+	}
+	report := &[2]uint32{}
+	runtime.LockOSThread() // kept: PDEATHSIG follows the thread that cloned
+	syscall.ForkLock.Lock()
+	unix.RawSyscall6(unix.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&all)), uintptr(unsafe.Pointer(&orig)), 8, 0, 0)
+	pid, errno := forkChild(s.calls, p[1], report)
+	unix.RawSyscall6(unix.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&orig)), 0, 8, 0, 0)
+	syscall.ForkLock.Unlock()
+	syscall.Close(p[1])
+	runtime.KeepAlive(keep)
+	runtime.KeepAlive(fprog)
+	runtime.KeepAlive(hdr)
+	runtime.KeepAlive(data)
+	runtime.KeepAlive(zero)
+	runtime.KeepAlive(argvp)
+	runtime.KeepAlive(envp)
+	if errno != 0 {
+		syscall.Close(p[0])
+		return errNamespace{fmt.Errorf("clone(CLONE_NEWUSER|CLONE_NEWNS): %w", errno)}
+	}
+	var buf [8]byte
+	n, _ := readFull(p[0], buf[:])
+	syscall.Close(p[0])
+	if n == 8 {
+		var ws syscall.WaitStatus
+		for {
+			if _, err := syscall.Wait4(int(pid), &ws, 0, nil); !errors.Is(err, syscall.EINTR) {
+				break
+			}
+		}
+		step := *(*uint32)(unsafe.Pointer(&buf[0]))
+		e := syscall.Errno(*(*uint32)(unsafe.Pointer(&buf[4])))
+		what := "?"
+		if int(step) < len(s.what) {
+			what = s.what[step]
+		}
+		if strings.HasPrefix(what, "execve") {
+			return fmt.Errorf("exec %s: %w", path, e) // confined, but the program would not start
+		}
+		return errNamespace{fmt.Errorf("%s: %w", what, e)}
+	}
+	for _, fd := range fds {
+		syscall.Close(fd)
+	}
+	fds = nil
+	os.Exit(waitForProgram(int(pid)))
+	return nil
+}
+
+func readFull(fd int, b []byte) (int, error) {
+	n := 0
+	for n < len(b) {
+		m, err := syscall.Read(fd, b[n:])
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil || m == 0 {
+			return n, err
+		}
+		n += m
+	}
+	return n, nil
+}
+
+// waitForProgram waits for the program and returns its exit status; a
+// program killed by a signal kills joule-exec with the same signal, so that
+// the host sees what it would have seen. Signals are not forwarded (setting
+// up os/signal cost more than the rest of the wait): the ones a terminal or
+// a host sends to the process group reach the program directly, and one
+// that ends joule-exec alone reaches it as SIGTERM (its PDEATHSIG).
+func waitForProgram(pid int) int {
+	var ws syscall.WaitStatus
+	for {
+		_, err := syscall.Wait4(pid, &ws, 0, nil)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EINTR) {
+			return 126
+		}
+	}
+	switch {
+	case ws.Exited():
+		return ws.ExitStatus()
+	case ws.Signaled():
+		sig := ws.Signal()
+		// The default action, not Go's handler, which would print a
+		// traceback for a SIGSEGV it did not cause.
+		var dfl [4]uint64
+		unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&dfl[0])), 0, 8, 0, 0)
+		var none uint64
+		unix.RawSyscall6(unix.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&none)), 0, 8, 0, 0)
+		syscall.Kill(os.Getpid(), sig)
+		return 128 + int(sig)
+	}
+	return 126
+}
+
+// forkChild clones the calling thread into a new user and mount namespace
+// and, in the child, makes the calls in order: the last execs the program.
+// A call that fails has its index and errno written to pipe, and the child
+// exits. In the parent it returns the child's pid.
+//
+//go:nosplit
+//go:norace
+func forkChild(calls []rawCall, pipe int, report *[2]uint32) (uintptr, syscall.Errno) {
+	r, _, e := syscall.RawSyscall6(syscall.SYS_CLONE, uintptr(unix.CLONE_NEWUSER|unix.CLONE_NEWNS|unix.CLONE_VFORK|syscall.SIGCHLD), 0, 0, 0, 0, 0)
+	if e != 0 || r != 0 {
+		return r, e
+	}
+	var fd uintptr
+	for i := 0; i < len(calls); i++ {
+		c := &calls[i]
+		a0 := c.a[0]
+		if c.useFD {
+			a0 = fd
+		}
+		r1, _, e1 := syscall.RawSyscall6(c.trap, a0, c.a[1], c.a[2], c.a[3], c.a[4], c.a[5])
+		if e1 != 0 && !c.ignore {
+			report[0], report[1] = uint32(i), uint32(e1)
+			syscall.RawSyscall(syscall.SYS_WRITE, uintptr(pipe), uintptr(unsafe.Pointer(report)), 8)
+			syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 126, 0, 0)
+		}
+		if c.setFD {
+			fd = r1
+		}
+	}
+	syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 126, 0, 0)
+	return 0, 0
+}

@@ -1,0 +1,190 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// The namespace construction (the default where unprivileged user
+// namespaces work): joule-exec clones the command into a new user and
+// mount namespace, mapping the user's own uid and gid (so `id`, file
+// owners and git's ownership checks are unchanged), and before exec'ing it
+// changes only that namespace's view of the file system:
+//
+//   - a refused read path (Spec.ReadDeny) is covered: a directory by an
+//     empty read-only tmpfs of mode 000, a file by /dev/null bound read-only
+//     and nodev, so opening it fails (EACCES) and so does writing it;
+//   - an existing protected path (Spec.WriteDeny) is bound onto itself
+//     read-only: it cannot be written (EROFS), removed, renamed or replaced
+//     (EBUSY: it is a mount point);
+//   - each directory between a writable tree and such a path is bound onto
+//     itself, so it cannot be renamed away and replaced by one the command
+//     made (EBUSY);
+//   - an absent protected path cannot be covered by a mount (a mount needs
+//     a name to sit on): where the deepest directory of it that exists lies
+//     below a writable root (.claude/ for .claude/settings.local.json), that
+//     directory is bound read-only; where it is the writable root itself
+//     (.mcp.json, .gemini/ absent at the workspace root), and for the
+//     grant's own deny rules, Landlock refuses creating entries in it and
+//     in the directories on the way to it, as the Landlock construction
+//     does (their existing entries stay fully writable): then no entry can
+//     be created at the workspace root. See docs/gate.md, "Containment".
+//
+// Landlock then has only a handful of rules: "/" readable, each writable
+// tree writable, the carve for absent protected paths. The mounts cannot
+// be undone from inside: Landlock refuses mount, umount, remount, move and
+// pivot_root to every process it confines; the command holds no capability
+// in the namespace (the bounding set is emptied, so not even a uid 0
+// regains one on exec); and a user namespace the command creates itself
+// gets a copy in which these mounts are locked (the kernel refuses to
+// unmount them, or to clone a tree without them for a bind or an overlay
+// layer). /proc/PID/root of a process outside the sandbox is behind
+// Landlock's ptrace check, which refuses it.
+
+// MountKind is what covers a path in the namespace construction.
+type MountKind int
+
+const (
+	// MountPin binds a directory onto itself: it becomes a mount point,
+	// which cannot be renamed or removed.
+	MountPin MountKind = iota
+	// MountReadOnly binds a path onto itself read-only.
+	MountReadOnly
+	// MountHideDir covers a directory with an empty read-only tmpfs, mode 000.
+	MountHideDir
+	// MountHideFile binds /dev/null over a file read-only and nodev.
+	MountHideFile
+)
+
+// Mount is one mount of a Plan.
+type Mount struct {
+	Path string
+	Kind MountKind
+}
+
+// Plan is the namespace construction of a Spec: the mounts, in the order
+// they are made (parents first), and the Landlock rules of each layer.
+type Plan struct {
+	Mounts []Mount
+	Rules  [][]PathRule
+}
+
+// existingAncestor returns the deepest directory of p that exists.
+func existingAncestor(p string) (string, bool) {
+	for d := filepath.Dir(p); ; d = filepath.Dir(d) {
+		if fi, err := os.Lstat(d); err == nil {
+			return d, fi.IsDir()
+		}
+		if d == "/" {
+			return "", false
+		}
+	}
+}
+
+// insideTree reports whether p lies strictly below one of trees.
+func insideTree(p string, trees []string) bool {
+	for _, t := range trees {
+		if p != t && within(p, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// Plan computes the namespace construction of spec.
+func (spec Spec) Plan() (Plan, error) {
+	kinds := map[string]MountKind{}
+	set := func(p string, k MountKind) {
+		if old, ok := kinds[p]; !ok || k > old {
+			kinds[p] = k
+		}
+	}
+	var writable []string
+	for _, l := range spec.Layers {
+		writable = append(writable, l.Write...)
+	}
+	writable = append(writable, devFiles...)
+	pinChain := func(p string) {
+		for _, t := range writable {
+			if t == p || !within(p, t) {
+				continue
+			}
+			for d := filepath.Dir(p); d != t && within(d, t); d = filepath.Dir(d) {
+				set(d, MountPin)
+			}
+		}
+	}
+	var plan Plan
+	for _, l := range spec.Layers {
+		var absent []string
+		for _, p := range l.ReadDeny {
+			fi, err := os.Lstat(p)
+			switch {
+			case err != nil:
+				continue // nothing to read; created later, it is the command's own
+			case fi.IsDir():
+				set(p, MountHideDir)
+			default:
+				set(p, MountHideFile)
+			}
+			pinChain(p)
+		}
+		for _, p := range l.WriteDeny {
+			if _, err := os.Lstat(p); err == nil {
+				set(p, MountReadOnly)
+				pinChain(p)
+				continue
+			}
+			// An absent protected configuration whose directory exists
+			// below a writable root (.claude/settings.local.json beside
+			// .claude/settings.json, .cursor/hooks.json): that directory
+			// is made read-only. At the root itself (.mcp.json), or for a
+			// deny rule of the grant, Landlock carves.
+			if a, ok := existingAncestor(p); ok && slices.Contains(l.Frozen, p) && insideTree(a, l.Write) {
+				set(a, MountReadOnly)
+				pinChain(a)
+				continue
+			}
+			absent = append(absent, p)
+		}
+		c := carver{}
+		c.carve("/", readRights, nil, 0)
+		for _, t := range l.Write {
+			c.carve(t, writeRights, absent, 0)
+		}
+		for _, d := range devFiles {
+			c.carve(d, writeRights, nil, 0)
+		}
+		if c.err != nil {
+			return Plan{}, c.err
+		}
+		plan.Rules = append(plan.Rules, c.rules)
+	}
+	// Nothing below a hidden directory needs a mount of its own (it is not
+	// there to be reached), and a mount below a read-only one is made
+	// after it, on the path it covers.
+	var paths []string
+	for p := range kinds {
+		paths = append(paths, p)
+	}
+	slices.SortFunc(paths, func(a, b string) int {
+		if n := strings.Count(a, "/") - strings.Count(b, "/"); n != 0 {
+			return n
+		}
+		return strings.Compare(a, b)
+	})
+	var hidden []string
+	for _, p := range paths {
+		if slices.ContainsFunc(hidden, func(h string) bool { return within(p, h) }) {
+			continue
+		}
+		k := kinds[p]
+		if k == MountHideDir {
+			hidden = append(hidden, p)
+		}
+		plan.Mounts = append(plan.Mounts, Mount{Path: p, Kind: k})
+	}
+	return plan, nil
+}
