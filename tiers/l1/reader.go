@@ -325,6 +325,10 @@ func Read(prompt string) (Command, error) {
 		r.peek(0) == "run" || r.peek(0) == "apply" || r.peek(0) == "organize" || r.peek(0) == "organise" || r.peek(0) == "fix" ||
 		r.peek(0) == "sort" || r.peek(0) == "tidy" || r.peek(0) == "clean":
 		cmd, err = r.format()
+	case r.peek(0) == "extract":
+		cmd, err = r.extract()
+	case r.peek(0) == "inline":
+		cmd, err = r.inline()
 	case r.peek(0) == "replace" || r.peek(0) == "substitute" || (len(ws) > 0 && !ws[0].q && strings.HasPrefix(ws[0].s, "s/")):
 		cmd, err = r.replace()
 	default:
@@ -341,7 +345,7 @@ func Read(prompt string) (Command, error) {
 
 func l1Verb(w string) bool {
 	switch w {
-	case "rename", "format", "reformat", "gofmt", "goimports", "replace", "find", "where", "who":
+	case "rename", "format", "reformat", "gofmt", "goimports", "replace", "find", "where", "who", "extract", "inline":
 		return true
 	}
 	return false
