@@ -37,6 +37,7 @@ const (
 	KindParam     Kind = "parameter" // a parameter, result or receiver
 	KindPackage   Kind = "package"
 	KindImport    Kind = "import" // the name an import gives a package
+	KindClass     Kind = "class"  // a class (TypeScript, JavaScript, Python): a type
 )
 
 // Matches reports whether a declaration of kind got satisfies a request
@@ -47,7 +48,7 @@ func (k Kind) Matches(got Kind) bool {
 	case KindAny:
 		return true
 	case KindType:
-		return got == KindType || got == KindStruct || got == KindInterface
+		return got == KindType || got == KindStruct || got == KindInterface || got == KindClass
 	}
 	return k == got
 }
@@ -357,7 +358,7 @@ func decline(format string, args ...any) error { return &Declined{fmt.Sprintf(fo
 var kindWords = map[string]Kind{
 	"function": KindFunc, "func": KindFunc, "fn": KindFunc,
 	"method": KindMethod,
-	"type":   KindType, "struct": KindStruct, "interface": KindInterface,
+	"type":   KindType, "struct": KindStruct, "interface": KindInterface, "class": KindClass,
 	"field":    KindField,
 	"variable": KindVar, "var": KindVar, "local": KindVar,
 	"constant": KindConst, "const": KindConst,
@@ -510,16 +511,16 @@ func (r *reader) symbol(stop map[string]bool) (Symbol, error) {
 	if s.Name != "" && !strings.Contains(s.Name, ".") && (s.Kind == KindMethod || s.Kind == KindField || s.Kind == KindAny) {
 		if _, ok := r.acceptAny("of", "on"); ok {
 			r.acceptAny("the", "a")
-			if k, ok := kindWords[r.peek(0)]; ok && (k == KindType || k == KindStruct || k == KindInterface) {
+			if k, ok := kindWords[r.peek(0)]; ok && (k == KindType || k == KindStruct || k == KindInterface || k == KindClass) {
 				r.i++
-				r.acceptAny("struct", "interface")
+				r.acceptAny("struct", "interface", "class")
 			}
 			o, ok := r.next()
 			name, ok2 := symbolWord(o.s)
 			if !ok || !ok2 || strings.Count(name, ".") > 1 {
 				return s, decline("%q is not a type", o.s)
 			}
-			r.acceptAny("type", "struct", "interface")
+			r.acceptAny("type", "struct", "interface", "class")
 			if s.Kind == KindAny {
 				return s, decline("say whether %s is a method or a field of %s", s.Name, name)
 			}
@@ -624,6 +625,13 @@ func (r *reader) qualifiers(s *Symbol, stop map[string]bool) error {
 			}
 			if err := r.line(s); err != nil {
 				return err
+			}
+			if r.peek(0) == "of" && pathWord(r.peek(1)) { // "on line 6 of src/shapes.ts"
+				r.i++
+				f, _ := r.next()
+				if err := setFile(s, strings.TrimPrefix(f.s, "./")); err != nil {
+					return err
+				}
 			}
 		default:
 			if f, l, c, ok := fileLoc(w.s); ok { // a bare "greet.go:12"

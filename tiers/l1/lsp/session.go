@@ -239,29 +239,39 @@ func Rename(ctx context.Context, root string, files core.Files, rel string, line
 	if err := s.sync(files); err != nil {
 		return nil, err
 	}
+	next, server, n, err := s.renameAt(ctx, files, rel, pos, fmt.Sprintf("%s:%d:%d", rel, line, col), to)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Next: next, Server: server, Total: time.Since(t0),
+		Summary: fmt.Sprintf("renamed the symbol at %s:%d:%d to %s through %s: %d edit(s) in %d file(s)", rel, line, col, to, s.srv.Name, n, changed(files, next))}, nil
+}
+
+// renameAt renames the symbol at pos of rel to to, applies the server's
+// edit to files and checks it; at is the position as the request gave it.
+func (s *session) renameAt(ctx context.Context, files core.Files, rel string, pos Position, at, to string) (core.Files, time.Duration, int, error) {
 	var we *WorkspaceEdit
 	t1 := time.Now()
-	err = s.c.call(ctx, "textDocument/rename", map[string]any{
+	err := s.c.call(ctx, "textDocument/rename", map[string]any{
 		"textDocument": map[string]any{"uri": fileURI(filepath.Join(s.root, filepath.FromSlash(rel)))},
 		"position":     pos,
 		"newName":      to,
 	}, &we)
 	server := time.Since(t1)
 	if err != nil {
-		return nil, fmt.Errorf("%s refuses the rename at %s:%d:%d: %v", s.srv.Name, rel, line, col, err)
+		return nil, 0, 0, fmt.Errorf("%s refuses the rename at %s: %v", s.srv.Name, at, err)
 	}
 	if we == nil || len(we.Changes)+len(we.DocumentChanges) == 0 {
-		return nil, fmt.Errorf("%s finds nothing to rename at %s:%d:%d", s.srv.Name, rel, line, col)
+		return nil, 0, 0, fmt.Errorf("%s finds nothing to rename at %s", s.srv.Name, at)
 	}
 	next, n, err := Apply(s.root, files, we)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", s.srv.Name, err)
+		return nil, 0, 0, fmt.Errorf("%s: %v", s.srv.Name, err)
 	}
 	if err := Check(ctx, s.srv, s.root, files, next); err != nil {
-		return nil, err
+		return nil, 0, 0, err
 	}
-	return &Result{Next: next, Server: server, Total: time.Since(t0),
-		Summary: fmt.Sprintf("renamed the symbol at %s:%d:%d to %s through %s: %d edit(s) in %d file(s)", rel, line, col, to, s.srv.Name, n, changed(files, next))}, nil
+	return next, server, n, nil
 }
 
 // OrganizeImports asks the language server for rel to organize its imports
