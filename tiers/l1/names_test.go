@@ -60,3 +60,24 @@ func TestReadNamedRenames(t *testing.T) {
 		}
 	}
 }
+
+// TestReadOrganizeImportsServed: organize imports of one TypeScript,
+// JavaScript or Python file is its language server's (not goimports').
+func TestReadOrganizeImportsServed(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want Command
+	}{
+		{"organize imports in src/main.ts", Format{Glob: "src/main.ts", Imports: true}},
+		{"Organise the imports of main.py.", Format{Glob: "main.py", Imports: true}},
+		{"fix imports in src/util.js", Format{Glob: "src/util.js", Imports: true}},
+		{"organize imports in main.go", Format{Glob: "main.go", Imports: true, GoOnly: true}},
+		{"goimports src/main.ts", nil},
+		{"organize imports in src/*.ts", nil},
+	} {
+		got, err := Read(c.in)
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("Read(%q) = %#v (%v), want %#v", c.in, got, err, c.want)
+		}
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/joulehook/joule/tiers/l1/lsp"
 )
 
 // The request reader turns a request as people type it in an editor's
@@ -858,6 +860,11 @@ func (r *reader) format() (Command, error) {
 			return nil, decline("imports are organised by goimports, not %s", f.Tool)
 		}
 		f.GoOnly, f.Imports = true, true
+	}
+	if _, served := lsp.For(f.Glob); served && f.Imports && f.Tool == "" && !strings.ContainsAny(f.Glob, "*?[") && tool != "goimports" {
+		// one TypeScript, JavaScript or Python file: its language server organizes them
+		f.GoOnly = false
+		return f, nil
 	}
 	if f.Tool != "" && f.Glob == "*.go" || f.Tool == "" && f.GoOnly && f.Glob != "" && path.Ext(f.Glob) != "" && path.Ext(f.Glob) != ".go" && !strings.HasSuffix(f.Glob, "/**") {
 		return nil, decline("%s does not format %s", orTool(f), f.Glob)
