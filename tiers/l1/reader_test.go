@@ -352,6 +352,11 @@ func FuzzRead(f *testing.F) {
 			if c.Old == "" {
 				t.Fatalf("Read(%q) = %#v: replacing nothing", s, c)
 			}
+		case Refactor:
+			if c.Kind == "" || !strings.HasSuffix(c.File, ".go") || c.Line < 1 || (c.Col < 1 && c.Callee == "") ||
+				c.EndLine != 0 && (c.EndLine < c.Line || c.EndLine == c.Line && c.EndCol != 0 && c.EndCol <= c.Col) {
+				t.Fatalf("Read(%q) = %#v: a refactoring of no Go span", s, c)
+			}
 		case Format:
 			if validGlob(c.Glob) != nil {
 				t.Fatalf("Read(%q) = %#v: a bad glob", s, c)
