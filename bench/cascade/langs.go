@@ -99,7 +99,7 @@ console.log(describe(shapes), new Circle(3).diameter());
 		{class: "organize", prompt: "organize imports in src/main.ts", file: "src/main.ts", has: []string{`import { Circle, Square, totalArea } from "./geometry";`}},
 		{class: "lookup", prompt: "where is Circle defined", file: "", has: []string{"src/geometry.ts:6"}},
 		{class: "lookup", prompt: "who calls totalArea", file: "", has: []string{"src/format.ts:6"}},
-		{class: "near-miss", prompt: "rename area to surface", miss: true},                        // three methods named area
+		{class: "near-miss", prompt: "rename area to surface", miss: true},                                // three methods named area
 		{class: "near-miss", prompt: "rename the function Circle to Disk in src/geometry.ts", miss: true}, // a class
 		{class: "near-miss", prompt: "rename the class Circle on line 9 of src/geometry.ts to Disk", miss: true},
 		{class: "near-miss", prompt: "rename Polygon to Shape2", miss: true},
@@ -300,7 +300,6 @@ func projectBytes(files core.Files) int {
 	}
 	return n
 }
-
 
 // scoreLang says whether a close did what rq means.
 func scoreLang(prior core.Files, rq langReq, res *tiers.Resolution) (bool, string) {
