@@ -33,17 +33,19 @@ import (
 )
 
 type config struct {
-	n       int
-	seed    uint64
-	out     string
-	goroot  string
-	pkgs    int
-	repeat  float64
-	watts   float64
-	l3Model string
-	l4Model string
-	l3Share float64
-	index   string
+	n         int
+	seed      uint64
+	out       string
+	goroot    string
+	pkgs      int
+	repeat    float64
+	watts     float64
+	l3Model   string
+	l4Model   string
+	l3Share   float64
+	index     string
+	langs     bool
+	onlyLangs bool
 }
 
 func main() {
@@ -59,6 +61,8 @@ func main() {
 	flag.StringVar(&c.l4Model, "l4-model", "claude-sonnet-4-5", "model the scripted L4 stands for (sets its energy class)")
 	flag.Float64Var(&c.l3Share, "l3-share", 0.4, "share of what reaches the scripted L3 that it closes")
 	flag.StringVar(&c.index, "index", "", "L2 index file to use (default: a fresh one, so the build is timed)")
+	flag.BoolVar(&c.langs, "langs", true, "also put the TypeScript and Python workloads to L1 through their language servers")
+	flag.BoolVar(&c.onlyLangs, "only-langs", false, "run only the TypeScript and Python workloads")
 	flag.Parse()
 	if err := c.check(); err != nil {
 		fmt.Fprintln(os.Stderr, "cascade:", err)
@@ -102,6 +106,14 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 			return fmt.Errorf("go env GOROOT: %w", err)
 		}
 		c.goroot = strings.TrimSpace(string(out))
+	}
+	if c.onlyLangs {
+		work, err := os.MkdirTemp("", "joule-bench-langs-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(work)
+		return runLangs(ctx, c, work, say, stdout)
 	}
 	src := filepath.Join(c.goroot, "src")
 	if fi, err := os.Stat(src); err != nil || !fi.IsDir() {
@@ -180,6 +192,11 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	}
 	var sum bytes.Buffer
 	res.summary(&sum)
+	if c.langs {
+		if err := runLangs(ctx, c, work, say, &sum); err != nil {
+			return err
+		}
+	}
 	if _, err := stdout.Write(sum.Bytes()); err != nil {
 		return err
 	}

@@ -493,10 +493,10 @@ func (d *doctor) tools(tc *tierconfig.Tiers) {
 	} else {
 		d.add("go", statusOK, p, "")
 	}
-	if p, err := exec.LookPath("gopls"); err != nil {
-		d.add("gopls", statusWarn, "gopls is not on PATH: L1 renames fall back to its own type-checked rename", "go install golang.org/x/tools/gopls@latest")
+	if p, err := lsp.Look(lsp.Gopls.Name); err != nil {
+		d.add("gopls", statusWarn, "gopls is not on PATH or in GOBIN/GOPATH/bin: L1 leaves extract function/variable and inline call to the next tier (its own type-checked rename needs no gopls)", "go install golang.org/x/tools/gopls@"+lsp.GoplsVersion)
 	} else {
-		d.add("gopls", statusOK, p, "")
+		d.add("gopls", statusOK, p+" (extract function/variable, inline call)", "")
 	}
 	for _, f := range lsp.Discover() {
 		switch {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/joulehook/joule/tiers/l1/lsp"
 )
 
 // The request reader turns a request as people type it in an editor's
@@ -37,6 +39,7 @@ const (
 	KindParam     Kind = "parameter" // a parameter, result or receiver
 	KindPackage   Kind = "package"
 	KindImport    Kind = "import" // the name an import gives a package
+	KindClass     Kind = "class"  // a class (TypeScript, JavaScript, Python): a type
 )
 
 // Matches reports whether a declaration of kind got satisfies a request
@@ -47,7 +50,7 @@ func (k Kind) Matches(got Kind) bool {
 	case KindAny:
 		return true
 	case KindType:
-		return got == KindType || got == KindStruct || got == KindInterface
+		return got == KindType || got == KindStruct || got == KindInterface || got == KindClass
 	}
 	return k == got
 }
@@ -325,6 +328,10 @@ func Read(prompt string) (Command, error) {
 		r.peek(0) == "run" || r.peek(0) == "apply" || r.peek(0) == "organize" || r.peek(0) == "organise" || r.peek(0) == "fix" ||
 		r.peek(0) == "sort" || r.peek(0) == "tidy" || r.peek(0) == "clean":
 		cmd, err = r.format()
+	case r.peek(0) == "extract":
+		cmd, err = r.extract()
+	case r.peek(0) == "inline":
+		cmd, err = r.inline()
 	case r.peek(0) == "replace" || r.peek(0) == "substitute" || (len(ws) > 0 && !ws[0].q && strings.HasPrefix(ws[0].s, "s/")):
 		cmd, err = r.replace()
 	default:
@@ -341,7 +348,7 @@ func Read(prompt string) (Command, error) {
 
 func l1Verb(w string) bool {
 	switch w {
-	case "rename", "format", "reformat", "gofmt", "goimports", "replace", "find", "where", "who":
+	case "rename", "format", "reformat", "gofmt", "goimports", "replace", "find", "where", "who", "extract", "inline":
 		return true
 	}
 	return false
@@ -353,7 +360,7 @@ func decline(format string, args ...any) error { return &Declined{fmt.Sprintf(fo
 var kindWords = map[string]Kind{
 	"function": KindFunc, "func": KindFunc, "fn": KindFunc,
 	"method": KindMethod,
-	"type":   KindType, "struct": KindStruct, "interface": KindInterface,
+	"type":   KindType, "struct": KindStruct, "interface": KindInterface, "class": KindClass,
 	"field":    KindField,
 	"variable": KindVar, "var": KindVar, "local": KindVar,
 	"constant": KindConst, "const": KindConst,
@@ -506,16 +513,16 @@ func (r *reader) symbol(stop map[string]bool) (Symbol, error) {
 	if s.Name != "" && !strings.Contains(s.Name, ".") && (s.Kind == KindMethod || s.Kind == KindField || s.Kind == KindAny) {
 		if _, ok := r.acceptAny("of", "on"); ok {
 			r.acceptAny("the", "a")
-			if k, ok := kindWords[r.peek(0)]; ok && (k == KindType || k == KindStruct || k == KindInterface) {
+			if k, ok := kindWords[r.peek(0)]; ok && (k == KindType || k == KindStruct || k == KindInterface || k == KindClass) {
 				r.i++
-				r.acceptAny("struct", "interface")
+				r.acceptAny("struct", "interface", "class")
 			}
 			o, ok := r.next()
 			name, ok2 := symbolWord(o.s)
 			if !ok || !ok2 || strings.Count(name, ".") > 1 {
 				return s, decline("%q is not a type", o.s)
 			}
-			r.acceptAny("type", "struct", "interface")
+			r.acceptAny("type", "struct", "interface", "class")
 			if s.Kind == KindAny {
 				return s, decline("say whether %s is a method or a field of %s", s.Name, name)
 			}
@@ -620,6 +627,13 @@ func (r *reader) qualifiers(s *Symbol, stop map[string]bool) error {
 			}
 			if err := r.line(s); err != nil {
 				return err
+			}
+			if r.peek(0) == "of" && pathWord(r.peek(1)) { // "on line 6 of src/shapes.ts"
+				r.i++
+				f, _ := r.next()
+				if err := setFile(s, strings.TrimPrefix(f.s, "./")); err != nil {
+					return err
+				}
 			}
 		default:
 			if f, l, c, ok := fileLoc(w.s); ok { // a bare "greet.go:12"
@@ -846,6 +860,11 @@ func (r *reader) format() (Command, error) {
 			return nil, decline("imports are organised by goimports, not %s", f.Tool)
 		}
 		f.GoOnly, f.Imports = true, true
+	}
+	if _, served := lsp.For(f.Glob); served && f.Imports && f.Tool == "" && !strings.ContainsAny(f.Glob, "*?[") && tool != "goimports" {
+		// one TypeScript, JavaScript or Python file: its language server organizes them
+		f.GoOnly = false
+		return f, nil
 	}
 	if f.Tool != "" && f.Glob == "*.go" || f.Tool == "" && f.GoOnly && f.Glob != "" && path.Ext(f.Glob) != "" && path.Ext(f.Glob) != ".go" && !strings.HasSuffix(f.Glob, "/**") {
 		return nil, decline("%s does not format %s", orTool(f), f.Glob)

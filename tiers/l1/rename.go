@@ -3,6 +3,7 @@ package l1
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"go/ast"
 	"go/token"
@@ -17,6 +18,10 @@ import (
 
 	"github.com/joulehook/joule/core"
 )
+
+// errNoDecl is wrapped by a Go rename that finds no declaration of the
+// name at all: a rename by name may then be another language's.
+var errNoDecl = errors.New("no declaration")
 
 // key names a declaration independently of which package variant (a
 // package, its test variant) type-checked it: file, line and column.
@@ -287,7 +292,7 @@ func findTarget(fset *token.FileSet, pkgs []*packages.Package, root string, sym 
 	switch len(found) {
 	case 0:
 		if len(near) == 0 {
-			return nil, fmt.Errorf("rename: no declaration of %s in the module", sym.Name)
+			return nil, fmt.Errorf("rename: %w of %s in the module", errNoDecl, sym.Name)
 		}
 		var whys []string
 		for k, why := range near {

@@ -61,6 +61,8 @@ func (s *Stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 		next, summary, err = renameAny(ctx, req.Root, files, c)
 	case Format:
 		next, summary, err = formatAny(ctx, req.Root, files, c)
+	case Refactor:
+		next, summary, err = refactor(ctx, req.Root, files, c)
 	case Replace:
 		next, summary, err = replace(files, c)
 	case Patch:

@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strings"
 	"syscall"
 
 	"github.com/joulehook/joule/core"
@@ -35,12 +37,20 @@ func Check(ctx context.Context, srv Server, root string, prior, next core.Files)
 		first string
 		err   error
 	}
+	var dirs []string // for go vet: the packages the edit touches
+	seen := map[string]bool{}
+	for _, p := range next.Paths() {
+		if !bytes.Equal(prior[p], next[p]) && strings.HasSuffix(p, ".go") && !seen[path.Dir(p)] {
+			seen[path.Dir(p)] = true
+			dirs = append(dirs, "./"+path.Dir(p))
+		}
+	}
 	done := make(chan count, 1)
 	go func() {
-		n, first, err := checkTree(ctx, srv, bin, root, prior)
+		n, first, err := checkTree(ctx, srv, bin, root, prior, dirs)
 		done <- count{n, first, err}
 	}()
-	after, first, err := checkTree(ctx, srv, bin, root, next)
+	after, first, err := checkTree(ctx, srv, bin, root, next, dirs)
 	b := <-done
 	if b.err != nil {
 		return b.err
@@ -55,10 +65,12 @@ func Check(ctx context.Context, srv Server, root string, prior, next core.Files)
 	return nil
 }
 
+var goError = regexp.MustCompile(`(?m)^(vet: )?\S+\.go:\d+:\d+: .*$`)
+
 var tscError = regexp.MustCompile(`(?m)^(.*?)\(\d+,\d+\): error TS\d+: .*$|^error TS\d+: .*$`)
 
 // checkTree counts the checker's errors on files, returning the first.
-func checkTree(ctx context.Context, srv Server, bin, root string, files core.Files) (int, string, error) {
+func checkTree(ctx context.Context, srv Server, bin, root string, files core.Files, dirs []string) (int, string, error) {
 	dir, err := os.MkdirTemp("", "joule-lsp-check-")
 	if err != nil {
 		return 0, "", err
@@ -101,11 +113,20 @@ func checkTree(ctx context.Context, srv Server, bin, root string, files core.Fil
 				}
 			}
 		}
+	case "go":
+		if len(dirs) == 0 {
+			return 0, "", nil
+		}
+		args = append([]string{"vet"}, dirs...)
 	default:
 		return 0, "", fmt.Errorf("no way to run checker %s", srv.Checker)
 	}
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = dir
+	if srv.Checker == "go" {
+		// the toolchain at hand, the module cache as it is: no download
+		cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local", "GOWORK=off", "GOPROXY=off")
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	var out, stderr bytes.Buffer
@@ -115,6 +136,16 @@ func checkTree(ctx context.Context, srv Server, bin, root string, files core.Fil
 		return 0, "", ctx.Err()
 	}
 	switch srv.Checker {
+	case "go":
+		ms := goError.FindAllString(stderr.String()+out.String(), -1)
+		if runErr != nil && len(ms) == 0 {
+			return 0, "", fmt.Errorf("go vet failed without reporting a position (%v): %s", runErr, firstLine(stderr.String()))
+		}
+		first := ""
+		if len(ms) > 0 {
+			first = firstLine(ms[0])
+		}
+		return len(ms), first, nil
 	case "pyright":
 		var rep struct {
 			GeneralDiagnostics []struct {

@@ -296,3 +296,154 @@ func TestStageSignsOneOp(t *testing.T) {
 	}
 	untouched(t, root, files)
 }
+
+// kind accepts the declarations of one LSP SymbolKind (0: any).
+func kind(k int) func(lsp.Symbol) string {
+	return func(s lsp.Symbol) string {
+		if k != 0 && s.Kind != k {
+			return "is a " + lsp.KindName(s.Kind)
+		}
+		return ""
+	}
+}
+
+// TestRenameSymbolMatchesServer renames declarations named, not placed:
+// the declaration is found with documentSymbol (in the file given) or
+// workspace/symbol (in none), and the edit must be what the server itself
+// writes for a rename at that declaration's name.
+func TestRenameSymbolMatchesServer(t *testing.T) {
+	need(t)
+	servers := map[string]lsp.Server{}
+	for _, s := range lsp.Servers {
+		servers[s.Name] = s
+	}
+	cases := []struct {
+		name, proj, server, exts, file, sym string
+		kind                                int
+		declFile                            string
+		line                                int
+		at, to                              string
+	}{
+		{"ts class, no file", "ts", tsServer, tsExts, "", "Circle", lsp.SymClass, "src/shapes.ts", 6, "Circle", "Disk"},
+		{"ts method of a class", "ts", tsServer, tsExts, "src/shapes.ts", "Circle.area", lsp.SymMethod, "src/shapes.ts", 8, "area", "surface"},
+		{"ts function in a file", "ts", tsServer, tsExts, "src/shapes.ts", "totalArea", lsp.SymFunction, "src/shapes.ts", 14, "totalArea", "sumAreas"},
+		{"js function, no file", "ts", tsServer, tsExts, "", "greet", lsp.SymFunction, "src/util.js", 2, "greet", "welcome"},
+		{"py class, no file", "py", pyServer, pyExts, "", "Circle", lsp.SymClass, "pkg/geometry.py", 6, "Circle", "Disk"},
+		{"py method", "py", pyServer, pyExts, "pkg/geometry.py", "Circle.area", lsp.SymMethod, "pkg/geometry.py", 10, "area", "surface"},
+		{"py function, no file", "py", pyServer, pyExts, "", "total_area", lsp.SymFunction, "pkg/geometry.py", 14, "total_area", "sum_areas"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			root, files := project(t, c.proj)
+			res, err := lsp.RenameSymbol(context.Background(), root, files, servers[c.server], c.file, c.sym, c.to, kind(c.kind))
+			if err != nil {
+				t.Fatal(err)
+			}
+			column := col(t, files, c.declFile, c.line, c.at)
+			ref := reference(t, c.server, root, c.exts, "rename", c.declFile, strconv.Itoa(c.line), strconv.Itoa(column), c.to)
+			sameAsServer(t, files, res.Next, ref)
+			untouched(t, root, files)
+			t.Logf("%s: %s; server %v of %v", c.name, res.Summary, res.Server, res.Total)
+		})
+	}
+}
+
+func TestRenameSymbolRefusals(t *testing.T) {
+	need(t)
+	ts, py := lsp.Servers[0], lsp.Servers[1]
+	cases := []struct {
+		name      string
+		proj      string
+		srv       lsp.Server
+		file, sym string
+		kind      int
+		want      string
+	}{
+		{"ts two methods named area", "ts", ts, "", "area", 0, "ambiguous"},
+		{"js a function and a property named greet", "ts", ts, "src/util.js", "greet", 0, "ambiguous"},
+		{"ts no such symbol", "ts", ts, "", "Nope", 0, "no declaration of Nope"},
+		{"ts a class called a function", "ts", ts, "src/shapes.ts", "Circle", lsp.SymFunction, "is a class"},
+		{"ts a method of the wrong class", "ts", ts, "src/shapes.ts", "Shape.radius", 0, "no declaration"},
+		{"ts not in that file", "ts", ts, "src/main.ts", "totalArea", lsp.SymFunction, "no declaration"},
+		{"py a function called a class", "py", py, "pkg/geometry.py", "total_area", lsp.SymClass, "is a function"},
+		{"py no such method", "py", py, "", "Circle.perimeter", 0, "no declaration"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			root, files := project(t, c.proj)
+			res, err := lsp.RenameSymbol(context.Background(), root, files, c.srv, c.file, c.sym, "renamed", kind(c.kind))
+			if err == nil {
+				t.Fatalf("renamed: %s", res.Summary)
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %q does not mention %q", err, c.want)
+			}
+			t.Log(err)
+			untouched(t, root, files)
+		})
+	}
+}
+
+// TestStageRenamesByName puts renames that name a TypeScript or Python
+// symbol (not its position) to the L1 stage: one signed op when exactly
+// one declaration fits, a miss with the reason otherwise.
+func TestStageRenamesByName(t *testing.T) {
+	need(t)
+	_, key, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		proj, prompt string
+		file, want   string // "" want: a miss whose reason holds gone
+		gone         string
+	}{
+		{"ts", "rename class Circle to Disk", "src/main.ts", "new Disk(1)", "Circle"},
+		{"ts", "Rename the method `area` of `Circle` in src/shapes.ts to `surface`.", "src/shapes.ts", "  surface(): number {", "return Math.PI * this.radius * this.radius;\n  }\n}\n\n/** totalArea sums the areas of shapes. */\nexport function totalArea(shapes: Shape[]): number {\n  return shapes.reduce((sum, s) => sum + s.surface()"},
+		{"py", "Rename the function `total_area` in pkg/geometry.py to `sum_areas`.", "main.py", "import Circle, sum_areas", "total_area"},
+		{"py", "rename the method area of Circle to surface", "pkg/geometry.py", "def surface(self)", "def area("},
+		{"ts", "rename the function Circle to Disk in src/shapes.ts", "", "", "is a class"},
+		{"ts", "rename area to surface", "", "", "ambiguous"},
+		{"py", "rename the class Circle on line 7 of pkg/geometry.py to Disk", "", "", "is on line 6"},
+		{"py", "rename the class Nope to Disk", "", "", "no declaration of Nope"},
+	}
+	for _, c := range cases {
+		t.Run(c.prompt, func(t *testing.T) {
+			t.Parallel()
+			root, files := project(t, c.proj)
+			st := &l1.Stage{Key: key}
+			res, err := st.TryResolve(context.Background(), &tiers.Request{Prompt: c.prompt, Root: root})
+			untouched(t, root, files)
+			if c.want == "" {
+				if res != nil || err == nil || !strings.Contains(err.Error(), c.gone) {
+					t.Fatalf("want a miss holding %q, got %v %+v", c.gone, err, res)
+				}
+				t.Log(err)
+				return
+			}
+			if err != nil || res == nil || res.Op == nil {
+				t.Fatalf("%v %+v", err, res)
+			}
+			if _, err := res.Op.Verify(); err != nil {
+				t.Fatal(err)
+			}
+			next, err := core.Apply(files, &res.Op.Op)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b := string(next[c.file]); !strings.Contains(b, c.want) {
+				t.Errorf("%s lacks %q:\n%s", c.file, c.want, b)
+			}
+			if c.proj == "ts" && c.gone == "Circle" {
+				for p, b := range next {
+					if strings.Contains(string(b), "Circle") {
+						t.Errorf("%s still holds Circle", p)
+					}
+				}
+			}
+			t.Log(res.Answer)
+		})
+	}
+}

@@ -62,7 +62,27 @@ func Look(name string) (string, error) {
 			return p, nil
 		}
 	}
-	return exec.LookPath(name)
+	p, err := exec.LookPath(name)
+	if err != nil && name == Gopls.Name {
+		// go install puts it in GOBIN or GOPATH/bin, often not on PATH
+		for _, d := range []string{os.Getenv("GOBIN"), filepath.Join(os.Getenv("GOPATH"), "bin"), goHomeBin()} {
+			if d == "" || d == "bin" {
+				continue
+			}
+			if fi, e := os.Stat(filepath.Join(d, name)); e == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+				return filepath.Join(d, name), nil
+			}
+		}
+	}
+	return p, err
+}
+
+func goHomeBin() string {
+	h, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(h, "go", "bin")
 }
 
 // Found is one server as joule doctor reports it.

@@ -39,6 +39,29 @@ type session struct {
 	srv  Server
 	root string // absolute, symlinks resolved
 	c    *conn
+
+	// capture, when set, takes a workspace/applyEdit the server sends
+	// while a command runs; an error declines it.
+	capture func(*WorkspaceEdit) error
+}
+
+// ResolveEdits makes the client announce codeAction/resolve support for
+// edits, so that gopls returns a refactoring's edit on resolve rather than
+// as a command that sends it back with workspace/applyEdit; both ways are
+// handled (tests turn it off to drive the second).
+var ResolveEdits = true
+
+func codeActionCaps() map[string]any {
+	caps := map[string]any{
+		"codeActionLiteralSupport": map[string]any{
+			"codeActionKind": map[string]any{"valueSet": []string{"source", "source.organizeImports", "refactor", "refactor.extract", "refactor.inline"}},
+		},
+	}
+	if ResolveEdits {
+		caps["dataSupport"] = true
+		caps["resolveSupport"] = map[string]any{"properties": []string{"edit"}}
+	}
+	return caps
 }
 
 // open starts the server for rel in root and initializes it.
@@ -47,6 +70,11 @@ func open(ctx context.Context, root, rel string) (*session, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w for %s", ErrNoServer, rel)
 	}
+	return openServer(ctx, srv, root)
+}
+
+// openServer starts srv in root and initializes it.
+func openServer(ctx context.Context, srv Server, root string) (*session, error) {
 	bin, err := Look(srv.Name)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s (for %s) is not installed; see docs/acp.md", ErrNoServer, srv.Name, srv.Language)
@@ -62,6 +90,7 @@ func open(ctx context.Context, root, rel string) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
+	s := &session{srv: srv, root: real, c: c}
 	c.onRequest = func(method string, params json.RawMessage) (any, error) {
 		switch method {
 		case "workspace/configuration":
@@ -71,6 +100,21 @@ func open(ctx context.Context, root, rel string) (*session, error) {
 			_ = json.Unmarshal(params, &p)
 			return make([]any, len(p.Items)), nil
 		case "workspace/applyEdit":
+			if s.capture != nil {
+				// gopls sends the edit of a command it executes: it
+				// becomes the request's successor tree, and the server
+				// is told it was applied only once it is.
+				var p struct {
+					Edit WorkspaceEdit `json:"edit"`
+				}
+				if err := json.Unmarshal(params, &p); err != nil {
+					return map[string]any{"applied": false, "failureReason": "bad applyEdit params: " + err.Error()}, nil
+				}
+				if err := s.capture(&p.Edit); err != nil {
+					return map[string]any{"applied": false, "failureReason": err.Error()}, nil
+				}
+				return map[string]any{"applied": true}, nil
+			}
 			// pyright sends the edit its command returned; the response
 			// already holds it, and nothing is written here.
 			return map[string]any{"applied": false, "failureReason": "joule applies the command's result itself"}, nil
@@ -79,7 +123,6 @@ func open(ctx context.Context, root, rel string) (*session, error) {
 		}
 		return nil, fmt.Errorf("unsupported request %s", method)
 	}
-	s := &session{srv: srv, root: real, c: c}
 	uri := fileURI(real)
 	init := map[string]any{
 		"processId":  os.Getpid(),
@@ -100,11 +143,8 @@ func open(ctx context.Context, root, rel string) (*session, error) {
 			"textDocument": map[string]any{
 				"synchronization": map[string]any{"didSave": false},
 				"rename":          map[string]any{"prepareSupport": false},
-				"codeAction": map[string]any{
-					"codeActionLiteralSupport": map[string]any{
-						"codeActionKind": map[string]any{"valueSet": []string{"source", "source.organizeImports", "refactor"}},
-					},
-				},
+				"codeAction":      codeActionCaps(),
+				"documentSymbol":  map[string]any{"hierarchicalDocumentSymbolSupport": true},
 			},
 		},
 	}
@@ -199,29 +239,39 @@ func Rename(ctx context.Context, root string, files core.Files, rel string, line
 	if err := s.sync(files); err != nil {
 		return nil, err
 	}
+	next, server, n, err := s.renameAt(ctx, files, rel, pos, fmt.Sprintf("%s:%d:%d", rel, line, col), to)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Next: next, Server: server, Total: time.Since(t0),
+		Summary: fmt.Sprintf("renamed the symbol at %s:%d:%d to %s through %s: %d edit(s) in %d file(s)", rel, line, col, to, s.srv.Name, n, changed(files, next))}, nil
+}
+
+// renameAt renames the symbol at pos of rel to to, applies the server's
+// edit to files and checks it; at is the position as the request gave it.
+func (s *session) renameAt(ctx context.Context, files core.Files, rel string, pos Position, at, to string) (core.Files, time.Duration, int, error) {
 	var we *WorkspaceEdit
 	t1 := time.Now()
-	err = s.c.call(ctx, "textDocument/rename", map[string]any{
+	err := s.c.call(ctx, "textDocument/rename", map[string]any{
 		"textDocument": map[string]any{"uri": fileURI(filepath.Join(s.root, filepath.FromSlash(rel)))},
 		"position":     pos,
 		"newName":      to,
 	}, &we)
 	server := time.Since(t1)
 	if err != nil {
-		return nil, fmt.Errorf("%s refuses the rename at %s:%d:%d: %v", s.srv.Name, rel, line, col, err)
+		return nil, 0, 0, fmt.Errorf("%s refuses the rename at %s: %v", s.srv.Name, at, err)
 	}
 	if we == nil || len(we.Changes)+len(we.DocumentChanges) == 0 {
-		return nil, fmt.Errorf("%s finds nothing to rename at %s:%d:%d", s.srv.Name, rel, line, col)
+		return nil, 0, 0, fmt.Errorf("%s finds nothing to rename at %s", s.srv.Name, at)
 	}
 	next, n, err := Apply(s.root, files, we)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", s.srv.Name, err)
+		return nil, 0, 0, fmt.Errorf("%s: %v", s.srv.Name, err)
 	}
 	if err := Check(ctx, s.srv, s.root, files, next); err != nil {
-		return nil, err
+		return nil, 0, 0, err
 	}
-	return &Result{Next: next, Server: server, Total: time.Since(t0),
-		Summary: fmt.Sprintf("renamed the symbol at %s:%d:%d to %s through %s: %d edit(s) in %d file(s)", rel, line, col, to, s.srv.Name, n, changed(files, next))}, nil
+	return next, server, n, nil
 }
 
 // OrganizeImports asks the language server for rel to organize its imports
@@ -236,12 +286,24 @@ func OrganizeImports(ctx context.Context, root string, files core.Files, rel str
 	if !ok {
 		return nil, fmt.Errorf("organize imports: %s is not in the workspace", rel)
 	}
-	s, err := open(ctx, root, rel)
+	goFile := strings.HasSuffix(rel, ".go")
+	var s *session
+	var err error
+	if goFile {
+		s, err = openServer(ctx, Gopls, root)
+	} else {
+		s, err = open(ctx, root, rel)
+	}
 	if err != nil {
 		return nil, err
 	}
 	defer s.close()
-	if err := s.sync(files); err != nil {
+	if goFile {
+		err = s.syncGo(files, rel)
+	} else {
+		err = s.sync(files)
+	}
+	if err != nil {
 		return nil, err
 	}
 	uri := fileURI(filepath.Join(s.root, filepath.FromSlash(rel)))
@@ -274,6 +336,9 @@ func OrganizeImports(ctx context.Context, root string, files core.Files, rel str
 	server := time.Since(t1)
 	if err != nil {
 		return nil, fmt.Errorf("%s refuses to organize the imports of %s: %v", s.srv.Name, rel, err)
+	}
+	if we == nil && goFile {
+		we = &WorkspaceEdit{} // gopls offers no action when the imports are in order
 	}
 	if we == nil {
 		return nil, fmt.Errorf("%s offers no organize-imports edit for %s", s.srv.Name, rel)

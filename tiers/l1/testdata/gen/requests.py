@@ -238,6 +238,54 @@ for s, loc, call in [("clamp", "inventory/item.go:90", "inventory/report.go:9"),
   c("where is %s called" % s, e)
   c("what calls %s" % s, e)
 c("who calls handleHealth", "callers server/server.go:37 -")
+
+# Refactorings through gopls (code actions asked for by name): the
+# expectation is "refactor FILE TEXT", TEXT being in FILE after and not
+# before. Columns are computed from the fixture.
+here0 = os.path.dirname(os.path.abspath(__file__))
+def src(f): return open(os.path.join(here0, "..", "shop", f)).read().split("\n")
+def span(f, line, what):
+  c0 = src(f)[line-1].index(what) + 1
+  return "%s:%d:%d-%d:%d" % (f, line, c0, line, c0 + len(what))
+def at(f, line, what): return "%s:%d:%d" % (f, line, src(f)[line-1].index(what) + 1)
+P, I = "pricing/pricing.go", "inventory/item.go"
+c("extract lines 91-96 of %s into a function named bounds" % I, "refactor %s func bounds(" % I)
+c("Extract lines 91 to 96 in `%s` into a new function called `bounds`." % I, "refactor %s func bounds(" % I)
+c("extract %s:91-96 into a function named bounds" % I, "refactor %s func bounds(" % I)
+c("extract function bounds from lines 91-96 of %s" % I, "refactor %s func bounds(" % I)
+c("please extract lines 47-48 of %s into a function" % P, "refactor %s func newFunction(" % P)
+c("extract the code on lines 47-48 of %s into a function called withTaxes" % P, "refactor %s := withTaxes(" % P)
+c("extract the expression at %s into a variable named net" % span(P, 49, "withTax * (1 - cfg.Discount)"), "refactor %s net := withTax * (1 - cfg.Discount)" % P)
+c("extract %s into a variable" % span(P, 49, "1 - cfg.Discount"), "refactor %s newVar := 1 - cfg.Discount" % P)
+c("extract this expression at %s to a constant named centsPerUnit" % span(P, 47, "100"), "refactor %s const centsPerUnit = 100" % P)
+c("inline the call at %s" % at(P, 42, "round("), "refactor %s return (int64(s.Area()*3) + Rounding/2)" % P)
+c("inline the call to round at %s" % at(P, 42, "round("), "refactor %s return (int64(s.Area()*3) + Rounding/2)" % P)
+c("inline the call to round on line 42 of %s" % P, "refactor %s return (int64(s.Area()*3) + Rounding/2)" % P)
+c("Inline the call to `pricing.round` in %s on line 49." % P, "refactor %s return (int64(withTax*(1-cfg.Discount)) + Rounding/2)" % P)
+c("inline %s" % at(P, 42, "round("), "refactor %s return (int64(s.Area()*3) + Rounding/2)" % P)
+# Near misses: the reader's (no gopls), then gopls's.
+m("extract lines 91-96 into a function named bounds", "name the file")
+m("extract lines 96-91 of %s into a function" % I, "end before they start")
+m("extract lines 91-96 of %s into a variable" % I, "from an expression")
+m("extract lines 91-96 of README.md into a function", "Go files only")
+m("extract lines 91-96 of %s into a function named 2x" % I, "not a valid Go identifier")
+m("extract lines 91-96 of %s" % I, "say what to extract it into")
+m("extract lines 91-96 of %s into a function named bounds and test it" % I, "not understood")
+m("extract %s into a function" % at(P, 42, "round("), "is a position")
+m("extract %s into a variable" % "pricing/pricing.go:49:30-49:22", "ends before it starts")
+m("extract the archive into /tmp")
+m("extract the zip file")
+m("extract text from the PDF")
+m("inline the function round", "not every call")
+m("inline round", "not every call")
+m("inline the call at %s:42" % P, "column")
+m("inline the call to round", "say where the call is")
+m("inline the CSS into the HTML")
+m("inline the call at %s and %s" % (at(P, 42, "round("), at(P, 49, "round(")), "not understood")
+m("inline the call to clamp at %s" % at(P, 42, "round("), "not a call of clamp")
+m("inline the call to int64 on line 42 of %s" % P, "no inline call")
+m("inline the call to round on line 43 of %s" % P, "0 calls of round")
+m("extract lines 52-53 of %s into a function" % P, "extract function")
 # Text searches.
 for p in ['find TODO', 'find "in stock"', 'grep listen', "find 'not enough'", 'search for "A small shop"', '/find two words', 'find shopd']:
   c(p, "text")
