@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"os"
@@ -9,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // hostLines are, per host, a payload of a shell call joule's dev grant
@@ -314,3 +317,109 @@ func TestUninstallFindsWhatItInstalled(t *testing.T) {
 }
 
 func hookShellQuote(p string) string { return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'" }
+
+// hostTimeout is how long each host waits for its hook before it acts on
+// its own (the timeout joule install writes, or the host's fixed one:
+// Cline's tool_call hooks have 120 s; Windsurf's and Antigravity's are not
+// documented, so they get the shortest of the others').
+var hostTimeout = map[string]time.Duration{
+	"claude-code": 30 * time.Second, "codex": 30 * time.Second, "gemini-cli": 30 * time.Second,
+	"cursor": 30 * time.Second, "windsurf": 30 * time.Second, "antigravity": 30 * time.Second,
+	"cline": 120 * time.Second,
+}
+
+// TestInstalledLineAnswersInTime runs every host's installed hook line, as
+// the host runs it, while joule's store is locked by another writer and
+// while its signing key is gone: each time the line must answer the host's
+// own deny, and before the host's timeout, past which most hosts run the
+// tool (docs/hosts.md's failure tables). A full disk is run against the
+// real Gemini CLI and Codex in their e2e packages (it needs a mount
+// namespace).
+func TestInstalledLineAnswersInTime(t *testing.T) {
+	t.Parallel()
+	env, ws := initHome(t)
+	bin := copyBins(t)
+	var jouleHome, userHome string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "JOULE_HOME="); ok {
+			jouleHome = v
+		}
+		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
+			userHome = v
+		}
+	}
+	os.MkdirAll(userHome, 0o755)
+	installEnv := append(append([]string{}, env...), "CODEX_HOME="+filepath.Join(userHome, ".codex"), "XDG_DATA_HOME=", "GEMINI_CLI_TRUSTED_FOLDERS_PATH=")
+	hostEnv := []string{"HOME=" + userHome, "PATH=/usr/bin:/bin", "JOULE_GATE_IDLE=1m"}
+	stop := func() {
+		cmd := exec.Command(filepath.Join(bin, "joule"), "gate", "stop")
+		cmd.Env = append(os.Environ(), env...)
+		cmd.Run()
+	}
+	t.Cleanup(stop)
+	denied := map[string]func(result) bool{}
+	for _, h := range hostCases {
+		denied[h.host] = h.denied
+	}
+	lines := map[string]string{}
+	payloads := map[string]string{}
+	for _, h := range hostLines {
+		cmd := exec.Command(filepath.Join(bin, "joule"), "install", h.host, "--user")
+		cmd.Env = append(os.Environ(), installEnv...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("install %s: %v\n%s", h.host, err, out)
+		}
+		lines[h.host] = installedLine(t, filepath.Join(userHome, h.file), h.host)
+		// A call the grant allows: only the fault can make it a deny.
+		payloads[h.host] = strings.NewReplacer("WS", ws, "CMD", "go test ./...").Replace(h.payload)
+		if denied[h.host] == nil || hostTimeout[h.host] == 0 {
+			t.Fatalf("%s: no deny recogniser or timeout in the tables", h.host)
+		}
+		if r := runLine(t, ws, lines[h.host], hostEnv, payloads[h.host]); denied[h.host](r) {
+			t.Fatalf("%s: a healthy joule denied an allowed call: %+v", h.host, r)
+		}
+	}
+	answers := func(t *testing.T, fault string) {
+		for _, h := range hostLines {
+			start := time.Now()
+			r := runLine(t, ws, lines[h.host], hostEnv, payloads[h.host])
+			took := time.Since(start)
+			t.Logf("%s, %s: exit %d after %v", fault, h.host, r.code, took.Round(time.Millisecond))
+			if !denied[h.host](r) {
+				t.Errorf("%s: %s's line answered %+v, which the host does not read as a deny", fault, h.host, r)
+			}
+			if took >= hostTimeout[h.host] {
+				t.Errorf("%s: %s's line took %v, past the host's %v timeout", fault, h.host, took, hostTimeout[h.host])
+			}
+		}
+	}
+	t.Run("locked store", func(t *testing.T) {
+		stop()
+		locker, err := sql.Open("sqlite", "file:"+filepath.Join(jouleHome, "joule.db")+"?_pragma=busy_timeout(20000)")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer locker.Close()
+		conn, err := locker.Conn(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if _, err := conn.ExecContext(context.Background(), "BEGIN EXCLUSIVE"); err != nil {
+			t.Fatal(err)
+		}
+		defer conn.ExecContext(context.Background(), "ROLLBACK")
+		answers(t, "locked store")
+		stop()
+	})
+	t.Run("missing key", func(t *testing.T) {
+		stop()
+		key := filepath.Join(jouleHome, "steward.key")
+		if err := os.Rename(key, key+".away"); err != nil {
+			t.Fatal(err)
+		}
+		defer os.Rename(key+".away", key)
+		answers(t, "missing key")
+		stop()
+	})
+}
