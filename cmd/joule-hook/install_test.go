@@ -42,7 +42,10 @@ func TestInstallWritesTheClient(t *testing.T) {
 				if !strings.HasSuffix(p, ".ts") && strings.Contains(string(b), "joule hook "+host) {
 					t.Errorf("%s still runs joule hook %s", p, host)
 				}
-				if strings.Contains(string(b), client+" "+host) || host == "opencode" && strings.Contains(string(b), `JOULE_HOOK_CLIENT ?? "`+client+`"`) {
+				// A project's committed Claude Code settings name the client
+				// by PATH; the uncommitted settings.local.json says which.
+				if strings.Contains(string(b), client+" "+host) || host == "opencode" && strings.Contains(string(b), `JOULE_HOOK_CLIENT ?? "`+client+`"`) ||
+					host == "claude-code" && strings.HasSuffix(p, filepath.Join(".claude", "settings.local.json")) && strings.Contains(string(b), `"JOULE_HOOK_CLIENT": "`+client+`"`) {
 					found[host] = true
 				}
 			}

@@ -6,9 +6,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/joulehook/joule/core/gate"
 	"github.com/joulehook/joule/core/sandbox"
 	"lukechampine.com/blake3"
 )
@@ -105,7 +107,7 @@ func TestExecOrdinaryWork(t *testing.T) {
 // refuses creating entries at the workspace root, since it could be that
 // one; once all exist, the root is writable as a whole.
 var rootProtected = []string{".claude/", ".claude-plugin/", ".mcp.json", ".cursor/", ".windsurf/", ".gemini/", ".codex/",
-	".clinerules/", ".opencode/", ".zed/", ".joule/"}
+	".clinerules/", ".cline/", ".opencode/", ".zed/", ".joule/"}
 
 // TestExecRootLevelCreation: in a workspace where every protected name
 // exists, the namespace construction lets ordinary work create entries at
@@ -116,6 +118,14 @@ func TestExecRootLevelCreation(t *testing.T) {
 	needLandlock(t)
 	needNamespaces(t)
 	env, ws := execEnv(t)
+	// A protected name added to the gate and not here would keep the root
+	// closed, and this test would fail for a reason it does not say.
+	for _, p := range gate.ProtectedPaths("", "", []string{ws})[1:] {
+		first, _, _ := strings.Cut(strings.TrimPrefix(p, ws+string(filepath.Separator)), string(filepath.Separator))
+		if first != ".git" && !slices.Contains(rootProtected, first) && !slices.Contains(rootProtected, first+"/") {
+			t.Fatalf("the gate protects %s, whose first name %q is not in rootProtected", p, first)
+		}
+	}
 	for _, n := range rootProtected {
 		if strings.HasSuffix(n, "/") {
 			os.MkdirAll(filepath.Join(ws, n), 0o755)
