@@ -393,7 +393,7 @@ func TestVSCode(t *testing.T) {
 	if meterURL == "" {
 		t.Errorf("joule.meterModels wrote no proxy URL: %v", got["meter"])
 	}
-	t.Logf("joule.meterModels: %v", got["meter"])
+	t.Logf("joule.meterModels (%v ms from the palette to its message): %v", got["meterMs"], got["meter"])
 	if ask, _ := got["meterAsk"].(string); !strings.Contains(ask, "github.copilot.chat.byok.ollamaEndpoint") || !strings.Contains(ask, "stay invisible to an extension") {
 		t.Errorf("joule.meterModels asked %q: not naming the setting or what stays invisible", ask)
 	}
