@@ -150,7 +150,7 @@ export function activate(context: vscode.ExtensionContext): void {
       const written = context.workspaceState.get<string>("joule.proxyURL");
       const upstream = joule.upstreamFor(current?.workspaceValue ?? current?.globalValue, written, context.workspaceState.get<string>("joule.ollamaUpstream"));
       try {
-        if (!proxy) proxy = await joule.startProxy(o, upstream);
+        if (!proxy?.running()) proxy = await joule.startProxy(o, upstream);
       } catch (e) {
         vscode.window.showErrorMessage(`joule proxy: ${(e as Error).message}`);
         return;

@@ -153,6 +153,7 @@ export function about(tools: string[], mcp: McpServer): string {
 
 export interface Proxy {
   url: string; // the proxy's base URL, http://127.0.0.1:PORT
+  running(): boolean; // false once the process has exited
   stop(): void;
 }
 
@@ -165,12 +166,13 @@ export function startProxy(o: Options, ollama?: string): Promise<Proxy> {
   if (ollama) args.push("--ollama", ollama, "--openai", ollama);
   return new Promise((resolve, reject) => {
     const p = spawn(o.path, args, { env: env(o), stdio: ["ignore", "pipe", "pipe"] });
-    let out = "", err = "";
+    let out = "", err = "", exited = false;
+    p.on("exit", () => (exited = true));
     const timer = setTimeout(() => { p.kill(); reject(new Error("joule proxy did not start: " + err)); }, 20000);
     p.stdout.on("data", (b) => {
       out += b;
       const m = out.match(/joule proxy listening on (http:\/\/127\.0\.0\.1:\d+)/);
-      if (m) { clearTimeout(timer); resolve({ url: m[1], stop: () => p.kill() }); }
+      if (m) { clearTimeout(timer); resolve({ url: m[1], running: () => !exited, stop: () => p.kill() }); }
     });
     p.stderr.on("data", (b) => (err += b));
     p.on("error", (e) => { clearTimeout(timer); reject(e); });

@@ -151,10 +151,13 @@ test("joule.meterModels: the proxy starts, answers GET / and meters the calls Co
       await new Promise((r) => setTimeout(r, 100));
     }
     assert.equal(ls.trim().split("\n").length, 2, ls);
+    assert.ok(p.running());
   } finally {
     p.stop();
     ollama.close();
   }
+  for (let i = 0; i < 100 && p.running(); i++) await new Promise((r) => setTimeout(r, 50));
+  assert.equal(p.running(), false, "the proxy outlived stop()");
 });
 
 test("joule.meterModels: the setting written keeps the user's entries and refuses files it cannot keep", () => {
