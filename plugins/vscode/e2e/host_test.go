@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -178,6 +179,13 @@ func TestVSCode(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ud, "User", "settings.json"), settings, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The user's own workspace setting, which joule.meterModels must keep.
+	if err := os.MkdirAll(filepath.Join(ws, ".vscode"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, ".vscode", "settings.json"), []byte(`{"editor.tabSize": 3}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	config := filepath.Join(root, "config.yaml")
 	if err := os.WriteFile(config, []byte("bind-addr: 127.0.0.1:0\nauth: none\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -318,6 +326,33 @@ func TestVSCode(t *testing.T) {
 		afterLive = statusOf(t, a.bin, home, session)
 		reply("webview", map[string]string{"decisions": afterLive.decisions})
 	}
+	var meterURL string
+	if obs := step("meter"); obs != nil {
+		// The proxy the command started answers at the URL it wrote, and
+		// the workspace's settings file holds it next to the user's entry.
+		toast, _ := obs["toast"].(string)
+		meterURL = regexp.MustCompile(`http://127\.0\.0\.1:\d+`).FindString(toast)
+		if meterURL == "" {
+			t.Errorf("joule.meterModels said %q: no proxy URL", toast)
+		} else if resp, err := http.Get(meterURL + "/"); err != nil {
+			t.Errorf("joule proxy at %s: %v", meterURL, err)
+		} else {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if string(b) != "joule proxy\n" {
+				t.Errorf("GET %s/ answered %d %q, want joule proxy", meterURL, resp.StatusCode, b)
+			}
+		}
+		var ws0 map[string]any
+		b, err := os.ReadFile(filepath.Join(ws, ".vscode", "settings.json"))
+		if err == nil {
+			err = json.Unmarshal(b, &ws0)
+		}
+		if err != nil || ws0["github.copilot.chat.byok.ollamaEndpoint"] != meterURL || ws0["editor.tabSize"] != float64(3) {
+			t.Errorf("the workspace settings after joule.meterModels: %v %s, want the proxy URL %s and the user's editor.tabSize kept", err, b, meterURL)
+		}
+		reply("meter", map[string]string{})
+	}
 	err := <-done
 	lines := strings.Split(strings.TrimSpace(dout.String()), "\n")
 	var got map[string]any
@@ -354,6 +389,13 @@ func TestVSCode(t *testing.T) {
 	}
 	if size, _ := wv["size"].([]any); len(size) != 2 || size[0].(float64) < 500 || size[1].(float64) < 500 {
 		t.Errorf("the dashboard's frame in the webview is %v px: not filling the panel", wv["size"])
+	}
+	if meterURL == "" {
+		t.Errorf("joule.meterModels wrote no proxy URL: %v", got["meter"])
+	}
+	t.Logf("joule.meterModels (%v ms from the palette to its message): %v", got["meterMs"], got["meter"])
+	if ask, _ := got["meterAsk"].(string); !strings.Contains(ask, "github.copilot.chat.byok.ollamaEndpoint") || !strings.Contains(ask, "stay invisible to an extension") {
+		t.Errorf("joule.meterModels asked %q: not naming the setting or what stays invisible", ask)
 	}
 	if pe, ok := got["pageErrors"]; ok {
 		t.Logf("workbench page errors (VS Code's own, offline): %v", pe)

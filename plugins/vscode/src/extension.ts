@@ -16,6 +16,31 @@ function workspaceDir(): string {
 }
 
 let ui: joule.UI | undefined;
+let proxy: joule.Proxy | undefined;
+
+// writeWorkspaceSetting sets key in this workspace's settings. Through the
+// configuration API when the setting is registered (its extension is
+// installed); otherwise in .vscode/settings.json itself, keeping every
+// other entry, so that the extension that reads it finds it when it comes.
+async function writeWorkspaceSetting(key: string, value: string): Promise<string> {
+  const folder = vscode.workspace.workspaceFolders?.[0];
+  if (!folder) throw new Error("no folder is open: a workspace setting needs one");
+  const file = vscode.Uri.joinPath(folder.uri, ".vscode", "settings.json");
+  try {
+    await vscode.workspace.getConfiguration().update(key, value, vscode.ConfigurationTarget.Workspace);
+    return file.fsPath;
+  } catch {
+    /* not a registered setting here: write the file */
+  }
+  let text = "";
+  try {
+    text = new TextDecoder().decode(await vscode.workspace.fs.readFile(file));
+  } catch {
+    /* no settings file yet */
+  }
+  await vscode.workspace.fs.writeFile(file, new TextEncoder().encode(joule.withSetting(text, key, value)));
+  return file.fsPath;
+}
 
 export function activate(context: vscode.ExtensionContext): void {
   const item = vscode.window.createStatusBarItem("joule.status", vscode.StatusBarAlignment.Left, 100);
@@ -114,10 +139,51 @@ export function activate(context: vscode.ExtensionContext): void {
       return text;
     }),
   );
+  // Model traffic through joule proxy, where VS Code lets a base URL be
+  // set: Copilot Chat's bring-your-own-key Ollama endpoint. Written only
+  // with the user's consent (joule.meterModels), at workspace scope.
+  context.subscriptions.push(
+    vscode.commands.registerCommand("joule.meterModels", async () => {
+      const o = options();
+      const mode = vscode.workspace.getConfiguration("joule").get<string>("meterModels") ?? "ask";
+      const current = vscode.workspace.getConfiguration().inspect<string>(joule.OllamaEndpoint);
+      const written = context.workspaceState.get<string>("joule.proxyURL");
+      const upstream = joule.upstreamFor(current?.workspaceValue ?? current?.globalValue, written, context.workspaceState.get<string>("joule.ollamaUpstream"));
+      try {
+        if (!proxy?.running()) proxy = await joule.startProxy(o, upstream);
+      } catch (e) {
+        vscode.window.showErrorMessage(`joule proxy: ${(e as Error).message}`);
+        return;
+      }
+      const ask = joule.meterMessage(proxy.url, upstream);
+      if (mode === "never") {
+        const text = `${ask} Not written: joule.meterModels is "never".`;
+        vscode.window.showInformationMessage(text);
+        return { url: proxy.url, written: false, text };
+      }
+      if (mode !== "always") {
+        const yes = "Write workspace setting";
+        if ((await vscode.window.showInformationMessage(ask, { modal: true }, yes)) !== yes) return { url: proxy.url, written: false, text: ask };
+      }
+      try {
+        const file = await writeWorkspaceSetting(joule.OllamaEndpoint, proxy.url);
+        await context.workspaceState.update("joule.proxyURL", proxy.url);
+        await context.workspaceState.update("joule.ollamaUpstream", upstream);
+        const text = `joule: ${joule.OllamaEndpoint} = ${proxy.url} written to ${file}. VS Code's own agent, Copilot's default models and their tokens stay invisible to an extension (JouleHook §7).`;
+        vscode.window.showInformationMessage(text);
+        return { url: proxy.url, written: true, text };
+      } catch (e) {
+        vscode.window.showErrorMessage(`joule: ${(e as Error).message}`);
+        return { url: proxy.url, written: false, text: (e as Error).message };
+      }
+    }),
+  );
   context.subscriptions.push(vscode.workspace.onDidChangeConfiguration((e) => { if (e.affectsConfiguration("joule")) { changed.fire(); refresh(); } }));
 }
 
 export function deactivate(): void {
   ui?.stop();
   ui = undefined;
+  proxy?.stop();
+  proxy = undefined;
 }

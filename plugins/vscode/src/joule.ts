@@ -150,3 +150,81 @@ export function about(tools: string[], mcp: McpServer): string {
   const t = tools.length ? `language-model tool ${tools.join(", ")} registered` : "language-model tool joule_gate NOT registered";
   return `joule: ${t}; MCP server "${mcp.label}" offered: ${[mcp.command, ...mcp.args].join(" ")}. ${Disclosure}`;
 }
+
+export interface Proxy {
+  url: string; // the proxy's base URL, http://127.0.0.1:PORT
+  running(): boolean; // false once the process has exited
+  stop(): void;
+}
+
+// startProxy starts `joule proxy` on a free loopback port, metering under
+// the extension's session, and returns the base URL it printed. With
+// ollama set, both its Ollama routes and its OpenAI ones go there: Copilot
+// Chat's Ollama models send /api/* and /v1/chat/completions to one base.
+export function startProxy(o: Options, ollama?: string): Promise<Proxy> {
+  const args = ["proxy", "--listen", "127.0.0.1:0", "--session", o.session, "--quiet"];
+  if (ollama) args.push("--ollama", ollama, "--openai", ollama);
+  return new Promise((resolve, reject) => {
+    const p = spawn(o.path, args, { env: env(o), stdio: ["ignore", "pipe", "pipe"] });
+    let out = "", err = "", exited = false;
+    p.on("exit", () => (exited = true));
+    const timer = setTimeout(() => { p.kill(); reject(new Error("joule proxy did not start: " + err)); }, 20000);
+    p.stdout.on("data", (b) => {
+      out += b;
+      const m = out.match(/joule proxy listening on (http:\/\/127\.0\.0\.1:\d+)/);
+      if (m) { clearTimeout(timer); resolve({ url: m[1], running: () => !exited, stop: () => p.kill() }); }
+    });
+    p.stderr.on("data", (b) => (err += b));
+    p.on("error", (e) => { clearTimeout(timer); reject(e); });
+    p.on("exit", (code) => { clearTimeout(timer); reject(new Error(`joule proxy exited (${code}): ${err.trim()}`)); });
+  });
+}
+
+// OllamaEndpoint is the one setting through which VS Code's chat lets a
+// base URL be set for a model provider by settings: GitHub Copilot Chat's
+// bring-your-own-key Ollama endpoint, a string URL to which it sends
+// /api/version, /api/tags, /api/show and /v1/chat/completions
+// (microsoft/vscode-copilot-chat package.json contributes.configuration
+// "github.copilot.chat.byok.ollamaEndpoint", default
+// http://localhost:11434; since January 2026 Copilot Chat migrates it into
+// its Ollama provider's "url", src/extension/byok/vscode-node/ollamaProvider.ts).
+// joule proxy serves all of those paths.
+export const OllamaEndpoint = "github.copilot.chat.byok.ollamaEndpoint";
+
+// OllamaDefault is that setting's default, Ollama's own address.
+export const OllamaDefault = "http://localhost:11434";
+
+// upstreamFor is where the proxy forwards Ollama calls: the endpoint the
+// user had set, unless it is the proxy URL the extension wrote before (a
+// proxy of an earlier window), in which case the upstream remembered then.
+export function upstreamFor(current: string | undefined, written: string | undefined, remembered: string | undefined): string {
+  if (current && current !== written) return current;
+  return remembered || OllamaDefault;
+}
+
+// withSetting returns a settings.json text with key set to value, keeping
+// every other entry; it refuses a file that is not a plain JSON object
+// (comments and trailing commas included) rather than rewriting it.
+export function withSetting(text: string, key: string, value: unknown): string {
+  let s: Record<string, unknown> = {};
+  if (text.trim()) {
+    let v: unknown;
+    try {
+      v = JSON.parse(text);
+    } catch (e) {
+      throw new Error(`the workspace settings file is not plain JSON (${(e as Error).message}); add "${key}": ${JSON.stringify(value)} to it by hand`);
+    }
+    if (typeof v !== "object" || v === null || Array.isArray(v)) throw new Error(`the workspace settings file is not a JSON object; add "${key}": ${JSON.stringify(value)} to it by hand`);
+    s = v as Record<string, unknown>;
+  }
+  s[key] = value;
+  return JSON.stringify(s, null, 2) + "\n";
+}
+
+// meterMessage is what the "Meter models through joule proxy" command asks
+// and says: which setting it writes, to what, and what stays invisible.
+export function meterMessage(proxy: string, upstream: string): string {
+  return `joule proxy is metering on ${proxy} (forwarding Ollama calls to ${upstream}). ` +
+    `Point Copilot Chat's bring-your-own-key Ollama models at it by setting ${OllamaEndpoint} to ${proxy} in this workspace's settings? ` +
+    "Only models whose calls go through this base URL are metered: VS Code's own agent, Copilot's default models and their tokens stay invisible to an extension (JouleHook §7).";
+}

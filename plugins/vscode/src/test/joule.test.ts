@@ -108,3 +108,68 @@ test("the registrations report says when the host lists no joule_gate", () => {
   assert.match(joule.about([], s), /joule_gate NOT registered/);
   assert.ok(joule.about([], s).includes("invisible to an extension"));
 });
+
+test("joule.meterModels: the proxy starts, answers GET / and meters the calls Copilot Chat's Ollama models send to the setting's URL", async () => {
+  // A fake Ollama on loopback: what Copilot Chat's Ollama provider calls
+  // at the endpoint it is given (/api/tags, then /v1/chat/completions).
+  const http = await import("node:http");
+  const seen: string[] = [];
+  const ollama = http.createServer((req, res) => {
+    seen.push(`${req.method} ${req.url}`);
+    req.resume();
+    req.on("end", () => {
+      res.setHeader("Content-Type", "application/json");
+      if (req.url === "/api/tags") return res.end(JSON.stringify({ models: [{ name: "qwen3:0.6b", model: "qwen3:0.6b" }] }));
+      res.end(JSON.stringify({ id: "c1", object: "chat.completion", model: "qwen3:0.6b", choices: [{ index: 0, message: { role: "assistant", content: "hi" }, finish_reason: "stop" }], usage: { prompt_tokens: 12, completion_tokens: 3, total_tokens: 15 } }));
+    });
+  });
+  await new Promise<void>((r) => ollama.listen(0, "127.0.0.1", () => r()));
+  const upstream = `http://127.0.0.1:${(ollama.address() as { port: number }).port}`;
+  const mo = { ...o, session: "vscode-meter" };
+  const p = await joule.startProxy(mo, upstream);
+  try {
+    assert.match(p.url, /^http:\/\/127\.0\.0\.1:\d+$/);
+    const root = await fetch(p.url + "/");
+    assert.equal(root.status, 200);
+    assert.equal((await root.text()).trim(), "joule proxy");
+    // The value the command writes is the proxy's base URL itself, in the
+    // shape of the real setting (a URL the provider appends /api/... to).
+    const settings = joule.withSetting('{"editor.tabSize": 2}', joule.OllamaEndpoint, p.url);
+    assert.deepEqual(JSON.parse(settings), { "editor.tabSize": 2, "github.copilot.chat.byok.ollamaEndpoint": p.url });
+    const base = JSON.parse(settings)[joule.OllamaEndpoint];
+    const tags = await fetch(`${base}/api/tags`);
+    assert.equal(tags.status, 200, await tags.clone().text());
+    const chat = await fetch(`${base}/v1/chat/completions`, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ model: "qwen3:0.6b", messages: [{ role: "user", content: "hi" }], max_tokens: 64 }) });
+    assert.equal(chat.status, 200, await chat.clone().text());
+    assert.equal(((await chat.json()) as { usage: { total_tokens: number } }).usage.total_tokens, 15);
+    assert.deepEqual(seen, ["GET /api/tags", "POST /v1/chat/completions"]);
+    // The call is sealed in the extension's session's chain.
+    let ls = "";
+    for (let i = 0; i < 50; i++) {
+      ls = (await joule.run(mo, ["receipts", "ls", "vscode-meter"])).stdout;
+      if (ls.trim().split("\n").length >= 2) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.equal(ls.trim().split("\n").length, 2, ls);
+    assert.ok(p.running());
+  } finally {
+    p.stop();
+    ollama.close();
+  }
+  for (let i = 0; i < 100 && p.running(); i++) await new Promise((r) => setTimeout(r, 50));
+  assert.equal(p.running(), false, "the proxy outlived stop()");
+});
+
+test("joule.meterModels: the setting written keeps the user's entries and refuses files it cannot keep", () => {
+  assert.equal(joule.withSetting("", joule.OllamaEndpoint, "http://127.0.0.1:1"), '{\n  "github.copilot.chat.byok.ollamaEndpoint": "http://127.0.0.1:1"\n}\n');
+  const kept = JSON.parse(joule.withSetting('{"a": [1], "github.copilot.chat.byok.ollamaEndpoint": "http://old"}', joule.OllamaEndpoint, "http://new"));
+  assert.deepEqual(kept, { a: [1], "github.copilot.chat.byok.ollamaEndpoint": "http://new" });
+  assert.throws(() => joule.withSetting('{ // a comment\n"a": 1 }', joule.OllamaEndpoint, "x"), /not plain JSON.*by hand/);
+  assert.throws(() => joule.withSetting("[1]", joule.OllamaEndpoint, "x"), /not a JSON object/);
+  // The upstream: the user's own endpoint, never the proxy written before.
+  assert.equal(joule.upstreamFor(undefined, undefined, undefined), joule.OllamaDefault);
+  assert.equal(joule.upstreamFor("http://gpu:11434", undefined, undefined), "http://gpu:11434");
+  assert.equal(joule.upstreamFor("http://127.0.0.1:5", "http://127.0.0.1:5", "http://gpu:11434"), "http://gpu:11434");
+  const m = joule.meterMessage("http://127.0.0.1:5", "http://gpu:11434");
+  assert.ok(m.includes(joule.OllamaEndpoint) && m.includes("stay invisible to an extension"), m);
+});

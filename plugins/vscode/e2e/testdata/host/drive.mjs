@@ -140,6 +140,18 @@ async function main() {
   await frame.waitForFunction((want) => document.querySelector("[data-testid=decisions]")?.textContent.trim() === want, reply.decisions, { timeout: 90000 });
   out.webview.liveDecisions = (await frame.locator("[data-testid=decisions]").first().textContent()).trim();
   out.webview.liveRows = await frame.locator("#chain .r").count();
+
+  // Model traffic through joule proxy: the command starts the proxy, asks
+  // (a modal) before it writes the workspace setting, then says where.
+  const m0 = Date.now();
+  await palette("joule: Meter models through joule proxy");
+  const dialog = page.locator(".monaco-dialog-box").first();
+  await dialog.waitFor({ timeout: 60000 });
+  out.meterAsk = (await dialog.textContent()).trim();
+  await dialog.locator(".monaco-button", { hasText: "Write workspace setting" }).first().click();
+  out.meter = await toast("written to");
+  out.meterMs = Date.now() - m0;
+  await handshake("meter", { toast: out.meter });
 }
 
 try {
