@@ -119,6 +119,42 @@ func copyBins(t *testing.T) string {
 	return dir
 }
 
+// hostWorld is an initialised custom JOULE_HOME, a user home and a copy of
+// the binaries to install from, with the environments an install and a host
+// run in.
+type hostWorld struct {
+	env, installEnv, hostEnv []string
+	ws, bin                  string
+	jouleHome, userHome      string
+}
+
+func newHostWorld(t *testing.T) *hostWorld {
+	t.Helper()
+	w := &hostWorld{bin: copyBins(t)}
+	w.env, w.ws = initHome(t)
+	for _, kv := range w.env {
+		if v, ok := strings.CutPrefix(kv, "JOULE_HOME="); ok {
+			w.jouleHome = v
+		}
+		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
+			w.userHome = v
+		}
+	}
+	os.MkdirAll(w.userHome, 0o755)
+	w.installEnv = append(append([]string{}, w.env...), "CODEX_HOME="+filepath.Join(w.userHome, ".codex"), "XDG_DATA_HOME=", "GEMINI_CLI_TRUSTED_FOLDERS_PATH=")
+	// The host's environment: no JOULE_HOME, joule not on PATH.
+	w.hostEnv = []string{"HOME=" + w.userHome, "PATH=/usr/bin:/bin", "JOULE_GATE_IDLE=1m"}
+	t.Cleanup(w.stopGate)
+	return w
+}
+
+// stopGate stops the resident gate of the world's home.
+func (w *hostWorld) stopGate() {
+	stop := exec.Command(filepath.Join(w.bin, "joule"), "gate", "stop")
+	stop.Env = append(os.Environ(), w.env...)
+	stop.Run()
+}
+
 // TestInstalledLineDecidesFromItsHome installs every host with a custom
 // JOULE_HOME and runs the hook line it wrote as the host would, from an
 // environment without JOULE_HOME: the decision must come from that home
@@ -126,26 +162,8 @@ func copyBins(t *testing.T) string {
 // grant and would deny no-active-grant). Then, with joule-hook missing and
 // with it crashing, the line must end in the host's block.
 func TestInstalledLineDecidesFromItsHome(t *testing.T) {
-	env, ws := initHome(t)
-	bin := copyBins(t)
-	var jouleHome, userHome string
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "JOULE_HOME="); ok {
-			jouleHome = v
-		}
-		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
-			userHome = v
-		}
-	}
-	os.MkdirAll(userHome, 0o755)
-	installEnv := append(append([]string{}, env...), "CODEX_HOME="+filepath.Join(userHome, ".codex"), "XDG_DATA_HOME=", "GEMINI_CLI_TRUSTED_FOLDERS_PATH=")
-	// The host's environment: no JOULE_HOME, joule not on PATH.
-	hostEnv := []string{"HOME=" + userHome, "PATH=/usr/bin:/bin", "JOULE_GATE_IDLE=1m"}
-	t.Cleanup(func() {
-		stop := exec.Command(filepath.Join(bin, "joule"), "gate", "stop")
-		stop.Env = append(os.Environ(), env...)
-		stop.Run()
-	})
+	w := newHostWorld(t)
+	ws, bin, jouleHome, userHome, installEnv, hostEnv := w.ws, w.bin, w.jouleHome, w.userHome, w.installEnv, w.hostEnv
 	lines := map[string]string{}
 	for _, h := range hostLines {
 		t.Run(h.host, func(t *testing.T) {
@@ -337,26 +355,8 @@ var hostTimeout = map[string]time.Duration{
 // namespace).
 func TestInstalledLineAnswersInTime(t *testing.T) {
 	t.Parallel()
-	env, ws := initHome(t)
-	bin := copyBins(t)
-	var jouleHome, userHome string
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "JOULE_HOME="); ok {
-			jouleHome = v
-		}
-		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
-			userHome = v
-		}
-	}
-	os.MkdirAll(userHome, 0o755)
-	installEnv := append(append([]string{}, env...), "CODEX_HOME="+filepath.Join(userHome, ".codex"), "XDG_DATA_HOME=", "GEMINI_CLI_TRUSTED_FOLDERS_PATH=")
-	hostEnv := []string{"HOME=" + userHome, "PATH=/usr/bin:/bin", "JOULE_GATE_IDLE=1m"}
-	stop := func() {
-		cmd := exec.Command(filepath.Join(bin, "joule"), "gate", "stop")
-		cmd.Env = append(os.Environ(), env...)
-		cmd.Run()
-	}
-	t.Cleanup(stop)
+	w := newHostWorld(t)
+	ws, bin, jouleHome, userHome, installEnv, hostEnv, stop := w.ws, w.bin, w.jouleHome, w.userHome, w.installEnv, w.hostEnv, w.stopGate
 	denied := map[string]func(result) bool{}
 	for _, h := range hostCases {
 		denied[h.host] = h.denied
