@@ -8,10 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-  apt-get update
-  apt-get install -y nodejs npm
-fi
+. .ci/setup.d/lib/node.sh
 node --version
 
 for dir in plugins/claudecode/e2e plugins/geminicli/e2e plugins/opencode plugins/opencode/e2e/testdata plugins/cline/e2e/testdata; do

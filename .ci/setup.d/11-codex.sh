@@ -5,10 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-  apt-get update
-  apt-get install -y nodejs npm
-fi
+. .ci/setup.d/lib/node.sh
 
 dir=plugins/codex/e2e/testdata
 if [ -d "$dir/node_modules" ] && [ "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ]; then

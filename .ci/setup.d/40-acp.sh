@@ -16,13 +16,7 @@ else
 fi
 "$gobin/gopls" version
 
-if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-  export DEBIAN_FRONTEND=noninteractive
-  SUDO=""
-  [ "$(id -u)" = 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq nodejs npm
-fi
+. .ci/setup.d/lib/node.sh
 node --version
 
 dir=acpagent/testdata/tsclient

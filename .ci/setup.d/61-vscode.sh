@@ -4,13 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-  export DEBIAN_FRONTEND=noninteractive
-  SUDO=""
-  [ "$(id -u)" = 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq nodejs npm
-fi
+. .ci/setup.d/lib/node.sh
 dir=plugins/vscode
 if [ -f "$dir/node_modules/@vscode/vsce/package.json" ] &&
    [ "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ]; then
