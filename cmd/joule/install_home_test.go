@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"os"
@@ -12,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/joulehook/joule/plugins/hook/hosttest"
 )
 
 // hostLines are, per host, a payload of a shell call joule's dev grant
@@ -395,21 +395,9 @@ func TestInstalledLineAnswersInTime(t *testing.T) {
 	}
 	t.Run("locked store", func(t *testing.T) {
 		stop()
-		locker, err := sql.Open("sqlite", "file:"+filepath.Join(jouleHome, "joule.db")+"?_pragma=busy_timeout(20000)")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer locker.Close()
-		conn, err := locker.Conn(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		if _, err := conn.ExecContext(context.Background(), "BEGIN EXCLUSIVE"); err != nil {
-			t.Fatal(err)
-		}
-		defer conn.ExecContext(context.Background(), "ROLLBACK")
+		release := hosttest.LockStore(t, filepath.Join(jouleHome, "joule.db"))
 		answers(t, "locked store")
+		release()
 		stop()
 	})
 	t.Run("missing key", func(t *testing.T) {

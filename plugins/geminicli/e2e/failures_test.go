@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,10 +12,10 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-	_ "modernc.org/sqlite"
 
 	"github.com/joulehook/joule/plugins/geminicli"
 	"github.com/joulehook/joule/plugins/hook"
+	"github.com/joulehook/joule/plugins/hook/hosttest"
 )
 
 // modes are the ways a hook can fail, each selected by the command the
@@ -231,21 +230,9 @@ func TestJouleAnswersInTime(t *testing.T) {
 	t.Run("locked store", func(t *testing.T) {
 		stop(f.jhome)
 		// The stopped gate may still be letting go of the file.
-		db, err := sql.Open("sqlite", "file:"+filepath.Join(f.jhome, "joule.db")+"?_pragma=busy_timeout(20000)")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		conn, err := db.Conn(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		if _, err := conn.ExecContext(context.Background(), "BEGIN EXCLUSIVE"); err != nil {
-			t.Fatal(err)
-		}
-		defer conn.ExecContext(context.Background(), "ROLLBACK")
+		release := hosttest.LockStore(t, filepath.Join(f.jhome, "joule.db"))
 		deny(t, f.jhome, "locked store")
+		release()
 		stop(f.jhome)
 	})
 	t.Run("full disk", func(t *testing.T) {
