@@ -124,8 +124,14 @@ func newSlot(t testing.TB) *slot {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := strings.Split(strings.TrimSpace(string(key)), "+")
-	s.secret = f[len(f)-1]
+	// A note key, PRIVATE+KEY+<name>+<hash>+<base64 key>: the key itself is
+	// the fifth field, and base64 may hold '+' too (splitting on the last
+	// one left a few characters that turned up in any output by chance).
+	f := strings.SplitN(strings.TrimSpace(string(key)), "+", 5)
+	if len(f) != 5 || len(f[4]) < 40 {
+		t.Fatalf("steward.key is not a note private key: %d fields", len(f))
+	}
+	s.secret = f[4]
 	if err := os.CopyFS(s.pristine, os.DirFS(s.jh)); err != nil {
 		t.Fatal(err)
 	}

@@ -300,17 +300,53 @@ func TestFitUnknownModel(t *testing.T) {
 	}
 }
 
+// TestFitInputOverrun: a provider that counts more input than the body's
+// estimate (a system prompt of its own, a dense script) is charged what it
+// reported, even past the budget, its receipt says so, and the next call
+// is refused: the overrun is recorded, never hidden.
+func TestFitInputOverrun(t *testing.T) {
+	body := `{"model":"claude-sonnet-4-5","max_tokens":2000,"stream":true,"messages":[{"role":"user","content":"write"}]}`
+	rates := energy.DefaultRates[energy.Frontier]
+	est := uint64(len(body)+3) / 4
+	const answerLen, inputToks = 1500, 400
+	budget := rates.Of(energy.Usage{Input: est, Output: answerLen}) // whole at the estimate
+	r := newRig(t, budget)
+	h := &honouring{answerLen: answerLen, inputToks: inputToks}
+	r.up.handler = h.serve
+	resp, got := r.do("POST", "/v1/messages", body)
+	if resp.StatusCode != 200 || !strings.Contains(string(got), "message_stop") {
+		t.Fatalf("%d %s", resp.StatusCode, got)
+	}
+	charged := rates.Of(energy.Usage{Input: inputToks, Output: answerLen})
+	e := r.receipts(DefaultSession)
+	if len(e) != 1 || e[0].InputTokens != inputToks || e[0].EstimatedUJ != charged {
+		t.Fatalf("receipts %+v, want one charging %d µJ for %d input tokens", e, charged, inputToks)
+	}
+	if g := r.grant(); g.SpentUJ != charged || g.SpentUJ <= g.BudgetUJ || g.ReservedUJ != 0 {
+		t.Errorf("grant spent %d reserved %d of %d; want the reported cost %d", g.SpentUJ, g.ReservedUJ, g.BudgetUJ, charged)
+	}
+	if resp, got := r.do("POST", "/v1/messages", body); resp.StatusCode != 402 {
+		t.Errorf("after the overrun: %d %s", resp.StatusCode, got)
+	}
+}
+
 // TestFitConcurrent: 32 concurrent streaming calls, each asking for
 // 32,000 output tokens, on a budget that pays for 10 whole answers: the
 // grant is never overspent, and every call either completes (fitted, and
-// saying so) or is refused with the floor message.
+// saying so) or is refused with the floor message. The upstream counts
+// no more input than the proxy estimates from the body (its bytes / 4):
+// the ceiling holds to that estimate, and a provider that counts more is
+// charged what it reported (TestFitInputOverrun).
 func TestFitConcurrent(t *testing.T) {
+	body := `{"model":"claude-sonnet-4-5","max_tokens":32000,"stream":true,"messages":[{"role":"user","content":"write"}]}`
 	const (
 		n         = 32
 		answerLen = 1500
-		inputToks = 40
+		inputToks = 24
 	)
-	body := `{"model":"claude-sonnet-4-5","max_tokens":32000,"stream":true,"messages":[{"role":"user","content":"write"}]}`
+	if est := (len(body) + 3) / 4; inputToks > est {
+		t.Fatalf("the fake upstream counts %d input tokens, more than the proxy's estimate %d", inputToks, est)
+	}
 	rates := energy.DefaultRates[energy.Frontier]
 	full := rates.Of(energy.Usage{Input: inputToks, Output: answerLen})
 	budget := 10 * full
