@@ -241,6 +241,65 @@ func TestReceiptsList(t *testing.T) {
 	}
 }
 
+// TestReceiptsListHostileText: a command, tool name or session id with a
+// newline, a tab, an escape sequence, a bidi override or an invalid byte
+// stays in its one row and cell, escaped, and reaches no terminal raw.
+func TestReceiptsListHostileText(t *testing.T) {
+	env, ws := initHome(t)
+	cmds := []string{
+		`printf a\nb`,                        // JSON \n: a real newline in the command
+		`echo \"x\"\tdone`,                   // a tab
+		`echo \u001b[2J\u001b]0;pwned\u0007`, // clear screen, set the title
+		`ls \u202egnp.exe`,                   // right-to-left override
+		`ls \u2028x \u0085y`,                 // line separator, NEL
+	}
+	// The store takes no session id with a control character: the gate
+	// refuses the action rather than seal it elsewhere.
+	if d := gateOnce(t, env, `{"session_id":"s\u001b[31mred\nx","tool":"Bash","input":{"command":"ls"},"cwd":"`+ws+`"}`); d.Decision != "deny" {
+		t.Errorf("a session id with escapes: %+v", d)
+	}
+	for _, c := range cmds {
+		gateOnce(t, env, `{"session_id":"hostile","tool":"Bash","input":{"command":"`+c+`"},"cwd":"`+ws+`"}`)
+	}
+	gateOnce(t, env, `{"session_id":"hostile","tool":"Bash\tTab\u001b[8m","input":{"command":"ls"},"cwd":"`+ws+`"}`)
+	for _, args := range [][]string{{"receipts", "ls"}, {"receipts", "ls", "hostile"}, {"receipts", "ls", "--tool", "Bash\tTab\x1b[8m"}} {
+		r := joule(t, nil, env, args...)
+		if r.code != 0 {
+			t.Fatalf("%q: %+v", args, r)
+		}
+		lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+		want := map[int]int{2: 2, 3: 2 + len(cmds), 4: 2}[len(args)] // a header and the rows
+		if len(lines) != want {
+			t.Errorf("%q: %d lines, want %d:\n%s", args, len(lines), want, r.stdout)
+		}
+		for _, bad := range []string{"\x1b", "\t", "\u202e", "\u2028", "\u0085", "\a"} {
+			if strings.Contains(r.stdout, bad) {
+				t.Errorf("%q: raw %q in the table:\n%q", args, bad, r.stdout)
+			}
+		}
+		if len(args) == 3 && (!strings.Contains(r.stdout, `printf a\nb`) || !strings.Contains(r.stdout, `Bash\tTab\x1b[8m`) || !strings.Contains(r.stdout, `\x1b[2J`) || !strings.Contains(r.stdout, `\u202egnp.exe`)) {
+			t.Errorf("the escaped text is not shown:\n%s", r.stdout)
+		}
+	}
+}
+
+func TestCell(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain text":         "plain text",
+		"a\nb\tc":            `a\nb\tc`,
+		"\x1b[31m":           `\x1b[31m`,
+		"caf\u00e9 \u00a0ok": "caf\u00e9 \u00a0ok",
+		"\u202eabc":          `\u202eabc`,
+		"bad\xffbyte":        `bad\xffbyte`,
+		"\x7f\u0085":         `\x7f\u0085`,
+		"":                   "",
+	} {
+		if got := cell(in); got != want {
+			t.Errorf("cell(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 func TestEfficiencyRowColumns(t *testing.T) {
 	measured := uint64(2_500_000)
 	row := toRow(store.StoredEntry{}, receipts.Verdict{Verdict: receipts.VerdictOK, Receipt: &receipts.Any{Efficiency: &receipts.Efficiency{

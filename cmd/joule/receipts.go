@@ -289,7 +289,7 @@ func receiptsList(ctx context.Context, e *env, ep *endpoint, keys receipts.Keys,
 		}
 		fmt.Fprintln(tw, "SESSION\tRECEIPTS\tFIRST\tLAST\tHEAD")
 		for _, s := range out {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", s.ID, s.Receipts, s.First, s.Last, shortID(s.Head))
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", cell(s.ID), s.Receipts, s.First, s.Last, shortID(s.Head))
 		}
 		return tw.Flush()
 	}
@@ -344,7 +344,7 @@ func receiptsList(ctx context.Context, e *env, ep *endpoint, keys receipts.Keys,
 		fmt.Fprintln(tw, cols)
 		for _, r := range out {
 			if len(args) == 0 {
-				fmt.Fprintf(tw, "%s\t", r.Session)
+				fmt.Fprintf(tw, "%s\t", cell(r.Session))
 			}
 			why := ""
 			if r.Reason != "" {
@@ -354,7 +354,7 @@ func receiptsList(ctx context.Context, e *env, ep *endpoint, keys receipts.Keys,
 			if r.Kind != "" {
 				energy = grant.FormatEnergy(r.EnergyUJ)
 			}
-			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s%s\n", r.Seq, r.Index, paintVerdict(e, r.Verdict), dash(r.Kind), dash(r.Tool), paintDecision(e, dash(r.Decision)), dash(r.Code), energy, r.Summary, why)
+			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s%s\n", r.Seq, r.Index, paintVerdict(e, r.Verdict), dash(r.Kind), cell(dash(r.Tool)), paintDecision(e, cell(dash(r.Decision))), cell(dash(r.Code)), energy, cell(r.Summary), cell(why))
 		}
 		if err := tw.Flush(); err != nil {
 			return err

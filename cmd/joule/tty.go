@@ -3,7 +3,11 @@ package main
 import (
 	"io"
 	"os"
+	"strconv"
+	"strings"
 	"text/tabwriter"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/mattn/go-isatty"
 )
@@ -27,6 +31,39 @@ func colour(w io.Writer) bool {
 }
 
 func newTable(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0) }
+
+// cell makes text that came from a payload or a receipt (a summary, a
+// session id, a tool name) safe for one table cell: a newline or tab would
+// break the row and the columns, and an escape sequence or a bidi override
+// would reach the terminal as a command, so every rune that is not graphic
+// (or a plain space), and every invalid byte, is written as its Go escape.
+func cell(s string) string {
+	clean := true
+	for _, r := range s {
+		if r == utf8.RuneError || r != ' ' && !unicode.IsGraphic(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			b.WriteString(`\x` + strconv.FormatUint(uint64(s[i])|0x100, 16)[1:])
+		case r == ' ' || unicode.IsGraphic(r):
+			b.WriteString(s[i : i+n])
+		default:
+			q := strconv.QuoteRuneToASCII(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+		i += n
+	}
+	return b.String()
+}
 
 const (
 	ansiRed    = "\x1b[31m"
