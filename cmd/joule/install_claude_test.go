@@ -17,6 +17,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/joulehook/joule/mcpserver"
 )
 
 // claudeBin finds the pinned Claude Code CLI that .ci/setup.d/10-hosts.sh
@@ -211,6 +213,12 @@ func TestClaudeCodeE2E(t *testing.T) {
 		t.Fatalf("install: %+v", r)
 	}
 	t.Logf("install:\n%s", r.stdout)
+	// A project's .mcp.json servers start only in a trusted project once
+	// the user approves them: what the CLI's two dialogs write.
+	approval, _ := json.Marshal(map[string]any{"projects": map[string]any{ws: map[string]any{"hasTrustDialogAccepted": true, "enabledMcpjsonServers": []string{"joule"}}}})
+	if err := os.WriteFile(filepath.Join(userHome, ".claude.json"), approval, 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	claudeEnv := []string{
 		"HOME=" + userHome, "PATH=" + filepath.Dir(jouleBin) + ":/usr/local/bin:/usr/bin:/bin",
@@ -300,6 +308,18 @@ func TestClaudeCodeE2E(t *testing.T) {
 		}
 		deniedReason(t, "joule deny (action-not-granted)")
 		sealed(t, out, "deny", "Bash: dd if=/dev/null of=committed.txt")
+		// The committed .mcp.json names no path of this user's either, and
+		// its server still starts with no joule on PATH: its tools are
+		// in the model's request (in the deferred tools' list).
+		if b, _ := os.ReadFile(filepath.Join(ws, ".mcp.json")); strings.Contains(string(b), jouleBin) || strings.Contains(string(b), jouleHome) {
+			t.Errorf("the committed .mcp.json names this user's paths:\n%s", b)
+		}
+		api.mu.Lock()
+		mcpTools := len(api.lastBodies) > 0 && strings.Contains(api.lastBodies[0], "mcp__joule__"+mcpserver.ToolRead)
+		api.mu.Unlock()
+		if !mcpTools {
+			t.Errorf("joule's MCP tools are not in the model's request: the committed .mcp.json did not start joule mcp from settings.local.json's JOULE_BIN")
+		}
 
 		// Both files' hooks: does Claude Code run a handler twice when
 		// settings.json and settings.local.json hold the same command?
@@ -466,7 +486,9 @@ func TestClaudeCodeE2E(t *testing.T) {
 		found := false
 		sc := bufio.NewScanner(strings.NewReader(string(out)))
 		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "joule:") && strings.Contains(sc.Text(), jouleBin+" mcp") {
+			// claude mcp list shows the committed command (sh -c …) and
+			// runs it with claudeEnv's PATH, which has this joule.
+			if strings.HasPrefix(sc.Text(), "joule:") && strings.Contains(sc.Text(), "Connected") {
 				found = true
 			}
 		}

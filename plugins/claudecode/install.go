@@ -254,13 +254,30 @@ func mcpServer(s hook.Scope) map[string]any {
 	}
 	srv := f.MCPServers["joule"]
 	srv["command"] = s.Joule
+	if s.Project != "" && s.Resident == nil {
+		// The committed .mcp.json must work for every teammate, so it
+		// names no path of this user's: the server's environment has
+		// settings.local.json's env (JOULE_BIN), but Claude Code expands
+		// ${VAR} in command and args before it applies that env, so the
+		// lookup is the shell's, with a bare $JOULE_BIN Claude Code leaves
+		// alone (TestClaudeCodeE2E "committed settings" checks the server
+		// starts with no joule on PATH).
+		srv["command"], srv["args"] = "sh", []any{"-c", mcpShell}
+	}
 	return srv
 }
+
+// mcpShell starts the joule of settings.local.json's JOULE_BIN, else the
+// one on PATH.
+const mcpShell = `test -n "$` + EnvJoule + `" || ` + EnvJoule + `=joule; exec "$` + EnvJoule + `" mcp`
 
 func isOurServer(v any) bool {
 	m, ok := v.(map[string]any)
 	cmd, _ := m["command"].(string)
 	args, _ := m["args"].([]any)
+	if ok && cmd == "sh" && len(args) == 2 && args[0] == "-c" && args[1] == mcpShell {
+		return true
+	}
 	return ok && strings.Contains(filepath.Base(cmd), "joule") && len(args) > 0 && args[0] == "mcp"
 }
 
