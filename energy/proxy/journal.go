@@ -96,9 +96,48 @@ func (j *journal) begin(rec energy.Record) error {
 	return j.write(journalLine{Seal: &pendingSeal{Written: time.Now(), Record: rec}}, rec.Nonce, true)
 }
 
+// beginAll journals recs, each carrying its nonce, in one write.
+func (j *journal) beginAll(recs []energy.Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	now := time.Now()
+	var b []byte
+	for _, rec := range recs {
+		l, err := json.Marshal(journalLine{Seal: &pendingSeal{Written: now, Record: rec}})
+		if err != nil {
+			return err
+		}
+		b = append(append(b, l...), '\n')
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f == nil {
+		return errors.New("journal closed")
+	}
+	j.held = append(j.held, b...)
+	if err := j.flushLocked(); err != nil {
+		return err
+	}
+	for _, rec := range recs {
+		j.pending[rec.Nonce] = true
+	}
+	return nil
+}
+
 // done marks the receipt of nonce sealed.
 func (j *journal) done(nonce string) error {
 	return j.write(journalLine{Done: nonce}, nonce, false)
+}
+
+// doneAll marks the receipts of nonces sealed.
+func (j *journal) doneAll(nonces []string) error {
+	for _, n := range nonces {
+		if err := j.done(n); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // flushLocked writes the done lines held back; j.mu is held.
