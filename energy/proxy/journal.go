@@ -56,6 +56,9 @@ type pendingSeal struct {
 	Record  energy.Record `json:"record"`
 }
 
+// lineBuffers hold journal lines being encoded.
+var lineBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
 // journal is one proxy's journal file, locked for as long as the proxy runs.
 type journal struct {
 	mu      sync.Mutex
@@ -102,22 +105,33 @@ func (j *journal) beginAll(recs []energy.Record) error {
 		return nil
 	}
 	now := time.Now()
-	var b []byte
+	buf := lineBuffers.Get().(*bytes.Buffer)
+	defer lineBuffers.Put(buf)
+	buf.Reset()
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
 	for _, rec := range recs {
-		l, err := json.Marshal(journalLine{Seal: &pendingSeal{Written: now, Record: rec}})
-		if err != nil {
+		if err := enc.Encode(journalLine{Seal: &pendingSeal{Written: now, Record: rec}}); err != nil {
 			return err
 		}
-		b = append(append(b, l...), '\n')
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.f == nil {
 		return errors.New("journal closed")
 	}
-	j.held = append(j.held, b...)
-	if err := j.flushLocked(); err != nil {
-		return err
+	// One write of whole lines, the held-back done lines first.
+	if len(j.held) > 0 {
+		j.held = append(j.held, buf.Bytes()...)
+		if err := j.flushLocked(); err != nil {
+			return err
+		}
+	} else {
+		n, err := j.f.Write(buf.Bytes())
+		j.size += int64(n)
+		if err != nil {
+			return err
+		}
 	}
 	for _, rec := range recs {
 		j.pending[rec.Nonce] = true
