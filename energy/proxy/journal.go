@@ -166,11 +166,15 @@ func (j *journal) flushLocked() error {
 }
 
 func (j *journal) write(l journalLine, nonce string, pending bool) error {
-	b, err := json.Marshal(l)
-	if err != nil {
+	buf := lineBuffers.Get().(*bytes.Buffer)
+	defer lineBuffers.Put(buf)
+	buf.Reset()
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(l); err != nil { // the line and its newline
 		return err
 	}
-	b = append(b, '\n')
+	b := buf.Bytes()
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.f == nil {
