@@ -58,6 +58,42 @@ func (r *Recorder) Seal(ctx context.Context, rec Record) (store.Entry, *receipts
 	if r == nil || r.Store == nil || r.Sealer == nil {
 		return store.Entry{}, nil, errors.New("energy: recorder has no store or sealer")
 	}
+	req, sealed := r.request(rec)
+	e, err := r.Store.Seal(ctx, req)
+	if err != nil {
+		return store.Entry{}, nil, err
+	}
+	return e, sealed, nil
+}
+
+// SealBatch seals recs as Seal does each, in order, committing them
+// together (store.SealBatch): errs[i] is nil when entries[i] and
+// sealed[i] hold recs[i]'s receipt.
+func (r *Recorder) SealBatch(ctx context.Context, recs []Record) (entries []store.Entry, sealed []*receipts.Efficiency, errs []error) {
+	sealed = make([]*receipts.Efficiency, len(recs))
+	if r == nil || r.Store == nil || r.Sealer == nil {
+		errs = make([]error, len(recs))
+		for i := range errs {
+			errs[i] = errors.New("energy: recorder has no store or sealer")
+		}
+		return make([]store.Entry, len(recs)), sealed, errs
+	}
+	reqs := make([]store.SealRequest, len(recs))
+	for i, rec := range recs {
+		reqs[i], sealed[i] = r.request(rec)
+	}
+	entries, errs = r.Store.SealBatch(ctx, reqs)
+	for i, err := range errs {
+		if err != nil {
+			sealed[i] = nil
+		}
+	}
+	return entries, sealed, errs
+}
+
+// request is the store request that seals rec; the receipt it sealed is
+// written to *sealed.
+func (r *Recorder) request(rec Record) (store.SealRequest, *receipts.Efficiency) {
 	when := rec.Time
 	if when.IsZero() {
 		when = time.Now()
@@ -86,8 +122,8 @@ func (r *Recorder) Seal(ctx context.Context, rec Record) (store.Entry, *receipts
 	if eff.Grants == nil {
 		eff.Grants = []string{}
 	}
-	var sealed receipts.Efficiency
-	e, err := r.Store.Seal(ctx, store.SealRequest{Session: rec.Session, Settle: rec.Reservation, SettleUJ: rec.SettleUJ, Draw: rec.Draw, Build: func(pos store.Position, _ error) ([]byte, bool, error) {
+	sealed := new(receipts.Efficiency)
+	return store.SealRequest{Session: rec.Session, Settle: rec.Reservation, SettleUJ: rec.SettleUJ, Draw: rec.Draw, Build: func(pos store.Position, _ error) ([]byte, bool, error) {
 		c := *eff
 		c.Session, c.Sequence, c.Prev = pos.Session, pos.Seq, core.ID(pos.Prev)
 		c.Nonce = rec.Nonce
@@ -103,13 +139,9 @@ func (r *Recorder) Seal(ctx context.Context, rec Record) (store.Entry, *receipts
 			return nil, false, err
 		}
 		env, err := r.Sealer.SealPayload(payload)
-		sealed = c
+		*sealed = c
 		return env, false, err
-	}})
-	if err != nil {
-		return store.Entry{}, nil, err
-	}
-	return e, &sealed, nil
+	}}, sealed
 }
 
 func truncate(s string, n int) string {

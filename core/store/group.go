@@ -123,6 +123,56 @@ func (g *sealGroup) runGroup(s *Store) {
 	g.next(s)
 }
 
+// MaxSealBatch bounds the decisions SealBatch commits in one transaction.
+const MaxSealBatch = 256
+
+// SealBatch seals reqs, in order, with the outcome each would have had
+// from Seal called one after another: its own position, debit outcome and
+// error (errs[i], nil when entries[i] was sealed). They are committed
+// together, up to MaxSealBatch in one transaction and one sync, rather than
+// by as many goroutines waiting on Seal's group commit: for a caller that
+// already holds many decisions to seal (a metering proxy's finished calls).
+// Every decision's ctx is ctx; a decision the store could not commit (its
+// lock timed out, say) gets that error, as it would from Seal.
+func (s *Store) SealBatch(ctx context.Context, reqs []SealRequest) (entries []Entry, errs []error) {
+	entries = make([]Entry, len(reqs))
+	errs = make([]error, len(reqs))
+	var calls []*sealCall
+	var at []int
+	for i, req := range reqs {
+		if err := req.check(); err != nil {
+			errs[i] = fmt.Errorf("store: seal: %w", err)
+			continue
+		}
+		calls = append(calls, &sealCall{ctx: ctx, req: req, done: make(chan struct{})})
+		at = append(at, i)
+	}
+	for len(calls) > 0 {
+		n := min(len(calls), MaxSealBatch)
+		chunk := calls[:n]
+		if err := ctx.Err(); err != nil {
+			for _, c := range chunk {
+				c.err = err
+			}
+		} else if n == 1 {
+			chunk[0].e, chunk[0].err = s.sealOne(ctx, chunk[0].req)
+		} else {
+			s.sealGroup(chunk)
+			s.group.grouped.Add(int64(n))
+		}
+		for k, c := range chunk {
+			i := at[k]
+			if c.err != nil {
+				errs[i] = fmt.Errorf("store: seal session %q: %w", c.req.Session, c.err)
+			} else {
+				entries[i] = c.e
+			}
+		}
+		calls, at = calls[n:], at[n:]
+	}
+	return entries, errs
+}
+
 // sealGroup seals calls in one transaction: on SQLite as one batch
 // (batch.go), falling back to a savepoint per decision when a decision
 // fails after writing; on PostgreSQL always a savepoint per decision.

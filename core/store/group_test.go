@@ -150,3 +150,65 @@ func TestBuildPanic(t *testing.T) {
 	}
 	seal(t, s, "p", nil, 0, "after")
 }
+
+// TestSealBatch: SealBatch gives each decision the outcome it gets from
+// Seal called once per decision in the same order, on a twin store: the
+// same positions and envelopes, the same debits kept and refused, an
+// invalid request, a failing Build and a duplicate envelope failing alone,
+// and more decisions than one transaction takes.
+func TestSealBatch(t *testing.T) { forBackends(t, testSealBatch) }
+
+func testSealBatch(t *testing.T, b backend) {
+	ctx := context.Background()
+	const n = MaxSealBatch + 40
+	stores := [2]*Store{b.open(t), b.open(t)}
+	var dups [2]Entry
+	for k, s := range stores {
+		putGrant(t, s, "g", "", 100*7)
+		dups[k] = seal(t, s, "dup", nil, 0, "x")
+	}
+	reqs := func(k int) []SealRequest {
+		rs := make([]SealRequest, n)
+		for i := range rs {
+			rs[i] = SealRequest{Session: fmt.Sprintf("s%d", i%3), Debit: []string{"g"}, AmountUJ: 7, Build: allowBuild(fmt.Sprint(i))}
+			switch i % 50 {
+			case 11:
+				rs[i].Session = "" // invalid
+			case 23:
+				rs[i].Build = func(Position, error) ([]byte, bool, error) { return nil, false, errBuildRefused }
+			case 37:
+				dup := dups[k].Envelope
+				rs[i].Build = func(Position, error) ([]byte, bool, error) { return dup, true, nil }
+			}
+		}
+		return rs
+	}
+	entries, errs := stores[0].SealBatch(ctx, reqs(0))
+	for i, req := range reqs(1) {
+		want, wantErr := stores[1].Seal(ctx, req)
+		if (errs[i] == nil) != (wantErr == nil) || errs[i] != nil && errs[i].Error() != wantErr.Error() {
+			t.Fatalf("decision %d: SealBatch error %v, Seal error %v", i, errs[i], wantErr)
+		}
+		if wantErr == nil && (entries[i].Position != want.Position || string(entries[i].Envelope) != string(want.Envelope)) {
+			t.Fatalf("decision %d: SealBatch sealed %+v %q, Seal %+v %q", i, entries[i].Position, entries[i].Envelope, want.Position, want.Envelope)
+		}
+	}
+	for _, i := range []int{11, 23, 37} {
+		if errs[i] == nil {
+			t.Errorf("decision %d sealed, want its error", i)
+		}
+	}
+	for k, s := range stores {
+		g, err := s.Grant(ctx, "g")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.SpentUJ != 100*7 {
+			t.Errorf("store %d: spent %d, want the whole budget %d", k, g.SpentUJ, 100*7)
+		}
+		checkConsistent(t, s)
+	}
+	if stores[0].group.grouped.Load() < MaxSealBatch {
+		t.Errorf("%d decisions shared a transaction, want at least %d", stores[0].group.grouped.Load(), MaxSealBatch)
+	}
+}

@@ -56,6 +56,9 @@ type pendingSeal struct {
 	Record  energy.Record `json:"record"`
 }
 
+// lineBuffers hold journal lines being encoded.
+var lineBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
 // journal is one proxy's journal file, locked for as long as the proxy runs.
 type journal struct {
 	mu      sync.Mutex
@@ -96,9 +99,59 @@ func (j *journal) begin(rec energy.Record) error {
 	return j.write(journalLine{Seal: &pendingSeal{Written: time.Now(), Record: rec}}, rec.Nonce, true)
 }
 
+// beginAll journals recs, each carrying its nonce, in one write.
+func (j *journal) beginAll(recs []energy.Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	now := time.Now()
+	buf := lineBuffers.Get().(*bytes.Buffer)
+	defer lineBuffers.Put(buf)
+	buf.Reset()
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	for _, rec := range recs {
+		if err := enc.Encode(journalLine{Seal: &pendingSeal{Written: now, Record: rec}}); err != nil {
+			return err
+		}
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f == nil {
+		return errors.New("journal closed")
+	}
+	// One write of whole lines, the held-back done lines first.
+	if len(j.held) > 0 {
+		j.held = append(j.held, buf.Bytes()...)
+		if err := j.flushLocked(); err != nil {
+			return err
+		}
+	} else {
+		n, err := j.f.Write(buf.Bytes())
+		j.size += int64(n)
+		if err != nil {
+			return err
+		}
+	}
+	for _, rec := range recs {
+		j.pending[rec.Nonce] = true
+	}
+	return nil
+}
+
 // done marks the receipt of nonce sealed.
 func (j *journal) done(nonce string) error {
 	return j.write(journalLine{Done: nonce}, nonce, false)
+}
+
+// doneAll marks the receipts of nonces sealed.
+func (j *journal) doneAll(nonces []string) error {
+	for _, n := range nonces {
+		if err := j.done(n); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // flushLocked writes the done lines held back; j.mu is held.
@@ -113,11 +166,15 @@ func (j *journal) flushLocked() error {
 }
 
 func (j *journal) write(l journalLine, nonce string, pending bool) error {
-	b, err := json.Marshal(l)
-	if err != nil {
+	buf := lineBuffers.Get().(*bytes.Buffer)
+	defer lineBuffers.Put(buf)
+	buf.Reset()
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(l); err != nil { // the line and its newline
 		return err
 	}
-	b = append(b, '\n')
+	b := buf.Bytes()
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.f == nil {

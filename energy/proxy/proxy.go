@@ -91,6 +91,7 @@ type Proxy struct {
 	inflight sync.WaitGroup
 	leases   *leases
 	unsealed chan struct{} // one token per answered call whose receipt is not yet sealed
+	sq       sealQueue
 	models   *models
 	journal  *journal // nil without Config.Journal
 }
@@ -160,9 +161,14 @@ func New(cfg Config) (*Proxy, error) {
 		}
 	}
 	p.reverse = &httputil.ReverseProxy{
-		Rewrite:        p.rewrite,
-		Transport:      tr,
-		FlushInterval:  -1, // every write reaches the client at once: no buffering of SSE or NDJSON
+		Rewrite:   p.rewrite,
+		Transport: tr,
+		// Streams (text/event-stream, or a body of unknown length: NDJSON)
+		// are flushed at every write: ReverseProxy does so for them
+		// whatever this says. A body of known length is one document, sent
+		// whole: flushing it would cost each call a timer and an extra
+		// write of its headers alone.
+		FlushInterval:  0,
 		BufferPool:     bufferPool{},
 		ModifyResponse: p.modifyResponse,
 		ErrorHandler:   p.upstreamError,
@@ -496,7 +502,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	}
 	c.upstreamOK = resp.StatusCode >= 200 && resp.StatusCode < 300
 	m := &meter{}
-	t := &tap{body: resp.Body, onEnd: func(t *tap) { p.sealLater(func() { p.finish(c, m, t, nil) }) }}
+	t := &tap{body: resp.Body, onEnd: func(t *tap) { p.finish(c, m, t, nil) }}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch {
 	case mt == "text/event-stream":
@@ -551,9 +557,12 @@ func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error)
 	}
 }
 
-// sealLater seals an answered call's receipt in the background, so that a
-// call's latency never includes the store's fsyncs, and receipts finished
-// together share one transaction (group commit).
+// A finished call's receipt is sealed in the background, so that a call's
+// latency never includes the store's fsyncs. One sealing loop at a time
+// takes every finished call queued (up to store.MaxSealBatch), journals what
+// their receipts will say in one write, and seals them in one transaction
+// (store.SealBatch): a burst of calls costs one goroutine, one journal write
+// and one fsync, not one of each per call.
 //
 // Nothing is lost by answering first. Until its receipt is sealed, the
 // call's estimate stays held in its lease, a durable reservation in the
@@ -562,15 +571,160 @@ func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error)
 // A proxy killed outright has journaled each receipt before sealing it
 // (journal.go): the next proxy seals what it finds there, and gives the
 // lease back. The answered calls awaiting a receipt are bounded by
-// MaxUnsealed plus those whose handlers are waiting here, at most one per
-// client connection, since a waiting handler's connection serves nothing
-// more until a receipt is sealed.
-func (p *Proxy) sealLater(seal func()) {
+// MaxUnsealed plus those whose handlers are waiting in enqueue, at most one
+// per client connection, since a waiting handler's connection serves
+// nothing more until a receipt is sealed.
+
+// sealJob is a finished call waiting for its receipt.
+type sealJob struct {
+	c *call
+	// rec is the receipt with its draw on the call's lease; alone, the
+	// same receipt without it, for when the lease is gone.
+	rec, alone energy.Record
+}
+
+// sealQueue holds the finished calls not yet taken by the sealing loop.
+type sealQueue struct {
+	mu      sync.Mutex
+	jobs    []*sealJob
+	running bool // a sealing loop is running; it ends when it finds jobs empty
+}
+
+// enqueue queues a finished call's receipt, waiting while MaxUnsealed are.
+func (p *Proxy) enqueue(j *sealJob) {
 	p.unsealed <- struct{}{}
-	go func() {
-		defer func() { <-p.unsealed }()
-		seal()
+	q := &p.sq
+	q.mu.Lock()
+	q.jobs = append(q.jobs, j)
+	start := !q.running
+	q.running = true
+	q.mu.Unlock()
+	if start {
+		go p.sealLoop()
+	}
+}
+
+// sealLoop seals queued receipts until none are left.
+func (p *Proxy) sealLoop() {
+	q := &p.sq
+	for {
+		q.mu.Lock()
+		n := min(len(q.jobs), store.MaxSealBatch)
+		if n == 0 {
+			q.jobs, q.running = nil, false
+			q.mu.Unlock()
+			return
+		}
+		jobs := q.jobs[:n:n]
+		q.jobs = q.jobs[n:]
+		q.mu.Unlock()
+		p.sealJobs(jobs)
+	}
+}
+
+// sealJobs charges and seals the receipts of finished calls, each in its
+// session's chain.
+func (p *Proxy) sealJobs(jobs []*sealJob) {
+	defer func() {
+		for range jobs {
+			<-p.unsealed
+			p.inflight.Done()
+		}
 	}()
+	// The clients may be gone; the ledger and the receipts must not be.
+	ctx := context.Background()
+	if p.journal != nil {
+		// What the calls used replaces, in the journal, the worst cases
+		// written when they were admitted.
+		recs := make([]energy.Record, 0, len(jobs))
+		for _, j := range jobs {
+			if j.rec.Nonce != "" {
+				recs = append(recs, j.rec)
+			}
+		}
+		if err := p.journal.beginAll(recs); err != nil {
+			p.logf("journal: %v", err)
+		}
+	}
+	// Charge and seal in one transaction; only if that fails for a reason
+	// other than the lock (the lease is gone) is a receipt sealed alone,
+	// saying so.
+	entries, effs, errs := p.sealRecords(ctx, jobs, func(j *sealJob) energy.Record { return j.rec })
+	var again []*sealJob
+	var at []int
+	for i, j := range jobs {
+		if errs[i] != nil && !errors.Is(errs[i], store.ErrLocked) {
+			p.logf("charge lease %d with its receipt: %v", j.c.ticket.l.id, errs[i])
+			j.alone.Note = strings.TrimSpace(j.alone.Note + "; charging the call's lease failed: " + errs[i].Error())
+			again, at = append(again, j), append(at, i)
+		}
+		p.leases.done(j.c.ticket, errs[i] == nil)
+	}
+	if len(again) > 0 {
+		e2, eff2, err2 := p.sealRecords(ctx, again, func(j *sealJob) energy.Record { return j.alone })
+		for k, i := range at {
+			entries[i], effs[i], errs[i] = e2[k], eff2[k], err2[k]
+		}
+	}
+	var done []string
+	for i, j := range jobs {
+		if errs[i] == nil && j.rec.Nonce != "" {
+			done = append(done, j.rec.Nonce)
+		}
+	}
+	if p.journal != nil && len(done) > 0 {
+		if err := p.journal.doneAll(done); err != nil {
+			p.logf("journal: %v", err)
+		}
+	}
+	for i, j := range jobs {
+		c, rec, e, eff := j.c, j.rec, entries[i], effs[i]
+		if errs[i] != nil {
+			p.logf("seal receipt for session %s: %v", c.session, errs[i])
+			continue
+		}
+		if p.cfg.Logf != nil {
+			p.logf("sealed %s %s session=%s seq=%d model=%s in=%d cached=%d write=%d out=%d %s %s %s in %v",
+				c.route.family, c.route.name, c.session, e.Seq, rec.Model, rec.Usage.Input, rec.Usage.CachedInput,
+				rec.Usage.CacheWrite, rec.Usage.Output, grant.FormatEnergy(rec.Estimate.UJ), rec.Estimate.Provenance, eff.Status,
+				rec.Time.Sub(c.start).Round(time.Millisecond))
+		}
+		if p.cfg.Sealed != nil {
+			p.cfg.Sealed(e, eff)
+		}
+	}
+}
+
+// sealRecords seals the record of each job, in order. A burst of calls
+// queues on the store's write lock, so the receipts a lock timeout kept out
+// are retried for a while rather than lost.
+func (p *Proxy) sealRecords(ctx context.Context, jobs []*sealJob, record func(*sealJob) energy.Record) ([]store.Entry, []*receipts.Efficiency, []error) {
+	recs := make([]energy.Record, len(jobs))
+	for i, j := range jobs {
+		recs[i] = record(j)
+	}
+	entries, effs, errs := p.cfg.Recorder.SealBatch(ctx, recs)
+	deadline := time.Now().Add(lockedRetryFor)
+	for {
+		var locked []int
+		for i, err := range errs {
+			if errors.Is(err, store.ErrLocked) {
+				locked = append(locked, i)
+			}
+		}
+		if len(locked) == 0 || time.Now().After(deadline) {
+			return entries, effs, errs
+		}
+		time.Sleep(50 * time.Millisecond)
+		retry := make([]energy.Record, len(locked))
+		for k, i := range locked {
+			retry[k] = recs[i]
+		}
+		e2, eff2, err2 := p.cfg.Recorder.SealBatch(ctx, retry)
+		for k, i := range locked {
+			entries[i], effs[i], errs[i] = e2[k], eff2[k], err2[k]
+		}
+	}
 }
 
 // journalStart journals an admitted call before it is forwarded, as the
@@ -600,56 +754,17 @@ func (p *Proxy) journalStart(c *call) {
 }
 
 // finish settles the call's reservation to what it used and seals its
-// receipt, exactly once, whatever way the call ended.
+// receipt, exactly once, whatever way the call ended: it queues the receipt
+// for the sealing loop, which marks the call done once it is sealed.
 func (p *Proxy) finish(c *call, m *meter, t *tap, failure error) {
 	c.once.Do(func() {
-		defer p.inflight.Done()
 		rec, settle := p.account(c, m, t, failure)
-		// The client may be gone; the ledger and the receipt must not be.
-		// A burst of calls queues on the store's write lock, so a lock
-		// timeout is retried for a while rather than losing the receipt.
-		ctx := context.Background()
-		var (
-			e   store.Entry
-			eff *receipts.Efficiency
-		)
-		// Charge and seal in one transaction; only if that fails for a
-		// reason other than the lock (the lease is gone) is the receipt
-		// sealed alone, saying so.
-		withDraw := rec
-		withDraw.Draw = c.ticket.draw(settle)
+		j := &sealJob{c: c, rec: rec, alone: rec}
+		j.rec.Draw = c.ticket.draw(settle)
 		if p.journal != nil && c.nonce != "" {
-			// What the call used replaces, in the journal, the worst case
-			// written when it was admitted.
-			rec.Nonce, withDraw.Nonce = c.nonce, c.nonce
-			if err := p.journal.begin(withDraw); err != nil {
-				p.logf("journal: %v", err)
-			}
+			j.rec.Nonce, j.alone.Nonce = c.nonce, c.nonce
 		}
-		err := retryLocked(func() (err error) { e, eff, err = p.cfg.Recorder.Seal(ctx, withDraw); return err })
-		drawn := err == nil
-		if err != nil && !errors.Is(err, store.ErrLocked) {
-			p.logf("charge lease %d with its receipt: %v", c.ticket.l.id, err)
-			rec.Note = strings.TrimSpace(rec.Note + "; charging the call's lease failed: " + err.Error())
-			err = retryLocked(func() (err error) { e, eff, err = p.cfg.Recorder.Seal(ctx, rec); return err })
-		}
-		p.leases.done(c.ticket, drawn)
-		if err != nil {
-			p.logf("seal receipt for session %s: %v", c.session, err)
-			return
-		}
-		if p.journal != nil && rec.Nonce != "" {
-			if err := p.journal.done(rec.Nonce); err != nil {
-				p.logf("journal: %v", err)
-			}
-		}
-		p.logf("sealed %s %s session=%s seq=%d model=%s in=%d cached=%d write=%d out=%d %s %s %s in %v",
-			c.route.family, c.route.name, c.session, e.Seq, rec.Model, rec.Usage.Input, rec.Usage.CachedInput,
-			rec.Usage.CacheWrite, rec.Usage.Output, grant.FormatEnergy(rec.Estimate.UJ), rec.Estimate.Provenance, eff.Status,
-			rec.Time.Sub(c.start).Round(time.Millisecond))
-		if p.cfg.Sealed != nil {
-			p.cfg.Sealed(e, eff)
-		}
+		p.enqueue(j)
 	})
 }
 
