@@ -95,43 +95,33 @@ func openJournal(dir string) (*journal, error) {
 }
 
 // begin journals rec, which must carry its nonce, before it is sealed.
-func (j *journal) begin(rec energy.Record) error {
-	return j.write(journalLine{Seal: &pendingSeal{Written: time.Now(), Record: rec}}, rec.Nonce, true)
-}
+func (j *journal) begin(rec energy.Record) error { return j.beginAll([]energy.Record{rec}) }
 
-// beginAll journals recs, each carrying its nonce, in one write.
+// beginAll journals recs, each carrying its nonce, in one write of whole
+// lines, the held-back done lines first: a process that dies leaves whole
+// lines.
 func (j *journal) beginAll(recs []energy.Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
 	now := time.Now()
-	buf := lineBuffers.Get().(*bytes.Buffer)
-	defer lineBuffers.Put(buf)
-	buf.Reset()
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false)
-	for _, rec := range recs {
-		if err := enc.Encode(journalLine{Seal: &pendingSeal{Written: now, Record: rec}}); err != nil {
-			return err
-		}
+	lines := make([]journalLine, len(recs))
+	for i, rec := range recs {
+		lines[i] = journalLine{Seal: &pendingSeal{Written: now, Record: rec}}
 	}
+	buf, err := encodeLines(lines...)
+	if err != nil {
+		return err
+	}
+	defer lineBuffers.Put(buf)
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.f == nil {
 		return errors.New("journal closed")
 	}
-	// One write of whole lines, the held-back done lines first.
-	if len(j.held) > 0 {
-		j.held = append(j.held, buf.Bytes()...)
-		if err := j.flushLocked(); err != nil {
-			return err
-		}
-	} else {
-		n, err := j.f.Write(buf.Bytes())
-		j.size += int64(n)
-		if err != nil {
-			return err
-		}
+	j.held = append(j.held, buf.Bytes()...)
+	if err := j.flushLocked(); err != nil {
+		return err
 	}
 	for _, rec := range recs {
 		j.pending[rec.Nonce] = true
@@ -140,18 +130,57 @@ func (j *journal) beginAll(recs []energy.Record) error {
 }
 
 // done marks the receipt of nonce sealed.
-func (j *journal) done(nonce string) error {
-	return j.write(journalLine{Done: nonce}, nonce, false)
+func (j *journal) done(nonce string) error { return j.doneAll([]string{nonce}) }
+
+// doneAll marks the receipts of nonces sealed. Done lines are held back
+// and written with the next begin (or once 4 kB are held): losing them in
+// a crash only makes the next proxy find the receipts already sealed.
+func (j *journal) doneAll(nonces []string) error {
+	lines := make([]journalLine, len(nonces))
+	for i, n := range nonces {
+		lines[i] = journalLine{Done: n}
+	}
+	buf, err := encodeLines(lines...)
+	if err != nil {
+		return err
+	}
+	defer lineBuffers.Put(buf)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f == nil {
+		return errors.New("journal closed")
+	}
+	for _, n := range nonces {
+		delete(j.pending, n)
+	}
+	if len(j.pending) == 0 && j.size+int64(len(j.held)) > journalCompactAt {
+		// Nothing in it is needed any more.
+		if err := j.f.Truncate(0); err == nil {
+			j.size, j.held = 0, j.held[:0]
+		}
+		return nil
+	}
+	j.held = append(j.held, buf.Bytes()...)
+	if len(j.held) < 4<<10 {
+		return nil
+	}
+	return j.flushLocked()
 }
 
-// doneAll marks the receipts of nonces sealed.
-func (j *journal) doneAll(nonces []string) error {
-	for _, n := range nonces {
-		if err := j.done(n); err != nil {
-			return err
+// encodeLines encodes lines, one JSON object and newline each, into a
+// pooled buffer the caller puts back.
+func encodeLines(lines ...journalLine) (*bytes.Buffer, error) {
+	buf := lineBuffers.Get().(*bytes.Buffer)
+	buf.Reset()
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	for _, l := range lines {
+		if err := enc.Encode(l); err != nil {
+			lineBuffers.Put(buf)
+			return nil, err
 		}
 	}
-	return nil
+	return buf, nil
 }
 
 // flushLocked writes the done lines held back; j.mu is held.
@@ -163,46 +192,6 @@ func (j *journal) flushLocked() error {
 	j.size += int64(n)
 	j.held = j.held[:0]
 	return err
-}
-
-func (j *journal) write(l journalLine, nonce string, pending bool) error {
-	buf := lineBuffers.Get().(*bytes.Buffer)
-	defer lineBuffers.Put(buf)
-	buf.Reset()
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(l); err != nil { // the line and its newline
-		return err
-	}
-	b := buf.Bytes()
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.f == nil {
-		return errors.New("journal closed")
-	}
-	if !pending {
-		delete(j.pending, nonce)
-		if len(j.pending) == 0 && j.size+int64(len(j.held)) > journalCompactAt {
-			// Nothing in it is needed any more.
-			if err := j.f.Truncate(0); err == nil {
-				j.size, j.held = 0, j.held[:0]
-			}
-			return nil
-		}
-		j.held = append(j.held, b...)
-		if len(j.held) < 4<<10 {
-			return nil
-		}
-		return j.flushLocked()
-	}
-	// One write of whole lines, the held-back done lines first: a process
-	// that dies leaves whole lines.
-	j.held = append(j.held, b...)
-	if err := j.flushLocked(); err != nil {
-		return err
-	}
-	j.pending[nonce] = true
-	return nil
 }
 
 // close closes the journal and removes it when nothing in it is pending;
