@@ -697,34 +697,34 @@ func (p *Proxy) sealJobs(jobs []*sealJob) {
 
 // sealRecords seals the record of each job, in order. A burst of calls
 // queues on the store's write lock, so the receipts a lock timeout kept out
-// are retried for a while rather than lost.
+// are retried (retryLocked) rather than lost.
 func (p *Proxy) sealRecords(ctx context.Context, jobs []*sealJob, record func(*sealJob) energy.Record) ([]store.Entry, []*receipts.Efficiency, []error) {
-	recs := make([]energy.Record, len(jobs))
-	for i, j := range jobs {
-		recs[i] = record(j)
+	entries := make([]store.Entry, len(jobs))
+	effs := make([]*receipts.Efficiency, len(jobs))
+	errs := make([]error, len(jobs))
+	todo := make([]int, len(jobs))
+	for i := range todo {
+		todo[i] = i
 	}
-	entries, effs, errs := p.cfg.Recorder.SealBatch(ctx, recs)
-	deadline := time.Now().Add(lockedRetryFor)
-	for {
+	retryLocked(func() error {
+		recs := make([]energy.Record, len(todo))
+		for k, i := range todo {
+			recs[k] = record(jobs[i])
+		}
+		e, eff, err := p.cfg.Recorder.SealBatch(ctx, recs)
 		var locked []int
-		for i, err := range errs {
-			if errors.Is(err, store.ErrLocked) {
+		for k, i := range todo {
+			entries[i], effs[i], errs[i] = e[k], eff[k], err[k]
+			if errors.Is(err[k], store.ErrLocked) {
 				locked = append(locked, i)
 			}
 		}
-		if len(locked) == 0 || time.Now().After(deadline) {
-			return entries, effs, errs
+		if todo = locked; len(todo) > 0 {
+			return errs[todo[0]]
 		}
-		time.Sleep(50 * time.Millisecond)
-		retry := make([]energy.Record, len(locked))
-		for k, i := range locked {
-			retry[k] = recs[i]
-		}
-		e2, eff2, err2 := p.cfg.Recorder.SealBatch(ctx, retry)
-		for k, i := range locked {
-			entries[i], effs[i], errs[i] = e2[k], eff2[k], err2[k]
-		}
-	}
+		return nil
+	})
+	return entries, effs, errs
 }
 
 // journalStart journals an admitted call before it is forwarded, as the
