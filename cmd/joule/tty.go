@@ -38,14 +38,7 @@ func newTable(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 
 // would reach the terminal as a command, so every rune that is not graphic
 // (or a plain space), and every invalid byte, is written as its Go escape.
 func cell(s string) string {
-	clean := true
-	for _, r := range s {
-		if r == utf8.RuneError || r != ' ' && !unicode.IsGraphic(r) {
-			clean = false
-			break
-		}
-	}
-	if clean {
+	if strings.IndexFunc(s, unsafeInCell) < 0 {
 		return s
 	}
 	var b strings.Builder
@@ -54,7 +47,7 @@ func cell(s string) string {
 		switch {
 		case r == utf8.RuneError && n == 1:
 			b.WriteString(`\x` + strconv.FormatUint(uint64(s[i])|0x100, 16)[1:])
-		case r == ' ' || unicode.IsGraphic(r):
+		case !unsafeInCell(r):
 			b.WriteString(s[i : i+n])
 		default:
 			q := strconv.QuoteRuneToASCII(r)
@@ -63,6 +56,12 @@ func cell(s string) string {
 		i += n
 	}
 	return b.String()
+}
+
+// unsafeInCell reports whether r may not be printed in a cell as it is.
+// (An invalid byte decodes as utf8.RuneError, which is graphic itself.)
+func unsafeInCell(r rune) bool {
+	return r == utf8.RuneError || r != ' ' && !unicode.IsGraphic(r)
 }
 
 const (
