@@ -124,12 +124,15 @@ func Proxy(ctx context.Context, home string, say func(string, ...any)) error {
 	if err != nil {
 		return err
 	}
-	var text strings.Builder
+	var text, raw strings.Builder
 	var ttfb time.Duration
 	events := 0
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		line := sc.Text()
+		if raw.Len() < 512 {
+			raw.WriteString(line)
+		}
 		if ttfb == 0 {
 			ttfb = time.Since(start)
 		}
@@ -150,7 +153,7 @@ func Proxy(ctx context.Context, home string, say func(string, ...any)) error {
 		return err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("demo: the proxied call failed: HTTP %d", resp.StatusCode)
+		return fmt.Errorf("demo: the proxied call failed: HTTP %d %.512s", resp.StatusCode, raw.String())
 	}
 	say("   streamed  %d events, first byte after %v: %q", events, ttfb.Round(time.Millisecond), text.String())
 	p.Close()

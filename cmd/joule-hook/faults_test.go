@@ -425,3 +425,44 @@ func TestDiskFull(t *testing.T) {
 		t.Fatalf("verify after the full disk: %+v", r)
 	}
 }
+
+// TestGateStopWaits: joule gate stop returns only once no gate process is
+// left: it waits for a gate still starting (one holding the lock but not
+// yet listening, as a client leaves behind when it answered in-process),
+// and for a running gate to exit, so a caller that removes $JOULE_HOME
+// next finds nothing writing into it.
+func TestGateStopWaits(t *testing.T) {
+	f := newFixture(t)
+	t.Cleanup(f.stopGate)
+	if err := os.MkdirAll(f.dir(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := os.OpenFile(filepath.Join(f.dir(), resident.LockName), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	stopped := make(chan result, 1)
+	go func() { stopped <- f.joule(nil, "gate", "stop") }()
+	select {
+	case r := <-stopped:
+		t.Fatalf("gate stop returned while a gate held the lock: %+v", r)
+	case <-time.After(500 * time.Millisecond):
+	}
+	syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	if r := <-stopped; r.code != 0 || !strings.Contains(r.stdout, "no resident gate runs") {
+		t.Fatalf("gate stop once the lock was free: %+v", r)
+	}
+
+	pid := f.serveGate()
+	if r := f.joule(nil, "gate", "stop"); r.code != 0 {
+		t.Fatalf("gate stop: %+v", r)
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if alive := syscall.Kill(pid, 0) == nil; alive && (err != nil || !strings.Contains(string(b), ") Z")) {
+		t.Fatalf("gate %d still runs after gate stop returned", pid)
+	}
+}

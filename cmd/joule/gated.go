@@ -497,25 +497,63 @@ func runGateStatus(e *env, args []string) error {
 }
 
 func runGateStop(e *env, args []string) error {
-	fs := newFlags(e, "gate stop", "gate stop\n\nStops the resident gate of $JOULE_HOME after the requests in flight; the next hook call starts a new one.")
+	fs := newFlags(e, "gate stop", "gate stop\n\nStops the resident gate of $JOULE_HOME after the requests in flight, and one still starting, and returns once it has exited; the next hook call starts a new one.")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if err := noArgs(fs); err != nil {
 		return err
 	}
-	resp, sock, err := askGate(resident.OpStop)
+	home, err := identity.Home()
 	if err != nil {
-		if errors.Is(err, resident.ErrUnsafe) {
+		return err
+	}
+	lock := filepath.Join(resident.Dir(home), resident.LockName)
+	// A gate holds its lock from before it opens the store until it
+	// exits: one starting does not answer yet, and one told to stop still
+	// finishes its requests. Asking until the lock is free is what makes
+	// "stopped" mean no gate process is left to touch $JOULE_HOME.
+	deadline := time.Now().Add(gateStopWait)
+	var said []byte
+	for {
+		resp, sock, err := askGate(resident.OpStop)
+		switch {
+		case errors.Is(err, resident.ErrUnsafe):
 			return err
+		case err == nil && resp.Kind == resident.Answer:
+			said = resp.Stdout
+		case err == nil && said == nil:
+			fmt.Fprintf(e.stdout, "the gate on %s is not this home's or is already exiting\n", sock)
+			return nil
 		}
-		fmt.Fprintf(e.stdout, "no resident gate runs (%s)\n", sock)
-		return nil
+		if !lockHeld(lock) {
+			if said == nil {
+				fmt.Fprintf(e.stdout, "no resident gate runs (%s)\n", sock)
+			}
+			e.stdout.Write(said)
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("a joule gate still holds %s after %v: it neither answers nor exits (see %s)", lock, gateStopWait, filepath.Join(home, resident.LogName))
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	if resp.Kind != resident.Answer {
-		fmt.Fprintf(e.stdout, "the gate on %s is not this home's or is already exiting\n", sock)
-		return nil
+}
+
+// gateStopWait bounds how long gate stop waits for a gate to start, finish
+// its requests and exit.
+const gateStopWait = 15 * time.Second
+
+// lockHeld reports whether a process holds the gate lock at path.
+func lockHeld(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
 	}
-	e.stdout.Write(resp.Stdout)
-	return nil
+	defer f.Close()
+	if syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB) != nil {
+		return true
+	}
+	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return false
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/joulehook/joule/core/grant"
 	"github.com/joulehook/joule/core/store"
@@ -385,6 +386,13 @@ const fitTries = 8
 // else fitted to the most output they can pay for, down to the floor.
 func (p *Proxy) admitFit(ctx context.Context, c *call) error {
 	t, err := p.leases.admit(ctx, c.grants, c.reserved)
+	// Calls of this chain that were answered but are not yet sealed
+	// still hold their whole estimates: a client that makes its next call
+	// as soon as it has read the last one's answer must not find the
+	// budget short, or be fitted, for want of a receipt being sealed.
+	for by := time.Now().Add(settleWait); errors.As(err, new(*store.BudgetError)) && p.leases.waitEnding(ctx, c.grants, by); {
+		t, err = p.leases.admit(ctx, c.grants, c.reserved)
+	}
 	if err == nil {
 		c.ticket = t
 		return nil

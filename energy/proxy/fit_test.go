@@ -478,3 +478,60 @@ func FuzzFitRewrite(f *testing.F) {
 		}
 	})
 }
+
+// TestFitAfterAnsweredCall: a client that makes its next call as soon as
+// it has read the last answer finds the budget that call did not use,
+// even while its receipt is still being sealed. The first call is fitted
+// to the whole budget; the second, made on a new connection while the
+// first's receipt waits, asks for a tenth of it. Without waiting for the
+// answered call to settle, the second would be refused (HTTP 402).
+func TestFitAfterAnsweredCall(t *testing.T) {
+	for _, path := range []string{"/v1/messages", "/v1/chat/completions"} {
+		t.Run(path, func(t *testing.T) {
+			model := "claude-sonnet-4-5"
+			if path != "/v1/messages" {
+				model = "gpt-5"
+			}
+			body := func(max int) string {
+				return fmt.Sprintf(`{"model":%q,"max_tokens":%d,"stream":%v,"messages":[{"role":"user","content":"go"}]}`, model, max, path == "/v1/messages")
+			}
+			rates := energy.DefaultRates[energy.Frontier]
+			// Between the floor and twice it, a fitted call takes all
+			// that is left, not half.
+			const fitTo = DefaultFloor * 3 / 2
+			est := uint64(len(body(32000))+3) / 4
+			budget := rates.Of(energy.Usage{Input: est, Output: fitTo})
+			r := newRig(t, budget)
+			h := &honouring{answerLen: 20, inputToks: 5}
+			r.up.handler = h.serve
+			var held atomic.Int64
+			r.proxy.beforeSeal = func() {
+				held.Add(1)
+				time.Sleep(300 * time.Millisecond)
+			}
+			resp, got := r.do("POST", path, body(32000))
+			if resp.StatusCode != 200 || resp.Header.Get(FittedHeader) == "" {
+				t.Fatalf("the first call was not fitted: %d %s %s", resp.StatusCode, resp.Header.Get(FittedHeader), got)
+			}
+			tr := &http.Transport{} // a new connection, as a second client would open
+			defer tr.CloseIdleConnections()
+			req, _ := http.NewRequest("POST", r.srv.URL+path, strings.NewReader(body(fitTo/10)))
+			resp2, err := (&http.Client{Transport: tr}).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ = io.ReadAll(resp2.Body)
+			resp2.Body.Close()
+			if resp2.StatusCode != 200 || resp2.Header.Get(FittedHeader) != "" {
+				t.Fatalf("the next call, once the first was answered: %d (fitted %q) %s", resp2.StatusCode, resp2.Header.Get(FittedHeader), got)
+			}
+			if held.Load() == 0 {
+				t.Fatal("no receipt was sealed through the delay: the test did not race the seal")
+			}
+			r.proxy.Close()
+			if g := r.grant(); g.ReservedUJ != 0 || g.SpentUJ > g.BudgetUJ || len(r.receipts(DefaultSession)) != 2 {
+				t.Errorf("grant spent %d reserved %d of %d, %d receipts; want 2 receipts and nothing held", g.SpentUJ, g.ReservedUJ, g.BudgetUJ, len(r.receipts(DefaultSession)))
+			}
+		})
+	}
+}

@@ -70,8 +70,9 @@ type chain struct {
 
 // ticket is one admitted call's claim on a lease.
 type ticket struct {
-	l   *lease
-	est uint64
+	l     *lease
+	est   uint64
+	ended *bool // the call's response ended (leases.ending); guarded by leases.mu
 }
 
 // leases admits calls against per-chain leases.
@@ -85,10 +86,21 @@ type leases struct {
 	closed sync.Once
 	reaper sync.WaitGroup
 	bg     sync.WaitGroup // reservations and releases in flight
+
+	// Calls per chain whose responses ended but whose receipts are not
+	// yet sealed, and a channel closed (then replaced) whenever one is.
+	ended   map[string]int
+	settled chan struct{}
 }
 
+// settleWait bounds how long a call the budget cannot pay waits for
+// answered calls of its chain to be sealed and give back what they did
+// not use.
+const settleWait = 10 * time.Second
+
 func newLeases(ledger Ledger, logf func(string, ...any)) *leases {
-	ls := &leases{ledger: ledger, logf: logf, chains: map[string]*chain{}, stop: make(chan struct{})}
+	ls := &leases{ledger: ledger, logf: logf, chains: map[string]*chain{}, stop: make(chan struct{}),
+		ended: map[string]int{}, settled: make(chan struct{})}
 	ls.reaper.Add(1)
 	go ls.reap()
 	return ls
@@ -119,7 +131,7 @@ func (ls *leases) admit(ctx context.Context, grants []string, est uint64) (ticke
 			if l.free() < l.size/2 && c.next == nil && c.refill == nil && time.Now().After(c.tight) {
 				ls.reserveLocked(c, key, est, false)
 			}
-			return ticket{l, est}, nil
+			return ticket{l, est, new(bool)}, nil
 		}
 		if c.next != nil {
 			if c.cur != nil {
@@ -296,6 +308,13 @@ func (t ticket) draw(actual uint64) *store.Draw {
 func (ls *leases) done(t ticket, drawn bool) {
 	ls.mu.Lock()
 	l := t.l
+	if t.ended != nil && *t.ended {
+		if ls.ended[l.key]--; ls.ended[l.key] <= 0 {
+			delete(ls.ended, l.key)
+		}
+		close(ls.settled)
+		ls.settled = make(chan struct{})
+	}
 	l.held -= t.est
 	l.calls--
 	if drawn {
@@ -306,6 +325,41 @@ func (ls *leases) done(t ticket, drawn bool) {
 	if release {
 		ls.release(l)
 	}
+}
+
+// ending records that t's call was answered: its receipt is about to be
+// sealed, giving back what the call did not use.
+func (ls *leases) ending(t ticket) {
+	if t.l == nil || t.ended == nil {
+		return
+	}
+	ls.mu.Lock()
+	if !*t.ended {
+		*t.ended = true
+		ls.ended[t.l.key]++
+	}
+	ls.mu.Unlock()
+}
+
+// waitEnding waits, until by at the latest, for an answered call of
+// grants to be sealed. It reports false at once when there is none, or
+// when ctx or by ended the wait: only then is a short budget final.
+func (ls *leases) waitEnding(ctx context.Context, grants []string, by time.Time) bool {
+	ls.mu.Lock()
+	n, settled := ls.ended[strings.Join(grants, "\x00")], ls.settled
+	ls.mu.Unlock()
+	if n == 0 {
+		return false
+	}
+	t := time.NewTimer(time.Until(by))
+	defer t.Stop()
+	select {
+	case <-settled:
+		return true
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return false
 }
 
 // retireLocked stops admissions on l and releases it once its calls are

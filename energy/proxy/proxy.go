@@ -94,6 +94,8 @@ type Proxy struct {
 	sq       sealQueue
 	models   *models
 	journal  *journal // nil without Config.Journal
+
+	beforeSeal func() // a test's: runs before each batch is sealed
 }
 
 // New checks cfg and builds a Proxy.
@@ -502,7 +504,8 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	}
 	c.upstreamOK = resp.StatusCode >= 200 && resp.StatusCode < 300
 	m := &meter{}
-	t := &tap{body: resp.Body, onEnd: func(t *tap) { p.finish(c, m, t, nil) }}
+	t := &tap{body: resp.Body, onEnd: func(t *tap) { p.finish(c, m, t, nil) },
+		onUpstreamEnd: func() { p.leases.ending(c.ticket) }}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch {
 	case mt == "text/event-stream":
@@ -551,6 +554,9 @@ func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error)
 		kind, what = errTimeout, "the upstream did not answer in time"
 	}
 	up := p.up[c.route.family]
+	if c.route.metered {
+		p.leases.ending(c.ticket)
+	}
 	writeError(w, c.route.family, kind, fmt.Sprintf("joule proxy: %s (%s %s): %v", what, c.route.family, up.Host, err))
 	if c.route.metered {
 		p.finish(c, &meter{}, nil, fmt.Errorf("%s: %v", what, err))
@@ -631,6 +637,9 @@ func (p *Proxy) sealJobs(jobs []*sealJob) {
 			p.inflight.Done()
 		}
 	}()
+	if p.beforeSeal != nil {
+		p.beforeSeal()
+	}
 	// The clients may be gone; the ledger and the receipts must not be.
 	ctx := context.Background()
 	if p.journal != nil {
@@ -758,6 +767,7 @@ func (p *Proxy) journalStart(c *call) {
 // for the sealing loop, which marks the call done once it is sealed.
 func (p *Proxy) finish(c *call, m *meter, t *tap, failure error) {
 	c.once.Do(func() {
+		p.leases.ending(c.ticket)
 		rec, settle := p.account(c, m, t, failure)
 		j := &sealJob{c: c, rec: rec, alone: rec}
 		j.rec.Draw = c.ticket.draw(settle)

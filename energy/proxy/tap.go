@@ -37,6 +37,10 @@ type tap struct {
 	onData  func(data []byte) (drop bool) // an SSE data payload or NDJSON line
 	onJSON  func(body []byte)
 	onEnd   func(t *tap) // called once, at Close
+	// onUpstreamEnd is called once, when the upstream body ends, before
+	// its last bytes are passed on: the client cannot have the whole
+	// response before it runs.
+	onUpstreamEnd func()
 
 	dropUsageOnly bool
 
@@ -96,6 +100,9 @@ func (t *tap) Read(p []byte) (int, error) {
 func (t *tap) note(err error) {
 	if err == nil {
 		return
+	}
+	if !t.upstream && t.onUpstreamEnd != nil {
+		t.onUpstreamEnd()
 	}
 	t.upstream = true
 	if errors.Is(err, io.EOF) {

@@ -156,8 +156,10 @@
       try {
         const nd = await api("session", { id });
         if (view !== mine) return;
+        // The rows in view are fetched before anything is drawn, so the
+        // cards and the list change together and the list never blanks.
+        if (!(await chain.resize(nd.stats.receipts)) || view !== mine) return;
         renderSession(nd);
-        chain.resize(nd.stats.receipts);
       } catch (e) { showProblem(e.message); }
     };
     if (openSeq) openReceipt(id, openSeq);
@@ -263,9 +265,10 @@
       return `<span>${r.seq}</span><span>${r.index}</span><span class="${r.verdict === "ok" ? "v-ok" : "v-bad"}" title="${esc(r.reason)}">${esc(r.verdict)}</span><span>${esc(r.kind || "—")}</span>` +
         `<span class="d-${esc(r.decision || "")}">${esc(r.decision || r.status || "")}</span><span>${esc(r.code || r.coverage || "")}</span><span>${esc(r.tool || r.unit || "")}</span><span>${esc(r.tier || "")}</span><span>${en}</span><span title="${esc(r.summary)}">${esc(r.summary || r.reason || "")}</span>`;
     }
+    let generation = 0;
+    const inView = () => [Math.max(0, Math.floor(box.scrollTop / ROW) - 5), Math.min(total - 1, Math.ceil((box.scrollTop + box.clientHeight) / ROW) + 5)];
     function draw() {
-      const first = Math.max(0, Math.floor(box.scrollTop / ROW) - 5);
-      const last = Math.min(total - 1, Math.ceil((box.scrollTop + box.clientHeight) / ROW) + 5);
+      const [first, last] = inView();
       for (const [i, el] of drawn) if (i < first || i > last) { el.remove(); drawn.delete(i); }
       for (let i = first; i <= last; i++) {
         const p = Math.floor(i / PAGE), rows = pages.get(p);
@@ -285,14 +288,29 @@
     box.addEventListener("scroll", draw);
     draw();
     return {
-      resize(n) {
-        // The last page may have grown, and a chain that was edited is
-        // judged again: drop what was fetched and draw again.
+      // resize fetches again the pages in view (the last may have grown,
+      // and a chain that was edited is judged again), then swaps them in
+      // for what was drawn. It reports false when a later resize or a
+      // failed fetch superseded it.
+      async resize(n) {
+        const gen = ++generation, was = total;
+        total = n;
+        const [first, last] = inView();
+        total = was;
+        const fresh = new Map();
+        try {
+          for (let p = Math.floor(first / PAGE); last >= 0 && p <= Math.floor(last / PAGE); p++) {
+            fresh.set(p, (await api("chain", { id, offset: p * PAGE, limit: PAGE })).rows);
+          }
+        } catch (e) { showProblem(e.message); return false; }
+        if (gen !== generation) return false;
         pages.clear();
+        for (const [p, rows] of fresh) pages.set(p, rows);
         for (const [, el] of drawn) el.remove();
         drawn.clear();
         set(n);
         draw();
+        return true;
       },
       pagesLoaded() { return pages.size; },
     };

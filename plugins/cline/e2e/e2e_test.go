@@ -274,7 +274,9 @@ func TestClineE2E(t *testing.T) {
 				t.Errorf("the model was not told why %s was refused:\n%s", f, tail(got, 2000))
 			}
 		}
-		for _, want := range []string{"Bash: ls\ndd 'if=/dev/null' 'of=argv.txt'", "Bash: dd if=/dev/null of=shadow.txt"} {
+		// receipts ls prints a summary's newline as its escape, \n, so the
+		// two-line command stays in one cell.
+		for _, want := range []string{`Bash: ls\ndd 'if=/dev/null' 'of=argv.txt'`, "Bash: dd if=/dev/null of=shadow.txt"} {
 			if !strings.Contains(rs, want) {
 				t.Errorf("no receipt for %q", want)
 			}
