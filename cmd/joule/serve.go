@@ -22,6 +22,10 @@ func init() {
 	register(&command{name: "serve", summary: "answer Claude Code's http hooks on loopback (resident mode: no process per decision)", run: runServe})
 }
 
+// serveHeaderTimeout bounds how long joule serve waits for a request's
+// header once its first byte arrived.
+const serveHeaderTimeout = time.Minute
+
 func runServe(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "serve", `serve [--addr 127.0.0.1:PORT]
 
@@ -70,7 +74,12 @@ as joule hook's, sealed the same way.`)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: hookHandler(g, cfg.Token), ReadHeaderTimeout: 5 * time.Second}
+	// A header timeout closes the connection without an answer, which
+	// Claude Code reads as a failed hook, not a deny. It runs from the
+	// request's first byte, but a goroutine that reads it late on a loaded
+	// machine (hundreds of hooks at once) still times out: it is generous,
+	// a bound on a client that never finishes its header, not a deadline.
+	srv := &http.Server{Handler: hookHandler(g, cfg.Token), ReadHeaderTimeout: serveHeaderTimeout}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // freeAddr returns a loopback address nothing listens on right now.
@@ -113,8 +114,22 @@ func TestServeResident(t *testing.T) {
 			t.Errorf("%.60q with %.12q: %d %s", tt.body, tt.auth, status, out)
 		}
 	}
-	if r := joule(t, nil, env, "receipts", "ls", "r1"); strings.Count(r.stdout, "\n") != 4 {
-		t.Errorf("want 3 receipts for r1:\n%s", r.stdout)
+	// A hook whose header reaches the server late (a loaded machine, a
+	// goroutine scheduled late) is still answered: a connection closed
+	// unanswered is a failed hook to Claude Code, not a deny.
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	time.Sleep(6 * time.Second)
+	late := event("git status")
+	fmt.Fprintf(conn, "POST /hooks/claude-code HTTP/1.1\r\nHost: %s\r\nAuthorization: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", addr, tok, len(late), late)
+	if resp, err := http.ReadResponse(bufio.NewReader(conn), nil); err != nil || resp.StatusCode != 200 {
+		t.Errorf("a hook whose header came 6 s after its connection: %v %v", resp, err)
+	}
+	if r := joule(t, nil, env, "receipts", "ls", "r1"); strings.Count(r.stdout, "\n") != 5 {
+		t.Errorf("want 4 receipts for r1:\n%s", r.stdout)
 	}
 	if r := joule(t, nil, env, "receipts", "verify"); r.code != 0 {
 		t.Fatalf("verify: %+v", r)
