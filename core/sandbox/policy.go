@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -14,14 +15,13 @@ import (
 	"time"
 
 	"github.com/joulehook/joule/core/rule"
-	"lukechampine.com/blake3"
 )
 
 // Policy is what the gate decided a contained command may do, in the form
 // the gate hands it to joule-exec: the rules of each link of the active
 // grant (root first), the leaf's workspace roots, the home directory, the
 // protected and private paths, and when the grant expires. The gate writes
-// it under $JOULE_HOME/policy, named by the BLAKE3 of its bytes, and the
+// it under $JOULE_HOME/policy, named by the SHA-256 of its bytes, and the
 // rewritten line names that file; joule-exec reads it, checks the name
 // against the content and builds the Spec from it when the command
 // starts, so deny globs are expanded over the files that exist then.
@@ -53,7 +53,7 @@ const PolicyDir = "policy"
 // maxPolicy bounds a policy file joule-exec reads.
 const maxPolicy = 4 << 20
 
-// Encode returns the policy's bytes and their BLAKE3 in hex, the file name.
+// Encode returns the policy's bytes and their SHA-256 in hex, the file name.
 func (p Policy) Encode() ([]byte, string, error) {
 	b, err := json.Marshal(p)
 	if err != nil {
@@ -62,7 +62,7 @@ func (p Policy) Encode() ([]byte, string, error) {
 	return b, hashHex(b), nil
 }
 
-// Write stores the policy in dir (created 0700) as <blake3>.json, mode
+// Write stores the policy in dir (created 0700) as <sha256>.json, mode
 // 0600, unless a file of that name is there already, and returns its path.
 func (p Policy) Write(dir string) (string, error) {
 	b, name, err := p.Encode()
@@ -96,15 +96,15 @@ func (p Policy) Write(dir string) (string, error) {
 
 // ReadPolicy reads the policy at path and checks it is the one its name
 // says: a regular file (not a link), owned by this user and not readable
-// or writable by anyone else, named <blake3 of its bytes>.json.
+// or writable by anyone else, named <sha256 of its bytes>.json.
 func ReadPolicy(path string) (Policy, error) {
 	name := filepath.Base(path)
 	want, ok := strings.CutSuffix(name, ".json")
 	if !ok || len(want) != 64 || strings.ToLower(want) != want {
-		return Policy{}, fmt.Errorf("policy %s: the name is not <blake3>.json", path)
+		return Policy{}, fmt.Errorf("policy %s: the name is not <sha256>.json", path)
 	}
 	if _, err := hex.DecodeString(want); err != nil {
-		return Policy{}, fmt.Errorf("policy %s: the name is not <blake3>.json", path)
+		return Policy{}, fmt.Errorf("policy %s: the name is not <sha256>.json", path)
 	}
 	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC|syscall.O_NONBLOCK, 0)
 	if err != nil {
@@ -170,7 +170,11 @@ func (p Policy) Spec(net bool, getenv func(string) string) (Spec, error) {
 	return Build(in)
 }
 
+// hashHex names a policy file. SHA-256, not the BLAKE3 the store uses:
+// joule-exec checks the name on every contained command, and the standard
+// library's SHA-256 costs it nothing at start, where linking BLAKE3 brings
+// its CPU-feature detection into the start of every command.
 func hashHex(b []byte) string {
-	sum := blake3.Sum256(b)
+	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
