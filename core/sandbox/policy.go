@@ -158,8 +158,11 @@ func (p Policy) Spec(net bool, getenv func(string) string) (Spec, error) {
 	if len(p.Links) == 0 {
 		return Spec{}, errors.New("the policy has no links")
 	}
+	// One resolver for the toolchains' trees and the rules: they share
+	// the home directory and the workspace's parents.
+	res := &resolver{}
 	in := Inputs{Roots: p.Roots, Home: p.Home, Protected: p.Protected, Private: p.Private,
-		Extra: ToolTrees(p.Home, getenv), Net: net}
+		Extra: toolTrees(res, p.Home, getenv), Net: net}
 	for i, l := range p.Links {
 		set, err := rule.ParseSet(l.Allow, l.Ask, l.Deny)
 		if err != nil {
@@ -167,7 +170,7 @@ func (p Policy) Spec(net bool, getenv func(string) string) (Spec, error) {
 		}
 		in.Sets = append(in.Sets, set)
 	}
-	return Build(in)
+	return build(res, in)
 }
 
 // hashHex names a policy file. SHA-256, not the BLAKE3 the store uses:
