@@ -337,12 +337,15 @@ func waitForProgram(pid int) int {
 // forkChild clones the calling thread into a new user and mount namespace
 // and, in the child, makes the calls in order: the last execs the program.
 // A call that fails has its index and errno written to pipe, and the child
-// exits. In the parent it returns the child's pid.
+// exits. In the parent it returns the child's pid. Where the child shares
+// the parent's memory and stack (cloneShared), the parent must return at
+// once, using nothing but rawClone's results, which it writes itself after
+// the child is gone; the child never returns from here.
 //
 //go:nosplit
 //go:norace
 func forkChild(calls []rawCall, pipe int, report *[2]uint32) (uintptr, syscall.Errno) {
-	r, _, e := syscall.RawSyscall6(syscall.SYS_CLONE, uintptr(unix.CLONE_NEWUSER|unix.CLONE_NEWNS|unix.CLONE_VFORK|syscall.SIGCHLD), 0, 0, 0, 0, 0)
+	r, e := rawClone(uintptr(unix.CLONE_NEWUSER|unix.CLONE_NEWNS|unix.CLONE_VFORK|syscall.SIGCHLD) | cloneShared)
 	if e != 0 || r != 0 {
 		return r, e
 	}
