@@ -69,6 +69,13 @@ func TestPolicyFile(t *testing.T) {
 		os.Mkdir(d, 0o700)
 		return d
 	}, "not a regular file")
+	bad("too large", func() string {
+		d := t.TempDir()
+		big := []byte(`{"roots":["` + strings.Repeat("a", maxPolicy) + `"]}`)
+		h := hashHex(big)
+		os.WriteFile(filepath.Join(d, h+".json"), big, 0o600)
+		return filepath.Join(d, h+".json")
+	}, "larger than")
 	unknown := []byte(`{"links":[],"roots":[],"home":"","protected":null,"private":null,"wide":true}`)
 	bad("unknown field", func() string {
 		d := t.TempDir()
