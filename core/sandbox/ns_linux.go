@@ -23,7 +23,7 @@ import (
 // back to Landlock alone if the clone fails.
 func NamespacesAvailable() bool {
 	read := func(p string) (int, bool) {
-		b, err := os.ReadFile(p)
+		b, err := readProcFile(p)
 		if err != nil {
 			return 0, false
 		}
@@ -40,6 +40,34 @@ func NamespacesAvailable() bool {
 		return false
 	}
 	return true
+}
+
+// readProcFile reads a small file of /proc with plain system calls:
+// os.ReadFile registers a /proc file with the runtime's poller, which it
+// starts for that (an epoll instance, an eventfd, a thread waiting on
+// them), a cost on every contained command for reading a number.
+func readProcFile(p string) ([]byte, error) {
+	fd, err := syscall.Open(p, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer syscall.Close(fd)
+	var buf [64]byte
+	n := 0
+	for n < len(buf) {
+		m, err := syscall.Read(fd, buf[n:])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if m == 0 {
+			return buf[:n], nil
+		}
+		n += m
+	}
+	return nil, fmt.Errorf("%s: longer than %d bytes", p, len(buf))
 }
 
 // rawCall is one system call the cloned child makes before exec'ing the
@@ -192,7 +220,7 @@ func execNamespace(spec Spec, abi int, path string, argv, env []string) error {
 	// No capability survives into the program, even for uid 0: the
 	// bounding set is emptied, the ambient set cleared, then the rest.
 	last := 63
-	if b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
+	if b, err := readProcFile("/proc/sys/kernel/cap_last_cap"); err == nil {
 		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
 			last = n
 		}
