@@ -76,7 +76,7 @@ type Plan struct {
 // would otherwise stat again for each of them.
 type stats map[string]stat
 
-type stat struct{ exists, dir bool }
+type stat struct{ exists, dir, link bool }
 
 func (c stats) lstat(p string) stat {
 	if st, ok := c[p]; ok {
@@ -84,10 +84,30 @@ func (c stats) lstat(p string) stat {
 	}
 	var st stat
 	if fi, err := os.Lstat(p); err == nil {
-		st = stat{exists: true, dir: fi.IsDir()}
+		st = stat{exists: true, dir: fi.IsDir(), link: fi.Mode()&os.ModeSymlink != 0}
 	}
 	c[p] = st
 	return st
+}
+
+// entries lists directory d, remembering the type of each entry (the
+// directory listing says it), and returns their paths; nil if d cannot
+// be read.
+func (c stats) entries(d string) []string {
+	list, err := os.ReadDir(d)
+	if err != nil {
+		return nil
+	}
+	out := make([]string, len(list))
+	for i, e := range list {
+		p := filepath.Join(d, e.Name())
+		if _, ok := c[p]; !ok {
+			t := e.Type()
+			c[p] = stat{exists: true, dir: t.IsDir(), link: t&os.ModeSymlink != 0}
+		}
+		out[i] = p
+	}
+	return out
 }
 
 // existingAncestor returns the deepest directory of p that exists.
@@ -171,7 +191,7 @@ func (spec Spec) Plan() (Plan, error) {
 			}
 			absent = append(absent, p)
 		}
-		c := carver{}
+		c := carver{st: st}
 		c.carve("/", readRights, nil, 0)
 		for _, t := range l.Write {
 			c.carve(t, writeRights, absent, 0)
