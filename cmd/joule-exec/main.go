@@ -3,11 +3,11 @@
 // Command joule-exec runs one command confined by the kernel to a policy
 // the gate already decided:
 //
-//	joule-exec --policy $JOULE_HOME/policy/<blake3>.json [--net] -- PROGRAM [ARGS...]
+//	joule-exec --policy $JOULE_HOME/policy/<sha256>.json [--net] -- PROGRAM [ARGS...]
 //
 // It is what `joule hook --contain` rewrites an allowed Bash line to run
 // under. It reads the policy file (a regular file of this user, mode 0600,
-// whose BLAKE3 is its name), builds the Landlock rules from it (deny globs
+// whose SHA-256 is its name), builds the Landlock rules from it (deny globs
 // expanded over the files that exist now, the temp dir and the
 // toolchains' caches writable) and runs PROGRAM confined (with the network
 // off, under the seccomp filter too): in a user and mount namespace whose

@@ -29,10 +29,15 @@ import (
 //   - jexec-heavy: a rule-heavy policy (the dev template plus 200 Read and
 //     Write deny rules, half of them globs expanded over a 2 000-file tree);
 //   - joule-exec-cmd: `joule exec`, the full command people type, which
-//     opens the store and verifies the grant chain first.
+//     opens the store and verifies the grant chain first;
+//   - go-floor: the smallest static Go program that execs its arguments,
+//     in joule-exec's place: what starting any Go launcher costs here;
+//   - sh-floor: /bin/sh -c 'exec /bin/sh -c true', a C launcher.
 //
-// With SRT set to the path of Anthropic's sandbox-runtime CLI (srt), it is
-// timed the same way.
+// For each joule-exec form, over-floor is its time minus go-floor's in
+// the same iteration (median): what joule-exec itself adds above starting
+// a Go program, the part its own code can still cut. With SRT set to the
+// path of Anthropic's sandbox-runtime CLI (srt), it is timed the same way.
 func BenchmarkExec(b *testing.B) {
 	if sandboxABI() == 0 {
 		b.Skip("no Landlock here")
@@ -45,6 +50,7 @@ func BenchmarkExec(b *testing.B) {
 		netPrefix = prefix + " --net"
 	}
 	heavy := heavyPolicy(b, prefix, ws)
+	goFloor := buildGoFloor(b)
 	// run returns the wall time and the CPU time (user and system, of the
 	// process and whatever it exec'd): on a shared machine the wall time is
 	// mostly waiting for a core, the CPU time what the command itself cost.
@@ -64,12 +70,15 @@ func BenchmarkExec(b *testing.B) {
 	// bash -c 'PREFIX -- /bin/sh -c true' execs its last command, so the
 	// baseline for the three joule-exec forms is bash -c '/bin/sh -c true'.
 	srt := os.Getenv("SRT")
-	names := []string{"direct", "jexec", "jexec-net", "jexec-landlock", "jexec-heavy", "joule-exec-cmd"}
+	names := []string{"direct", "jexec", "jexec-net", "jexec-landlock", "jexec-heavy", "joule-exec-cmd", "go-floor", "sh-floor"}
 	argvs := [][]string{
 		{"/bin/bash", "-c", "/bin/sh -c true"},
 		line(prefix), line(netPrefix), line(sandbox.LandlockOnlyEnv + "=1 " + prefix), line(heavy),
 		{jouleBin, "exec", "--", "/bin/sh", "-c", "true"},
+		{"/bin/bash", "-c", goFloor + " /bin/sh -c true"},
+		{"/bin/bash", "-c", "/bin/sh -c 'exec /bin/sh -c true'"},
 	}
+	const floor = 6 // go-floor's index; the joule-exec forms are 1 to 4
 	if srt != "" {
 		names = append(names, "srt")
 		argvs = append(argvs, []string{srt, "-c", "/bin/sh -c true"})
@@ -111,6 +120,43 @@ func BenchmarkExec(b *testing.B) {
 		b.ReportMetric(median(diff(cpu[j+1], cpu[0])), name+"-added-cpu-ms/op")
 		b.ReportMetric(median(cpu[j+1])/median(cpu[0]), name+"-cpu-x-direct")
 	}
+	for j := 1; j <= 4; j++ {
+		b.ReportMetric(median(diff(wall[j], wall[floor])), names[j]+"-over-floor-ms/op")
+		b.ReportMetric(median(diff(cpu[j], cpu[floor])), names[j]+"-over-floor-cpu-ms/op")
+	}
+}
+
+// goFloorSrc is the smallest Go launcher: it execs its arguments.
+const goFloorSrc = `package main
+
+import (
+	"os"
+	"syscall"
+)
+
+func main() {
+	err := syscall.Exec(os.Args[1], os.Args[1:], os.Environ())
+	os.Stderr.WriteString(err.Error() + "\n")
+	os.Exit(126)
+}
+`
+
+// buildGoFloor builds goFloorSrc as joule-exec is built (static,
+// trimmed) and returns its path.
+func buildGoFloor(tb testing.TB) string {
+	tb.Helper()
+	dir := tb.TempDir()
+	src := filepath.Join(dir, "gofloor.go")
+	if err := os.WriteFile(src, []byte(goFloorSrc), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	bin := filepath.Join(dir, "gofloor")
+	build := exec.Command("go", "build", "-trimpath", "-o", bin, src)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		tb.Fatalf("building the Go floor: %v\n%s", err, out)
+	}
+	return bin
 }
 
 // containPrefix asks joule hook --contain to rewrite line and returns the

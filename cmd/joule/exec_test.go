@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"os"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/joulehook/joule/core/gate"
 	"github.com/joulehook/joule/core/sandbox"
-	"lukechampine.com/blake3"
 )
 
 // execEnv is initHome's environment (the dev template active) with the
@@ -244,7 +244,7 @@ func TestHookContainRewrites(t *testing.T) {
 	suffix := `.json' -- /bin/bash -c 'echo '\''it'\'''\''s'\'' && go test ./...'`
 	if a.HookSpecificOutput.PermissionDecision != "" || !strings.HasPrefix(got, prefix) || !strings.HasSuffix(got, suffix) ||
 		len(got) != len(prefix)+64+len(suffix) || a.HookSpecificOutput.UpdatedInput["description"] != "d" {
-		t.Fatalf("rewrite: %+v\nwant command %s<blake3>%s", a, prefix, suffix)
+		t.Fatalf("rewrite: %+v\nwant command %s<sha256>%s", a, prefix, suffix)
 	}
 	want := got
 	if a := hook("go mod download"); !strings.Contains(a.HookSpecificOutput.UpdatedInput["command"], " --net -- ") {
@@ -359,10 +359,10 @@ func TestJouleExecPolicy(t *testing.T) {
 	}
 }
 
-// sandboxPolicyFile writes body as a policy file named by its BLAKE3.
+// sandboxPolicyFile writes body as a policy file named by its SHA-256.
 func sandboxPolicyFile(t *testing.T, dir, body string) string {
 	t.Helper()
-	sum := blake3.Sum256([]byte(body))
+	sum := sha256.Sum256([]byte(body))
 	p := filepath.Join(dir, hex.EncodeToString(sum[:])+".json")
 	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
 		t.Fatal(err)

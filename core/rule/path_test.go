@@ -2,6 +2,7 @@ package rule
 
 import (
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -392,4 +393,26 @@ func TestScope(t *testing.T) {
 	if r, _ := Parse("Read(.env)"); func() bool { _, ok := r.Scope(Roots{}); return ok }() {
 		t.Error("a rule anchored at an empty workspace has no scope")
 	}
+}
+
+// TestIsCleanAbs: the one-pass check says what path.Clean says.
+func TestIsCleanAbs(t *testing.T) {
+	for _, p := range []string{"", "/", "//", "a", "a/b", "/a", "/a/", "/a//b", "/a/./b", "/a/../b", "/.", "/..", "/a/.",
+		"/a/..", "/.a", "/..a", "/a..", "/a/.b/c", "/a/b.", "/a/b/c", "/ä/ö", "/a/ /b", "./a", "/a/b//", "/...", "/a/.../b"} {
+		want := path.IsAbs(p) && path.Clean(p) == p
+		if got := isCleanAbs(p); got != want {
+			t.Errorf("isCleanAbs(%q) = %v, path.Clean says %v", p, got, want)
+		}
+	}
+}
+
+func FuzzIsCleanAbs(f *testing.F) {
+	for _, s := range []string{"/", "/a/b", "/a/./b", "//", "/a/"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		if got, want := isCleanAbs(p), path.IsAbs(p) && path.Clean(p) == p; got != want {
+			t.Errorf("isCleanAbs(%q) = %v, path.Clean says %v", p, got, want)
+		}
+	})
 }

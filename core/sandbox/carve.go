@@ -2,8 +2,6 @@ package sandbox
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 )
 
 // Access rights, as Landlock numbers them (linux/landlock.h).
@@ -51,7 +49,12 @@ var devFiles = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/
 // Rules computes the rules of one layer: "/" readable and each tree of
 // l.Write writable, each with its refused paths carved out.
 func (l Layer) Rules() ([]PathRule, error) {
-	c := carver{}
+	return l.rules(stats{})
+}
+
+// rules is Rules with what is known of the paths already (Spec.stats).
+func (l Layer) rules(st stats) ([]PathRule, error) {
+	c := carver{st: st}
 	c.carve("/", readRights, l.ReadDeny, listRights)
 	writeDeny := append(append([]string(nil), l.WriteDeny...), l.ReadDeny...)
 	for _, t := range l.Write {
@@ -67,6 +70,7 @@ func (l Layer) Rules() ([]PathRule, error) {
 }
 
 type carver struct {
+	st    stats // what Lstat and directory listings said of the paths
 	rules []PathRule
 	at    map[string]int // path → its rule: one rule per path, the rights of every carve ORed
 	n     int
@@ -89,11 +93,11 @@ func (c *carver) carve(t string, access uint64, deny []string, chain uint64) {
 			inside = append(inside, d)
 		}
 	}
-	fi, err := os.Lstat(t)
-	if err != nil || fi.Mode()&os.ModeSymlink != 0 {
+	st := c.st.lstat(t)
+	if !st.exists || st.link {
 		return // missing, or a link: never granted itself
 	}
-	if !fi.IsDir() {
+	if !st.dir {
 		c.add(t, access&fileRights, false)
 		return
 	}
@@ -104,15 +108,12 @@ func (c *carver) carve(t string, access uint64, deny []string, chain uint64) {
 	if chain != 0 {
 		c.add(t, chain, true)
 	}
-	entries, err := os.ReadDir(t)
-	if err != nil {
-		return // unreadable: nothing below it is granted
-	}
-	for _, e := range entries {
+	// Unreadable, it has no entries: nothing below it is granted.
+	for _, e := range c.st.entries(t) {
 		if c.n > maxRules {
 			return
 		}
-		c.carve(filepath.Join(t, e.Name()), access, inside, chain)
+		c.carve(e, access, inside, chain)
 	}
 }
 

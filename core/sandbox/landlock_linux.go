@@ -82,8 +82,12 @@ func confineThread(spec Spec, abi int) error {
 		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
 	}
 	fs := handledFS(abi)
+	st := spec.stats
+	if st == nil {
+		st = stats{}
+	}
 	for i, l := range spec.Layers {
-		rules, err := l.Rules()
+		rules, err := l.rules(st)
 		if err != nil {
 			return err
 		}

@@ -23,7 +23,7 @@ import (
 // back to Landlock alone if the clone fails.
 func NamespacesAvailable() bool {
 	read := func(p string) (int, bool) {
-		b, err := os.ReadFile(p)
+		b, err := readProcFile(p)
 		if err != nil {
 			return 0, false
 		}
@@ -40,6 +40,34 @@ func NamespacesAvailable() bool {
 		return false
 	}
 	return true
+}
+
+// readProcFile reads a small file of /proc with plain system calls:
+// os.ReadFile registers a /proc file with the runtime's poller, which it
+// starts for that (an epoll instance, an eventfd, a thread waiting on
+// them), a cost on every contained command for reading a number.
+func readProcFile(p string) ([]byte, error) {
+	fd, err := syscall.Open(p, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer syscall.Close(fd)
+	var buf [64]byte
+	n := 0
+	for n < len(buf) {
+		m, err := syscall.Read(fd, buf[n:])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if m == 0 {
+			return buf[:n], nil
+		}
+		n += m
+	}
+	return nil, fmt.Errorf("%s: longer than %d bytes", p, len(buf))
 }
 
 // rawCall is one system call the cloned child makes before exec'ing the
@@ -192,7 +220,7 @@ func execNamespace(spec Spec, abi int, path string, argv, env []string) error {
 	// No capability survives into the program, even for uid 0: the
 	// bounding set is emptied, the ambient set cleared, then the rest.
 	last := 63
-	if b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
+	if b, err := readProcFile("/proc/sys/kernel/cap_last_cap"); err == nil {
 		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
 			last = n
 		}
@@ -337,12 +365,15 @@ func waitForProgram(pid int) int {
 // forkChild clones the calling thread into a new user and mount namespace
 // and, in the child, makes the calls in order: the last execs the program.
 // A call that fails has its index and errno written to pipe, and the child
-// exits. In the parent it returns the child's pid.
+// exits. In the parent it returns the child's pid. Where the child shares
+// the parent's memory and stack (cloneShared), the parent must return at
+// once, using nothing but rawClone's results, which it writes itself after
+// the child is gone; the child never returns from here.
 //
 //go:nosplit
 //go:norace
 func forkChild(calls []rawCall, pipe int, report *[2]uint32) (uintptr, syscall.Errno) {
-	r, _, e := syscall.RawSyscall6(syscall.SYS_CLONE, uintptr(unix.CLONE_NEWUSER|unix.CLONE_NEWNS|unix.CLONE_VFORK|syscall.SIGCHLD), 0, 0, 0, 0, 0)
+	r, e := rawClone(uintptr(unix.CLONE_NEWUSER|unix.CLONE_NEWNS|unix.CLONE_VFORK|syscall.SIGCHLD) | cloneShared)
 	if e != 0 || r != 0 {
 		return r, e
 	}

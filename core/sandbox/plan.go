@@ -71,11 +71,50 @@ type Plan struct {
 	Rules  [][]PathRule
 }
 
+// stats remembers what Lstat said of each path one Plan looked at: the
+// absent protected paths share their directories, which existingAncestor
+// would otherwise stat again for each of them.
+type stats map[string]stat
+
+type stat struct{ exists, dir, link bool }
+
+func (c stats) lstat(p string) stat {
+	if st, ok := c[p]; ok {
+		return st
+	}
+	var st stat
+	if fi, err := os.Lstat(p); err == nil {
+		st = stat{exists: true, dir: fi.IsDir(), link: fi.Mode()&os.ModeSymlink != 0}
+	}
+	c[p] = st
+	return st
+}
+
+// entries lists directory d, remembering the type of each entry (the
+// directory listing says it), and returns their paths; nil if d cannot
+// be read.
+func (c stats) entries(d string) []string {
+	list, err := os.ReadDir(d)
+	if err != nil {
+		return nil
+	}
+	out := make([]string, len(list))
+	for i, e := range list {
+		p := filepath.Join(d, e.Name())
+		if _, ok := c[p]; !ok {
+			t := e.Type()
+			c[p] = stat{exists: true, dir: t.IsDir(), link: t&os.ModeSymlink != 0}
+		}
+		out[i] = p
+	}
+	return out
+}
+
 // existingAncestor returns the deepest directory of p that exists.
-func existingAncestor(p string) (string, bool) {
+func (c stats) existingAncestor(p string) (string, bool) {
 	for d := filepath.Dir(p); ; d = filepath.Dir(d) {
-		if fi, err := os.Lstat(d); err == nil {
-			return d, fi.IsDir()
+		if st := c.lstat(d); st.exists {
+			return d, st.dir
 		}
 		if d == "/" {
 			return "", false
@@ -117,14 +156,17 @@ func (spec Spec) Plan() (Plan, error) {
 		}
 	}
 	var plan Plan
+	st := spec.stats // what Build saw of these paths, moments ago
+	if st == nil {
+		st = stats{}
+	}
 	for _, l := range spec.Layers {
 		var absent []string
 		for _, p := range l.ReadDeny {
-			fi, err := os.Lstat(p)
-			switch {
-			case err != nil:
+			switch s := st.lstat(p); {
+			case !s.exists:
 				continue // nothing to read; created later, it is the command's own
-			case fi.IsDir():
+			case s.dir:
 				set(p, MountHideDir)
 			default:
 				set(p, MountHideFile)
@@ -132,7 +174,7 @@ func (spec Spec) Plan() (Plan, error) {
 			pinChain(p)
 		}
 		for _, p := range l.WriteDeny {
-			if _, err := os.Lstat(p); err == nil {
+			if st.lstat(p).exists {
 				set(p, MountReadOnly)
 				pinChain(p)
 				continue
@@ -142,14 +184,14 @@ func (spec Spec) Plan() (Plan, error) {
 			// .claude/settings.json, .cursor/hooks.json): that directory
 			// is made read-only. At the root itself (.mcp.json), or for a
 			// deny rule of the grant, Landlock carves.
-			if a, ok := existingAncestor(p); ok && slices.Contains(l.Frozen, p) && insideTree(a, l.Write) {
+			if a, ok := st.existingAncestor(p); ok && slices.Contains(l.Frozen, p) && insideTree(a, l.Write) {
 				set(a, MountReadOnly)
 				pinChain(a)
 				continue
 			}
 			absent = append(absent, p)
 		}
-		c := carver{}
+		c := carver{st: st}
 		c.carve("/", readRights, nil, 0)
 		for _, t := range l.Write {
 			c.carve(t, writeRights, absent, 0)

@@ -1,12 +1,11 @@
 package sandbox
 
 import (
-	"bytes"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,14 +13,13 @@ import (
 	"time"
 
 	"github.com/joulehook/joule/core/rule"
-	"lukechampine.com/blake3"
 )
 
 // Policy is what the gate decided a contained command may do, in the form
 // the gate hands it to joule-exec: the rules of each link of the active
 // grant (root first), the leaf's workspace roots, the home directory, the
 // protected and private paths, and when the grant expires. The gate writes
-// it under $JOULE_HOME/policy, named by the BLAKE3 of its bytes, and the
+// it under $JOULE_HOME/policy, named by the SHA-256 of its bytes, and the
 // rewritten line names that file; joule-exec reads it, checks the name
 // against the content and builds the Spec from it when the command
 // starts, so deny globs are expanded over the files that exist then.
@@ -53,7 +51,7 @@ const PolicyDir = "policy"
 // maxPolicy bounds a policy file joule-exec reads.
 const maxPolicy = 4 << 20
 
-// Encode returns the policy's bytes and their BLAKE3 in hex, the file name.
+// Encode returns the policy's bytes and their SHA-256 in hex, the file name.
 func (p Policy) Encode() ([]byte, string, error) {
 	b, err := json.Marshal(p)
 	if err != nil {
@@ -62,7 +60,7 @@ func (p Policy) Encode() ([]byte, string, error) {
 	return b, hashHex(b), nil
 }
 
-// Write stores the policy in dir (created 0700) as <blake3>.json, mode
+// Write stores the policy in dir (created 0700) as <sha256>.json, mode
 // 0600, unless a file of that name is there already, and returns its path.
 func (p Policy) Write(dir string) (string, error) {
 	b, name, err := p.Encode()
@@ -96,22 +94,21 @@ func (p Policy) Write(dir string) (string, error) {
 
 // ReadPolicy reads the policy at path and checks it is the one its name
 // says: a regular file (not a link), owned by this user and not readable
-// or writable by anyone else, named <blake3 of its bytes>.json.
+// or writable by anyone else, named <sha256 of its bytes>.json.
 func ReadPolicy(path string) (Policy, error) {
 	name := filepath.Base(path)
 	want, ok := strings.CutSuffix(name, ".json")
 	if !ok || len(want) != 64 || strings.ToLower(want) != want {
-		return Policy{}, fmt.Errorf("policy %s: the name is not <blake3>.json", path)
+		return Policy{}, fmt.Errorf("policy %s: the name is not <sha256>.json", path)
 	}
 	if _, err := hex.DecodeString(want); err != nil {
-		return Policy{}, fmt.Errorf("policy %s: the name is not <blake3>.json", path)
+		return Policy{}, fmt.Errorf("policy %s: the name is not <sha256>.json", path)
 	}
 	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return Policy{}, fmt.Errorf("policy %s: %w", path, err)
 	}
-	f := os.NewFile(uintptr(fd), path)
-	defer f.Close()
+	defer syscall.Close(fd)
 	var st syscall.Stat_t
 	if err := syscall.Fstat(fd, &st); err != nil {
 		return Policy{}, fmt.Errorf("policy %s: %w", path, err)
@@ -124,23 +121,48 @@ func ReadPolicy(path string) (Policy, error) {
 	case st.Mode&0o077 != 0:
 		return Policy{}, fmt.Errorf("policy %s: mode %04o, want 0600: others could read or change it", path, st.Mode&0o7777)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, maxPolicy+1))
+	if st.Size > maxPolicy {
+		return Policy{}, fmt.Errorf("policy %s: larger than %d bytes", path, maxPolicy)
+	}
+	b, err := readFD(fd, int(st.Size))
 	if err != nil {
 		return Policy{}, fmt.Errorf("policy %s: %w", path, err)
-	}
-	if len(b) > maxPolicy {
-		return Policy{}, fmt.Errorf("policy %s: larger than %d bytes", path, maxPolicy)
 	}
 	if hashHex(b) != want {
 		return Policy{}, fmt.Errorf("policy %s: its content does not hash to its name: it was changed after the gate wrote it", path)
 	}
-	var p Policy
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
+	p, err := decodePolicy(b)
+	if err != nil {
 		return Policy{}, fmt.Errorf("policy %s: %w", path, err)
 	}
 	return p, nil
+}
+
+// readFD reads the size bytes of the file at fd with plain read calls:
+// wrapping fd in an os.File would register it with the runtime's poller
+// (it is open non-blocking, so that a FIFO put in the policy's place
+// cannot hang the open), which costs more than the rest of ReadPolicy. A
+// file that is not size bytes long when read is refused.
+func readFD(fd, size int) ([]byte, error) {
+	b := make([]byte, size+1) // one more, to see the end
+	n := 0
+	for n < len(b) {
+		m, err := syscall.Read(fd, b[n:])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if m == 0 {
+			break
+		}
+		n += m
+	}
+	if n != size {
+		return nil, errors.New("it changed size while it was read")
+	}
+	return b[:n], nil
 }
 
 // Check reports an expired policy.
@@ -158,8 +180,11 @@ func (p Policy) Spec(net bool, getenv func(string) string) (Spec, error) {
 	if len(p.Links) == 0 {
 		return Spec{}, errors.New("the policy has no links")
 	}
+	// One resolver for the toolchains' trees and the rules: they share
+	// the home directory and the workspace's parents.
+	res := &resolver{}
 	in := Inputs{Roots: p.Roots, Home: p.Home, Protected: p.Protected, Private: p.Private,
-		Extra: ToolTrees(p.Home, getenv), Net: net}
+		Extra: toolTrees(res, p.Home, getenv), Net: net}
 	for i, l := range p.Links {
 		set, err := rule.ParseSet(l.Allow, l.Ask, l.Deny)
 		if err != nil {
@@ -167,10 +192,14 @@ func (p Policy) Spec(net bool, getenv func(string) string) (Spec, error) {
 		}
 		in.Sets = append(in.Sets, set)
 	}
-	return Build(in)
+	return build(res, in)
 }
 
+// hashHex names a policy file. SHA-256, not the BLAKE3 the store uses:
+// joule-exec checks the name on every contained command, and the standard
+// library's SHA-256 costs it nothing at start, where linking BLAKE3 brings
+// its CPU-feature detection into the start of every command.
 func hashHex(b []byte) string {
-	sum := blake3.Sum256(b)
+	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }

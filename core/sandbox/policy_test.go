@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,6 +30,9 @@ func TestPolicyFile(t *testing.T) {
 		t.Fatalf("%+v %v", got, err)
 	}
 	b, _ := os.ReadFile(path)
+	if sum := sha256.Sum256(b); filepath.Base(path) != hex.EncodeToString(sum[:])+".json" {
+		t.Errorf("policy file %s is not named by the SHA-256 of its bytes", path)
+	}
 	bad := func(name string, setup func() string, want string) {
 		t.Helper()
 		_, err := ReadPolicy(setup())
@@ -56,14 +61,21 @@ func TestPolicyFile(t *testing.T) {
 		d := t.TempDir()
 		os.WriteFile(filepath.Join(d, "p.json"), b, 0o600)
 		return filepath.Join(d, "p.json")
-	}, "not <blake3>.json")
-	bad("upper-case hash", func() string { return filepath.Join(dir, strings.ToUpper(name[:64])+".json") }, "not <blake3>.json")
+	}, "not <sha256>.json")
+	bad("upper-case hash", func() string { return filepath.Join(dir, strings.ToUpper(name[:64])+".json") }, "not <sha256>.json")
 	bad("missing", func() string { return filepath.Join(dir, strings.Repeat("0", 64)+".json") }, "no such file")
 	bad("a directory", func() string {
 		d := filepath.Join(t.TempDir(), name)
 		os.Mkdir(d, 0o700)
 		return d
 	}, "not a regular file")
+	bad("too large", func() string {
+		d := t.TempDir()
+		big := []byte(`{"roots":["` + strings.Repeat("a", maxPolicy) + `"]}`)
+		h := hashHex(big)
+		os.WriteFile(filepath.Join(d, h+".json"), big, 0o600)
+		return filepath.Join(d, h+".json")
+	}, "larger than")
 	unknown := []byte(`{"links":[],"roots":[],"home":"","protected":null,"private":null,"wide":true}`)
 	bad("unknown field", func() string {
 		d := t.TempDir()

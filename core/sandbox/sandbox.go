@@ -63,6 +63,8 @@ type Spec struct {
 	// LandlockOnly confines with Landlock alone (the carve of Layer.Rules)
 	// even where the namespace construction is available.
 	LandlockOnly bool
+	// stats is what Build learnt of the paths it resolved, for Plan.
+	stats stats
 }
 
 // Layer is one ruleset: everything is readable except ReadDeny, and the
@@ -123,10 +125,10 @@ var HomeSecrets = []string{
 
 // readAllowedBelow reports whether some Read allow rule of set is scoped at
 // or below p, under one of the roots.
-func readAllowedBelow(set rule.Set, roots []string, home, p string) bool {
+func readAllowedBelow(res *resolver, set rule.Set, roots []string, home, p string) bool {
 	for _, root := range roots {
 		for _, r := range set.Allow {
-			if s, ok := r.Scope(rule.Roots{Workspace: root, Home: home}); ok && s.Access == rule.Read && within(resolve(s.Base), p) {
+			if s, ok := r.Scope(rule.Roots{Workspace: root, Home: home}); ok && s.Access == rule.Read && within(res.resolve(s.Base), p) {
 				return true
 			}
 		}
@@ -148,6 +150,10 @@ const (
 // files that exist now. An error means the grant cannot be enforced by the
 // kernel as written; the caller must not run the program unconfined.
 func Build(in Inputs) (Spec, error) {
+	return build(&resolver{}, in)
+}
+
+func build(res *resolver, in Inputs) (Spec, error) {
 	spec := Spec{Net: in.Net}
 	if len(in.Roots) == 0 {
 		return Spec{}, errors.New("the grant names no workspace root")
@@ -160,7 +166,7 @@ func Build(in Inputs) (Spec, error) {
 			for _, r := range set.Allow {
 				if s, ok := r.Scope(roots); ok && s.Access == rule.Write {
 					if _, err := os.Lstat(s.Base); err == nil {
-						l.Write = append(l.Write, resolve(s.Base))
+						l.Write = append(l.Write, res.resolve(s.Base))
 					}
 				}
 			}
@@ -173,16 +179,16 @@ func Build(in Inputs) (Spec, error) {
 					}
 					if s.Tree {
 						if s.Access == rule.Read {
-							l.ReadDeny = append(l.ReadDeny, resolve(s.Base))
+							l.ReadDeny = append(l.ReadDeny, res.resolve(s.Base))
 						} else {
-							l.WriteDeny = append(l.WriteDeny, resolve(s.Base))
+							l.WriteDeny = append(l.WriteDeny, res.resolve(s.Base))
 						}
 						continue
 					}
 					globs = append(globs, globRule{r, s})
 				}
 			}
-			reads, writes, err := expand(globs, roots)
+			reads, writes, err := expand(res, globs, roots)
 			if err != nil {
 				return Spec{}, fmt.Errorf("link %d: %w", i, err)
 			}
@@ -191,8 +197,8 @@ func Build(in Inputs) (Spec, error) {
 		}
 		if in.Home != "" {
 			for _, rel := range HomeSecrets {
-				p := resolve(filepath.Join(in.Home, rel))
-				if !readAllowedBelow(set, in.Roots, in.Home, p) {
+				p := res.resolve(filepath.Join(in.Home, rel))
+				if !readAllowedBelow(res, set, in.Roots, in.Home, p) {
 					l.ReadDeny = append(l.ReadDeny, p)
 				}
 			}
@@ -204,6 +210,7 @@ func Build(in Inputs) (Spec, error) {
 	if len(spec.Layers) == 0 {
 		return Spec{}, errors.New("the grant has no links")
 	}
+	spec.stats = res.stats
 	return spec, nil
 }
 
@@ -221,7 +228,7 @@ type globRule struct {
 // below one every rule of the walk refused. The walk starts from the
 // resolved base and does not follow links, so the paths it yields are
 // resolved already; a link that matches is refused as its target.
-func expand(globs []globRule, roots rule.Roots) (reads, writes []string, err error) {
+func expand(res *resolver, globs []globRule, roots rule.Roots) (reads, writes []string, err error) {
 	byBase := map[string][]globRule{}
 	var bases []string
 	for _, g := range globs {
@@ -232,7 +239,7 @@ func expand(globs []globRule, roots rule.Roots) (reads, writes []string, err err
 	}
 	for _, base := range bases {
 		group := byBase[base]
-		start := resolve(base)
+		start := res.resolve(base)
 		n := 0
 		err := filepath.WalkDir(start, func(p string, d os.DirEntry, err error) error {
 			if err != nil {
@@ -246,7 +253,7 @@ func expand(globs []globRule, roots rule.Roots) (reads, writes []string, err err
 			}
 			abs, link := p, d.Type()&os.ModeSymlink != 0
 			if link {
-				abs = resolve(p)
+				abs = res.resolve(p)
 			}
 			matched, readMatched := 0, false
 			for _, g := range group {
@@ -279,13 +286,6 @@ func expand(globs []globRule, roots rule.Roots) (reads, writes []string, err err
 	return reads, writes, nil
 }
 
-func resolve(p string) string {
-	if r, err := rule.Resolve("/", p); err == nil {
-		return r
-	}
-	return filepath.Clean(p)
-}
-
 func compact(ps []string) []string {
 	out := ps[:0]
 	for _, p := range ps {
@@ -303,10 +303,14 @@ func compact(ps []string) []string {
 // npm's cache. It reads the environment and Go's own env file (go env -w),
 // never runs go: that would cost more than the whole confinement.
 func ToolTrees(home string, getenv func(string) string) []string {
+	return toolTrees(&resolver{}, home, getenv)
+}
+
+func toolTrees(res *resolver, home string, getenv func(string) string) []string {
 	var out []string
 	add := func(p string) {
 		if p != "" && filepath.IsAbs(p) {
-			out = append(out, resolve(p))
+			out = append(out, res.resolve(p))
 		}
 	}
 	tmp := getenv("TMPDIR")
