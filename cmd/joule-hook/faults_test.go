@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -423,5 +424,48 @@ func TestDiskFull(t *testing.T) {
 	os.Remove(filepath.Join(mnt, "fill"))
 	if r := f.joule(nil, "receipts", "verify"); r.code != 0 {
 		t.Fatalf("verify after the full disk: %+v", r)
+	}
+}
+
+// TestFallbackAllOrNothing: with no gate, the joule hook the client runs
+// writes part of its answer (on its stdout, its stderr and the answer
+// pipe) and then hangs past the deadline, or dies. The host reads only
+// the client's deny, whole, never the partial answer before it.
+func TestFallbackAllOrNothing(t *testing.T) {
+	for _, tc := range []struct{ name, then string }{
+		{"killed at the deadline", "exec sleep 60"},
+		{"killed by someone else", "kill -9 $$"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.ownBinaries()
+			pidFile := filepath.Join(t.TempDir(), "pid")
+			// A joule whose hook answers part of an allow, then stops;
+			// its other commands (the fixture's gate stop) are joule's.
+			partial := "#!/bin/sh\n[ \"$1\" = hook ] || exec " + filepath.Join(binDir, "joule") + " \"$@\"\n" +
+				"echo $$ > \"$FAKE_PID_FILE\"\n" +
+				`printf '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow"'` + "\n" +
+				"printf 'partial stderr' >&2\n" +
+				"printf 'JHA1A' >&3\n" + tc.then + "\n"
+			if err := os.WriteFile(filepath.Join(f.bin, "joule"), []byte(partial), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			r := f.client("claude-code", f.claude("p", "go test ./..."), "JOULE_HOOK_TIMEOUT=1500ms", "FAKE_PID_FILE="+pidFile)
+			reason := strings.TrimSuffix(r.stderr, "\n")
+			o, e, code := resident.Deny("claude-code", reason)
+			if r.stdout != string(o) || r.stderr != string(e) || r.code != code ||
+				!strings.HasPrefix(reason, "joule deny (internal-error): ") || strings.Contains(r.stdout+r.stderr, "partial") || strings.Contains(r.stdout, "allow") {
+				t.Fatalf("the host did not get the deny alone: %+v", r)
+			}
+			b, err := os.ReadFile(pidFile)
+			if err != nil {
+				t.Fatalf("the fake joule did not run: %v", err)
+			}
+			pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+			waitGone(t, pid)
+			if !strings.Contains(f.log(), "partial stderr") {
+				t.Errorf("the child's own stderr is not in gate.log:\n%s", f.log())
+			}
+		})
 	}
 }
