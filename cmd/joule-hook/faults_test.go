@@ -9,12 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/joulehook/joule/plugins/hook/hosttest"
 	"github.com/joulehook/joule/plugins/hook/resident"
 )
 
@@ -464,5 +466,93 @@ func TestGateStopWaits(t *testing.T) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if alive := syscall.Kill(pid, 0) == nil; alive && (err != nil || !strings.Contains(string(b), ") Z")) {
 		t.Fatalf("gate %d still runs after gate stop returned", pid)
+	}
+}
+
+// TestFallbackAllOrNothing: with no gate, the joule hook the client runs
+// writes part of its answer (on its stdout, its stderr and the answer
+// pipe) and then hangs past the deadline, or dies. The host reads only
+// the client's deny, whole, never the partial answer before it.
+func TestFallbackAllOrNothing(t *testing.T) {
+	for _, tc := range []struct{ name, then string }{
+		{"killed at the deadline", "exec sleep 60"},
+		{"killed by someone else", "kill -9 $$"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.ownBinaries()
+			pidFile := filepath.Join(t.TempDir(), "pid")
+			// A joule whose hook answers part of an allow, then stops;
+			// its other commands (the fixture's gate stop) are joule's.
+			partial := "#!/bin/sh\n[ \"$1\" = hook ] || exec " + filepath.Join(binDir, "joule") + " \"$@\"\n" +
+				"echo $$ > \"$FAKE_PID_FILE\"\n" +
+				`printf '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow"'` + "\n" +
+				"printf 'partial stderr' >&2\n" +
+				"printf 'JHA1A' >&3\n" + tc.then + "\n"
+			if err := os.WriteFile(filepath.Join(f.bin, "joule"), []byte(partial), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			r := f.client("claude-code", f.claude("p", "go test ./..."), "JOULE_HOOK_TIMEOUT=1500ms", "FAKE_PID_FILE="+pidFile)
+			reason := strings.TrimSuffix(r.stderr, "\n")
+			o, e, code := resident.Deny("claude-code", reason)
+			if r.stdout != string(o) || r.stderr != string(e) || r.code != code ||
+				!strings.HasPrefix(reason, "joule deny (internal-error): ") || strings.Contains(r.stdout+r.stderr, "partial") || strings.Contains(r.stdout, "allow") {
+				t.Fatalf("the host did not get the deny alone: %+v", r)
+			}
+			b, err := os.ReadFile(pidFile)
+			if err != nil {
+				t.Fatalf("the fake joule did not run: %v", err)
+			}
+			pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+			waitGone(t, pid)
+			if !strings.Contains(f.log(), "partial stderr") {
+				t.Errorf("the child's own stderr is not in gate.log:\n%s", f.log())
+			}
+		})
+	}
+}
+
+// TestFirstCallHoldsGateLock: the joule that decides a first call (and
+// stays as the gate) holds the gate lock from before it decides, so that
+// joule gate stop waits for it and nothing of it writes into $JOULE_HOME
+// after stop returns. The store is locked, so the decision cannot have
+// been answered while the lock is seen held.
+func TestFirstCallHoldsGateLock(t *testing.T) {
+	f := newFixture(t)
+	t.Cleanup(f.stopGate)
+	release := hosttest.LockStore(t, filepath.Join(f.home, "joule.db"))
+	answered := make(chan result, 1)
+	go func() { answered <- f.client("claude-code", f.claude("held", "go test ./...")) }()
+	held := false
+	for deadline := time.Now().Add(20 * time.Second); !held && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		lock, err := os.Open(filepath.Join(f.dir(), resident.LockName))
+		if err != nil {
+			continue
+		}
+		held = syscall.Flock(int(lock.Fd()), syscall.LOCK_SH|syscall.LOCK_NB) != nil
+		lock.Close()
+	}
+	select {
+	case r := <-answered:
+		t.Fatalf("the first call was answered with the store locked: %+v", r)
+	default:
+	}
+	if !held {
+		t.Fatal("the joule deciding the first call does not hold the gate lock")
+	}
+	stopped := make(chan result, 1)
+	go func() { stopped <- f.joule(nil, "gate", "stop") }()
+	release()
+	if r := <-answered; !isClaudeAllow(r) {
+		t.Fatalf("first call once the store was free: %+v", r)
+	}
+	if r := <-stopped; r.code != 0 {
+		t.Fatalf("gate stop: %+v", r)
+	}
+	if lock, err := os.Open(filepath.Join(f.dir(), resident.LockName)); err == nil {
+		if syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+			t.Error("the gate lock is still held after gate stop returned")
+		}
+		lock.Close()
 	}
 }

@@ -5,11 +5,12 @@
 // resident gate of $JOULE_HOME (joule gate serve) over its Unix socket and
 // writes back exactly what the gate answers: stdout, stderr, exit status.
 // When no gate answers it runs `joule hook HOST` itself, so the host gets
-// its decision as fast as without a gate, and then starts a gate for the
-// calls after it (detached, in its own session, logging to
-// $JOULE_HOME/gate.log). Whatever happens the host gets a decision, and
-// on any failure its own explicit deny before the hook's timeout
-// ($JOULE_HOOK_TIMEOUT, default 20s; every install writes 30s).
+// its decision as fast as without a gate, and that process, once it has
+// answered, stays as the gate for the calls after it (detached, in its own
+// session, logging to $JOULE_HOME/gate.log). Whatever happens the host
+// gets a decision, and on any failure its own explicit deny before the
+// hook's timeout ($JOULE_HOOK_TIMEOUT, default 20s; every install writes
+// 30s).
 //
 // It links only the standard library and plugins/hook/resident: no SDK, no
 // SQLite, no analysis code, so it starts as fast as any small Go program.
@@ -26,7 +27,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -77,14 +77,13 @@ func run(args []string, stdin *os.File, stdout, stderr *os.File) int {
 	if joule == "" {
 		return deny("no resident gate answered and no joule binary was found beside " + self() + ", in $JOULE_BIN or on $PATH")
 	}
-	code, err := c.inProcess(stdin, stdout, stderr, deadline.Add(-200*time.Millisecond))
-	if c.spawn {
-		defer c.start()
-	}
+	resp, err = c.inProcess(stdin, deadline.Add(-200*time.Millisecond))
 	if err != nil {
 		return deny("no resident gate answered and '" + joule + " hook " + host + "' failed: " + err.Error())
 	}
-	return code
+	stdout.Write(resp.Stdout)
+	stderr.Write(resp.Stderr)
+	return resp.Exit
 }
 
 type client struct {
@@ -92,14 +91,14 @@ type client struct {
 	payload     []byte // nil until read: joule hook then reads stdin itself
 	deadline    time.Time
 	home, dir   string
-	spawn       bool // start a gate once this call is answered
+	spawn       bool // the in-process decision stays as the gate
 }
 
 // viaGate asks the resident gate; ok is false when the caller must decide
-// in-process instead (and c.spawn says whether to start a gate after). It
-// connects before it reads the payload, so that when no gate listens
-// joule hook reads the host's standard input itself; err is set only when
-// the payload could not be read.
+// in-process instead (and c.spawn says whether that process is to stay as
+// the gate). It connects before it reads the payload, so that when no
+// gate listens joule hook reads the host's standard input itself; err is
+// set only when the payload could not be read.
 func (c *client) viaGate(stdin io.Reader, by time.Time) (*resident.Response, bool, error) {
 	home, err := resident.Home()
 	if err != nil {
@@ -139,69 +138,29 @@ func (c *client) viaGate(stdin io.Reader, by time.Time) (*resident.Response, boo
 	return nil, false, nil
 }
 
-// start launches `joule gate serve` detached, in its own session, after
-// this call's answer is written, unless a gate holds the lock (one is
-// starting or serving): a first call costs what joule hook costs, and the
-// calls after it find the gate.
-func (c *client) start() {
-	if err := os.MkdirAll(c.dir, 0o700); err != nil {
-		return
-	}
-	if resident.CheckDir(c.dir) != nil {
-		return
-	}
-	if lock, err := os.OpenFile(filepath.Join(c.dir, resident.LockName), os.O_RDWR|os.O_CREATE, 0o600); err == nil {
-		held := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil
-		lock.Close()
-		if held {
-			return
-		}
-	}
-	logf, err := os.OpenFile(filepath.Join(c.home, resident.LogName), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		logf, err = os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-		if err != nil {
-			return
-		}
-	}
-	defer logf.Close()
-	null, err := os.Open(os.DevNull)
-	if err != nil {
-		return
-	}
-	defer null.Close()
-	// The gate outlives this hook: it must not hold the workspace as its
-	// working directory (it decides with each request's own cwd). The
-	// fork is syscall's own: os/exec would first probe for pidfd support
-	// with a fork of its own, and wait for nothing here.
-	pid, err := syscall.ForkExec(c.joule, []string{c.joule, "gate", "serve"}, &syscall.ProcAttr{
-		Dir:   "/",
-		Env:   os.Environ(),
-		Files: []uintptr{null.Fd(), logf.Fd(), logf.Fd()},
-		Sys:   &syscall.SysProcAttr{Setsid: true},
-	})
-	if err != nil {
-		c.log("cannot start %s gate serve: %v", c.joule, err)
-		return
-	}
-	_ = pid // reparented to init when this client exits
-}
-
-// inProcess runs `joule hook HOST` with the host's own stdout and stderr,
-// on the host's stdin when the payload is still unread, else on the
-// payload read: the path that needs no gate. err is set when it did not
-// run to an exit status by the deadline (it is killed then).
-func (c *client) inProcess(stdin, stdout, stderr *os.File, by time.Time) (code int, err error) {
+// inProcess runs `joule hook --answer-fd 3 HOST` on the host's stdin when
+// the payload is still unread, else on the payload read: the path that
+// needs no gate. With c.spawn it adds --then-serve, in a session of its
+// own: once it has answered, that process stays as the resident gate, so
+// a first call starts joule once, not twice, and the gate's start
+// competes with nothing this call waits for.
+//
+// The answer comes back as one frame on a pipe, so it is all or nothing:
+// the host reads the whole of it or, when the child is killed at the
+// deadline or ends without a whole frame, nothing of it (the caller then
+// writes the host's deny). Nothing the child writes on its own stdout or
+// stderr reaches the host: they go to $JOULE_HOME/gate.log.
+func (c *client) inProcess(stdin *os.File, by time.Time) (*resident.Response, error) {
 	if !time.Now().Before(by) {
 		// The gate took the budget: a joule hook started now would be
-		// killed before it could answer, perhaps halfway through.
-		return 0, errors.New("no answer within the hook's time budget")
+		// killed before it could answer.
+		return nil, errors.New("no answer within the hook's time budget")
 	}
 	in := stdin
 	if c.payload != nil {
 		r, w, err := os.Pipe()
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		defer r.Close()
 		go func() {
@@ -210,35 +169,58 @@ func (c *client) inProcess(stdin, stdout, stderr *os.File, by time.Time) (code i
 		}()
 		in = r
 	}
-	pid, err := syscall.ForkExec(c.joule, []string{c.joule, "hook", c.host}, &syscall.ProcAttr{
-		Env:   os.Environ(),
-		Files: []uintptr{in.Fd(), stdout.Fd(), stderr.Fd()},
-	})
+	answer, w, err := os.Pipe()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	var killed atomic.Bool
-	t := time.AfterFunc(time.Until(by), func() {
-		killed.Store(true)
-		syscall.Kill(pid, syscall.SIGKILL)
+	defer answer.Close()
+	logf, err := c.openLog()
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	args := []string{c.joule, "hook", "--answer-fd", "3"}
+	if c.spawn {
+		args = append(args, "--then-serve")
+	}
+	pid, err := syscall.ForkExec(c.joule, append(args, c.host), &syscall.ProcAttr{
+		Env:   os.Environ(),
+		Files: []uintptr{in.Fd(), logf.Fd(), logf.Fd(), w.Fd()},
+		Sys:   &syscall.SysProcAttr{Setsid: c.spawn},
 	})
-	var ws syscall.WaitStatus
-	for {
-		_, err = syscall.Wait4(pid, &ws, 0, nil)
-		if !errors.Is(err, syscall.EINTR) {
-			break
+	// Only the child may hold the write end: the read sees the end of
+	// the pipe when the child dies.
+	w.Close()
+	if err != nil {
+		return nil, err
+	}
+	answer.SetReadDeadline(by)
+	resp, err := resident.ReadResponse(answer)
+	if err == nil && resp.Kind != resident.Answer {
+		err = fmt.Errorf("answer of kind %q", resp.Kind)
+	}
+	if err != nil {
+		// The child is not waited for, so its pid is not reused before
+		// this client exits.
+		syscall.Kill(pid, syscall.SIGKILL)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, errors.New("no answer within the hook's time budget")
+		}
+		return nil, fmt.Errorf("it ended without a whole answer (%v; see %s)", err, filepath.Join(c.home, resident.LogName))
+	}
+	// Not waited for either: the child exits, or serves, on its own time.
+	return resp, nil
+}
+
+// openLog opens $JOULE_HOME/gate.log for appending, else (a read-only
+// home) the null device.
+func (c *client) openLog() (*os.File, error) {
+	if c.home != "" {
+		if f, err := os.OpenFile(filepath.Join(c.home, resident.LogName), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
+			return f, nil
 		}
 	}
-	t.Stop()
-	switch {
-	case killed.Load():
-		return 0, errors.New("no answer within the hook's time budget")
-	case err != nil:
-		return 0, err
-	case ws.Exited():
-		return ws.ExitStatus(), nil
-	}
-	return 0, fmt.Errorf("it ended by %v", ws.Signal())
+	return os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 }
 
 // readPayload reads at most resident.MaxPayload bytes of stdin (one past

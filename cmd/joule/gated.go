@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/joulehook/joule/core/gate"
 	"github.com/joulehook/joule/core/identity"
@@ -65,9 +68,7 @@ joule-hook starts it when none answers; there is no need to run it by hand.`)
 		ready.Write([]byte{1})
 		ready.Close()
 	}
-	fmt.Fprintf(e.stderr, "%s joule gate[%d]: serving %s on %s (idle exit after %s)\n", time.Now().UTC().Format(time.RFC3339), os.Getpid(), g.home, g.sock, *idle)
-	why := g.serve(ctx)
-	fmt.Fprintf(e.stderr, "%s joule gate[%d]: exiting: %s\n", time.Now().UTC().Format(time.RFC3339), os.Getpid(), why)
+	g.run(ctx, e.stderr, *idle)
 	return nil
 }
 
@@ -150,6 +151,35 @@ func confHash(home string) [32]byte {
 // newResidentGate opens $JOULE_HOME, takes the gate lock and listens. It
 // returns nil, nil when another gate already serves this home.
 func newResidentGate(idle time.Duration) (*residentGate, error) {
+	r, err := newGateOrigin()
+	if err != nil {
+		return nil, err
+	}
+	if ok, err := r.takeLock(); !ok || err != nil {
+		return nil, err
+	}
+	ep, err := openEndpoint()
+	if err != nil {
+		r.lock.Close()
+		return nil, err
+	}
+	g, err := ep.gate()
+	if err == nil {
+		err = r.listen(ep, g, idle)
+	}
+	if err != nil {
+		ep.Close()
+		r.lock.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// newGateOrigin is a gate that does not serve yet: what it is started from
+// (its binary, $JOULE_HOME and the configuration there), taken before the
+// store and configuration are opened, so that a change after this is
+// seen as one.
+func newGateOrigin() (*residentGate, error) {
 	home, err := identity.Home()
 	if err != nil {
 		return nil, err
@@ -173,21 +203,49 @@ func newResidentGate(idle time.Duration) (*residentGate, error) {
 	r.userHome, _ = os.UserHomeDir()
 	r.store, r.storeSet = os.LookupEnv(StoreEnv)
 	r.sock = filepath.Join(r.dir, resident.SocketName)
-	if err := os.MkdirAll(r.dir, 0o700); err != nil {
-		return nil, fmt.Errorf("gate directory: %w", err)
-	}
-	if err := resident.CheckDir(r.dir); err != nil {
-		return nil, err
+	return r, nil
+}
+
+// claimLock takes the gate lock of r's home if it is free, and otherwise
+// leaves takeLock to wait for it. joule hook --then-serve claims it before
+// it decides, so that from its start to its exit, as for joule gate serve,
+// the lock shows a process that may serve: joule gate stop waits for it,
+// and nothing of it is left writing into $JOULE_HOME after stop returns.
+func (r *residentGate) claimLock() {
+	if os.MkdirAll(r.dir, 0o700) != nil || resident.CheckDir(r.dir) != nil {
+		return // takeLock reports why
 	}
 	lock, err := os.OpenFile(filepath.Join(r.dir, resident.LockName), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, err
+		return
 	}
-	// Exactly one gate per home: the one holding the lock, from before it
-	// opens the store until it exits (joule-hook starts no gate while the
-	// lock is held). A gate that finds it held waits for the holder either
-	// to listen (then it leaves the socket to it) or to exit (a stale gate
-	// handing over).
+	if syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		lock.Close()
+		return
+	}
+	r.lock = lock
+}
+
+// takeLock takes the gate lock of r's home, unless claimLock did; ok is
+// false when another gate serves it.
+//
+// Exactly one gate per home: the one holding the lock, until it exits. A
+// gate that finds it held waits for the holder either to listen (then it
+// leaves the socket to it) or to exit (a stale gate handing over).
+func (r *residentGate) takeLock() (ok bool, err error) {
+	if r.lock != nil {
+		return true, nil
+	}
+	if err := os.MkdirAll(r.dir, 0o700); err != nil {
+		return false, fmt.Errorf("gate directory: %w", err)
+	}
+	if err := resident.CheckDir(r.dir); err != nil {
+		return false, err
+	}
+	lock, err := os.OpenFile(filepath.Join(r.dir, resident.LockName), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return false, err
+	}
 	for waited := time.Duration(0); ; waited += 5 * time.Millisecond {
 		err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if err == nil {
@@ -195,58 +253,87 @@ func newResidentGate(idle time.Duration) (*residentGate, error) {
 		}
 		if !errors.Is(err, syscall.EWOULDBLOCK) {
 			lock.Close()
-			return nil, fmt.Errorf("gate lock: %w", err)
+			return false, fmt.Errorf("gate lock: %w", err)
 		}
 		if c, err := net.DialTimeout("unix", r.sock, 50*time.Millisecond); err == nil {
 			c.Close()
 			lock.Close()
-			return nil, nil
+			return false, nil
 		}
 		if waited > 10*time.Second {
 			lock.Close()
-			return nil, errors.New("another joule gate holds " + filepath.Join(r.dir, resident.LockName) + " but does not answer")
+			return false, errors.New("another joule gate holds " + filepath.Join(r.dir, resident.LockName) + " but does not answer")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	ep, err := openEndpoint()
-	if err != nil {
-		lock.Close()
-		return nil, err
-	}
+	r.lock = lock
+	return true, nil
+}
+
+// listen makes r, holding the lock, answer on its socket with ep's
+// store and the gate g.
+func (r *residentGate) listen(ep *endpoint, g *gate.Gate, idle time.Duration) error {
 	// A gate answers once the receipt is durable in the store; the
 	// witness's checkpoint follows from a goroutine (store.Witness's
 	// Deferred), and Close, on exit, waits for it.
 	if w := ep.store.Witness(); w != nil {
 		w.Deferred = true
 	}
-	g, err := ep.gate()
-	if err != nil {
-		ep.Close()
-		lock.Close()
-		return nil, err
-	}
 	r.ep, r.g = ep, g
-	r.lock = lock
 	// The lock is ours: any socket file left is a dead gate's.
 	os.Remove(r.sock)
 	old := syscall.Umask(0o077)
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: r.sock, Net: "unix"})
 	syscall.Umask(old)
 	if err != nil {
-		lock.Close()
-		ep.Close()
-		return nil, err
+		return err
 	}
 	if err := os.Chmod(r.sock, 0o600); err != nil {
 		ln.Close()
-		lock.Close()
-		ep.Close()
-		return nil, err
+		return err
 	}
 	r.ln = ln
 	r.last.Store(time.Now().UnixNano())
 	go r.idleWatch(idle)
-	return r, nil
+	return nil
+}
+
+// run serves until the gate stops, logging when it starts and why it
+// stops to log ($JOULE_HOME/gate.log when joule-hook started it).
+func (r *residentGate) run(ctx context.Context, log io.Writer, idle time.Duration) {
+	fmt.Fprintf(log, "%s joule gate[%d]: serving %s on %s (idle exit after %s)\n", time.Now().UTC().Format(time.RFC3339), os.Getpid(), r.home, r.sock, idle)
+	why := r.serve(ctx)
+	fmt.Fprintf(log, "%s joule gate[%d]: exiting: %s\n", time.Now().UTC().Format(time.RFC3339), os.Getpid(), why)
+}
+
+// serveAfterAnswer is joule hook --then-serve once its answer is
+// written: this process, its binary initialised and its store open,
+// becomes the resident gate of $JOULE_HOME instead of exiting, so a
+// first call costs one joule start, not two, and the gate's start does
+// not compete with the decision (joule-hook's first call). origin was
+// taken before the store was opened. It returns at once when another
+// gate serves the home.
+func serveAfterAnswer(ctx context.Context, e *env, origin *residentGate, ep *endpoint, g *gate.Gate) error {
+	// Detached from the host: its own session (joule-hook forks it into
+	// one already), no hold on the workspace as its working directory
+	// (it decides with each request's own cwd) or on the host's stdin.
+	syscall.Setsid()
+	os.Chdir("/")
+	if null, err := os.Open(os.DevNull); err == nil {
+		unix.Dup2(int(null.Fd()), 0)
+		null.Close()
+	}
+	idle := gateIdle()
+	ok, err := origin.takeLock()
+	if !ok || err != nil {
+		return err
+	}
+	if err := origin.listen(ep, g, idle); err != nil {
+		origin.lock.Close()
+		return err
+	}
+	origin.run(ctx, e.stderr, idle)
+	return nil
 }
 
 // serve answers until the gate stops, and says why it stopped.

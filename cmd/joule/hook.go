@@ -1,14 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/joulehook/joule/core/gate"
 	"github.com/joulehook/joule/core/identity"
@@ -20,6 +23,7 @@ import (
 	"github.com/joulehook/joule/plugins/cursor"
 	"github.com/joulehook/joule/plugins/geminicli"
 	"github.com/joulehook/joule/plugins/hook"
+	"github.com/joulehook/joule/plugins/hook/resident"
 	"github.com/joulehook/joule/plugins/opencode"
 	"github.com/joulehook/joule/plugins/windsurf"
 )
@@ -74,31 +78,78 @@ seals the decision as a receipt and answers in HOST's own format (JSON on
 stdout, stderr, exit status). Every failure is HOST's explicit deny.
 Hosts: `+hostNames()+`.`)
 	contain := fs.Bool("contain", false, "rewrite allowed shell commands to run under 'joule exec', confined by the kernel ("+containHostNames()+")")
+	answerFD := fs.Int("answer-fd", 0, "write the whole answer (stdout, stderr, exit status) as one joule-hook frame on this file descriptor instead (joule-hook's fallback)")
+	thenServe := fs.Bool("then-serve", false, "with --answer-fd: once the answer is written, stay as the resident gate of $JOULE_HOME (joule-hook's first call)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		return usagef("hook: want exactly one HOST (%s)", hostNames())
+	if *answerFD <= 2 {
+		if *thenServe {
+			return usagef("hook: --then-serve needs --answer-fd above 2")
+		}
+		_, _, err := hookCommand(ctx, e, fs, *contain)
+		return err
 	}
-	a, ok := adapters[fs.Arg(0)]
-	if !ok {
-		return usagef("hook: unknown host %q (hosts: %s)", fs.Arg(0), hostNames())
+	if *thenServe && *contain {
+		return usagef("hook: --then-serve serves as 'joule gate serve' does, without --contain")
 	}
-	if *contain && !containHosts[a.Host()] {
-		return usagef("hook: --contain is for %s, the hosts whose rewrite keeps their own prompts (docs/hosts.md)", containHostNames())
+	var origin *residentGate
+	if *thenServe {
+		o, err := newGateOrigin()
+		if err != nil {
+			fmt.Fprintf(e.stderr, "joule hook[%d]: not serving after this answer: %v\n", os.Getpid(), err)
+		} else {
+			o.claimLock()
+		}
+		origin = o
 	}
-	out := answerHook(ctx, e, a, *contain)
-	e.stdout.Write(out.Stdout)
-	fmt.Fprint(e.stderr, out.Stderr)
-	if out.Exit != 0 {
-		return &exitError{out.Exit}
+	// The answer is exactly what joule hook HOST would print and exit
+	// with, usage errors included; it reaches the client whole or not at
+	// all.
+	var stdout, stderr bytes.Buffer
+	buffered := &env{stdin: e.stdin, stdout: &stdout, stderr: &stderr}
+	ep, g, err := hookCommand(ctx, buffered, fs, *contain)
+	code := report(buffered, err)
+	f := os.NewFile(uintptr(*answerFD), "answer")
+	werr := resident.WriteResponse(f, &resident.Response{Kind: resident.Answer, Exit: code, Stdout: stdout.Bytes(), Stderr: stderr.Bytes()})
+	f.Close()
+	if werr != nil {
+		return fmt.Errorf("hook: writing the answer to fd %d: %w", *answerFD, werr)
+	}
+	if origin == nil || ep == nil || g == nil {
+		return nil
+	}
+	if err := serveAfterAnswer(ctx, e, origin, ep, g); err != nil {
+		fmt.Fprintf(e.stderr, "%s joule gate[%d]: not serving: %v\n", time.Now().UTC().Format(time.RFC3339), os.Getpid(), err)
 	}
 	return nil
 }
 
+// hookCommand is joule hook HOST on e; ep and g are the store and gate it
+// decided with (nil when it could not open them).
+func hookCommand(ctx context.Context, e *env, fs *flag.FlagSet, contain bool) (*endpoint, *gate.Gate, error) {
+	if fs.NArg() != 1 {
+		return nil, nil, usagef("hook: want exactly one HOST (%s)", hostNames())
+	}
+	a, ok := adapters[fs.Arg(0)]
+	if !ok {
+		return nil, nil, usagef("hook: unknown host %q (hosts: %s)", fs.Arg(0), hostNames())
+	}
+	if contain && !containHosts[a.Host()] {
+		return nil, nil, usagef("hook: --contain is for %s, the hosts whose rewrite keeps their own prompts (docs/hosts.md)", containHostNames())
+	}
+	out, ep, g := answerHook(ctx, e, a, contain)
+	e.stdout.Write(out.Stdout)
+	fmt.Fprint(e.stderr, out.Stderr)
+	if out.Exit != 0 {
+		return ep, g, &exitError{out.Exit}
+	}
+	return ep, g, nil
+}
+
 // answerHook reads the payload and decides it, failing closed on anything,
-// including failures before a gate exists.
-func answerHook(ctx context.Context, e *env, a hook.Adapter, contain bool) (out hook.Output) {
+// including failures before a gate exists. ep and g are set once opened.
+func answerHook(ctx context.Context, e *env, a hook.Adapter, contain bool) (out hook.Output, ep *endpoint, g *gate.Gate) {
 	defer func() {
 		if p := recover(); p != nil {
 			out = hook.Fallback(a, nil, hook.Deny(gate.CodeInternal, fmt.Sprintf("internal error: %v", p)))
@@ -108,29 +159,29 @@ func answerHook(ctx context.Context, e *env, a hook.Adapter, contain bool) (out 
 	// a payload that is too large.
 	b, err := io.ReadAll(io.LimitReader(e.stdin, hook.MaxPayload+1))
 	if err != nil {
-		return hook.Fallback(a, nil, hook.Deny(gate.CodeMalformed, "joule cannot read this "+a.Host()+" hook payload: "+err.Error()))
+		return hook.Fallback(a, nil, hook.Deny(gate.CodeMalformed, "joule cannot read this "+a.Host()+" hook payload: "+err.Error())), nil, nil
 	}
-	ep, err := openEndpoint()
+	ep, err = openEndpoint()
 	if err != nil {
 		reason := err.Error()
 		if errors.Is(err, identity.ErrNoKey) {
 			reason += "; run 'joule init' in the workspace"
 		}
-		return hook.Fallback(a, nil, hook.Deny(endpointCode(err), reason))
+		return hook.Fallback(a, nil, hook.Deny(endpointCode(err), reason)), nil, nil
 	}
 	// The store stays open until exit: see the note above openEndpoint.
-	g, err := ep.gate()
+	g, err = ep.gate()
 	if err != nil {
-		return hook.Fallback(a, nil, hook.Deny(gate.CodeGrantInvalid, err.Error()))
+		return hook.Fallback(a, nil, hook.Deny(gate.CodeGrantInvalid, err.Error())), ep, nil
 	}
 	if contain {
 		c, err := containment(ep)
 		if err != nil {
-			return hook.Fallback(a, nil, hook.Deny(gate.CodeInternal, err.Error()))
+			return hook.Fallback(a, nil, hook.Deny(gate.CodeInternal, err.Error())), ep, g
 		}
 		g.Contain = c
 	}
-	return hook.Run(ctx, a, g, b)
+	return hook.Run(ctx, a, g, b), ep, g
 }
 
 // containment is what joule hook --contain rewrites with: this binary, the
