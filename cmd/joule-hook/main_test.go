@@ -220,7 +220,7 @@ func TestClientLinksNoHeavyCode(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
-	for _, bad := range []string{"mcp-go", "modelcontextprotocol", "modernc.org", "mvdan.cc/sh", "golang.org/x/tools", "jackc/pgx", "fxamacker", "go-cose", "encoding/json",
+	for _, bad := range []string{"mcp-go", "modelcontextprotocol", "\nnet\n", "modernc.org", "mvdan.cc/sh", "golang.org/x/tools", "jackc/pgx", "fxamacker", "go-cose", "encoding/json",
 		"github.com/joulehook/joule/core\n", "github.com/joulehook/joule/plugins/hook\n", "github.com/joulehook/joule/plugins/claudecode"} {
 		if strings.Contains(string(out)+"\n", bad) {
 			t.Errorf("joule-hook links %s", strings.TrimSpace(bad))

@@ -443,9 +443,23 @@ func (r *residentGate) confChanged() bool {
 	return false
 }
 
+// checkPeer refuses a client that is not the effective user
+// (resident.CheckPeer on the connection's socket).
+func checkPeer(c *net.UnixConn) error {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var perr error
+	if err := raw.Control(func(fd uintptr) { perr = resident.CheckPeer(int(fd)) }); err != nil {
+		return err
+	}
+	return perr
+}
+
 func (r *residentGate) handle(ctx context.Context, c *net.UnixConn) {
 	defer c.Close()
-	if err := resident.CheckPeer(c); err != nil {
+	if err := checkPeer(c); err != nil {
 		fmt.Fprintf(os.Stderr, "joule gate[%d]: refused a client: %v\n", os.Getpid(), err)
 		return
 	}

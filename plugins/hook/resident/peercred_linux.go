@@ -4,33 +4,24 @@ package resident
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"syscall"
 )
 
-// PeerUID is the uid of the process at the other end of c (SO_PEERCRED).
-func PeerUID(c *net.UnixConn) (int, error) {
-	raw, err := c.SyscallConn()
+// PeerUID is the uid of the process at the other end of the Unix socket
+// fd (SO_PEERCRED).
+func PeerUID(fd int) (int, error) {
+	cred, err := syscall.GetsockoptUcred(fd, syscall.SOL_SOCKET, syscall.SO_PEERCRED)
 	if err != nil {
-		return -1, err
-	}
-	var cred *syscall.Ucred
-	var cerr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
-	}); err != nil {
-		return -1, err
-	}
-	if cerr != nil {
-		return -1, fmt.Errorf("SO_PEERCRED: %w", cerr)
+		return -1, fmt.Errorf("SO_PEERCRED: %w", err)
 	}
 	return int(cred.Uid), nil
 }
 
-// CheckPeer refuses a peer that is not the effective user.
-func CheckPeer(c *net.UnixConn) error {
-	uid, err := PeerUID(c)
+// CheckPeer refuses a peer of the Unix socket fd that is not the
+// effective user.
+func CheckPeer(fd int) error {
+	uid, err := PeerUID(fd)
 	if err != nil {
 		return err
 	}

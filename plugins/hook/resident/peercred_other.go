@@ -2,8 +2,6 @@
 
 package resident
 
-import "net"
-
 // CheckPeer has no SO_PEERCRED here: the 0700 directory and the 0600
 // socket, both checked to be the user's, are what keeps others out.
-func CheckPeer(c *net.UnixConn) error { return nil }
+func CheckPeer(fd int) error { return nil }

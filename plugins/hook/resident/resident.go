@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -267,7 +266,7 @@ func Ask(dir string, q *Request, by time.Time) (*Response, error) {
 // that is not the user's own (ErrUnsafe). A client dials before it reads
 // its payload: when no gate answers it can hand its standard input,
 // unread, to joule hook.
-func Dial(dir string, by time.Time) (*net.UnixConn, error) {
+func Dial(dir string, by time.Time) (*Conn, error) {
 	if err := CheckDir(dir); err != nil {
 		return nil, err
 	}
@@ -275,26 +274,26 @@ func Dial(dir string, by time.Time) (*net.UnixConn, error) {
 	if err := CheckSocket(sock); err != nil {
 		return nil, err
 	}
-	d := net.Dialer{Deadline: by}
-	conn, err := d.Dial("unix", sock)
+	c, err := dialUnix(sock, by)
 	if err != nil {
 		return nil, err
 	}
-	uc := conn.(*net.UnixConn)
-	if err := CheckPeer(uc); err != nil {
-		uc.Close()
+	if err := CheckPeer(c.fd); err != nil {
+		c.Close()
 		return nil, err
 	}
-	return uc, nil
+	return c, nil
 }
 
 // Exchange sends q on a connection Dial made and reads the gate's answer
 // by the deadline.
-func Exchange(uc *net.UnixConn, q *Request, by time.Time) (*Response, error) {
-	uc.SetDeadline(by)
-	if err := WriteRequest(uc, q); err != nil {
+func Exchange(c *Conn, q *Request, by time.Time) (*Response, error) {
+	if err := c.SetDeadline(by); err != nil {
+		return nil, err
+	}
+	if err := WriteRequest(c, q); err != nil {
 		return nil, err
 	}
 	// One read takes the whole answer of a decision.
-	return ReadResponse(bufio.NewReaderSize(uc, 16<<10))
+	return ReadResponse(bufio.NewReaderSize(c, 16<<10))
 }
