@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -131,8 +132,10 @@ func ReadPolicy(path string) (Policy, error) {
 	if hashHex(b) != want {
 		return Policy{}, fmt.Errorf("policy %s: its content does not hash to its name: it was changed after the gate wrote it", path)
 	}
-	p, err := decodePolicy(b)
-	if err != nil {
+	var p Policy
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
 		return Policy{}, fmt.Errorf("policy %s: %w", path, err)
 	}
 	return p, nil
