@@ -53,21 +53,14 @@ func readProcFile(p string) ([]byte, error) {
 	}
 	defer syscall.Close(fd)
 	var buf [64]byte
-	n := 0
-	for n < len(buf) {
-		m, err := syscall.Read(fd, buf[n:])
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if m == 0 {
-			return buf[:n], nil
-		}
-		n += m
+	n, err := readFull(fd, buf[:])
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("%s: longer than %d bytes", p, len(buf))
+	if n == len(buf) {
+		return nil, fmt.Errorf("%s: longer than %d bytes", p, len(buf)-1)
+	}
+	return buf[:n], nil
 }
 
 // rawCall is one system call the cloned child makes before exec'ing the
@@ -311,21 +304,6 @@ func execNamespace(spec Spec, abi int, path string, argv, env []string) error {
 	fds = nil
 	os.Exit(waitForProgram(int(pid)))
 	return nil
-}
-
-func readFull(fd int, b []byte) (int, error) {
-	n := 0
-	for n < len(b) {
-		m, err := syscall.Read(fd, b[n:])
-		if errors.Is(err, syscall.EINTR) {
-			continue
-		}
-		if err != nil || m == 0 {
-			return n, err
-		}
-		n += m
-	}
-	return n, nil
 }
 
 // waitForProgram waits for the program and returns its exit status; a

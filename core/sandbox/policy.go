@@ -148,24 +148,31 @@ func ReadPolicy(path string) (Policy, error) {
 // file that is not size bytes long when read is refused.
 func readFD(fd, size int) ([]byte, error) {
 	b := make([]byte, size+1) // one more, to see the end
-	n := 0
-	for n < len(b) {
-		m, err := syscall.Read(fd, b[n:])
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if m == 0 {
-			break
-		}
-		n += m
+	n, err := readFull(fd, b)
+	if err != nil {
+		return nil, err
 	}
 	if n != size {
 		return nil, errors.New("it changed size while it was read")
 	}
 	return b[:n], nil
+}
+
+// readFull reads fd with plain read calls until b is full or the end,
+// again after a signal, and returns how much it read.
+func readFull(fd int, b []byte) (int, error) {
+	n := 0
+	for n < len(b) {
+		m, err := syscall.Read(fd, b[n:])
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil || m == 0 {
+			return n, err
+		}
+		n += m
+	}
+	return n, nil
 }
 
 // Check reports an expired policy.
