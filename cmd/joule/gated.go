@@ -212,12 +212,9 @@ func newGateOrigin() (*residentGate, error) {
 // the lock shows a process that may serve: joule gate stop waits for it,
 // and nothing of it is left writing into $JOULE_HOME after stop returns.
 func (r *residentGate) claimLock() {
-	if os.MkdirAll(r.dir, 0o700) != nil || resident.CheckDir(r.dir) != nil {
-		return // takeLock reports why
-	}
-	lock, err := os.OpenFile(filepath.Join(r.dir, resident.LockName), os.O_RDWR|os.O_CREATE, 0o600)
+	lock, err := r.openLock()
 	if err != nil {
-		return
+		return // takeLock reports why
 	}
 	if syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
 		lock.Close()
@@ -236,13 +233,7 @@ func (r *residentGate) takeLock() (ok bool, err error) {
 	if r.lock != nil {
 		return true, nil
 	}
-	if err := os.MkdirAll(r.dir, 0o700); err != nil {
-		return false, fmt.Errorf("gate directory: %w", err)
-	}
-	if err := resident.CheckDir(r.dir); err != nil {
-		return false, err
-	}
-	lock, err := os.OpenFile(filepath.Join(r.dir, resident.LockName), os.O_RDWR|os.O_CREATE, 0o600)
+	lock, err := r.openLock()
 	if err != nil {
 		return false, err
 	}
@@ -268,6 +259,18 @@ func (r *residentGate) takeLock() (ok bool, err error) {
 	}
 	r.lock = lock
 	return true, nil
+}
+
+// openLock opens the gate lock file, in the gate directory it creates
+// (0700) and checks is the user's own.
+func (r *residentGate) openLock() (*os.File, error) {
+	if err := os.MkdirAll(r.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("gate directory: %w", err)
+	}
+	if err := resident.CheckDir(r.dir); err != nil {
+		return nil, err
+	}
+	return os.OpenFile(filepath.Join(r.dir, resident.LockName), os.O_RDWR|os.O_CREATE, 0o600)
 }
 
 // listen makes r, holding the lock, answer on its socket with ep's

@@ -55,6 +55,9 @@ type lease struct {
 
 func (l *lease) free() uint64 { return l.size - l.held }
 
+// chainKey names the grant chain grants (root first) in leases' maps.
+func chainKey(grants []string) string { return strings.Join(grants, "\x00") }
+
 // chain is the leasing state of one grant chain.
 type chain struct {
 	grants []string
@@ -110,7 +113,7 @@ func newLeases(ledger Ledger, logf func(string, ...any)) *leases {
 // only when no lease of the chain can cover the call; a call the grants
 // cannot pay fails with the store's *BudgetError.
 func (ls *leases) admit(ctx context.Context, grants []string, est uint64) (ticket, error) {
-	key := strings.Join(grants, "\x00")
+	key := chainKey(grants)
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	var c *chain
@@ -166,7 +169,7 @@ func (ls *leases) admit(ctx context.Context, grants []string, est uint64) (ticke
 func (ls *leases) free(grants []string) uint64 {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	c := ls.chains[strings.Join(grants, "\x00")]
+	c := ls.chains[chainKey(grants)]
 	if c == nil {
 		return 0
 	}
@@ -346,7 +349,7 @@ func (ls *leases) ending(t ticket) {
 // when ctx or by ended the wait: only then is a short budget final.
 func (ls *leases) waitEnding(ctx context.Context, grants []string, by time.Time) bool {
 	ls.mu.Lock()
-	n, settled := ls.ended[strings.Join(grants, "\x00")], ls.settled
+	n, settled := ls.ended[chainKey(grants)], ls.settled
 	ls.mu.Unlock()
 	if n == 0 {
 		return false

@@ -266,9 +266,10 @@
         `<span class="d-${esc(r.decision || "")}">${esc(r.decision || r.status || "")}</span><span>${esc(r.code || r.coverage || "")}</span><span>${esc(r.tool || r.unit || "")}</span><span>${esc(r.tier || "")}</span><span>${en}</span><span title="${esc(r.summary)}">${esc(r.summary || r.reason || "")}</span>`;
     }
     let generation = 0;
-    const inView = () => [Math.max(0, Math.floor(box.scrollTop / ROW) - 5), Math.min(total - 1, Math.ceil((box.scrollTop + box.clientHeight) / ROW) + 5)];
+    // inView is the rows to draw, of a chain of n, at the current scroll.
+    const inView = (n) => [Math.max(0, Math.floor(box.scrollTop / ROW) - 5), Math.min(n - 1, Math.ceil((box.scrollTop + box.clientHeight) / ROW) + 5)];
     function draw() {
-      const [first, last] = inView();
+      const [first, last] = inView(total);
       for (const [i, el] of drawn) if (i < first || i > last) { el.remove(); drawn.delete(i); }
       for (let i = first; i <= last; i++) {
         const p = Math.floor(i / PAGE), rows = pages.get(p);
@@ -293,10 +294,8 @@
       // for what was drawn. It reports false when a later resize or a
       // failed fetch superseded it.
       async resize(n) {
-        const gen = ++generation, was = total;
-        total = n;
-        const [first, last] = inView();
-        total = was;
+        const gen = ++generation;
+        const [first, last] = inView(n);
         const fresh = new Map();
         try {
           for (let p = Math.floor(first / PAGE); last >= 0 && p <= Math.floor(last / PAGE); p++) {
