@@ -41,8 +41,9 @@ func main() {
 // real grant and a durable receipt, each way a host can run it, in one run
 // beside the python3 hook and the Go floor:
 //
-//   - steady: joule-hook with its resident gate running (target ≤ 1.5× the
-//     Go floor, steady-x-gofloor);
+//   - steady: joule-hook with its resident gate running, in a home of its
+//     own whose gate starts once and serves every steady call (target
+//     ≤ 1.5× the Go floor, steady-x-gofloor);
 //   - first: joule-hook with no gate running: it decides in-process and
 //     starts the gate (target ≤ 1.2× joule hook, first-x-hook);
 //   - hook: today's `joule hook claude-code`, a whole joule per decision;
@@ -70,18 +71,25 @@ func BenchmarkHookClient(b *testing.B) {
 	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("building the Go floor: %v\n%s", err, out)
 	}
-	payload := f.claude("bench", "go test ./... && git status")
-	env := append(os.Environ(), f.env...)
-	run := func(name string, args ...string) {
-		cmd := exec.Command(name, args...)
-		cmd.Env = env
-		cmd.Dir = f.ws
-		cmd.Stdin = strings.NewReader(string(payload))
-		out, err := cmd.Output()
-		if err != nil || strings.Contains(string(out), "deny") {
-			b.Fatalf("%s: %v %s", name, err, out)
+	// The first calls stop and start f's gate; the steady calls go to a
+	// second home, whose gate runs from before the loop to its end, as a
+	// host's session reaches it after its first call.
+	sf := newFixture(b, "--budget", "100kJ")
+	in := func(f *fixture) func(name string, args ...string) {
+		payload := f.claude("bench", "go test ./... && git status")
+		env := append(os.Environ(), f.env...)
+		return func(name string, args ...string) {
+			cmd := exec.Command(name, args...)
+			cmd.Env = env
+			cmd.Dir = f.ws
+			cmd.Stdin = strings.NewReader(string(payload))
+			out, err := cmd.Output()
+			if err != nil || strings.Contains(string(out), "deny") {
+				b.Fatalf("%s: %v %s", name, err, out)
+			}
 		}
 	}
+	run, runSteady := in(f), in(sf)
 	client := filepath.Join(f.bin, "joule-hook")
 	jouleBin := filepath.Join(f.bin, "joule")
 	clock := func(f func()) time.Duration {
@@ -95,11 +103,14 @@ func BenchmarkHookClient(b *testing.B) {
 	n := b.N
 	var pyD, floorD, hookD, firstD, steadyD []time.Duration
 	f.serveGate()
+	steadyGate := sf.serveGate()
+	for range 5 {
+		runSteady(client, "claude-code")
+	}
 	b.ResetTimer()
 	for i := 0; i < n; i++ {
 		b.StopTimer()
 		pyD = append(pyD, clock(func() { run(py, hookPy) }))
-		floorD = append(floorD, clock(func() { run(floor) }))
 		hookD = append(hookD, clock(func() { run(jouleBin, "hook", "claude-code") }))
 		pid := f.waitGate(0)
 		f.joule(nil, "gate", "stop")
@@ -107,11 +118,16 @@ func BenchmarkHookClient(b *testing.B) {
 		// No gate: this call decides in-process and starts one.
 		firstD = append(firstD, clock(func() { run(client, "claude-code") }))
 		f.waitGate(0)
-		run(client, "claude-code") // the new gate's first decision
+		// The floor and the steady call one after the other, under the
+		// same load.
+		floorD = append(floorD, clock(func() { run(floor) }))
 		b.StartTimer()
-		steadyD = append(steadyD, clock(func() { run(client, "claude-code") }))
+		steadyD = append(steadyD, clock(func() { runSteady(client, "claude-code") }))
 	}
 	b.StopTimer()
+	if p := sf.gatePID(); p != steadyGate {
+		b.Fatalf("the steady gate %d was replaced by %d: the steady calls did not all reach one running gate", steadyGate, p)
+	}
 	median := func(d []time.Duration) float64 {
 		slices.Sort(d)
 		return float64(d[len(d)/2].Nanoseconds())

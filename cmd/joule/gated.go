@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -467,7 +468,9 @@ func (r *residentGate) handle(ctx context.Context, c *net.UnixConn) {
 		return
 	}
 	c.SetDeadline(time.Now().Add(time.Minute))
-	q, err := resident.ReadRequest(c)
+	// One read takes a whole request (the client writes it in one), not
+	// two system calls for each of its fields.
+	q, err := resident.ReadRequest(bufio.NewReaderSize(c, 16<<10))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "joule gate[%d]: bad request: %v\n", os.Getpid(), err)
 		return
