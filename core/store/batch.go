@@ -403,9 +403,10 @@ func reservationGone(id int64) error {
 const joinedGrantColumns = `g.id, g.parent, g.signed, g.budget_uj, g.spent_uj, g.reserved_uj, g.revoked, g.created_ns`
 
 // flush writes what the batch kept in memory: the tree hashes, the session
-// heads, the grants, the reservations and the ledger. One row goes in a
-// plain statement; more go as one JSON array, so that each statement's
-// text is fixed (and prepared once) however many rows a batch has.
+// heads, the grants, the reservations and the ledger. One session head or
+// grant goes in a plain statement, more as one JSON array; tree hashes and
+// ledger rows are inserted in VALUES lists (insertValues). Either way few
+// statement texts are prepared however many rows a batch has.
 func (b *batch) flush(ctx context.Context) error {
 	if err := b.flushTree(ctx); err != nil {
 		return err
@@ -475,30 +476,16 @@ func (b *batch) flush(ctx context.Context) error {
 	return b.flushLedger(ctx)
 }
 
-// flushTree writes the stored hashes the batch appended: a few (one
-// decision's) in a VALUES list as appendLeaf does, more as JSON.
+// flushTree writes the stored hashes the batch appended; a few (one
+// decision's) in one VALUES list as appendLeaf does.
 func (b *batch) flushTree(ctx context.Context) error {
-	switch n := len(b.tree); {
-	case n == 0:
-		return nil
-	case n <= maxTreeValues:
-		args := make([]any, 0, 2*n)
-		for i, h := range b.tree {
-			args = append(args, b.treeBase+int64(i), h[:])
-		}
-		_, err := b.tx.ExecContext(ctx, `INSERT INTO tlog_hashes (id, hash) VALUES (?, ?)`+strings.Repeat(", (?, ?)", n-1), args...)
-		return err
-	}
-	hashes := make([]string, len(b.tree))
-	for i, h := range b.tree {
-		hashes[i] = hex.EncodeToString(h[:])
-	}
-	return b.execJSON(ctx, `INSERT INTO tlog_hashes (id, hash)
-		SELECT ? + key, unhex(value) FROM json_each(?) ORDER BY key`, hashes, b.treeBase)
+	return b.insertValues(ctx, `INSERT INTO tlog_hashes (id, hash) VALUES `, 2, maxTreeValues, len(b.tree), func(args []any, i int) []any {
+		return append(args, b.treeBase+int64(i), b.tree[i][:])
+	})
 }
 
-// maxTreeValues bounds the VALUES lists flushTree writes, and so the
-// number of their texts the statement cache holds.
+// maxTreeValues bounds the hashes flushTree writes in one VALUES list of
+// their own, and so the number of their texts the statement cache holds.
 const maxTreeValues = 4
 
 // flushLedger writes the batch's ledger rows, in the order of the seals
@@ -513,24 +500,45 @@ func (b *batch) flushLedger(ctx context.Context) error {
 		}
 		return entry, resv
 	}
-	switch len(b.ledger) {
-	case 0:
-		return nil
-	case 1:
-		r := b.ledger[0]
-		entry, resv := nullable(r)
-		_, err := b.tx.ExecContext(ctx, `INSERT INTO ledger (grant_id, amount_uj, total_uj, entry, reservation, created_ns) VALUES (?, ?, ?, ?, ?, ?)`,
-			r.grant, int64(r.amount), int64(r.total), entry, resv, r.ns)
-		return err
-	}
-	rows := make([][]any, len(b.ledger))
-	for i, r := range b.ledger {
-		entry, resv := nullable(r)
-		rows[i] = []any{r.grant, r.amount, r.total, entry, resv, r.ns}
-	}
-	return b.execJSON(ctx, `INSERT INTO ledger (grant_id, amount_uj, total_uj, entry, reservation, created_ns)
-		SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5 FROM json_each(?) ORDER BY key`, rows)
+	return b.insertValues(ctx, `INSERT INTO ledger (grant_id, amount_uj, total_uj, entry, reservation, created_ns) VALUES `, 6, 1, len(b.ledger),
+		func(args []any, i int) []any {
+			r := b.ledger[i]
+			entry, resv := nullable(r)
+			return append(args, r.grant, int64(r.amount), int64(r.total), entry, resv, r.ns)
+		})
 }
+
+// insertValues runs the INSERT that head starts for n rows of width
+// parameters each, which row appends: up to exact rows in one VALUES list,
+// more in lists of up to maxValuesParams parameters and then of the powers
+// of two rows below that, so that few statement texts are prepared.
+// Binding rows costs less than encoding them as JSON, which SQLite then
+// parses again member by member.
+func (b *batch) insertValues(ctx context.Context, head string, width, exact, n int, row func(args []any, i int) []any) error {
+	tuple := "(?" + strings.Repeat(", ?", width-1) + ")"
+	rows := n
+	if n > exact {
+		rows = 1
+		for rows*2*width <= maxValuesParams {
+			rows *= 2
+		}
+	}
+	for i := 0; i < n; rows /= 2 {
+		for ; n-i >= rows; i += rows {
+			args := make([]any, 0, width*rows)
+			for k := i; k < i+rows; k++ {
+				args = row(args, k)
+			}
+			if _, err := b.tx.ExecContext(ctx, head+tuple+strings.Repeat(", "+tuple, rows-1), args...); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// maxValuesParams bounds the parameters of one of insertValues' INSERTs.
+const maxValuesParams = 512
 
 // execJSON runs query with rows as its JSON array parameter, after args.
 func (b *batch) execJSON(ctx context.Context, query string, rows any, args ...any) error {

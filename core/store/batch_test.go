@@ -50,9 +50,13 @@ func testBatchMatchesSavepoints(t *testing.T, be backend) {
 		{session: "s5", debit: []string{"ghost"}, amount: 1},
 		{session: "s4", debit: []string{"leaf"}, amount: 1},
 	}
-	var oneSession []batchOp
+	var oneSession, many []batchOp
 	for range 20 {
 		oneSession = append(oneSession, batchOp{session: "old", debit: []string{"root"}, amount: 3})
+	}
+	// More ledger rows and tree hashes than one INSERT of each takes.
+	for i := range 130 {
+		many = append(many, batchOp{session: fmt.Sprintf("m%d", i%3), debit: []string{"root"}, amount: 1})
 	}
 	tests := []struct {
 		name     string
@@ -72,6 +76,7 @@ func testBatchMatchesSavepoints(t *testing.T, be backend) {
 		// One dirty session and grant (plain statements) and a tree of
 		// more than one decision's hashes (JSON), past leaf 15.
 		{"one session, one grant", oneSession, false},
+		{"more rows than an INSERT takes", many, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
