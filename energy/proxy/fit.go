@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/joulehook/joule/core/grant"
 	"github.com/joulehook/joule/core/store"
@@ -45,8 +46,95 @@ type member struct {
 
 // members scans a JSON object's top level, keeping each value's byte span,
 // so the body can be changed in one place and kept byte for byte
-// elsewhere.
+// elsewhere. A valid body (json.Valid, one pass) is split in a second pass
+// that only finds where each member ends, with no copy of any value: a
+// request body can be megabytes of messages. An invalid one goes to
+// decodeMembers for encoding/json's account of what is wrong.
 func members(obj []byte) ([]member, error) {
+	if !json.Valid(obj) {
+		return decodeMembers(obj)
+	}
+	i := skipSpace(obj, 0)
+	if obj[i] != '{' {
+		return nil, errors.New("not an object")
+	}
+	var out []member
+	for i = skipSpace(obj, i+1); obj[i] != '}'; i = skipSpace(obj, i+1) {
+		end := stringEnd(obj, i)
+		key := string(obj[i+1 : end-1])
+		if !plainKey(obj[i+1 : end-1]) {
+			if err := json.Unmarshal(obj[i:end], &key); err != nil {
+				return nil, err
+			}
+		}
+		start := skipSpace(obj, skipSpace(obj, end)+1) // past the colon
+		i = valueEnd(obj, start)
+		out = append(out, member{key, start, i})
+		if i = skipSpace(obj, i); obj[i] == '}' {
+			break
+		}
+		// obj[i] is the comma before the next member.
+	}
+	return out, nil
+}
+
+// plainKey reports whether a key's bytes are what it says: no escapes and
+// nothing encoding/json would replace as invalid UTF-8.
+func plainKey(k []byte) bool {
+	for _, c := range k {
+		if c == '\\' || c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+// stringEnd is the index just past the valid JSON string that starts at i.
+func stringEnd(b []byte, i int) int {
+	for i++; b[i] != '"'; i++ {
+		if b[i] == '\\' {
+			i++
+		}
+	}
+	return i + 1
+}
+
+// valueEnd is the index just past the valid JSON value that starts at i.
+func valueEnd(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for ; ; i++ {
+			switch b[i] {
+			case '"':
+				i = stringEnd(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+	}
+	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\t' && b[i] != '\r' && b[i] != '\n' {
+		i++
+	}
+	return i
+}
+
+// decodeMembers is members by encoding/json's decoder, which says what is
+// wrong with a body that is not valid JSON.
+func decodeMembers(obj []byte) ([]member, error) {
 	dec := json.NewDecoder(bytes.NewReader(obj))
 	t, err := dec.Token()
 	if err != nil {

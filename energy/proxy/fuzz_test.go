@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"io"
+	"slices"
 	"testing"
 )
 
@@ -66,4 +67,23 @@ func (r *splitReader) Read(p []byte) (int, error) {
 	n = copy(p, r.b[:n])
 	r.b = r.b[n:]
 	return n, nil
+}
+
+// FuzzMembers: members splits any body as encoding/json's decoder does
+// (decodeMembers): the same keys and value spans, or an error from both.
+func FuzzMembers(f *testing.F) {
+	for _, s := range []string{benchBody, benchStream, `{}`, ` { } `, `{"a":{"b":[1,"]}",{"c":"\"}"}]},"d":-1.5e3 , "e" : null}`,
+		`{"k\u0065y":1,"k\"":"v\\"}`, "{\"\xff\":1}", `{"a":1} {"b":2}`, `[1]`, `"s"`, `{"a":}`, `{"a":1,}`, `{"max_tokens":1,"max_tokens":2}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got, err := members(body)
+		want, wantErr := decodeMembers(body)
+		if (err != nil) != (wantErr != nil) {
+			t.Fatalf("members: %v, decoder: %v", err, wantErr)
+		}
+		if err == nil && !slices.Equal(got, want) {
+			t.Fatalf("members %v, decoder %v", got, want)
+		}
+	})
 }
