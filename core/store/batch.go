@@ -479,13 +479,19 @@ func (b *batch) flush(ctx context.Context) error {
 // flushTree writes the stored hashes the batch appended; a few (one
 // decision's) in one VALUES list as appendLeaf does.
 func (b *batch) flushTree(ctx context.Context) error {
-	return b.insertValues(ctx, `INSERT INTO tlog_hashes (id, hash) VALUES `, 2, maxTreeValues, len(b.tree), func(args []any, i int) []any {
-		return append(args, b.treeBase+int64(i), b.tree[i][:])
+	return insertHashes(ctx, b.tx, b.treeBase, b.tree)
+}
+
+// insertHashes stores hashes as the tree hashes from index base on.
+func insertHashes(ctx context.Context, tx conn, base int64, hashes []tlog.Hash) error {
+	return insertValues(ctx, tx, `INSERT INTO tlog_hashes (id, hash) VALUES `, 2, maxTreeValues, len(hashes), func(args []any, i int) []any {
+		return append(args, base+int64(i), hashes[i][:])
 	})
 }
 
-// maxTreeValues bounds the hashes flushTree writes in one VALUES list of
-// their own, and so the number of their texts the statement cache holds.
+// maxTreeValues bounds the hashes insertHashes writes in one VALUES list
+// of their own, and so the number of their texts the statement cache
+// holds.
 const maxTreeValues = 4
 
 // flushLedger writes the batch's ledger rows, in the order of the seals
@@ -500,7 +506,7 @@ func (b *batch) flushLedger(ctx context.Context) error {
 		}
 		return entry, resv
 	}
-	return b.insertValues(ctx, `INSERT INTO ledger (grant_id, amount_uj, total_uj, entry, reservation, created_ns) VALUES `, 6, 1, len(b.ledger),
+	return insertValues(ctx, b.tx, `INSERT INTO ledger (grant_id, amount_uj, total_uj, entry, reservation, created_ns) VALUES `, 6, 1, len(b.ledger),
 		func(args []any, i int) []any {
 			r := b.ledger[i]
 			entry, resv := nullable(r)
@@ -514,7 +520,7 @@ func (b *batch) flushLedger(ctx context.Context) error {
 // of two rows below that, so that few statement texts are prepared.
 // Binding rows costs less than encoding them as JSON, which SQLite then
 // parses again member by member.
-func (b *batch) insertValues(ctx context.Context, head string, width, exact, n int, row func(args []any, i int) []any) error {
+func insertValues(ctx context.Context, tx conn, head string, width, exact, n int, row func(args []any, i int) []any) error {
 	tuple := "(?" + strings.Repeat(", ?", width-1) + ")"
 	rows := n
 	if n > exact {
@@ -529,7 +535,7 @@ func (b *batch) insertValues(ctx context.Context, head string, width, exact, n i
 			for k := i; k < i+rows; k++ {
 				args = row(args, k)
 			}
-			if _, err := b.tx.ExecContext(ctx, head+tuple+strings.Repeat(", "+tuple, rows-1), args...); err != nil {
+			if _, err := tx.ExecContext(ctx, head+tuple+strings.Repeat(", "+tuple, rows-1), args...); err != nil {
 				return err
 			}
 		}

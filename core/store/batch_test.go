@@ -74,7 +74,7 @@ func testBatchMatchesSavepoints(t *testing.T, be backend) {
 			{session: "c", debit: []string{"root"}, amount: 2},
 		}, false},
 		// One dirty session and grant (plain statements) and a tree of
-		// more than one decision's hashes (JSON), past leaf 15.
+		// more than one decision's hashes (VALUES lists), past leaf 15.
 		{"one session, one grant", oneSession, false},
 		{"more rows than an INSERT takes", many, false},
 	}

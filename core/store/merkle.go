@@ -95,14 +95,7 @@ func appendLeaf(ctx context.Context, tx conn, idx int64, data []byte) error {
 	if err != nil {
 		return err
 	}
-	base := tlog.StoredHashIndex(0, idx)
-	// One statement for all of them.
-	args := make([]any, 0, 2*len(hashes))
-	for i, h := range hashes {
-		args = append(args, base+int64(i), h[:])
-	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO tlog_hashes (id, hash) VALUES (?, ?)`+strings.Repeat(", (?, ?)", len(hashes)-1), args...)
-	return err
+	return insertHashes(ctx, tx, tlog.StoredHashIndex(0, idx), hashes)
 }
 
 // LogSize returns the number of receipts in the Merkle log.

@@ -21,7 +21,7 @@ var ErrTimeout = errors.New("the resident gate did not answer in time")
 // would see as a long system call and answer by waking threads (retake)
 // and polling every 20 µs: work on the cores the gate decides on.
 type Conn struct {
-	fd int
+	fd int // f's descriptor: f.Fd() would put the socket back in blocking mode
 	f  *os.File
 }
 
