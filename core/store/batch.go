@@ -476,8 +476,7 @@ func (b *batch) flush(ctx context.Context) error {
 	return b.flushLedger(ctx)
 }
 
-// flushTree writes the stored hashes the batch appended; a few (one
-// decision's) in one VALUES list as appendLeaf does.
+// flushTree writes the stored hashes the batch appended.
 func (b *batch) flushTree(ctx context.Context) error {
 	return insertHashes(ctx, b.tx, b.treeBase, b.tree)
 }
