@@ -3,6 +3,10 @@ package energy
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/joulehook/joule/core"
@@ -66,34 +70,155 @@ func (r *Recorder) Seal(ctx context.Context, rec Record) (store.Entry, *receipts
 	return e, sealed, nil
 }
 
-// SealBatch seals recs as Seal does each, in order, committing them
-// together (store.SealBatch): errs[i] is nil when entries[i] and
-// sealed[i] hold recs[i]'s receipt.
+// SealBatch seals recs, in order, committing them together
+// (store.SealBatch). Records of one session that share their unit,
+// coverage, provenance, grants and lease are sealed as one receipt that
+// lists them as its calls (at most MaxCalls each), under one signature: a
+// burst of calls costs a signature and a log entry per session, not per
+// call. Records that settle a reservation of their own, or carry a measured
+// figure, are sealed alone. errs[i] is nil when entries[i] and sealed[i]
+// hold the receipt that covers recs[i]; the records of one receipt share
+// its entry, its receipt and its error.
 func (r *Recorder) SealBatch(ctx context.Context, recs []Record) (entries []store.Entry, sealed []*receipts.Efficiency, errs []error) {
-	sealed = make([]*receipts.Efficiency, len(recs))
+	entries, sealed, errs = make([]store.Entry, len(recs)), make([]*receipts.Efficiency, len(recs)), make([]error, len(recs))
 	if r == nil || r.Store == nil || r.Sealer == nil {
-		errs = make([]error, len(recs))
 		for i := range errs {
 			errs[i] = errors.New("energy: recorder has no store or sealer")
 		}
-		return make([]store.Entry, len(recs)), sealed, errs
+		return entries, sealed, errs
 	}
-	reqs := make([]store.SealRequest, len(recs))
-	for i, rec := range recs {
-		reqs[i], sealed[i] = r.request(rec)
+	groups := groupRecords(recs)
+	reqs := make([]store.SealRequest, len(groups))
+	effs := make([]*receipts.Efficiency, len(groups))
+	for g, at := range groups {
+		if len(at) == 1 {
+			reqs[g], effs[g] = r.request(recs[at[0]])
+			continue
+		}
+		group := make([]Record, len(at))
+		for k, i := range at {
+			group[k] = recs[i]
+		}
+		reqs[g], effs[g] = r.requestCalls(group)
 	}
-	entries, errs = r.Store.SealBatch(ctx, reqs)
-	for i, err := range errs {
-		if err != nil {
-			sealed[i] = nil
+	es, gerrs := r.Store.SealBatch(ctx, reqs)
+	for g, at := range groups {
+		for _, i := range at {
+			entries[i], errs[i] = es[g], gerrs[g]
+			if gerrs[g] == nil {
+				sealed[i] = effs[g]
+			}
 		}
 	}
 	return entries, sealed, errs
 }
 
+// MaxCalls bounds the calls one receipt covers, and so its size (about
+// 200 bytes a call).
+const MaxCalls = 64
+
+// groupRecords splits recs, keeping their order, into the groups
+// SealBatch seals as one receipt each, as indexes into recs.
+func groupRecords(recs []Record) [][]int {
+	type key struct {
+		session, unit, coverage, grants string
+		prov                            core.Provenance
+		lease                           int64
+	}
+	var groups [][]int
+	open := map[key]int{}
+	for i, rec := range recs {
+		if rec.Reservation != nil || rec.MeasuredUJ != nil {
+			groups = append(groups, []int{i})
+			continue
+		}
+		k := key{session: rec.Session, unit: rec.Unit, coverage: rec.Coverage, grants: strings.Join(rec.Grants, "\x00"), prov: rec.Estimate.Provenance, lease: -1}
+		if rec.Draw != nil {
+			k.lease = rec.Draw.Reservation
+		}
+		if g, ok := open[k]; ok && len(groups[g]) < MaxCalls {
+			groups[g] = append(groups[g], i)
+			continue
+		}
+		open[k] = len(groups)
+		groups = append(groups, []int{i})
+	}
+	return groups
+}
+
+// requestCalls is the store request that seals recs, two or more records
+// groupRecords put together, as one receipt listing them as its calls; the
+// receipt it sealed is written to the returned Efficiency.
+func (r *Recorder) requestCalls(recs []Record) (store.SealRequest, *receipts.Efficiency) {
+	eff := r.core(recs[0])
+	eff.Model, eff.Note, eff.MaxOutputRequested, eff.MaxOutputFitted = recs[0].Model, "", 0, 0
+	eff.InputTokens, eff.CachedInputTokens, eff.CacheWriteTokens, eff.OutputTokens, eff.EstimatedUJ, eff.TimeMS = 0, 0, 0, 0, 0, 0
+	eff.Status = receipts.StatusComplete
+	eff.Calls = make([]receipts.Call, len(recs))
+	var draw *store.Draw
+	for i, rec := range recs {
+		c := r.core(rec)
+		eff.Calls[i] = receipts.Call{TimeMS: c.TimeMS, Model: c.Model, InputTokens: c.InputTokens, CachedInputTokens: c.CachedInputTokens,
+			CacheWriteTokens: c.CacheWriteTokens, OutputTokens: c.OutputTokens, EstimatedUJ: c.EstimatedUJ, Status: c.Status,
+			Note: c.Note, Nonce: rec.Nonce, MaxOutputRequested: c.MaxOutputRequested, MaxOutputFitted: c.MaxOutputFitted}
+		if c.Model != eff.Model {
+			eff.Model = ""
+		}
+		eff.InputTokens = satAdd(eff.InputTokens, c.InputTokens)
+		eff.CachedInputTokens = satAdd(eff.CachedInputTokens, c.CachedInputTokens)
+		eff.CacheWriteTokens = satAdd(eff.CacheWriteTokens, c.CacheWriteTokens)
+		eff.OutputTokens = satAdd(eff.OutputTokens, c.OutputTokens)
+		eff.EstimatedUJ = satAdd(eff.EstimatedUJ, c.EstimatedUJ)
+		eff.TimeMS = max(eff.TimeMS, c.TimeMS)
+		if c.Status != receipts.StatusComplete {
+			eff.Status = receipts.StatusIncomplete
+		}
+		if rec.Draw != nil {
+			if draw == nil {
+				draw = &store.Draw{Reservation: rec.Draw.Reservation}
+			}
+			draw.ReleaseUJ = satAdd(draw.ReleaseUJ, rec.Draw.ReleaseUJ)
+			draw.ChargeUJ = satAdd(draw.ChargeUJ, rec.Draw.ChargeUJ)
+		}
+	}
+	eff.Note = fmt.Sprintf("%d calls", len(recs))
+	sealed := new(receipts.Efficiency)
+	return store.SealRequest{Session: recs[0].Session, Draw: draw, Build: func(pos store.Position, _ error) ([]byte, bool, error) {
+		c := *eff
+		c.Calls = slices.Clone(eff.Calls)
+		for i := range c.Calls {
+			if c.Calls[i].Nonce == "" {
+				nonce, err := core.NewNonce()
+				if err != nil {
+					return nil, false, err
+				}
+				c.Calls[i].Nonce = nonce
+			}
+		}
+		return r.seal(&c, pos, "", sealed)
+	}}, sealed
+}
+
+func satAdd(a, b uint64) uint64 {
+	if s := a + b; s >= a {
+		return s
+	}
+	return math.MaxUint64
+}
+
 // request is the store request that seals rec; the receipt it sealed is
-// written to *sealed.
+// written to the returned Efficiency.
 func (r *Recorder) request(rec Record) (store.SealRequest, *receipts.Efficiency) {
+	eff := r.core(rec)
+	sealed := new(receipts.Efficiency)
+	return store.SealRequest{Session: rec.Session, Settle: rec.Reservation, SettleUJ: rec.SettleUJ, Draw: rec.Draw, Build: func(pos store.Position, _ error) ([]byte, bool, error) {
+		c := *eff
+		return r.seal(&c, pos, rec.Nonce, sealed)
+	}}, sealed
+}
+
+// core is rec's receipt but for its position and nonce.
+func (r *Recorder) core(rec Record) *receipts.Efficiency {
 	when := rec.Time
 	if when.IsZero() {
 		when = time.Now()
@@ -122,26 +247,28 @@ func (r *Recorder) request(rec Record) (store.SealRequest, *receipts.Efficiency)
 	if eff.Grants == nil {
 		eff.Grants = []string{}
 	}
-	sealed := new(receipts.Efficiency)
-	return store.SealRequest{Session: rec.Session, Settle: rec.Reservation, SettleUJ: rec.SettleUJ, Draw: rec.Draw, Build: func(pos store.Position, _ error) ([]byte, bool, error) {
-		c := *eff
-		c.Session, c.Sequence, c.Prev = pos.Session, pos.Seq, core.ID(pos.Prev)
-		c.Nonce = rec.Nonce
-		if c.Nonce == "" {
-			nonce, err := core.NewNonce()
-			if err != nil {
-				return nil, false, err
-			}
-			c.Nonce = nonce
-		}
-		payload, err := receipts.Encode(&c)
+	return eff
+}
+
+// seal places c at pos with nonce (a fresh one if empty), signs it, and
+// copies what it signed to *sealed.
+func (r *Recorder) seal(c *receipts.Efficiency, pos store.Position, nonce string, sealed *receipts.Efficiency) ([]byte, bool, error) {
+	c.Session, c.Sequence, c.Prev = pos.Session, pos.Seq, core.ID(pos.Prev)
+	c.Nonce = nonce
+	if c.Nonce == "" {
+		n, err := core.NewNonce()
 		if err != nil {
 			return nil, false, err
 		}
-		env, err := r.Sealer.SealPayload(payload)
-		*sealed = c
-		return env, false, err
-	}}, sealed
+		c.Nonce = n
+	}
+	payload, err := receipts.Encode(c)
+	if err != nil {
+		return nil, false, err
+	}
+	env, err := r.Sealer.SealPayload(payload)
+	*sealed = *c
+	return env, false, err
 }
 
 func truncate(s string, n int) string {

@@ -158,7 +158,11 @@ type receiptItem struct {
 	// one it was forwarded with.
 	MaxOutputRequested uint64 `json:"max_output_requested,omitempty"`
 	MaxOutputFitted    uint64 `json:"max_output_fitted,omitempty"`
-	Error              string `json:"error,omitempty"` // does not verify
+	// Calls and FittedCalls, for a receipt that covers several calls: how
+	// many, and how many of them were fitted to the budget.
+	Calls       int    `json:"calls,omitempty"`
+	FittedCalls int    `json:"fitted_calls,omitempty"`
+	Error       string `json:"error,omitempty"` // does not verify
 }
 
 func (s *Server) readReceipts(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
@@ -196,6 +200,9 @@ func (s *Server) readReceipts(ctx context.Context, req mcp.ReadResourceRequest) 
 			e := a.Efficiency
 			it.Kind, it.Unit, it.EnergyUJ = e.Kind, e.Unit, e.EstimatedUJ
 			it.MaxOutputRequested, it.MaxOutputFitted = e.MaxOutputRequested, e.MaxOutputFitted
+			if len(e.Calls) > 0 {
+				it.Calls, it.FittedCalls = e.CallCount(), e.FittedCount()
+			}
 			if e.MeasuredUJ != nil {
 				it.EnergyUJ = *e.MeasuredUJ
 			}

@@ -198,10 +198,8 @@ func (f *fold) add(s *Server, seq uint64, hash, prev [32]byte, envelope []byte, 
 		tier = "untiered"
 	}
 	if e.Unit == "model-call" {
-		sum.ModelCalls++
-		if e.MaxOutputFitted != 0 {
-			sum.FittedCalls++
-		}
+		sum.ModelCalls += uint64(e.CallCount())
+		sum.FittedCalls += uint64(e.FittedCount())
 		switch e.Coverage {
 		case "enforced":
 			f.enforced++

@@ -48,8 +48,9 @@ type Row struct {
 
 	grants []string
 	in     [4]uint64 // input, cached, cache-write, output tokens
-	fitted bool
-	signed bool // the signature verified: the figures count
+	calls  int       // model calls the receipt covers
+	fitted int       // of which fitted to the budget
+	signed bool      // the signature verified: the figures count
 }
 
 // Stats is what the sessions view shows of one session.
@@ -104,10 +105,8 @@ func (st *Stats) add(r *Row) {
 		}
 	case "efficiency":
 		if r.Unit == "model-call" {
-			st.Calls++
-			if r.fitted {
-				st.Fitted++
-			}
+			st.Calls += r.calls
+			st.Fitted += r.fitted
 		}
 		for i := range st.Tokens {
 			st.Tokens[i] += r.in[i]
@@ -320,12 +319,15 @@ func rowOf(r store.StoredEntry, v receipts.Verdict) Row {
 		}
 		row.in = [4]uint64{f.InputTokens, f.CachedInputTokens, f.CacheWriteTokens, f.OutputTokens}
 		row.Tokens = f.InputTokens + f.CachedInputTokens + f.CacheWriteTokens + f.OutputTokens
-		row.fitted = f.MaxOutputFitted != 0
+		row.calls, row.fitted = f.CallCount(), f.FittedCount()
 		row.Category = "model"
 		if row.Tier != "" {
 			row.Category = row.Tier
 		}
 		row.Summary = strings.TrimSpace(f.Unit + " " + f.Model)
+		if len(f.Calls) > 0 {
+			row.Summary = fmt.Sprintf("%d × %s", len(f.Calls), row.Summary)
+		}
 	}
 	return row
 }

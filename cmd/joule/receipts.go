@@ -234,6 +234,9 @@ func toRow(en store.StoredEntry, v receipts.Verdict) receiptRow {
 			r.EnergyUJ = *f.MeasuredUJ
 		}
 		r.Summary = strings.TrimSpace(f.Unit+" "+f.Model) + " (" + f.Status + ", " + f.Coverage + ")"
+		if len(f.Calls) > 0 {
+			r.Summary = fmt.Sprintf("%d × %s", len(f.Calls), r.Summary)
+		}
 	}
 	return r
 }

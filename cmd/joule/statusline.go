@@ -130,10 +130,8 @@ func sessionStatsOf(ctx context.Context, ep *endpoint, session string) (sessionS
 			st.add(a.Decision.Provenance, a.Decision.DebitUJ, nil)
 		case a.Efficiency != nil:
 			if a.Efficiency.Unit == "model-call" {
-				st.calls++
-				if a.Efficiency.MaxOutputFitted != 0 {
-					st.fitted++
-				}
+				st.calls += a.Efficiency.CallCount()
+				st.fitted += a.Efficiency.FittedCount()
 			}
 			st.add(a.Efficiency.Provenance, a.Efficiency.EstimatedUJ, a.Efficiency.MeasuredUJ)
 		}

@@ -78,6 +78,83 @@ type Efficiency struct {
 	// and the one it was forwarded with (both absent otherwise).
 	MaxOutputRequested uint64 `cbor:"max_output_requested,omitempty" json:"max_output_requested,omitempty"`
 	MaxOutputFitted    uint64 `cbor:"max_output_fitted,omitempty" json:"max_output_fitted,omitempty"`
+	// Calls, when present, are the units of work the receipt covers, two
+	// or more, in the order they ended: the meter seals the calls of one
+	// session that end together under one signature. The receipt's token
+	// and energy figures are then their sums, its status complete only if
+	// all of theirs are, its time the last of theirs.
+	Calls []Call `cbor:"calls,omitempty" json:"calls,omitempty"`
+}
+
+// Call is one unit of work of an efficiency receipt that covers several.
+// It shares the receipt's unit, energy provenance, coverage and grants.
+type Call struct {
+	TimeMS             uint64 `cbor:"time_ms" json:"time_ms"`
+	Model              string `cbor:"model,omitempty" json:"model,omitempty"`
+	InputTokens        uint64 `cbor:"input_tokens" json:"input_tokens"`
+	CachedInputTokens  uint64 `cbor:"cached_input_tokens" json:"cached_input_tokens"`
+	CacheWriteTokens   uint64 `cbor:"cache_write_tokens" json:"cache_write_tokens"`
+	OutputTokens       uint64 `cbor:"output_tokens" json:"output_tokens"`
+	EstimatedUJ        uint64 `cbor:"estimated_uj" json:"estimated_uj"`
+	Status             string `cbor:"status" json:"status"`
+	Note               string `cbor:"note,omitempty" json:"note,omitempty"`
+	Nonce              string `cbor:"nonce" json:"nonce"`
+	MaxOutputRequested uint64 `cbor:"max_output_requested,omitempty" json:"max_output_requested,omitempty"`
+	MaxOutputFitted    uint64 `cbor:"max_output_fitted,omitempty" json:"max_output_fitted,omitempty"`
+}
+
+// CallCount is how many units of work e covers: its calls, or itself.
+func (e *Efficiency) CallCount() int {
+	if len(e.Calls) > 0 {
+		return len(e.Calls)
+	}
+	return 1
+}
+
+// FittedCount is how many of the calls e covers were fitted to their budget.
+func (e *Efficiency) FittedCount() int {
+	if len(e.Calls) == 0 {
+		if e.MaxOutputFitted != 0 {
+			return 1
+		}
+		return 0
+	}
+	n := 0
+	for _, c := range e.Calls {
+		if c.MaxOutputFitted != 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// Split returns one efficiency core per call e covers: e itself when it
+// covers one, else a copy of e for each of its calls with that call's
+// figures, status, note, nonce and caps (and no calls list).
+func (e *Efficiency) Split() []*Efficiency {
+	if len(e.Calls) == 0 {
+		return []*Efficiency{e}
+	}
+	out := make([]*Efficiency, len(e.Calls))
+	for i, c := range e.Calls {
+		one := *e
+		one.Calls = nil
+		one.TimeMS, one.Model, one.Status, one.Note, one.Nonce = c.TimeMS, c.Model, c.Status, c.Note, c.Nonce
+		one.InputTokens, one.CachedInputTokens, one.CacheWriteTokens, one.OutputTokens = c.InputTokens, c.CachedInputTokens, c.CacheWriteTokens, c.OutputTokens
+		one.EstimatedUJ, one.MaxOutputRequested, one.MaxOutputFitted = c.EstimatedUJ, c.MaxOutputRequested, c.MaxOutputFitted
+		out[i] = &one
+	}
+	return out
+}
+
+// Nonces are the nonces e carries: its own and its calls'.
+func (e *Efficiency) Nonces() []string {
+	n := make([]string, 0, 1+len(e.Calls))
+	n = append(n, e.Nonce)
+	for _, c := range e.Calls {
+		n = append(n, c.Nonce)
+	}
+	return n
 }
 
 // Coverage values of an efficiency receipt.
@@ -142,8 +219,69 @@ func (e *Efficiency) Validate() error {
 		return fmt.Errorf("efficiency receipt: tier %q", e.Tier)
 	case !core.ValidNonce(e.Nonce):
 		return errors.New("efficiency receipt: nonce is not 32 lowercase hex digits")
+	case (e.MaxOutputRequested == 0) != (e.MaxOutputFitted == 0):
+		return errors.New("efficiency receipt: max_output_requested and max_output_fitted are present together")
+	}
+	if e.Calls != nil {
+		return e.validateCalls()
 	}
 	return nil
+}
+
+// validateCalls checks that a receipt covering several calls is what its
+// calls add up to.
+func (e *Efficiency) validateCalls() error {
+	if len(e.Calls) < 2 {
+		return fmt.Errorf("efficiency receipt: %d calls (a receipt covers one call by itself, or two or more in calls)", len(e.Calls))
+	}
+	if e.MeasuredUJ != nil || e.MaxOutputFitted != 0 {
+		return errors.New("efficiency receipt: measured_uj and the fitted caps belong to each call, not to a receipt of several")
+	}
+	var in, cached, write, out, uj, last uint64
+	complete := true
+	seen := map[string]bool{e.Nonce: true}
+	for i, c := range e.Calls {
+		switch {
+		case c.Status != StatusComplete && c.Status != StatusIncomplete:
+			return fmt.Errorf("efficiency receipt: call %d: status %q is not complete or incomplete", i, c.Status)
+		case !core.ValidNonce(c.Nonce):
+			return fmt.Errorf("efficiency receipt: call %d: nonce is not 32 lowercase hex digits", i)
+		case seen[c.Nonce]:
+			return fmt.Errorf("efficiency receipt: call %d: nonce %s appears twice", i, c.Nonce)
+		case (c.MaxOutputRequested == 0) != (c.MaxOutputFitted == 0):
+			return fmt.Errorf("efficiency receipt: call %d: max_output_requested and max_output_fitted are present together", i)
+		case e.Model != "" && c.Model != e.Model:
+			return fmt.Errorf("efficiency receipt: call %d: model %q, not the receipt's %q", i, c.Model, e.Model)
+		}
+		seen[c.Nonce] = true
+		var ok [5]bool
+		in, ok[0] = addOK(in, c.InputTokens)
+		cached, ok[1] = addOK(cached, c.CachedInputTokens)
+		write, ok[2] = addOK(write, c.CacheWriteTokens)
+		out, ok[3] = addOK(out, c.OutputTokens)
+		uj, ok[4] = addOK(uj, c.EstimatedUJ)
+		if ok != [5]bool{true, true, true, true, true} {
+			return fmt.Errorf("efficiency receipt: call %d: the sum of the calls' figures overflows", i)
+		}
+		last = max(last, c.TimeMS)
+		complete = complete && c.Status == StatusComplete
+	}
+	switch {
+	case in != e.InputTokens || cached != e.CachedInputTokens || write != e.CacheWriteTokens || out != e.OutputTokens:
+		return errors.New("efficiency receipt: its token counts are not the sums of its calls'")
+	case uj != e.EstimatedUJ:
+		return errors.New("efficiency receipt: estimated_uj is not the sum of its calls'")
+	case (e.Status == StatusComplete) != complete:
+		return errors.New("efficiency receipt: status is complete exactly when every call's is")
+	case e.TimeMS != last:
+		return errors.New("efficiency receipt: time_ms is not the last of its calls'")
+	}
+	return nil
+}
+
+func addOK(a, b uint64) (uint64, bool) {
+	s := a + b
+	return s, s >= a
 }
 
 // Any is a decoded session receipt of either kind.

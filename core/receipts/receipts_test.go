@@ -148,7 +148,7 @@ func TestDecodeRejectsNonCanonical(t *testing.T) {
 }
 
 func FuzzDecode(f *testing.F) {
-	for _, c := range []interface{ Validate() error }{decision(1, core.ID{}), efficiency(2, core.Sum(nil))} {
+	for _, c := range []interface{ Validate() error }{decision(1, core.ID{}), efficiency(2, core.Sum(nil)), batched()} {
 		b, _ := Encode(c)
 		f.Add(b)
 	}

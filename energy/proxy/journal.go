@@ -380,7 +380,7 @@ func sealedNonces(ctx context.Context, st *store.Store, session string, written 
 			return nonces, err
 		}
 		for _, e := range es {
-			if n := nonceOf(e.Envelope); n != "" {
+			for _, n := range noncesOf(e.Envelope) {
 				nonces[n] = true
 			}
 			after = e.Seq
@@ -401,16 +401,17 @@ func lastSeq(ctx context.Context, st *store.Store, session string) (uint64, erro
 	return 0, nil
 }
 
-// nonceOf is the nonce of an efficiency receipt's envelope, or "". The
-// envelope comes from this store; its signature is not what is asked here.
-func nonceOf(envelope []byte) string {
+// noncesOf are the nonces of an efficiency receipt's envelope, its calls'
+// included. The envelope comes from this store; its signature is not what
+// is asked here.
+func noncesOf(envelope []byte) []string {
 	var msg cose.Sign1Message
 	if err := msg.UnmarshalCBOR(envelope); err != nil {
-		return ""
+		return nil
 	}
 	a, err := receipts.Decode(msg.Payload)
 	if err != nil || a.Efficiency == nil {
-		return ""
+		return nil
 	}
-	return a.Efficiency.Nonce
+	return a.Efficiency.Nonces()
 }

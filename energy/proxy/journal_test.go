@@ -56,7 +56,8 @@ func TestRecoverDeadJournal(t *testing.T) {
 		t.Fatal(err)
 	}
 	var nonces []string
-	for i := range 3 {
+	var together []energy.Record // sealed, in one receipt, then killed before marked done
+	for i := range 4 {
 		nonce, err := core.NewNonce()
 		if err != nil {
 			t.Fatal(err)
@@ -78,11 +79,13 @@ func TestRecoverDeadJournal(t *testing.T) {
 		if err := dead.begin(rec); err != nil {
 			t.Fatal(err)
 		}
-		if i == 0 { // sealed, then killed before it was marked done
-			if _, _, err := recorder.Seal(ctx, rec); err != nil {
-				t.Fatal(err)
-			}
+		if i == 0 || i == 3 {
+			together = append(together, rec)
 		}
+	}
+	_, sealed, errs := recorder.SealBatch(ctx, together)
+	if errs[0] != nil || errs[1] != nil || sealed[0] != sealed[1] || sealed[0].CallCount() != 2 {
+		t.Fatalf("two calls were not sealed in one receipt: %v", errs)
 	}
 	// Admitted and answered, killed before its usage was journaled: sealed
 	// incomplete, charged its whole estimate.
@@ -101,7 +104,7 @@ func TestRecoverDeadJournal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (Recovered{Journals: 1, Sealed: 3, Already: 1, Leases: 1}); got != want {
+	if want := (Recovered{Journals: 1, Sealed: 3, Already: 2, Leases: 1}); got != want {
 		t.Errorf("Recover = %+v, want %+v", got, want)
 	}
 	if left := journals(t, jdir); len(left) != 1 || left[0] != r.proxy.journal.path {
@@ -123,8 +126,8 @@ func TestRecoverDeadJournal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if after.SpentUJ-before.SpentUJ != 350 {
-		t.Errorf("spent %d µJ more, want 350 (three calls' usage of 100, and 50 for one whose usage never came)", after.SpentUJ-before.SpentUJ)
+	if after.SpentUJ-before.SpentUJ != 450 {
+		t.Errorf("spent %d µJ more, want 450 (four calls' usage of 100, and 50 for one whose usage never came)", after.SpentUJ-before.SpentUJ)
 	}
 	if after.ReservedUJ != before.ReservedUJ {
 		t.Errorf("reserved %d µJ after recovery, %d before the dead lease: it was not given back", after.ReservedUJ, before.ReservedUJ)

@@ -79,7 +79,8 @@ type Config struct {
 	Transport http.RoundTripper
 	// Logf, if set, gets one line per call: never headers, never bodies.
 	Logf func(format string, args ...any)
-	// Sealed, if set, is called with every receipt sealed.
+	// Sealed, if set, is called with every receipt sealed, once for a
+	// receipt that covers several calls.
 	Sealed func(store.Entry, *receipts.Efficiency)
 }
 
@@ -125,6 +126,7 @@ func New(cfg Config) (*Proxy, error) {
 		cfg.MaxUnsealed = DefaultMaxUnsealed
 	}
 	p := &Proxy{cfg: cfg, unsealed: make(chan struct{}, cfg.MaxUnsealed), models: newModels(cfg.Table)}
+	p.sq.full = make(chan struct{}, 1)
 	p.leases = newLeases(cfg.Ledger, p.logf)
 	if cfg.Journal != "" {
 		j, err := openJournal(cfg.Journal)
@@ -593,8 +595,19 @@ type sealJob struct {
 type sealQueue struct {
 	mu      sync.Mutex
 	jobs    []*sealJob
-	running bool // a sealing loop is running; it ends when it finds jobs empty
+	running bool          // a sealing loop is running; it ends when it finds jobs empty
+	full    chan struct{} // wakes a lingering loop when a whole batch is queued
 }
+
+// sealLinger is how long the sealing loop lets a backlog build up between
+// rounds while calls end faster than it seals them one round at a time: a
+// receipt then covers the session's calls of the last few milliseconds
+// (energy.Recorder.SealBatch), and the signature, the log entry and the
+// transaction that each round costs are shared by that many calls. A call
+// that ends alone is sealed at once. A call waiting meanwhile holds its
+// estimate in its lease and is already journaled (journal.go), so nothing
+// is at risk for the wait.
+const sealLinger = 5 * time.Millisecond
 
 // enqueue queues a finished call's receipt, waiting while MaxUnsealed are.
 func (p *Proxy) enqueue(j *sealJob) {
@@ -604,16 +617,36 @@ func (p *Proxy) enqueue(j *sealJob) {
 	q.jobs = append(q.jobs, j)
 	start := !q.running
 	q.running = true
+	if len(q.jobs) >= store.MaxSealBatch {
+		select {
+		case q.full <- struct{}{}:
+		default:
+		}
+	}
 	q.mu.Unlock()
 	if start {
 		go p.sealLoop()
 	}
 }
 
-// sealLoop seals queued receipts until none are left.
+// sealLoop seals queued receipts until none are left, lingering between
+// rounds that found more than one.
 func (p *Proxy) sealLoop() {
 	q := &p.sq
-	for {
+	var linger *time.Timer
+	for lingering := false; ; {
+		if lingering {
+			if linger == nil {
+				linger = time.NewTimer(sealLinger)
+			} else {
+				linger.Reset(sealLinger)
+			}
+			select {
+			case <-linger.C:
+			case <-q.full:
+				linger.Stop()
+			}
+		}
 		q.mu.Lock()
 		n := min(len(q.jobs), store.MaxSealBatch)
 		if n == 0 {
@@ -625,6 +658,7 @@ func (p *Proxy) sealLoop() {
 		q.jobs = q.jobs[n:]
 		q.mu.Unlock()
 		p.sealJobs(jobs)
+		lingering = n > 1 && n < store.MaxSealBatch
 	}
 }
 
@@ -686,19 +720,22 @@ func (p *Proxy) sealJobs(jobs []*sealJob) {
 			p.logf("journal: %v", err)
 		}
 	}
+	told := map[*receipts.Efficiency]bool{}
 	for i, j := range jobs {
 		c, rec, e, eff := j.c, j.rec, entries[i], effs[i]
 		if errs[i] != nil {
 			p.logf("seal receipt for session %s: %v", c.session, errs[i])
 			continue
 		}
+		first := !told[eff] // calls sealed together share one receipt
+		told[eff] = true
 		if p.cfg.Logf != nil {
 			p.logf("sealed %s %s session=%s seq=%d model=%s in=%d cached=%d write=%d out=%d %s %s %s in %v",
 				c.route.family, c.route.name, c.session, e.Seq, rec.Model, rec.Usage.Input, rec.Usage.CachedInput,
 				rec.Usage.CacheWrite, rec.Usage.Output, grant.FormatEnergy(rec.Estimate.UJ), rec.Estimate.Provenance, eff.Status,
 				rec.Time.Sub(c.start).Round(time.Millisecond))
 		}
-		if p.cfg.Sealed != nil {
+		if p.cfg.Sealed != nil && first {
 			p.cfg.Sealed(e, eff)
 		}
 	}

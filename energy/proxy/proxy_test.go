@@ -254,12 +254,13 @@ func (r *rig) receipts(session string) []*receipts.Efficiency {
 	if err != nil {
 		r.t.Fatalf("session %s does not verify: %v", session, err)
 	}
-	// The efficiency receipts of forwarded calls; a refused call's
-	// receipt is a decision (refusals).
+	// The efficiency receipts of forwarded calls, one per call (calls
+	// sealed together share a receipt); a refused call's receipt is a
+	// decision (refusals).
 	var out []*receipts.Efficiency
 	for _, a := range all {
 		if a.Efficiency != nil {
-			out = append(out, a.Efficiency)
+			out = append(out, a.Efficiency.Split()...)
 		}
 	}
 	return out
