@@ -1,8 +1,15 @@
 package proxy
 
 import (
+	"time"
+
 	"bytes"
+	"encoding/json"
+	"github.com/joulehook/joule/core"
+	"github.com/joulehook/joule/core/store"
+	"github.com/joulehook/joule/energy"
 	"io"
+	"reflect"
 	"slices"
 	"testing"
 )
@@ -84,6 +91,90 @@ func FuzzMembers(f *testing.F) {
 		}
 		if err == nil && !slices.Equal(got, want) {
 			t.Fatalf("members %v, decoder %v", got, want)
+		}
+	})
+}
+
+// FuzzUnmarshalOnly: decoding only the members a struct has gives what
+// decoding the whole object gives, whenever that succeeds.
+func FuzzUnmarshalOnly(f *testing.F) {
+	f.Add([]byte(`{"id":"msg_01","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"Hi"}],"stop_reason":"end_turn","usage":{"input_tokens":12,"output_tokens":3}}`))
+	f.Add([]byte(`{"id":"a","ID":"b","usage":{"prompt_tokens":3},"content":[{"type":"text","text":"x"}],"Status":"failed"}`))
+	f.Add([]byte(`{"usage":null,"error":{"message":"m","type":"t"},"model":"\u0041"}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		type response struct {
+			ID     string       `json:"id"`
+			Model  string       `json:"model"`
+			Usage  *openAIUsage `json:"usage"`
+			Error  *apiError    `json:"error"`
+			Status string       `json:"status"`
+		}
+		var whole, only response
+		if json.Unmarshal(body, &whole) != nil {
+			return
+		}
+		if err := unmarshalOnly(body, &only, "id", "model", "usage", "error", "status"); err != nil {
+			if bytes.HasPrefix(bytes.TrimSpace(body), []byte("{")) {
+				t.Fatalf("whole object decodes, its members do not: %v", err)
+			}
+			return
+		}
+		if !reflect.DeepEqual(whole, only) {
+			t.Fatalf("whole %+v, members %+v", whole, only)
+		}
+	})
+}
+
+// FuzzAppendLine: a journal line is encoded as encoding/json encodes it,
+// byte for byte, whatever its strings, numbers and absent parts.
+func FuzzAppendLine(f *testing.F) {
+	f.Add("s1", "claude-sonnet-4-5", "request msg_01; anthropic messages via joule proxy", "g1", uint64(2095), uint64(503), int64(7), int64(1_700_000_000_123_456_789), uint8(0xff))
+	f.Add("a\"b\\c\n\t\x01\x7f<>&", "\u2028\u2029\xff\xfe", "é😀\u00a0", "", uint64(0), uint64(1<<63), int64(-1), int64(0), uint8(0))
+	f.Add("", "", "\b\f\r", "\x00", uint64(1<<64-1), uint64(0), int64(-1<<63), int64(-62135596800_000_000_000/1000), uint8(0x55))
+	f.Fuzz(func(t *testing.T, session, model, note, grant string, in, uj uint64, resv, ns int64, mask uint8) {
+		at := time.Unix(0, ns).In(time.FixedZone("", int(resv%86400)))
+		rec := energy.Record{Session: session, Unit: note, Model: model, Usage: energy.Usage{Input: in, CachedInput: uj, CacheWrite: in ^ uj, Output: uj / 3},
+			Estimate: energy.Estimate{UJ: uj, Class: energy.Class(grant), Provenance: core.Provenance(model), Basis: note}, Coverage: grant,
+			Complete: mask&1 != 0, Note: note, Time: at, SettleUJ: in, Nonce: session + grant, MaxOutputRequested: uj, MaxOutputFitted: in}
+		if mask&2 != 0 {
+			rec.MeasuredUJ = &uj
+		}
+		if mask&4 != 0 {
+			rec.Grants = []string{grant, note}
+		} else if mask&8 != 0 {
+			rec.Grants = []string{}
+		}
+		if mask&16 != 0 {
+			rec.Reservation = &resv
+		}
+		if mask&32 != 0 {
+			rec.Draw = &store.Draw{Reservation: resv, ReleaseUJ: in, ChargeUJ: uj}
+		}
+		lines := []journalLine{{Done: note}, {Seal: &pendingSeal{Written: at, Record: rec}}}
+		if mask&64 != 0 {
+			lines = append(lines, journalLine{Seal: &pendingSeal{Written: time.Unix(0, ns), Record: rec}, Done: grant})
+		}
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		var wantErr error
+		for _, l := range lines {
+			if wantErr = enc.Encode(l); wantErr != nil {
+				break
+			}
+		}
+		var got []byte
+		var err error
+		for _, l := range lines {
+			if got, err = appendLine(got, l); err != nil {
+				break
+			}
+		}
+		if (err != nil) != (wantErr != nil) {
+			t.Fatalf("appendLine error %v, encoding/json's %v", err, wantErr)
+		}
+		if err == nil && !bytes.Equal(got, want.Bytes()) {
+			t.Fatalf("appendLine:\n%s\nencoding/json:\n%s", got, want.Bytes())
 		}
 	})
 }

@@ -172,14 +172,15 @@ func (j *journal) doneAll(nonces []string) error {
 func encodeLines(lines ...journalLine) (*bytes.Buffer, error) {
 	buf := lineBuffers.Get().(*bytes.Buffer)
 	buf.Reset()
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false)
+	b := buf.AvailableBuffer()
 	for _, l := range lines {
-		if err := enc.Encode(l); err != nil {
+		var err error
+		if b, err = appendLine(b, l); err != nil {
 			lineBuffers.Put(buf)
 			return nil, err
 		}
 	}
+	buf.Write(b)
 	return buf, nil
 }
 

@@ -126,7 +126,7 @@ func New(cfg Config) (*Proxy, error) {
 		cfg.MaxUnsealed = DefaultMaxUnsealed
 	}
 	p := &Proxy{cfg: cfg, unsealed: make(chan struct{}, cfg.MaxUnsealed), models: newModels(cfg.Table)}
-	p.sq.full = make(chan struct{}, 1)
+	p.sq.full, p.sq.wakeAt = make(chan struct{}, 1), min(max(cfg.MaxUnsealed/2, 1), store.MaxSealBatch)
 	p.leases = newLeases(cfg.Ledger, p.logf)
 	if cfg.Journal != "" {
 		j, err := openJournal(cfg.Journal)
@@ -596,18 +596,19 @@ type sealQueue struct {
 	mu      sync.Mutex
 	jobs    []*sealJob
 	running bool          // a sealing loop is running; it ends when it finds jobs empty
-	full    chan struct{} // wakes a lingering loop when a whole batch is queued
+	full    chan struct{} // wakes a lingering loop when wakeAt calls are queued
+	wakeAt  int           // half of MaxUnsealed, so that no handler waits in enqueue for a lingering loop
 }
 
 // sealLinger is how long the sealing loop lets a backlog build up between
 // rounds while calls end faster than it seals them one round at a time: a
-// receipt then covers the session's calls of the last few milliseconds
+// receipt then covers the session's calls of the last tens of milliseconds
 // (energy.Recorder.SealBatch), and the signature, the log entry and the
 // transaction that each round costs are shared by that many calls. A call
 // that ends alone is sealed at once. A call waiting meanwhile holds its
 // estimate in its lease and is already journaled (journal.go), so nothing
 // is at risk for the wait.
-const sealLinger = 5 * time.Millisecond
+const sealLinger = 20 * time.Millisecond
 
 // enqueue queues a finished call's receipt, waiting while MaxUnsealed are.
 func (p *Proxy) enqueue(j *sealJob) {
@@ -617,7 +618,7 @@ func (p *Proxy) enqueue(j *sealJob) {
 	q.jobs = append(q.jobs, j)
 	start := !q.running
 	q.running = true
-	if len(q.jobs) >= store.MaxSealBatch {
+	if len(q.jobs) >= q.wakeAt {
 		select {
 		case q.full <- struct{}{}:
 		default:
@@ -658,7 +659,7 @@ func (p *Proxy) sealLoop() {
 		q.jobs = q.jobs[n:]
 		q.mu.Unlock()
 		p.sealJobs(jobs)
-		lingering = n > 1 && n < store.MaxSealBatch
+		lingering = n > 1 && n < q.wakeAt
 	}
 }
 
