@@ -3,7 +3,6 @@ package proxy
 import (
 	"bytes"
 	"encoding/json"
-	"strings"
 
 	"github.com/joulehook/joule/energy"
 )
@@ -123,7 +122,7 @@ func (m *meter) anthropicSSE(data []byte) {
 // anthropicJSON handles a non-streamed Messages response.
 func (m *meter) anthropicJSON(body []byte) {
 	var ev anthropicEvent
-	if unmarshalOnly(body, &ev, "type", "error", "id", "model", "usage") != nil {
+	if json.Unmarshal(body, &ev) != nil {
 		return
 	}
 	if ev.Type == "error" && ev.Error != nil {
@@ -304,7 +303,7 @@ func (m *meter) openAIJSON(body []byte) {
 		Error  *apiError    `json:"error"`
 		Status string       `json:"status"`
 	}
-	if unmarshalOnly(body, &c, "id", "model", "usage", "error", "status") != nil {
+	if json.Unmarshal(body, &c) != nil {
 		return
 	}
 	if c.Error != nil && c.Error.Message != "" {
@@ -368,31 +367,3 @@ func (m *meter) ollama(line []byte) {
 	}
 }
 
-// unmarshalOnly decodes into v only the top-level members of obj named in
-// keys, as json.Unmarshal would decode them from the whole object (names
-// matched without regard to case, the last of a repeated name winning): a
-// response's content, which the meter does not read, can be most of it,
-// and is then only scanned, not decoded.
-func unmarshalOnly(obj []byte, v any, keys ...string) error {
-	ms, err := members(obj)
-	if err != nil {
-		return err
-	}
-	out := make([]byte, 0, 256)
-	out = append(out, '{')
-	for _, m := range ms {
-		for _, k := range keys {
-			if strings.EqualFold(m.key, k) {
-				if len(out) > 1 {
-					out = append(out, ',')
-				}
-				out = append(out, '"')
-				out = append(out, k...)
-				out = append(out, '"', ':')
-				out = append(out, obj[m.start:m.end]...)
-				break
-			}
-		}
-	}
-	return json.Unmarshal(append(out, '}'), v)
-}
