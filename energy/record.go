@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"time"
 
@@ -157,10 +156,17 @@ func (r *Recorder) requestCalls(recs []Record) (store.SealRequest, *receipts.Eff
 	eff.Calls = make([]receipts.Call, len(recs))
 	var draw *store.Draw
 	for i, rec := range recs {
-		c := r.core(rec)
-		eff.Calls[i] = receipts.Call{TimeMS: c.TimeMS, Model: c.Model, InputTokens: c.InputTokens, CachedInputTokens: c.CachedInputTokens,
-			CacheWriteTokens: c.CacheWriteTokens, OutputTokens: c.OutputTokens, EstimatedUJ: c.EstimatedUJ, Status: c.Status,
-			Note: c.Note, Nonce: rec.Nonce, MaxOutputRequested: c.MaxOutputRequested, MaxOutputFitted: c.MaxOutputFitted}
+		c := callOf(rec)
+		if c.Nonce == "" {
+			// Drawn here, not in Build, which may run again: a call keeps
+			// its nonce through a retried transaction.
+			nonce, err := core.NewNonce()
+			if err != nil {
+				return store.SealRequest{Session: rec.Session, Build: func(store.Position, error) ([]byte, bool, error) { return nil, false, err }}, new(receipts.Efficiency)
+			}
+			c.Nonce = nonce
+		}
+		eff.Calls[i] = c
 		if c.Model != eff.Model {
 			eff.Model = ""
 		}
@@ -185,16 +191,6 @@ func (r *Recorder) requestCalls(recs []Record) (store.SealRequest, *receipts.Eff
 	sealed := new(receipts.Efficiency)
 	return store.SealRequest{Session: recs[0].Session, Draw: draw, Build: func(pos store.Position, _ error) ([]byte, bool, error) {
 		c := *eff
-		c.Calls = slices.Clone(eff.Calls)
-		for i := range c.Calls {
-			if c.Calls[i].Nonce == "" {
-				nonce, err := core.NewNonce()
-				if err != nil {
-					return nil, false, err
-				}
-				c.Calls[i].Nonce = nonce
-			}
-		}
 		return r.seal(&c, pos, "", sealed)
 	}}, sealed
 }
@@ -215,6 +211,21 @@ func (r *Recorder) request(rec Record) (store.SealRequest, *receipts.Efficiency)
 		c := *eff
 		return r.seal(&c, pos, rec.Nonce, sealed)
 	}}, sealed
+}
+
+// callOf is rec as one of the calls of a receipt that covers several.
+func callOf(rec Record) receipts.Call {
+	when := rec.Time
+	if when.IsZero() {
+		when = time.Now()
+	}
+	c := receipts.Call{TimeMS: uint64(when.UnixMilli()), Model: rec.Model, InputTokens: rec.Usage.Input, CachedInputTokens: rec.Usage.CachedInput,
+		CacheWriteTokens: rec.Usage.CacheWrite, OutputTokens: rec.Usage.Output, EstimatedUJ: rec.Estimate.UJ, Status: receipts.StatusIncomplete,
+		Note: truncate(rec.Note, MaxNote), Nonce: rec.Nonce, MaxOutputRequested: rec.MaxOutputRequested, MaxOutputFitted: rec.MaxOutputFitted}
+	if rec.Complete {
+		c.Status = receipts.StatusComplete
+	}
+	return c
 }
 
 // core is rec's receipt but for its position and nonce.

@@ -57,7 +57,7 @@ type pendingSeal struct {
 }
 
 // lineBuffers hold journal lines being encoded.
-var lineBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+var lineBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
 
 // journal is one proxy's journal file, locked for as long as the proxy runs.
 type journal struct {
@@ -104,22 +104,22 @@ func (j *journal) beginAll(recs []energy.Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	now := time.Now()
-	lines := make([]journalLine, len(recs))
-	for i, rec := range recs {
-		lines[i] = journalLine{Seal: &pendingSeal{Written: now, Record: rec}}
+	bp := lineBuffers.Get().(*[]byte)
+	defer lineBuffers.Put(bp)
+	b, now := (*bp)[:0], time.Now()
+	for i := range recs {
+		var err error
+		if b, err = appendSeal(b, now, &recs[i], ""); err != nil {
+			return err
+		}
 	}
-	buf, err := encodeLines(lines...)
-	if err != nil {
-		return err
-	}
-	defer lineBuffers.Put(buf)
+	*bp = b
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.f == nil {
 		return errors.New("journal closed")
 	}
-	j.held = append(j.held, buf.Bytes()...)
+	j.held = append(j.held, b...)
 	if err := j.flushLocked(); err != nil {
 		return err
 	}
@@ -136,15 +136,13 @@ func (j *journal) done(nonce string) error { return j.doneAll([]string{nonce}) }
 // and written with the next begin (or once 4 kB are held): losing them in
 // a crash only makes the next proxy find the receipts already sealed.
 func (j *journal) doneAll(nonces []string) error {
-	lines := make([]journalLine, len(nonces))
-	for i, n := range nonces {
-		lines[i] = journalLine{Done: n}
+	bp := lineBuffers.Get().(*[]byte)
+	defer lineBuffers.Put(bp)
+	b := (*bp)[:0]
+	for _, n := range nonces {
+		b = appendDone(b, n)
 	}
-	buf, err := encodeLines(lines...)
-	if err != nil {
-		return err
-	}
-	defer lineBuffers.Put(buf)
+	*bp = b
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.f == nil {
@@ -160,28 +158,11 @@ func (j *journal) doneAll(nonces []string) error {
 		}
 		return nil
 	}
-	j.held = append(j.held, buf.Bytes()...)
+	j.held = append(j.held, b...)
 	if len(j.held) < 4<<10 {
 		return nil
 	}
 	return j.flushLocked()
-}
-
-// encodeLines encodes lines, one JSON object and newline each, into a
-// pooled buffer the caller puts back.
-func encodeLines(lines ...journalLine) (*bytes.Buffer, error) {
-	buf := lineBuffers.Get().(*bytes.Buffer)
-	buf.Reset()
-	b := buf.AvailableBuffer()
-	for _, l := range lines {
-		var err error
-		if b, err = appendLine(b, l); err != nil {
-			lineBuffers.Put(buf)
-			return nil, err
-		}
-	}
-	buf.Write(b)
-	return buf, nil
 }
 
 // flushLocked writes the done lines held back; j.mu is held.

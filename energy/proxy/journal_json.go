@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"strconv"
+	"time"
 	"unicode/utf8"
 
 	"github.com/joulehook/joule/energy"
@@ -14,24 +15,34 @@ import (
 // output; a time encoding/json refuses goes to encoding/json, for its error.
 func appendLine(dst []byte, l journalLine) ([]byte, error) {
 	if l.Seal == nil {
-		dst = append(dst, '{')
-		if l.Done != "" {
-			dst = append(dst, `"done":`...)
-			dst = appendString(dst, l.Done)
-		}
-		return append(dst, '}', '\n'), nil
+		return appendDone(dst, l.Done), nil
 	}
-	written, err := l.Seal.Written.MarshalJSON()
+	return appendSeal(dst, l.Seal.Written, &l.Seal.Record, l.Done)
+}
+
+// appendDone appends the line {"done":nonce}, or {} for no nonce.
+func appendDone(dst []byte, nonce string) []byte {
+	dst = append(dst, '{')
+	if nonce != "" {
+		dst = append(dst, `"done":`...)
+		dst = appendString(dst, nonce)
+	}
+	return append(dst, '}', '\n')
+}
+
+// appendSeal appends the line of a pending seal of r, written at written
+// (and, in a line no journal writes but encoding/json would, done).
+func appendSeal(dst []byte, written time.Time, r *energy.Record, done string) ([]byte, error) {
+	w, err := written.MarshalJSON()
 	if err != nil {
 		return dst, err
 	}
-	r := &l.Seal.Record
 	at, err := r.Time.MarshalJSON()
 	if err != nil {
 		return dst, err
 	}
 	dst = append(dst, `{"seal":{"written":`...)
-	dst = append(dst, written...)
+	dst = append(dst, w...)
 	dst = append(dst, `,"record":{"Session":`...)
 	dst = appendString(dst, r.Session)
 	dst = append(dst, `,"Unit":`...)
@@ -101,9 +112,9 @@ func appendLine(dst []byte, l journalLine) ([]byte, error) {
 	dst = append(dst, `,"MaxOutputFitted":`...)
 	dst = strconv.AppendUint(dst, r.MaxOutputFitted, 10)
 	dst = append(dst, "}}"...)
-	if l.Done != "" {
+	if done != "" {
 		dst = append(dst, `,"done":`...)
-		dst = appendString(dst, l.Done)
+		dst = appendString(dst, done)
 	}
 	return append(dst, '}', '\n'), nil
 }
@@ -173,4 +184,3 @@ func appendString(dst []byte, s string) []byte {
 	}
 	return append(append(dst, s[start:]...), '"')
 }
-

@@ -366,4 +366,3 @@ func (m *meter) ollama(line []byte) {
 		}
 	}
 }
-
