@@ -12,7 +12,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -342,5 +344,77 @@ func TestOtelToken(t *testing.T) {
 	}
 	if r := joule(t, nil, env, "proxy", "--otlp-token-file", tokenFile); r.code != 2 {
 		t.Errorf("--otlp-token-file without --otlp: %+v", r)
+	}
+}
+
+// TestProxyCoveringReceipt: calls of one session that end together are
+// sealed under one receipt; everything that counts calls counts the calls
+// it covers, and it verifies like any other.
+func TestProxyCoveringReceipt(t *testing.T) {
+	env, _ := initHome(t, "--budget", "30MJ")
+	upstream := httptest.NewServer(demo.AnthropicStandIn())
+	defer upstream.Close()
+	url, stop := startDaemon(t, env, "proxy", "--listen", "127.0.0.1:0", "--anthropic", upstream.URL)
+	post := func(maxTokens int) {
+		body := fmt.Sprintf(`{"model":"claude-sonnet-4-5","max_tokens":%d,"messages":[{"role":"user","content":"hi"}]}`, maxTokens)
+		req, _ := http.NewRequest("POST", url+"/v1/messages", strings.NewReader(body))
+		req.Header.Set("x-claude-code-session-id", "burst")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("HTTP %d", resp.StatusCode)
+		}
+	}
+	// Bursts of 24 concurrent calls until one receipt covers several: the
+	// first call of a burst is sealed at once, and those that end while
+	// it is being sealed go together.
+	calls, covering := 0, ""
+	for burst := 0; burst < 5 && covering == ""; burst++ {
+		var wg sync.WaitGroup
+		for range 24 {
+			wg.Add(1)
+			go func() { defer wg.Done(); post(256) }()
+		}
+		wg.Wait()
+		calls += 24
+		time.Sleep(100 * time.Millisecond) // the sealing loop's linger
+		r := joule(t, nil, env, "receipts", "ls", "burst")
+		for _, line := range strings.Split(r.stdout, "\n") {
+			if strings.Contains(line, " × model-call") {
+				covering = line
+			}
+		}
+	}
+	stop()
+	if covering == "" {
+		t.Fatal("no receipt covers several calls after 5 bursts of 24")
+	}
+	// The list shows a covering receipt as "N × model-call …": the calls
+	// it shows add up to those made.
+	listed := 0
+	many := regexp.MustCompile(`  (\d+) × model-call `)
+	for _, line := range strings.Split(joule(t, nil, env, "receipts", "ls", "burst").stdout, "\n")[1:] {
+		if m := many.FindStringSubmatch(line); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			listed += n
+		} else if strings.Contains(line, "  model-call claude") {
+			listed++
+		}
+	}
+	if listed != calls {
+		t.Errorf("receipts ls shows %d calls, %d were made", listed, calls)
+	}
+	seq := strings.Fields(covering)[0]
+	r := joule(t, nil, env, "receipts", "show", "burst", seq)
+	if r.code != 0 || !strings.Contains(r.stdout, `"calls"`) || strings.Count(r.stdout, `"nonce"`) < 3 {
+		t.Errorf("receipts show of the covering receipt %s: %s %s", seq, r.stdout, r.stderr)
+	}
+	if r := joule(t, nil, env, "receipts", "verify"); r.code != 0 {
+		t.Errorf("receipts verify: %s %s", r.stdout, r.stderr)
 	}
 }
