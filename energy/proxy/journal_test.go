@@ -1,8 +1,11 @@
 package proxy
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -35,6 +38,15 @@ func TestRecoverDeadJournal(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("no journal without flock")
 	}
+	t.Run("mapped", recoverDeadJournal)
+	t.Run("written", func(t *testing.T) {
+		defer func(m func(*os.File, int64) ([]byte, error)) { mapJournal = m }(mapJournal)
+		mapJournal = func(*os.File, int64) ([]byte, error) { return nil, errors.ErrUnsupported }
+		recoverDeadJournal(t)
+	})
+}
+
+func recoverDeadJournal(t *testing.T) {
 	dir := t.TempDir()
 	jdir := filepath.Join(dir, JournalDir)
 	r := newRigIn(t, dir, big, func(c *Config) { c.Journal = jdir })
@@ -97,8 +109,9 @@ func TestRecoverDeadJournal(t *testing.T) {
 		Draw: &store.Draw{Reservation: lease, ReleaseUJ: 50, ChargeUJ: 50}, Nonce: worstNonce}); err != nil {
 		t.Fatal(err)
 	}
-	dead.f.WriteString(`{"seal":{"written":"2026-`) // torn by a power loss
-	dead.f.Close()                                  // the process dies: its lock goes with it
+	dead.held = append(dead.held, `{"seal":{"written":"2026-`...) // torn by a power loss
+	dead.flushLocked()
+	dead.closeLocked() // the process dies: its mapping and its lock go with it
 
 	got, err := Recover(ctx, jdir, recorder, r.st)
 	if err != nil {
@@ -164,7 +177,7 @@ func TestRecoverLeaseGone(t *testing.T) {
 	if err := dead.begin(rec); err != nil {
 		t.Fatal(err)
 	}
-	dead.f.Close()
+	dead.closeLocked()
 	if err := r.st.Release(ctx, lease); err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +255,67 @@ func TestJournalCompacts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if fi, err := j.f.Stat(); err != nil || fi.Size() != 0 || j.size != 0 {
-		t.Errorf("journal is %d bytes (tracked %d) with nothing pending past the bound, want emptied", fi.Size(), j.size)
+	// Emptied: no line is left in the file (a mapped one keeps its length,
+	// all NULs).
+	b, err := os.ReadFile(j.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := bytes.TrimRight(b, "\x00"); len(lines) != 0 || j.size != 0 {
+		t.Errorf("journal holds %d bytes of lines (tracked %d) with nothing pending past the bound, want emptied", len(lines), j.size)
+	}
+}
+
+// TestJournalMapped: lines go into the mapped file as they would be
+// written, outlive the journal's close as they outlive its process, grow
+// the mapping past its first length, and are read back up to the NULs.
+func TestJournalMapped(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no journal without flock")
+	}
+	dir := t.TempDir()
+	j, err := openJournal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.m == nil {
+		t.Fatal("the journal is not mapped")
+	}
+	rec := energy.Record{Session: "s", Note: strings.Repeat("y", 64<<10)}
+	var nonces []string
+	for range 2 * journalMapSize / (64 << 10) { // twice the first mapping, all pending
+		rec.Nonce, _ = core.NewNonce()
+		nonces = append(nonces, rec.Nonce)
+		if err := j.begin(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(j.m) <= journalMapSize {
+		t.Fatalf("mapping is %d bytes after %d written", len(j.m), j.size)
+	}
+	size := j.size
+	j.mu.Lock()
+	j.closeLocked() // killed: nothing flushed, nothing removed
+	j.mu.Unlock()
+	b, err := os.ReadFile(j.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.TrimRight(b, "\x00")
+	if int64(len(lines)) != size || bytes.IndexByte(lines, 0) >= 0 {
+		t.Fatalf("file holds %d bytes of lines, %d were journaled", len(lines), size)
+	}
+	sc := bufio.NewScanner(untilNUL{bytes.NewReader(b)})
+	sc.Buffer(nil, 1<<20)
+	n := 0
+	for sc.Scan() {
+		var l journalLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil || l.Seal == nil || l.Seal.Record.Nonce != nonces[n] {
+			t.Fatalf("line %d: %v", n, err)
+		}
+		n++
+	}
+	if sc.Err() != nil || n != len(nonces) {
+		t.Fatalf("read %d lines back (%v), want %d", n, sc.Err(), len(nonces))
 	}
 }

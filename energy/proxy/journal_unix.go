@@ -21,3 +21,33 @@ func lockFile(f *os.File) error {
 	}
 	return err
 }
+
+// mapFile extends f to size bytes (of NULs) and maps it shared, to be
+// written through memory.
+func mapFile(f *os.File, size int64) ([]byte, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Truncate(size); err != nil {
+		return nil, err
+	}
+	m, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		f.Truncate(fi.Size()) // lines are written after what was there
+		return nil, err
+	}
+	return m, nil
+}
+
+// remapFile maps f again at size bytes, unmapping m.
+func remapFile(f *os.File, m []byte, size int64) ([]byte, error) {
+	n, err := mapFile(f, size)
+	if err != nil {
+		return nil, err
+	}
+	unix.Munmap(m)
+	return n, nil
+}
+
+func unmapFile(m []byte) { unix.Munmap(m) }
