@@ -586,9 +586,19 @@ func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error)
 // sealJob is a finished call waiting for its receipt.
 type sealJob struct {
 	c *call
-	// rec is the receipt with its draw on the call's lease; alone, the
-	// same receipt without it, for when the lease is gone.
-	rec, alone energy.Record
+	// rec is the receipt with its draw on the call's lease.
+	rec energy.Record
+	// failed is why charging the lease failed, if it did: the receipt is
+	// then sealed without the draw, saying so.
+	failed error
+}
+
+// alone is j's receipt without its draw, for when its lease is gone.
+func (j *sealJob) alone() energy.Record {
+	r := j.rec
+	r.Draw = nil
+	r.Note = strings.TrimSpace(r.Note + "; charging the call's lease failed: " + j.failed.Error())
+	return r
 }
 
 // sealQueue holds the finished calls not yet taken by the sealing loop.
@@ -699,13 +709,13 @@ func (p *Proxy) sealJobs(jobs []*sealJob) {
 	for i, j := range jobs {
 		if errs[i] != nil && !errors.Is(errs[i], store.ErrLocked) {
 			p.logf("charge lease %d with its receipt: %v", j.c.ticket.l.id, errs[i])
-			j.alone.Note = strings.TrimSpace(j.alone.Note + "; charging the call's lease failed: " + errs[i].Error())
+			j.failed = errs[i]
 			again, at = append(again, j), append(at, i)
 		}
 		p.leases.done(j.c.ticket, errs[i] == nil)
 	}
 	if len(again) > 0 {
-		e2, eff2, err2 := p.sealRecords(ctx, again, func(j *sealJob) energy.Record { return j.alone })
+		e2, eff2, err2 := p.sealRecords(ctx, again, (*sealJob).alone)
 		for k, i := range at {
 			entries[i], effs[i], errs[i] = e2[k], eff2[k], err2[k]
 		}
@@ -807,10 +817,10 @@ func (p *Proxy) finish(c *call, m *meter, t *tap, failure error) {
 	c.once.Do(func() {
 		p.leases.ending(c.ticket)
 		rec, settle := p.account(c, m, t, failure)
-		j := &sealJob{c: c, rec: rec, alone: rec}
+		j := &sealJob{c: c, rec: rec}
 		j.rec.Draw = c.ticket.draw(settle)
 		if p.journal != nil && c.nonce != "" {
-			j.rec.Nonce, j.alone.Nonce = c.nonce, c.nonce
+			j.rec.Nonce = c.nonce
 		}
 		p.enqueue(j)
 	})
