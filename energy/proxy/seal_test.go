@@ -157,3 +157,27 @@ func TestUnsealedBacklogBounded(t *testing.T) {
 		t.Errorf("%d receipts, want %d", got, calls+1)
 	}
 }
+
+// TestLeaseGoneAtSeal: a call whose lease another process released (as
+// stale) before its receipt was sealed still gets its receipt, without the
+// draw, saying why.
+func TestLeaseGoneAtSeal(t *testing.T) {
+	r := newRig(t, big)
+	ctx := context.Background()
+	r.proxy.beforeSeal = func() {
+		rs, err := r.st.Reservations(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		for _, res := range rs {
+			r.st.Release(ctx, res.ID)
+		}
+	}
+	if resp, body := r.do("POST", "/v1/messages", benchBody); resp.StatusCode != 200 {
+		t.Fatalf("HTTP %d %s", resp.StatusCode, body)
+	}
+	got := r.receipts(DefaultSession)
+	if len(got) != 1 || got[0].InputTokens != 2095 || !strings.Contains(got[0].Note, "charging the call's lease failed") {
+		t.Fatalf("receipts: %+v", got)
+	}
+}
