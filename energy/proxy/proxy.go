@@ -33,7 +33,7 @@ const (
 	DefaultMaxBody       = 32 << 20
 	DefaultHeaderTimeout = 10 * time.Minute
 	DefaultSession       = "proxy"
-	DefaultMaxUnsealed   = 256
+	DefaultMaxUnsealed   = 1024
 	DefaultAnthropicURL  = "https://api.anthropic.com"
 	DefaultOpenAIURL     = "https://api.openai.com"
 	DefaultOllamaURL     = "http://127.0.0.1:11434"
@@ -618,7 +618,7 @@ type sealQueue struct {
 // that ends alone is sealed at once. A call waiting meanwhile holds its
 // estimate in its lease and is already journaled (journal.go), so nothing
 // is at risk for the wait.
-const sealLinger = 20 * time.Millisecond
+const sealLinger = 50 * time.Millisecond
 
 // enqueue queues a finished call's receipt, waiting while MaxUnsealed are.
 func (p *Proxy) enqueue(j *sealJob) {
