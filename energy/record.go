@@ -149,44 +149,29 @@ func groupRecords(recs []Record) [][]int {
 // groupRecords put together, as one receipt listing them as its calls; the
 // receipt it sealed is written to the returned Efficiency.
 func (r *Recorder) requestCalls(recs []Record) (store.SealRequest, *receipts.Efficiency) {
-	eff := r.core(recs[0])
-	eff.Model, eff.Note, eff.MaxOutputRequested, eff.MaxOutputFitted = recs[0].Model, "", 0, 0
-	eff.InputTokens, eff.CachedInputTokens, eff.CacheWriteTokens, eff.OutputTokens, eff.EstimatedUJ, eff.TimeMS = 0, 0, 0, 0, 0, 0
-	eff.Status = receipts.StatusComplete
-	eff.Calls = make([]receipts.Call, len(recs))
+	calls := make([]receipts.Call, len(recs))
 	var draw *store.Draw
 	for i, rec := range recs {
-		c := callOf(rec)
-		if c.Nonce == "" {
+		calls[i] = callOf(rec)
+		if calls[i].Nonce == "" {
 			// Drawn here, not in Build, which may run again: a call keeps
 			// its nonce through a retried transaction.
 			nonce, err := core.NewNonce()
 			if err != nil {
 				return store.SealRequest{Session: rec.Session, Build: func(store.Position, error) ([]byte, bool, error) { return nil, false, err }}, new(receipts.Efficiency)
 			}
-			c.Nonce = nonce
+			calls[i].Nonce = nonce
 		}
-		eff.Calls[i] = c
-		if c.Model != eff.Model {
-			eff.Model = ""
-		}
-		eff.InputTokens = satAdd(eff.InputTokens, c.InputTokens)
-		eff.CachedInputTokens = satAdd(eff.CachedInputTokens, c.CachedInputTokens)
-		eff.CacheWriteTokens = satAdd(eff.CacheWriteTokens, c.CacheWriteTokens)
-		eff.OutputTokens = satAdd(eff.OutputTokens, c.OutputTokens)
-		eff.EstimatedUJ = satAdd(eff.EstimatedUJ, c.EstimatedUJ)
-		eff.TimeMS = max(eff.TimeMS, c.TimeMS)
-		if c.Status != receipts.StatusComplete {
-			eff.Status = receipts.StatusIncomplete
-		}
-		if rec.Draw != nil {
+		if d := rec.Draw; d != nil {
 			if draw == nil {
-				draw = &store.Draw{Reservation: rec.Draw.Reservation}
+				draw = &store.Draw{Reservation: d.Reservation}
 			}
-			draw.ReleaseUJ = satAdd(draw.ReleaseUJ, rec.Draw.ReleaseUJ)
-			draw.ChargeUJ = satAdd(draw.ChargeUJ, rec.Draw.ChargeUJ)
+			draw.ReleaseUJ = satAdd(draw.ReleaseUJ, d.ReleaseUJ)
+			draw.ChargeUJ = satAdd(draw.ChargeUJ, d.ChargeUJ)
 		}
 	}
+	eff := r.shared(recs[0])
+	eff.Cover(calls)
 	eff.Note = fmt.Sprintf("%d calls", len(recs))
 	sealed := new(receipts.Efficiency)
 	return store.SealRequest{Session: recs[0].Session, Draw: draw, Build: func(pos store.Position, _ error) ([]byte, bool, error) {
@@ -230,30 +215,27 @@ func callOf(rec Record) receipts.Call {
 
 // core is rec's receipt but for its position and nonce.
 func (r *Recorder) core(rec Record) *receipts.Efficiency {
-	when := rec.Time
-	if when.IsZero() {
-		when = time.Now()
+	eff, c := r.shared(rec), callOf(rec)
+	eff.TimeMS, eff.Model, eff.Status, eff.Note = c.TimeMS, c.Model, c.Status, c.Note
+	eff.InputTokens, eff.CachedInputTokens, eff.CacheWriteTokens, eff.OutputTokens = c.InputTokens, c.CachedInputTokens, c.CacheWriteTokens, c.OutputTokens
+	eff.EstimatedUJ, eff.MaxOutputRequested, eff.MaxOutputFitted = c.EstimatedUJ, c.MaxOutputRequested, c.MaxOutputFitted
+	if rec.MeasuredUJ != nil {
+		m := *rec.MeasuredUJ
+		eff.MeasuredUJ, eff.Provenance = &m, core.HwShunt
 	}
-	eff := &receipts.Efficiency{
-		Kind: receipts.KindEfficiency, TimeMS: uint64(when.UnixMilli()), Unit: rec.Unit, Model: rec.Model,
-		InputTokens: rec.Usage.Input, CachedInputTokens: rec.Usage.CachedInput, CacheWriteTokens: rec.Usage.CacheWrite,
-		OutputTokens: rec.Usage.Output, EstimatedUJ: rec.Estimate.UJ, Provenance: rec.Estimate.Provenance,
-		Coverage: rec.Coverage, Status: receipts.StatusIncomplete, Note: truncate(rec.Note, MaxNote),
-		Grants: rec.Grants, Steward: r.Sealer.Steward(),
-		MaxOutputRequested: rec.MaxOutputRequested, MaxOutputFitted: rec.MaxOutputFitted,
-	}
+	return eff
+}
+
+// shared is what a receipt of rec shares with the other calls a receipt
+// covering several would hold: all but the call's own figures.
+func (r *Recorder) shared(rec Record) *receipts.Efficiency {
+	eff := &receipts.Efficiency{Kind: receipts.KindEfficiency, Unit: rec.Unit, Provenance: rec.Estimate.Provenance,
+		Coverage: rec.Coverage, Grants: rec.Grants, Steward: r.Sealer.Steward()}
 	if eff.Unit == "" {
 		eff.Unit = "model-call"
 	}
 	if eff.Provenance == "" {
 		eff.Provenance = core.Estimator
-	}
-	if rec.MeasuredUJ != nil {
-		m := *rec.MeasuredUJ
-		eff.MeasuredUJ, eff.Provenance = &m, core.HwShunt
-	}
-	if rec.Complete {
-		eff.Status = receipts.StatusComplete
 	}
 	if eff.Grants == nil {
 		eff.Grants = []string{}

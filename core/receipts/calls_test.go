@@ -58,6 +58,17 @@ func TestCallsRoundTrip(t *testing.T) {
 	if split[1].MaxOutputFitted != 4096 || split[1].Status != StatusIncomplete || split[1].Note != "the client went away" {
 		t.Errorf("split call 1 lost its own fields: %+v", split[1])
 	}
+	// Cover derives the same figures from the calls alone.
+	covered := batched()
+	covered.Model, covered.InputTokens, covered.OutputTokens, covered.EstimatedUJ, covered.TimeMS, covered.Status = "", 0, 0, 0, 0, ""
+	covered.Cover(covered.Calls)
+	if want := batched(); covered.Model != want.Model || covered.InputTokens != want.InputTokens || covered.CachedInputTokens != want.CachedInputTokens ||
+		covered.OutputTokens != want.OutputTokens || covered.EstimatedUJ != want.EstimatedUJ || covered.TimeMS != want.TimeMS || covered.Status != want.Status {
+		t.Errorf("Cover: %+v", covered)
+	}
+	if err := covered.Validate(); err != nil {
+		t.Errorf("Cover made a receipt Validate refuses: %v", err)
+	}
 	single := efficiency(1, core.ID{})
 	if single.CallCount() != 1 || single.FittedCount() != 0 || len(single.Split()) != 1 || len(single.Nonces()) != 1 {
 		t.Error("a receipt of one call does not count as one")

@@ -103,6 +103,29 @@ type Call struct {
 	MaxOutputFitted    uint64 `cbor:"max_output_fitted,omitempty" json:"max_output_fitted,omitempty"`
 }
 
+// Cover makes e the receipt of calls, two or more: their list, and the
+// figures, status, time and model that follow from them. A sum that
+// overflows is left for Validate to refuse.
+func (e *Efficiency) Cover(calls []Call) {
+	e.Calls, e.Model = calls, calls[0].Model
+	e.InputTokens, e.CachedInputTokens, e.CacheWriteTokens, e.OutputTokens, e.EstimatedUJ, e.TimeMS = 0, 0, 0, 0, 0, 0
+	e.MaxOutputRequested, e.MaxOutputFitted, e.Status = 0, 0, StatusComplete
+	for _, c := range calls {
+		if c.Model != e.Model {
+			e.Model = ""
+		}
+		e.InputTokens += c.InputTokens
+		e.CachedInputTokens += c.CachedInputTokens
+		e.CacheWriteTokens += c.CacheWriteTokens
+		e.OutputTokens += c.OutputTokens
+		e.EstimatedUJ += c.EstimatedUJ
+		e.TimeMS = max(e.TimeMS, c.TimeMS)
+		if c.Status != StatusComplete {
+			e.Status = StatusIncomplete
+		}
+	}
+}
+
 // CallCount is how many units of work e covers: its calls, or itself.
 func (e *Efficiency) CallCount() int {
 	if len(e.Calls) > 0 {

@@ -36,7 +36,7 @@ func benchClient(conns int) *http.Client {
 	return &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}}
 }
 
-func post(b testing.TB, c *http.Client, url, body string) {
+func post(b *testing.B, c *http.Client, url, body string) {
 	resp, err := c.Post(url+"/v1/messages", "application/json", strings.NewReader(body))
 	if err != nil {
 		b.Fatal(err)
