@@ -82,6 +82,25 @@ func spawnDaemon(t *testing.T, env []string, args ...string) (*exec.Cmd, string,
 	return cmd, url, stderr
 }
 
+// postMessage sends an Anthropic Messages request for session through a
+// proxy at base, as Claude Code does (an API key the proxy must never log),
+// and reads the whole answer.
+func postMessage(base, path, session, body string) (int, []byte, http.Header, error) {
+	req, err := http.NewRequest("POST", base+path, strings.NewReader(body))
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	req.Header.Set("x-api-key", "sk-ant-api03-SECRETSECRET")
+	req.Header.Set("x-claude-code-session-id", session)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, resp.Header, err
+}
+
 func TestProxyCommand(t *testing.T) {
 	env, _ := initHome(t, "--budget", "20kJ")
 	upstream := httptest.NewServer(demo.AnthropicStandIn())
@@ -92,17 +111,11 @@ func TestProxyCommand(t *testing.T) {
 		return fmt.Sprintf(`{"model":"claude-sonnet-4-5","max_tokens":%d,"stream":true,"messages":[{"role":"user","content":"hi"}]}`, maxTokens)
 	}
 	call := func(maxTokens int, session string) (int, []byte, http.Header) {
-		body := request(maxTokens)
-		req, _ := http.NewRequest("POST", url+"/v1/messages?beta=true", strings.NewReader(body))
-		req.Header.Set("x-api-key", "sk-ant-api03-SECRETSECRET")
-		req.Header.Set("x-claude-code-session-id", session)
-		resp, err := http.DefaultClient.Do(req)
+		code, b, h, err := postMessage(url, "/v1/messages?beta=true", session, request(maxTokens))
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, b, resp.Header
+		return code, b, h
 	}
 	// What the upstream sends directly is what the client gets through the proxy.
 	direct, err := http.Post(upstream.URL+"/v1/messages", "application/json", strings.NewReader(request(256)))
@@ -357,17 +370,8 @@ func TestProxyCoveringReceipt(t *testing.T) {
 	url, stop := startDaemon(t, env, "proxy", "--listen", "127.0.0.1:0", "--anthropic", upstream.URL)
 	post := func(maxTokens int) {
 		body := fmt.Sprintf(`{"model":"claude-sonnet-4-5","max_tokens":%d,"messages":[{"role":"user","content":"hi"}]}`, maxTokens)
-		req, _ := http.NewRequest("POST", url+"/v1/messages", strings.NewReader(body))
-		req.Header.Set("x-claude-code-session-id", "burst")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			t.Errorf("HTTP %d", resp.StatusCode)
+		if code, b, _, err := postMessage(url, "/v1/messages", "burst", body); err != nil || code != 200 {
+			t.Errorf("HTTP %d %s %v", code, b, err)
 		}
 	}
 	// Bursts of 24 concurrent calls until one receipt covers several: the

@@ -537,17 +537,12 @@ func TestTeamProxies(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			body := `{"model":"claude-sonnet-4-5","max_tokens":256,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
-			req, _ := http.NewRequest("POST", proxies[i%2]+"/v1/messages", strings.NewReader(body))
-			req.Header.Set("x-api-key", "sk-ant-api03-SECRETSECRET")
-			req.Header.Set("x-claude-code-session-id", fmt.Sprintf("proxy%d-%d", i%2, i%3))
-			resp, err := http.DefaultClient.Do(req)
+			code, _, _, err := postMessage(proxies[i%2], "/v1/messages", fmt.Sprintf("proxy%d-%d", i%2, i%3), body)
 			if err != nil {
 				t.Error(err)
 				return
 			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			codes[i] = resp.StatusCode
+			codes[i] = code
 		}()
 	}
 	wg.Wait()
