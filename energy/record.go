@@ -94,11 +94,7 @@ func (r *Recorder) SealBatch(ctx context.Context, recs []Record) (entries []stor
 			reqs[g], effs[g] = r.request(recs[at[0]])
 			continue
 		}
-		group := make([]Record, len(at))
-		for k, i := range at {
-			group[k] = recs[i]
-		}
-		reqs[g], effs[g] = r.requestCalls(group)
+		reqs[g], effs[g] = r.requestCalls(recs, at)
 	}
 	es, gerrs := r.Store.SealBatch(ctx, reqs)
 	for g, at := range groups {
@@ -145,13 +141,14 @@ func groupRecords(recs []Record) [][]int {
 	return groups
 }
 
-// requestCalls is the store request that seals recs, two or more records
-// groupRecords put together, as one receipt listing them as its calls; the
-// receipt it sealed is written to the returned Efficiency.
-func (r *Recorder) requestCalls(recs []Record) (store.SealRequest, *receipts.Efficiency) {
-	calls := make([]receipts.Call, len(recs))
+// requestCalls is the store request that seals recs[at...], two or more
+// records groupRecords put together, as one receipt listing them as its
+// calls; the receipt it sealed is written to the returned Efficiency.
+func (r *Recorder) requestCalls(recs []Record, at []int) (store.SealRequest, *receipts.Efficiency) {
+	calls := make([]receipts.Call, len(at))
 	var draw *store.Draw
-	for i, rec := range recs {
+	for i, k := range at {
+		rec := &recs[k]
 		calls[i] = callOf(rec)
 		if calls[i].Nonce == "" {
 			// Drawn here, not in Build, which may run again: a call keeps
@@ -170,11 +167,12 @@ func (r *Recorder) requestCalls(recs []Record) (store.SealRequest, *receipts.Eff
 			draw.ChargeUJ = satAdd(draw.ChargeUJ, d.ChargeUJ)
 		}
 	}
-	eff := r.shared(recs[0])
+	first := &recs[at[0]]
+	eff := r.shared(first)
 	eff.Cover(calls)
-	eff.Note = fmt.Sprintf("%d calls", len(recs))
+	eff.Note = fmt.Sprintf("%d calls", len(at))
 	sealed := new(receipts.Efficiency)
-	return store.SealRequest{Session: recs[0].Session, Draw: draw, Build: func(pos store.Position, _ error) ([]byte, bool, error) {
+	return store.SealRequest{Session: first.Session, Draw: draw, Build: func(pos store.Position, _ error) ([]byte, bool, error) {
 		c := *eff
 		return r.seal(&c, pos, "", sealed)
 	}}, sealed
@@ -199,7 +197,7 @@ func (r *Recorder) request(rec Record) (store.SealRequest, *receipts.Efficiency)
 }
 
 // callOf is rec as one of the calls of a receipt that covers several.
-func callOf(rec Record) receipts.Call {
+func callOf(rec *Record) receipts.Call {
 	when := rec.Time
 	if when.IsZero() {
 		when = time.Now()
@@ -215,7 +213,7 @@ func callOf(rec Record) receipts.Call {
 
 // core is rec's receipt but for its position and nonce.
 func (r *Recorder) core(rec Record) *receipts.Efficiency {
-	eff, c := r.shared(rec), callOf(rec)
+	eff, c := r.shared(&rec), callOf(&rec)
 	eff.TimeMS, eff.Model, eff.Status, eff.Note = c.TimeMS, c.Model, c.Status, c.Note
 	eff.InputTokens, eff.CachedInputTokens, eff.CacheWriteTokens, eff.OutputTokens = c.InputTokens, c.CachedInputTokens, c.CacheWriteTokens, c.OutputTokens
 	eff.EstimatedUJ, eff.MaxOutputRequested, eff.MaxOutputFitted = c.EstimatedUJ, c.MaxOutputRequested, c.MaxOutputFitted
@@ -228,7 +226,7 @@ func (r *Recorder) core(rec Record) *receipts.Efficiency {
 
 // shared is what a receipt of rec shares with the other calls a receipt
 // covering several would hold: all but the call's own figures.
-func (r *Recorder) shared(rec Record) *receipts.Efficiency {
+func (r *Recorder) shared(rec *Record) *receipts.Efficiency {
 	eff := &receipts.Efficiency{Kind: receipts.KindEfficiency, Unit: rec.Unit, Provenance: rec.Estimate.Provenance,
 		Coverage: rec.Coverage, Grants: rec.Grants, Steward: r.Sealer.Steward()}
 	if eff.Unit == "" {

@@ -26,42 +26,51 @@ type route struct {
 	family  Family
 	name    string // e.g. "messages", "chat", "responses"
 	metered bool   // a model call: ceiling, usage, receipt
-	stream  func(body map[string]json.RawMessage) bool
-	maxOut  []string // request fields naming the output cap, first present wins
+	// streamsUnasked: the API streams a response unless "stream" is false.
+	streamsUnasked bool
+	maxOut         []string // request fields naming the output cap, first present wins
 }
 
-func streamFlag(def bool) func(map[string]json.RawMessage) bool {
-	return func(b map[string]json.RawMessage) bool {
-		var v bool
-		if raw, ok := b["stream"]; ok && json.Unmarshal(raw, &v) == nil {
-			return v
-		}
-		return def
+// streams reports whether a request with this body gets a streamed
+// response.
+func (rt route) streams(body object) bool {
+	var v bool
+	if raw, _, ok := body.get("stream"); ok && json.Unmarshal(raw, &v) == nil {
+		return v
 	}
+	return rt.streamsUnasked
 }
+
+// The output-cap members of each API.
+var (
+	anthropicCap = []string{"max_tokens"}
+	chatCap      = []string{"max_completion_tokens", "max_tokens"}
+	responsesCap = []string{"max_output_tokens"}
+	ollamaCap    = []string{"options.num_predict"}
+)
 
 // routes maps request paths to APIs. Paths not here are refused (404) in a
 // neutral JSON error naming what is served.
 func lookupRoute(path string) (route, bool) {
 	switch path {
 	case "/v1/messages":
-		return route{family: Anthropic, name: "messages", metered: true, stream: streamFlag(false), maxOut: []string{"max_tokens"}}, true
+		return route{family: Anthropic, name: "messages", metered: true, maxOut: anthropicCap}, true
 	case "/v1/messages/count_tokens":
 		return route{family: Anthropic, name: "count_tokens"}, true
 	case "/v1/chat/completions", "/chat/completions":
-		return route{family: OpenAI, name: "chat", metered: true, stream: streamFlag(false), maxOut: []string{"max_completion_tokens", "max_tokens"}}, true
+		return route{family: OpenAI, name: "chat", metered: true, maxOut: chatCap}, true
 	case "/v1/responses", "/responses":
-		return route{family: OpenAI, name: "responses", metered: true, stream: streamFlag(false), maxOut: []string{"max_output_tokens"}}, true
+		return route{family: OpenAI, name: "responses", metered: true, maxOut: responsesCap}, true
 	case "/v1/embeddings", "/embeddings":
-		return route{family: OpenAI, name: "embeddings", metered: true, stream: streamFlag(false)}, true
+		return route{family: OpenAI, name: "embeddings", metered: true}, true
 	case "/v1/models", "/models":
 		return route{family: OpenAI, name: "models"}, true
 	case "/api/chat":
-		return route{family: Ollama, name: "chat", metered: true, stream: streamFlag(true), maxOut: []string{"options.num_predict"}}, true
+		return route{family: Ollama, name: "chat", metered: true, streamsUnasked: true, maxOut: ollamaCap}, true
 	case "/api/generate":
-		return route{family: Ollama, name: "generate", metered: true, stream: streamFlag(true), maxOut: []string{"options.num_predict"}}, true
+		return route{family: Ollama, name: "generate", metered: true, streamsUnasked: true, maxOut: ollamaCap}, true
 	case "/api/embed", "/api/embeddings":
-		return route{family: Ollama, name: "embed", metered: true, stream: streamFlag(false)}, true
+		return route{family: Ollama, name: "embed", metered: true}, true
 	case "/api/tags", "/api/show", "/api/version", "/api/ps":
 		return route{family: Ollama, name: strings.TrimPrefix(path, "/api/")}, true
 	}

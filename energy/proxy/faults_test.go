@@ -52,6 +52,36 @@ func TestBadRequests(t *testing.T) {
 	}
 }
 
+// TestReadBody: a body is read whole whatever length it declared, and one
+// shorter than declared is an error, not a shorter body.
+func TestReadBody(t *testing.T) {
+	tests := []struct {
+		name     string
+		body     string
+		declared int64
+		want     string
+		err      bool
+	}{
+		{"as declared", `{"a":1}`, 7, `{"a":1}`, false},
+		{"unknown length", `{"a":1}`, -1, `{"a":1}`, false},
+		{"empty", ``, 0, ``, false},
+		{"shorter than declared", `{"a"`, 7, ``, true},
+		{"longer than declared", `{"a":1}  `, 7, `{"a":1}  `, false},
+		{"declared over the limit", `{"a":1}`, 1 << 20, `{"a":1}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := readBody(&splitReader{b: []byte(tt.body), at: 3}, tt.declared, 1<<10)
+			if (err != nil) != tt.err {
+				t.Fatalf("error %v, want one: %v", err, tt.err)
+			}
+			if !tt.err && string(got) != tt.want {
+				t.Errorf("read %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestNoGrant(t *testing.T) {
 	r := newRig(t, big, func(c *Config) {
 		c.Grants = func(context.Context, string) ([]string, error) {

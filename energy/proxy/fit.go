@@ -58,7 +58,7 @@ func members(obj []byte) ([]member, error) {
 	if obj[i] != '{' {
 		return nil, errors.New("not an object")
 	}
-	var out []member
+	out := make([]member, 0, 8) // a request's top level has a handful
 	for i = skipSpace(obj, i+1); obj[i] != '}'; i = skipSpace(obj, i+1) {
 		end := stringEnd(obj, i)
 		key := string(obj[i+1 : end-1])
@@ -173,23 +173,47 @@ var readKeys = map[string]bool{
 	"max_output_tokens": true, "options": true, "thinking": true, "num_predict": true, "budget_tokens": true,
 }
 
-// object parses a JSON object into its members by name, refusing a member
-// the meter reads that appears twice.
-func object(b []byte) (map[string]json.RawMessage, map[string]member, error) {
+// object is a JSON object's top-level members, in order, over its bytes.
+type object struct {
+	b  []byte
+	ms []member
+}
+
+// parseObject parses a JSON object into its members, refusing a member the
+// meter reads that appears twice.
+func parseObject(b []byte) (object, error) {
 	ms, err := members(b)
 	if err != nil {
-		return nil, nil, err
+		return object{}, err
 	}
-	fields := make(map[string]json.RawMessage, len(ms))
-	spans := make(map[string]member, len(ms))
-	for _, m := range ms {
-		if _, dup := fields[m.key]; dup && readKeys[m.key] {
-			return nil, nil, &dupKeyError{m.key}
+	for i, m := range ms {
+		if !readKeys[m.key] {
+			continue
 		}
-		fields[m.key] = b[m.start:m.end:m.end]
-		spans[m.key] = m
+		for _, earlier := range ms[:i] {
+			if earlier.key == m.key {
+				return object{}, &dupKeyError{m.key}
+			}
+		}
 	}
-	return fields, spans, nil
+	return object{b, ms}, nil
+}
+
+// get is the value of member key and where it is in the object; of a key
+// named twice, the last, as encoding/json takes it.
+func (o object) get(key string) (json.RawMessage, member, bool) {
+	for i := len(o.ms) - 1; i >= 0; i-- {
+		if m := o.ms[i]; m.key == key {
+			return o.b[m.start:m.end:m.end], m, true
+		}
+	}
+	return nil, member{}, false
+}
+
+// value is the value of member key, or nil.
+func (o object) value(key string) json.RawMessage {
+	raw, _, _ := o.get(key)
+	return raw
 }
 
 // dupKeyError is a member the meter reads named twice.
@@ -263,22 +287,20 @@ func clip(s string, n int) string {
 }
 
 // readCap finds the route's output-cap members in a parsed body.
-func readCap(rt route, fields map[string]json.RawMessage, spans map[string]member) (*outputCap, error) {
+func readCap(rt route, body object) (*outputCap, error) {
 	oc := &outputCap{}
 	for _, name := range rt.maxOut {
 		if sub, nested := strings.CutPrefix(name, "options."); nested {
-			raw, ok := fields["options"]
+			raw, om, ok := body.get("options")
 			if ok && string(raw) == "null" {
-				om := spans["options"]
 				oc.optionsNull = &om
 			}
 			if !ok || string(raw) == "null" {
 				oc.fields = append(oc.fields, capField{name: name})
 				continue
 			}
-			om := spans["options"]
 			oc.options = &om
-			ofields, ospans, err := object(raw)
+			opts, err := parseObject(raw)
 			var dup *dupKeyError
 			if errors.As(err, &dup) {
 				return nil, err
@@ -287,28 +309,28 @@ func readCap(rt route, fields map[string]json.RawMessage, spans map[string]membe
 				return nil, errors.New(`"options" is not a JSON object`)
 			}
 			f := capField{name: name}
-			if raw, ok := ofields[sub]; ok {
+			if raw, span, ok := opts.get(sub); ok {
 				if f.value, f.present, err = parseCap(name, raw, true); err != nil {
 					return nil, err
 				}
-				f.span = ospans[sub]
+				f.span = span
 			}
 			oc.fields = append(oc.fields, f)
 			continue
 		}
 		f := capField{name: name}
-		if raw, ok := fields[name]; ok {
+		if raw, span, ok := body.get(name); ok {
 			var err error
 			if f.value, f.present, err = parseCap(name, raw, false); err != nil {
 				return nil, err
 			}
-			f.span = spans[name]
+			f.span = span
 		}
 		oc.fields = append(oc.fields, f)
 	}
 	if rt.family == Anthropic {
-		if raw, ok := fields["thinking"]; ok && string(raw) != "null" {
-			tfields, tspans, err := object(raw)
+		if raw, tm, ok := body.get("thinking"); ok && string(raw) != "null" {
+			thinking, err := parseObject(raw)
 			var dup *dupKeyError
 			if errors.As(err, &dup) {
 				return nil, err
@@ -316,14 +338,13 @@ func readCap(rt route, fields map[string]json.RawMessage, spans map[string]membe
 			if err != nil {
 				return nil, errors.New(`"thinking" is not a JSON object`)
 			}
-			if braw, ok := tfields["budget_tokens"]; ok {
+			if braw, bm, ok := thinking.get("budget_tokens"); ok {
 				n, present, err := parseCap("thinking.budget_tokens", braw, false)
 				if err != nil {
 					return nil, err
 				}
 				if present {
-					tm := spans["thinking"]
-					oc.thinking, oc.budget, oc.budgetAt = &tm, n, tspans["budget_tokens"]
+					oc.thinking, oc.budget, oc.budgetAt = &tm, n, bm
 				}
 			}
 		}

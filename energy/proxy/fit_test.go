@@ -447,11 +447,11 @@ func FuzzFitRewrite(f *testing.F) {
 	f.Fuzz(func(t *testing.T, which int, body string, out uint64) {
 		rt, _ := lookupRoute(paths[uint(which)%uint(len(paths))])
 		out = out%maxCap + 1
-		fields, spans, err := object([]byte(body))
+		before, err := parseObject([]byte(body))
 		if err != nil {
 			return
 		}
-		oc, err := readCap(rt, fields, spans)
+		oc, err := readCap(rt, before)
 		if err != nil {
 			return
 		}
@@ -460,20 +460,21 @@ func FuzzFitRewrite(f *testing.F) {
 			return
 		}
 		got := applyEdits([]byte(body), oc.edits(rt, []byte(body), out, budget))
-		nf, nspans, err := object(got)
+		after, err := parseObject(got)
 		if err != nil {
 			t.Fatalf("fitted body %s does not parse: %v", got, err)
 		}
-		noc, err := readCap(rt, nf, nspans)
+		noc, err := readCap(rt, after)
 		if err != nil {
 			t.Fatalf("fitted body %s: %v", got, err)
 		}
 		if n, ok := noc.requested(); !ok || n > out {
 			t.Fatalf("fitted body %s has cap %d (named %v), want at most %d", got, n, ok, out)
 		}
-		for k, v := range fields {
-			if k != "options" && k != "thinking" && !strings.HasPrefix(k, "max_") && string(nf[k]) != string(v) {
-				t.Fatalf("member %s changed: %s -> %s", k, v, nf[k])
+		for _, m := range before.ms {
+			k, v := m.key, before.value(m.key)
+			if k != "options" && k != "thinking" && !strings.HasPrefix(k, "max_") && string(after.value(k)) != string(v) {
+				t.Fatalf("member %s changed: %s -> %s", k, v, after.value(k))
 			}
 		}
 	})

@@ -88,6 +88,9 @@ type journal struct {
 	// line, in its write. One lost to a kill costs nothing, since recovery
 	// skips a receipt the session already has under its nonce.
 	held []byte
+	// encMu guards batch, the buffer beginAll encodes a round's lines in.
+	encMu sync.Mutex
+	batch []byte
 	// m is the file mapped into memory, lines from its start and NUL
 	// bytes after them; nil where lines are written to f instead.
 	m []byte
@@ -128,36 +131,51 @@ func openJournal(dir string) (*journal, error) {
 }
 
 // begin journals rec, which must carry its nonce, before it is sealed.
-func (j *journal) begin(rec energy.Record) error { return j.beginAll([]energy.Record{rec}) }
+func (j *journal) begin(rec energy.Record) error {
+	bp := lineBuffers.Get().(*[]byte)
+	defer lineBuffers.Put(bp)
+	b, err := appendSeal((*bp)[:0], time.Now(), &rec, "")
+	if err != nil {
+		return err
+	}
+	*bp = b
+	return j.write(b, []energy.Record{rec})
+}
 
 // beginAll journals recs, each carrying its nonce, in one write of whole
-// lines, the held-back done lines first: a process that dies leaves whole
-// lines.
+// lines. The sealing loop journals its rounds here, into a buffer the
+// journal keeps: a round's lines are up to a few hundred kB, which a
+// sync.Pool would hand back to the collector at every cycle.
 func (j *journal) beginAll(recs []energy.Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	bp := lineBuffers.Get().(*[]byte)
-	defer lineBuffers.Put(bp)
-	b, now := (*bp)[:0], time.Now()
+	j.encMu.Lock()
+	defer j.encMu.Unlock()
+	b, now := j.batch[:0], time.Now()
 	for i := range recs {
 		var err error
 		if b, err = appendSeal(b, now, &recs[i], ""); err != nil {
 			return err
 		}
 	}
-	*bp = b
+	j.batch = b
+	return j.write(b, recs)
+}
+
+// write appends lines, the held-back done lines first, and marks recs
+// pending: a process that dies leaves whole lines.
+func (j *journal) write(lines []byte, recs []energy.Record) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.f == nil {
 		return errors.New("journal closed")
 	}
-	j.held = append(j.held, b...)
-	if err := j.flushLocked(); err != nil {
+	if err := j.flushLocked(lines); err != nil {
 		return err
 	}
-	for _, rec := range recs {
-		j.pending[rec.Nonce] = true
+	for i := range recs {
+		j.pending[recs[i].Nonce] = true
 	}
 	return nil
 }
@@ -169,13 +187,6 @@ func (j *journal) done(nonce string) error { return j.doneAll([]string{nonce}) }
 // and written with the next begin (or once 4 kB are held): losing them in
 // a crash only makes the next proxy find the receipts already sealed.
 func (j *journal) doneAll(nonces []string) error {
-	bp := lineBuffers.Get().(*[]byte)
-	defer lineBuffers.Put(bp)
-	b := (*bp)[:0]
-	for _, n := range nonces {
-		b = appendDone(b, n)
-	}
-	*bp = b
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.f == nil {
@@ -194,25 +205,32 @@ func (j *journal) doneAll(nonces []string) error {
 		}
 		return nil
 	}
-	j.held = append(j.held, b...)
+	for _, n := range nonces {
+		j.held = appendDone(j.held, n)
+	}
 	if len(j.held) < 4<<10 {
 		return nil
 	}
-	return j.flushLocked()
+	return j.flushLocked(nil)
 }
 
-// flushLocked writes the done lines held back; j.mu is held.
-func (j *journal) flushLocked() error {
-	if len(j.held) == 0 || j.f == nil {
+// flushLocked writes the done lines held back, then lines; j.mu is held.
+func (j *journal) flushLocked(lines []byte) error {
+	if j.f == nil || len(j.held)+len(lines) == 0 {
 		return nil
 	}
 	if j.m == nil {
-		n, err := j.f.Write(j.held)
+		out := lines
+		if len(j.held) > 0 {
+			j.held = append(j.held, lines...)
+			out = j.held
+		}
+		n, err := j.f.Write(out)
 		j.size += int64(n)
 		j.held = j.held[:0]
 		return err
 	}
-	if need := j.size + int64(len(j.held)); need > int64(len(j.m)) {
+	if need := j.size + int64(len(j.held)+len(lines)); need > int64(len(j.m)) {
 		size := int64(len(j.m))
 		for size < need {
 			size *= 2
@@ -224,6 +242,7 @@ func (j *journal) flushLocked() error {
 		j.m = m
 	}
 	j.size += int64(copy(j.m[j.size:], j.held))
+	j.size += int64(copy(j.m[j.size:], lines))
 	j.held = j.held[:0]
 	return nil
 }
@@ -240,7 +259,7 @@ func (j *journal) close() (pending int) {
 	if pending == 0 {
 		os.Remove(j.path)
 	} else {
-		j.flushLocked()
+		j.flushLocked(nil)
 	}
 	j.closeLocked()
 	return pending

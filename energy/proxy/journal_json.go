@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"fmt"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -33,16 +34,11 @@ func appendDone(dst []byte, nonce string) []byte {
 // appendSeal appends the line of a pending seal of r, written at written
 // (and, in a line no journal writes but encoding/json would, done).
 func appendSeal(dst []byte, written time.Time, r *energy.Record, done string) ([]byte, error) {
-	w, err := written.MarshalJSON()
-	if err != nil {
-		return dst, err
-	}
-	at, err := r.Time.MarshalJSON()
-	if err != nil {
-		return dst, err
-	}
 	dst = append(dst, `{"seal":{"written":`...)
-	dst = append(dst, w...)
+	dst, err := appendTime(dst, written)
+	if err != nil {
+		return dst, err
+	}
 	dst = append(dst, `,"record":{"Session":`...)
 	dst = appendString(dst, r.Session)
 	dst = append(dst, `,"Unit":`...)
@@ -83,8 +79,9 @@ func appendSeal(dst []byte, written time.Time, r *energy.Record, done string) ([
 		}
 		dst = append(dst, ']')
 	}
-	dst = append(dst, `,"Time":`...)
-	dst = append(dst, at...)
+	if dst, err = appendTime(append(dst, `,"Time":`...), r.Time); err != nil {
+		return dst, err
+	}
 	dst = append(dst, `,"Reservation":`...)
 	if r.Reservation == nil {
 		dst = append(dst, "null"...)
@@ -117,6 +114,16 @@ func appendSeal(dst []byte, written time.Time, r *energy.Record, done string) ([
 		dst = appendString(dst, done)
 	}
 	return append(dst, '}', '\n'), nil
+}
+
+// appendTime appends t as time.Time's MarshalJSON does, without its
+// allocation.
+func appendTime(dst []byte, t time.Time) ([]byte, error) {
+	dst, err := t.AppendText(append(dst, '"'))
+	if err != nil {
+		return dst, fmt.Errorf("json: error calling MarshalJSON for type time.Time: %w", err)
+	}
+	return append(dst, '"'), nil
 }
 
 func appendUsage(dst []byte, u energy.Usage) []byte {

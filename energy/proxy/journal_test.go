@@ -110,7 +110,7 @@ func recoverDeadJournal(t *testing.T) {
 		t.Fatal(err)
 	}
 	dead.held = append(dead.held, `{"seal":{"written":"2026-`...) // torn by a power loss
-	dead.flushLocked()
+	dead.flushLocked(nil)
 	dead.closeLocked() // the process dies: its mapping and its lock go with it
 
 	got, err := Recover(ctx, jdir, recorder, r.st)

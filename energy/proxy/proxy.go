@@ -288,7 +288,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body []byte
-	body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, p.cfg.MaxBody))
+	body, err = readBody(http.MaxBytesReader(w, r.Body, p.cfg.MaxBody), r.ContentLength, p.cfg.MaxBody)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -298,7 +298,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, rt.family, errInvalid, "joule proxy: reading the request body: "+err.Error())
 		return
 	}
-	c, fields, spans, err := p.parse(rt, body)
+	c, obj, err := p.parse(rt, body)
 	if err != nil {
 		writeError(w, rt.family, errInvalid, "joule proxy: "+err.Error())
 		return
@@ -345,7 +345,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		edits = c.oc.edits(rt, body, c.fitted, c.thinking)
 	}
 	if rt.family == OpenAI && rt.name == "chat" && c.stream {
-		if e, ok := injectUsage(body, fields, spans); ok {
+		if e, ok := injectUsage(body, obj); ok {
 			edits, c.injected = append(edits, e), true
 		}
 	}
@@ -362,35 +362,54 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.reverse.ServeHTTP(w, r)
 }
 
+// readBody reads a request body of the length the request declared (-1:
+// unknown) into a buffer of that size, rather than one io.ReadAll grows
+// and copies from 512 bytes.
+func readBody(r io.Reader, length, limit int64) ([]byte, error) {
+	if length <= 0 || length > limit {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, length+1) // one more, to see the end
+	n, err := io.ReadFull(r, b)
+	switch {
+	case err == nil: // longer than declared: net/http does not let that happen
+		rest, err := io.ReadAll(r)
+		return append(b, rest...), err
+	case errors.Is(err, io.ErrUnexpectedEOF) && n == int(length):
+		return b[:n], nil
+	}
+	return b[:n], err
+}
+
 // parse reads what the ceiling needs from a request body: the model, the
 // output cap, streaming, and an input-token estimate.
-func (p *Proxy) parse(rt route, body []byte) (*call, map[string]json.RawMessage, map[string]member, error) {
-	fields, spans, err := object(body)
+func (p *Proxy) parse(rt route, body []byte) (*call, object, error) {
+	obj, err := parseObject(body)
 	if err != nil {
 		var dup *dupKeyError
 		if errors.As(err, &dup) {
-			return nil, nil, nil, err
+			return nil, object{}, err
 		}
-		return nil, nil, nil, fmt.Errorf("the request body is not a JSON object: %v", err)
+		return nil, object{}, fmt.Errorf("the request body is not a JSON object: %v", err)
 	}
 	c := &call{route: rt}
-	if raw, ok := fields["model"]; ok {
+	if raw, _, ok := obj.get("model"); ok {
 		if err := json.Unmarshal(raw, &c.model); err != nil {
-			return nil, nil, nil, errors.New(`"model" is not a string`)
+			return nil, object{}, errors.New(`"model" is not a string`)
 		}
 	}
 	if c.model == "" && rt.name != "models" {
-		return nil, nil, nil, errors.New(`the request names no "model"`)
+		return nil, object{}, errors.New(`the request names no "model"`)
 	}
-	c.stream = rt.stream(fields)
+	c.stream = rt.streams(obj)
 	// A token is about four bytes of text; counting the whole body (JSON
 	// syntax included) errs high, as a ceiling should.
 	c.inputEst = uint64(len(body)+3) / 4
 	mi := p.models.get(c.model)
 	c.rates = mi.rates
 	if len(rt.maxOut) > 0 {
-		if c.oc, err = readCap(rt, fields, spans); err != nil {
-			return nil, nil, nil, err
+		if c.oc, err = readCap(rt, obj); err != nil {
+			return nil, object{}, err
 		}
 		var named bool
 		if c.want, named = c.oc.requested(); !named {
@@ -398,31 +417,30 @@ func (p *Proxy) parse(rt route, body []byte) (*call, map[string]json.RawMessage,
 		}
 	}
 	c.reserved = energy.Cap(c.rates.Of(energy.Usage{Input: c.inputEst, Output: c.want}))
-	return c, fields, spans, nil
+	return c, obj, nil
 }
 
 // injectUsage asks a Chat Completions stream for its usage chunk when the
 // client did not; the chunk is then kept from the client. It is an edit of
 // the body, which otherwise stays byte for byte.
-func injectUsage(body []byte, fields map[string]json.RawMessage, spans map[string]member) (edit, bool) {
-	raw, ok := fields["stream_options"]
+func injectUsage(body []byte, obj object) (edit, bool) {
+	raw, m, ok := obj.get("stream_options")
 	if !ok {
 		at, sep := objectStart(body, 0)
 		return edit{at, at, `"stream_options":{"include_usage":true}` + sep}, true
 	}
-	m := spans["stream_options"]
 	if bytes.Equal(raw, []byte("null")) {
 		return edit{m.start, m.end, `{"include_usage":true}`}, true
 	}
-	ofields, ospans, err := object(raw)
+	opts, err := parseObject(raw)
 	if err != nil {
 		return edit{}, false
 	}
 	var on bool
-	if json.Unmarshal(ofields["include_usage"], &on) == nil && on {
+	if json.Unmarshal(opts.value("include_usage"), &on) == nil && on {
 		return edit{}, false
 	}
-	if im, ok := ospans["include_usage"]; ok {
+	if _, im, ok := opts.get("include_usage"); ok {
 		return edit{m.start + im.start, m.start + im.end, "true"}, true
 	}
 	at, sep := objectStart(raw, m.start)
@@ -608,6 +626,7 @@ type sealQueue struct {
 	running bool          // a sealing loop is running; it ends when it finds jobs empty
 	full    chan struct{} // wakes a lingering loop when wakeAt calls are queued
 	wakeAt  int           // half of MaxUnsealed, so that no handler waits in enqueue for a lingering loop
+	recs    []energy.Record // the running loop's buffer for a round's records
 }
 
 // sealLinger is how long the sealing loop lets a backlog build up between
@@ -687,35 +706,36 @@ func (p *Proxy) sealJobs(jobs []*sealJob) {
 	}
 	// The clients may be gone; the ledger and the receipts must not be.
 	ctx := context.Background()
+	// recs is the sealing loop's own buffer: a round's records are tens of
+	// kB, which a fresh slice per round would take from the collector.
+	recs := p.sq.recs[:0]
+	for _, j := range jobs {
+		recs = append(recs, j.rec)
+	}
+	p.sq.recs = recs
 	if p.journal != nil {
 		// What the calls used replaces, in the journal, the worst cases
 		// written when they were admitted.
-		recs := make([]energy.Record, 0, len(jobs))
-		for _, j := range jobs {
-			if j.rec.Nonce != "" {
-				recs = append(recs, j.rec)
-			}
-		}
-		if err := p.journal.beginAll(recs); err != nil {
+		if err := p.journal.beginAll(journaled(recs)); err != nil {
 			p.logf("journal: %v", err)
 		}
 	}
 	// Charge and seal in one transaction; only if that fails for a reason
 	// other than the lock (the lease is gone) is a receipt sealed alone,
 	// saying so.
-	entries, effs, errs := p.sealRecords(ctx, jobs, func(j *sealJob) energy.Record { return j.rec })
-	var again []*sealJob
+	entries, effs, errs := p.sealRecords(ctx, recs)
+	var again []energy.Record
 	var at []int
 	for i, j := range jobs {
 		if errs[i] != nil && !errors.Is(errs[i], store.ErrLocked) {
 			p.logf("charge lease %d with its receipt: %v", j.c.ticket.l.id, errs[i])
 			j.failed = errs[i]
-			again, at = append(again, j), append(at, i)
+			again, at = append(again, j.alone()), append(at, i)
 		}
 		p.leases.done(j.c.ticket, errs[i] == nil)
 	}
 	if len(again) > 0 {
-		e2, eff2, err2 := p.sealRecords(ctx, again, (*sealJob).alone)
+		e2, eff2, err2 := p.sealRecords(ctx, again)
 		for k, i := range at {
 			entries[i], effs[i], errs[i] = e2[k], eff2[k], err2[k]
 		}
@@ -752,36 +772,51 @@ func (p *Proxy) sealJobs(jobs []*sealJob) {
 	}
 }
 
-// sealRecords seals the record of each job, in order. A burst of calls
-// queues on the store's write lock, so the receipts a lock timeout kept out
-// are retried (retryLocked) rather than lost.
-func (p *Proxy) sealRecords(ctx context.Context, jobs []*sealJob, record func(*sealJob) energy.Record) ([]store.Entry, []*receipts.Efficiency, []error) {
-	entries := make([]store.Entry, len(jobs))
-	effs := make([]*receipts.Efficiency, len(jobs))
-	errs := make([]error, len(jobs))
-	todo := make([]int, len(jobs))
-	for i := range todo {
-		todo[i] = i
-	}
+// sealRecords seals recs, in order. A burst of calls queues on the store's
+// write lock, so the receipts a lock timeout kept out are retried
+// (retryLocked) rather than lost.
+func (p *Proxy) sealRecords(ctx context.Context, recs []energy.Record) ([]store.Entry, []*receipts.Efficiency, []error) {
+	entries := make([]store.Entry, len(recs))
+	effs := make([]*receipts.Efficiency, len(recs))
+	errs := make([]error, len(recs))
+	todo, at := recs, []int(nil) // at[k] is todo[k]'s index in recs; nil: k
 	retryLocked(func() error {
-		recs := make([]energy.Record, len(todo))
-		for k, i := range todo {
-			recs[k] = record(jobs[i])
-		}
-		e, eff, err := p.cfg.Recorder.SealBatch(ctx, recs)
-		var locked []int
-		for k, i := range todo {
+		e, eff, err := p.cfg.Recorder.SealBatch(ctx, todo)
+		var locked []energy.Record
+		var lockedAt []int
+		for k := range todo {
+			i := k
+			if at != nil {
+				i = at[k]
+			}
 			entries[i], effs[i], errs[i] = e[k], eff[k], err[k]
 			if errors.Is(err[k], store.ErrLocked) {
-				locked = append(locked, i)
+				locked, lockedAt = append(locked, todo[k]), append(lockedAt, i)
 			}
 		}
-		if todo = locked; len(todo) > 0 {
-			return errs[todo[0]]
+		if todo, at = locked, lockedAt; len(todo) > 0 {
+			return errs[at[0]]
 		}
 		return nil
 	})
 	return entries, effs, errs
+}
+
+// journaled is recs but those without a nonce, which were not journaled
+// when they were admitted: recs itself when all have one.
+func journaled(recs []energy.Record) []energy.Record {
+	for i := range recs {
+		if recs[i].Nonce == "" {
+			var out []energy.Record
+			for _, r := range recs {
+				if r.Nonce != "" {
+					out = append(out, r)
+				}
+			}
+			return out
+		}
+	}
+	return recs
 }
 
 // journalStart journals an admitted call before it is forwarded, as the
