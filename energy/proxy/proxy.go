@@ -623,9 +623,9 @@ func (j *sealJob) alone() energy.Record {
 type sealQueue struct {
 	mu      sync.Mutex
 	jobs    []*sealJob
-	running bool          // a sealing loop is running; it ends when it finds jobs empty
-	full    chan struct{} // wakes a lingering loop when wakeAt calls are queued
-	wakeAt  int           // half of MaxUnsealed, so that no handler waits in enqueue for a lingering loop
+	running bool            // a sealing loop is running; it ends when it finds jobs empty
+	full    chan struct{}   // wakes a lingering loop when wakeAt calls are queued
+	wakeAt  int             // half of MaxUnsealed, so that no handler waits in enqueue for a lingering loop
 	recs    []energy.Record // the running loop's buffer for a round's records
 }
 
