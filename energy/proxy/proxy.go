@@ -779,16 +779,16 @@ func (p *Proxy) sealRecords(ctx context.Context, recs []energy.Record) ([]store.
 	entries := make([]store.Entry, len(recs))
 	effs := make([]*receipts.Efficiency, len(recs))
 	errs := make([]error, len(recs))
-	todo, at := recs, []int(nil) // at[k] is todo[k]'s index in recs; nil: k
+	// todo is what is still to seal; at[k] is todo[k]'s index in recs.
+	todo, at := recs, make([]int, len(recs))
+	for i := range at {
+		at[i] = i
+	}
 	retryLocked(func() error {
 		e, eff, err := p.cfg.Recorder.SealBatch(ctx, todo)
 		var locked []energy.Record
 		var lockedAt []int
-		for k := range todo {
-			i := k
-			if at != nil {
-				i = at[k]
-			}
+		for k, i := range at {
 			entries[i], effs[i], errs[i] = e[k], eff[k], err[k]
 			if errors.Is(err[k], store.ErrLocked) {
 				locked, lockedAt = append(locked, todo[k]), append(lockedAt, i)
