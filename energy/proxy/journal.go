@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -12,8 +13,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -66,31 +69,39 @@ type pendingSeal struct {
 // lineBuffers hold journal lines being encoded.
 var lineBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
 
-// closeLocked unmaps and closes the file, as the death of the process
-// would; j.mu is held.
-func (j *journal) closeLocked() {
-	if j.m != nil {
-		unmapFile(j.m)
-		j.m = nil
-	}
-	j.f.Close()
-	j.f = nil
-}
-
-// journal is one proxy's journal file, locked for as long as the proxy runs.
+// journal is one proxy's journal, locked for as long as the proxy runs.
+// Its lines are in one file, the current segment. Past journalCompactAt
+// bytes, the lines still pending are copied into a second file, which
+// becomes the current one, and the first is emptied: under a load that
+// never leaves nothing pending the journal stays bounded, and its pages
+// are reused rather than faulted in afresh (a new page of a shared file
+// mapping costs more than the line written to it).
 type journal struct {
-	mu      sync.Mutex
-	f       *os.File
-	path    string
-	size    int64
-	pending map[string]bool // nonces written and not yet done
+	mu sync.Mutex
+	*segment
+	spare    *segment            // the other file, empty; nil until first needed
+	spareErr error               // why the spare could not be opened: not tried again
+	pending  map[string]lineSpan // nonces written and not yet done, at their latest line
 	// held is done lines not yet written: they go out with the next
 	// line, in its write. One lost to a kill costs nothing, since recovery
 	// skips a receipt the session already has under its nonce.
-	held []byte
-	// encMu guards batch, the buffer beginAll encodes a round's lines in.
+	held  []byte
+	moved []byte // pending lines being copied to the spare
+	// encMu guards batch, the buffer beginAll encodes a round's lines in,
+	// and ends, where each of them ends.
 	encMu sync.Mutex
 	batch []byte
+	ends  []int
+}
+
+// lineSpan is where a line is in the current segment.
+type lineSpan struct{ off, n int64 }
+
+// segment is one journal file, locked, and mapped where the system can.
+type segment struct {
+	f    *os.File
+	path string
+	size int64
 	// m is the file mapped into memory, lines from its start and NUL
 	// bytes after them; nil where lines are written to f instead.
 	m []byte
@@ -113,7 +124,15 @@ func openJournal(dir string) (*journal, error) {
 	if _, err := rand.Read(id[:]); err != nil {
 		return nil, err
 	}
-	path := filepath.Join(dir, strconv.Itoa(os.Getpid())+"-"+hex.EncodeToString(id[:])+".jsonl")
+	s, err := openSegment(filepath.Join(dir, strconv.Itoa(os.Getpid())+"-"+hex.EncodeToString(id[:])+".jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	return &journal{segment: s, pending: map[string]lineSpan{}}, nil
+}
+
+// openSegment creates the journal file path and locks it.
+func openSegment(path string) (*segment, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
@@ -123,11 +142,90 @@ func openJournal(dir string) (*journal, error) {
 		os.Remove(path)
 		return nil, fmt.Errorf("locking journal %s: %w", path, err)
 	}
-	j := &journal{f: f, path: path, pending: map[string]bool{}}
+	s := &segment{f: f, path: path}
 	if m, err := mapJournal(f, journalMapSize); err == nil {
-		j.m = m
+		s.m = m
 	}
-	return j, nil
+	return s, nil
+}
+
+// write appends parts, in one write(2) or one copy into the mapping, and
+// returns the offset the first landed at.
+func (s *segment) write(parts ...[]byte) (int64, error) {
+	start, n := s.size, int64(0)
+	for _, p := range parts {
+		n += int64(len(p))
+	}
+	if s.m == nil {
+		var out []byte
+		for _, p := range parts {
+			if len(out) == 0 {
+				out = p
+			} else if len(p) > 0 {
+				out = bytes.Join(parts, nil)
+				break
+			}
+		}
+		w, err := s.f.Write(out)
+		s.size += int64(w)
+		return start, err
+	}
+	if need := s.size + n; need > int64(len(s.m)) {
+		size := int64(len(s.m))
+		for size < need {
+			size *= 2
+		}
+		m, err := remapFile(s.f, s.m, size)
+		if err != nil {
+			return start, fmt.Errorf("growing the journal to %d bytes: %w", size, err)
+		}
+		s.m = m
+	}
+	for _, p := range parts {
+		s.size += int64(copy(s.m[s.size:], p))
+	}
+	return start, nil
+}
+
+// line is the line at sp.
+func (s *segment) line(sp lineSpan) ([]byte, error) {
+	if s.m != nil {
+		return s.m[sp.off : sp.off+sp.n], nil
+	}
+	b := make([]byte, sp.n)
+	_, err := s.f.ReadAt(b, sp.off)
+	return b, err
+}
+
+// empty removes every line. A mapped file keeps its length in NULs, and is
+// cleared from its start: killed meanwhile, it reads as empty.
+func (s *segment) empty() error {
+	if s.m != nil {
+		clear(s.m[:s.size])
+	} else if err := s.f.Truncate(0); err != nil {
+		return err
+	}
+	s.size = 0
+	return nil
+}
+
+// close unmaps and closes the file, as the death of the process would.
+func (s *segment) close() {
+	if s.m != nil {
+		unmapFile(s.m)
+		s.m = nil
+	}
+	s.f.Close()
+	s.f = nil
+}
+
+// closeLocked closes the journal's files as the death of the process
+// would; j.mu is held.
+func (j *journal) closeLocked() {
+	j.segment.close()
+	if j.spare != nil {
+		j.spare.close()
+	}
 }
 
 // begin journals rec, which must carry its nonce, before it is sealed.
@@ -139,7 +237,7 @@ func (j *journal) begin(rec energy.Record) error {
 		return err
 	}
 	*bp = b
-	return j.write(b, []energy.Record{rec})
+	return j.write(b, []energy.Record{rec}, []int{len(b)})
 }
 
 // beginAll journals recs, each carrying its nonce, in one write of whole
@@ -152,30 +250,37 @@ func (j *journal) beginAll(recs []energy.Record) error {
 	}
 	j.encMu.Lock()
 	defer j.encMu.Unlock()
-	b, now := j.batch[:0], time.Now()
+	b, ends, now := j.batch[:0], j.ends[:0], time.Now()
 	for i := range recs {
 		var err error
 		if b, err = appendSeal(b, now, &recs[i], ""); err != nil {
 			return err
 		}
+		ends = append(ends, len(b))
 	}
-	j.batch = b
-	return j.write(b, recs)
+	j.batch, j.ends = b, ends
+	return j.write(b, recs, ends)
 }
 
 // write appends lines, the held-back done lines first, and marks recs
-// pending: a process that dies leaves whole lines.
-func (j *journal) write(lines []byte, recs []energy.Record) error {
+// pending at their lines, which end at ends within lines: a process that
+// dies leaves whole lines.
+func (j *journal) write(lines []byte, recs []energy.Record, ends []int) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.f == nil {
 		return errors.New("journal closed")
 	}
-	if err := j.flushLocked(lines); err != nil {
+	at, err := j.flushLocked(lines)
+	if err != nil {
 		return err
 	}
 	for i := range recs {
-		j.pending[recs[i].Nonce] = true
+		start := 0
+		if i > 0 {
+			start = ends[i-1]
+		}
+		j.pending[recs[i].Nonce] = lineSpan{at + int64(start), int64(ends[i] - start)}
 	}
 	return nil
 }
@@ -195,15 +300,17 @@ func (j *journal) doneAll(nonces []string) error {
 	for _, n := range nonces {
 		delete(j.pending, n)
 	}
-	if len(j.pending) == 0 && j.size+int64(len(j.held)) > journalCompactAt {
-		// Nothing in it is needed any more.
-		if j.m != nil {
-			clear(j.m[:j.size])
-			j.size, j.held = 0, j.held[:0]
-		} else if err := j.f.Truncate(0); err == nil {
-			j.size, j.held = 0, j.held[:0]
+	if j.size+int64(len(j.held)) > journalCompactAt {
+		// Only the pending lines are still needed: nothing held is.
+		if len(j.pending) == 0 {
+			if err := j.segment.empty(); err == nil {
+				j.held = j.held[:0]
+				return nil
+			}
+		} else if err := j.rotateLocked(); err == nil {
+			return nil
 		}
-		return nil
+		// Kept, and written to: past the bound rather than lost.
 	}
 	for _, n := range nonces {
 		j.held = appendDone(j.held, n)
@@ -211,44 +318,73 @@ func (j *journal) doneAll(nonces []string) error {
 	if len(j.held) < 4<<10 {
 		return nil
 	}
-	return j.flushLocked(nil)
+	_, err := j.flushLocked(nil)
+	return err
 }
 
-// flushLocked writes the done lines held back, then lines; j.mu is held.
-func (j *journal) flushLocked(lines []byte) error {
-	if j.f == nil || len(j.held)+len(lines) == 0 {
-		return nil
-	}
-	if j.m == nil {
-		out := lines
-		if len(j.held) > 0 {
-			j.held = append(j.held, lines...)
-			out = j.held
+// rotateLocked copies the pending lines, in the order they were written,
+// into the spare segment, makes it the current one and empties the other;
+// j.mu is held. Killed at any point, the journal's files hold every
+// pending line at least once; recovery seals each receipt once whatever
+// number of files names it.
+func (j *journal) rotateLocked() error {
+	if j.spare == nil {
+		if j.spareErr != nil {
+			return j.spareErr
 		}
-		n, err := j.f.Write(out)
-		j.size += int64(n)
-		j.held = j.held[:0]
+		s, err := openSegment(strings.TrimSuffix(j.path, ".jsonl") + ".1.jsonl")
+		if err != nil {
+			j.spareErr = err
+			return err
+		}
+		j.spare = s
+	}
+	type pendingLine struct {
+		nonce string
+		at    lineSpan
+	}
+	order := make([]pendingLine, 0, len(j.pending))
+	for n, at := range j.pending {
+		order = append(order, pendingLine{n, at})
+	}
+	slices.SortFunc(order, func(a, b pendingLine) int { return cmp.Compare(a.at.off, b.at.off) })
+	buf := j.moved[:0]
+	for i := range order {
+		line, err := j.segment.line(order[i].at)
+		if err != nil {
+			return err
+		}
+		order[i].at.off = int64(len(buf))
+		buf = append(buf, line...)
+	}
+	j.moved = buf
+	base, err := j.spare.write(buf)
+	if err != nil {
+		j.spare.empty()
 		return err
 	}
-	if need := j.size + int64(len(j.held)+len(lines)); need > int64(len(j.m)) {
-		size := int64(len(j.m))
-		for size < need {
-			size *= 2
-		}
-		m, err := remapFile(j.f, j.m, size)
-		if err != nil {
-			return fmt.Errorf("growing the journal to %d bytes: %w", size, err)
-		}
-		j.m = m
+	for _, p := range order {
+		j.pending[p.nonce] = lineSpan{base + p.at.off, p.at.n}
 	}
-	j.size += int64(copy(j.m[j.size:], j.held))
-	j.size += int64(copy(j.m[j.size:], lines))
+	j.segment, j.spare = j.spare, j.segment
 	j.held = j.held[:0]
-	return nil
+	return j.spare.empty()
 }
 
-// close closes the journal and removes it when nothing in it is pending;
-// otherwise the next proxy seals what is.
+// flushLocked writes the done lines held back, then lines, and returns
+// where lines start; j.mu is held.
+func (j *journal) flushLocked(lines []byte) (int64, error) {
+	if j.f == nil || len(j.held)+len(lines) == 0 {
+		return j.size, nil
+	}
+	start, err := j.segment.write(j.held, lines)
+	start += int64(len(j.held))
+	j.held = j.held[:0]
+	return start, err
+}
+
+// close closes the journal and removes its files when nothing in them is
+// pending; otherwise the next proxy seals what is.
 func (j *journal) close() (pending int) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -260,6 +396,9 @@ func (j *journal) close() (pending int) {
 		os.Remove(j.path)
 	} else {
 		j.flushLocked(nil)
+	}
+	if j.spare != nil && (pending == 0 || j.spare.size == 0) {
+		os.Remove(j.spare.path)
 	}
 	j.closeLocked()
 	return pending

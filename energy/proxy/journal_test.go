@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -227,7 +228,7 @@ func TestJournalRemovedOnClose(t *testing.T) {
 }
 
 // TestJournalCompacts: with nothing pending, a journal past its size bound
-// is emptied.
+// is emptied; it never holds much more than the bound.
 func TestJournalCompacts(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("no journal without flock")
@@ -238,31 +239,174 @@ func TestJournalCompacts(t *testing.T) {
 	}
 	defer j.close()
 	rec := energy.Record{Session: "s", Note: strings.Repeat("x", 4096)}
-	for i := 0; j.size <= journalCompactAt; i++ {
+	emptied, written := 0, 0
+	for written < 3*journalCompactAt {
 		rec.Nonce, _ = core.NewNonce()
+		before := j.size
 		if err := j.begin(rec); err != nil {
 			t.Fatal(err)
 		}
-		if i%2 == 1 { // every other one stays pending until the end
+		written += int(j.size - before)
+		if err := j.done(rec.Nonce); err != nil {
+			t.Fatal(err)
+		}
+		if j.size == 0 {
+			emptied++
+		}
+		if held := j.size + int64(len(j.held)); held > journalCompactAt+8<<10 {
+			t.Fatalf("journal holds %d bytes with nothing pending, bound %d", held, journalCompactAt)
+		}
+	}
+	if emptied < 2 || j.spare != nil {
+		t.Errorf("emptied %d times (spare %v) in %d bytes written, want at least twice, in place", emptied, j.spare != nil, written)
+	}
+	b, err := os.ReadFile(j.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := bytes.TrimRight(b, "\x00"); int64(len(lines)) != j.size {
+		t.Errorf("file holds %d bytes of lines, journal tracks %d", len(lines), j.size)
+	}
+}
+
+// TestJournalRotates: under a load that always leaves calls pending, the
+// journal moves what is pending to its other file past the bound and
+// empties the first, so it stays bounded; a proxy killed then, or killed in
+// the middle of a move (pending lines in both files), has each pending
+// receipt sealed once, at its latest line, and both files removed.
+func TestJournalRotates(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no journal without flock")
+	}
+	for _, mapped := range []bool{true, false} {
+		for _, midMove := range []bool{false, true} {
+			name := fmt.Sprintf("mapped=%v/killed-mid-move=%v", mapped, midMove)
+			t.Run(name, func(t *testing.T) {
+				if !mapped {
+					defer func(m func(*os.File, int64) ([]byte, error)) { mapJournal = m }(mapJournal)
+					mapJournal = func(*os.File, int64) ([]byte, error) { return nil, errors.ErrUnsupported }
+				}
+				journalRotates(t, midMove)
+			})
+		}
+	}
+}
+
+func journalRotates(t *testing.T, midMove bool) {
+	dir := t.TempDir()
+	jdir := filepath.Join(dir, JournalDir)
+	r := newRigIn(t, dir, big)
+	ctx := context.Background()
+	before, err := r.st.Grant(ctx, r.grantID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease, err := r.st.Reserve(ctx, []string{r.grantID}, 1_000_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := openJournal(jdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := map[string]bool{}
+	rotations, lastPath := 0, j.path
+	note := strings.Repeat("z", 2048)
+	for i := 0; rotations < 3; i++ {
+		rec := energy.Record{
+			Session: "busy", Unit: "model-call", Model: "claude-test", Usage: energy.Usage{Input: 10, Output: 1},
+			Estimate: energy.Estimate{UJ: 100, Provenance: core.Estimator}, Coverage: receipts.CoverageEnforced,
+			Complete: true, Grants: []string{r.grantID}, Time: time.Now(), Note: note,
+		}
+		rec.Nonce, _ = core.NewNonce()
+		worst := rec
+		worst.Draw = &store.Draw{Reservation: lease, ReleaseUJ: 300, ChargeUJ: 300}
+		if err := j.begin(worst); err != nil { // admitted
+			t.Fatal(err)
+		}
+		rec.Draw = &store.Draw{Reservation: lease, ReleaseUJ: 300, ChargeUJ: 100}
+		if err := j.beginAll([]energy.Record{rec}); err != nil { // what it used
+			t.Fatal(err)
+		}
+		if i%9 == 0 { // never sealed: pending when the proxy dies
+			pending[rec.Nonce] = true
 			continue
 		}
 		if err := j.done(rec.Nonce); err != nil {
 			t.Fatal(err)
 		}
-	}
-	for n := range j.pending {
-		if err := j.done(n); err != nil {
-			t.Fatal(err)
+		if j.path != lastPath {
+			rotations, lastPath = rotations+1, j.path
+		}
+		if held := j.size + int64(len(j.held)); held > journalCompactAt+16<<10 {
+			t.Fatalf("journal holds %d bytes, bound %d", held, journalCompactAt)
 		}
 	}
-	// Emptied: no line is left in the file (a mapped one keeps its length,
-	// all NULs).
-	b, err := os.ReadFile(j.path)
+	if len(j.pending) != len(pending) {
+		t.Fatalf("journal has %d pending, want %d", len(j.pending), len(pending))
+	}
+	if midMove {
+		// Killed with the pending lines copied to the other file and the
+		// current one not yet emptied.
+		for _, at := range j.pending {
+			line, err := j.segment.line(at)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := j.spare.write(line); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	j.mu.Lock()
+	j.closeLocked() // killed
+	j.mu.Unlock()
+	base := strings.TrimSuffix(filepath.Base(j.path), ".1.jsonl")
+	base = strings.TrimSuffix(base, ".jsonl")
+	ours := func() (paths []string) {
+		for _, p := range journals(t, jdir) {
+			if strings.HasPrefix(filepath.Base(p), base) {
+				paths = append(paths, p)
+			}
+		}
+		return paths
+	}
+	if len(ours()) != 2 {
+		t.Fatalf("journals %v, want two files of %s", journals(t, jdir), base)
+	}
+
+	got, err := Recover(ctx, jdir, r.proxy.cfg.Recorder, r.st)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if lines := bytes.TrimRight(b, "\x00"); len(lines) != 0 || j.size != 0 {
-		t.Errorf("journal holds %d bytes of lines (tracked %d) with nothing pending past the bound, want emptied", len(lines), j.size)
+	want := Recovered{Journals: 2, Sealed: len(pending), Leases: 1}
+	if midMove {
+		want.Already, want.Leases = len(pending), 2 // the same lease, named in both files
+	}
+	if got != want {
+		t.Errorf("Recover = %+v, want %+v", got, want)
+	}
+	if left := ours(); len(left) != 0 {
+		t.Errorf("journals left after recovery: %v", left)
+	}
+	seen := map[string]int{}
+	for _, e := range r.receipts("busy") {
+		seen[e.Nonce]++
+	}
+	for n := range pending {
+		if seen[n] != 1 {
+			t.Errorf("pending receipt %s sealed %d times, want once", n, seen[n])
+		}
+	}
+	if len(seen) != len(pending) {
+		t.Errorf("%d receipts sealed, want the %d pending", len(seen), len(pending))
+	}
+	after, err := r.st.Grant(ctx, r.grantID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spent := after.SpentUJ - before.SpentUJ; spent != uint64(100*len(pending)) {
+		t.Errorf("spent %d µJ, want %d: each pending call at its used draw, not its worst case", spent, 100*len(pending))
 	}
 }
 
