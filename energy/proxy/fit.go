@@ -58,12 +58,18 @@ func members(obj []byte) ([]member, error) {
 	if obj[i] != '{' {
 		return nil, errors.New("not an object")
 	}
-	out := make([]member, 0, 8) // a request's top level has a handful
+	return appendMembers(make([]member, 0, 8), obj, i) // a request's top level has a handful
+}
+
+// appendMembers appends the members of the valid JSON object that starts
+// at obj[i] to out.
+func appendMembers(out []member, obj []byte, i int) ([]member, error) {
 	for i = skipSpace(obj, i+1); obj[i] != '}'; i = skipSpace(obj, i+1) {
 		end := stringEnd(obj, i)
-		key := string(obj[i+1 : end-1])
-		if !plainKey(obj[i+1 : end-1]) {
-			if err := json.Unmarshal(obj[i:end], &key); err != nil {
+		key, known := knownKeys[string(obj[i+1:end-1])]
+		if !known {
+			var err error
+			if key, err = unquote(obj[i:end]); err != nil {
 				return nil, err
 			}
 		}
@@ -76,6 +82,16 @@ func members(obj []byte) ([]member, error) {
 		// obj[i] is the comma before the next member.
 	}
 	return out, nil
+}
+
+// unquote is the string a valid JSON string literal says.
+func unquote(lit []byte) (string, error) {
+	if plainKey(lit[1 : len(lit)-1]) {
+		return string(lit[1 : len(lit)-1]), nil
+	}
+	var key string
+	err := json.Unmarshal(lit, &key)
+	return key, err
 }
 
 // plainKey reports whether a key's bytes are what it says: no escapes and
@@ -172,6 +188,28 @@ var readKeys = map[string]bool{
 	"model": true, "stream": true, "stream_options": true, "max_tokens": true, "max_completion_tokens": true,
 	"max_output_tokens": true, "options": true, "thinking": true, "num_predict": true, "budget_tokens": true,
 }
+
+// knownKeys are the top-level keys requests commonly have, each once as a
+// string: members takes a key from here rather than allocating it.
+var knownKeys = func() map[string]string {
+	m := map[string]string{}
+	for _, k := range []string{
+		"model", "stream", "stream_options", "max_tokens", "max_completion_tokens", "max_output_tokens",
+		"options", "thinking", "num_predict", "budget_tokens", "messages", "system", "tools", "tool_choice",
+		"metadata", "temperature", "top_p", "top_k", "stop", "stop_sequences", "input", "instructions",
+		"prompt", "reasoning", "text", "store", "user", "n", "seed", "response_format", "parallel_tool_calls",
+		"previous_response_id", "include", "service_tier", "context_management", "betas", "format", "keep_alive",
+		"think", "type", "include_usage",
+		// and responses
+		"id", "role", "content", "stop_reason", "stop_sequence", "usage", "input_tokens", "output_tokens",
+		"cache_creation_input_tokens", "cache_read_input_tokens", "cache_creation", "server_tool_use", "error",
+		"message", "delta", "index", "object", "created", "choices", "finish_reason", "prompt_tokens",
+		"completion_tokens", "total_tokens", "prompt_tokens_details", "completion_tokens_details", "cached_tokens",
+	} {
+		m[k] = k
+	}
+	return m
+}()
 
 // object is a JSON object's top-level members, in order, over its bytes.
 type object struct {

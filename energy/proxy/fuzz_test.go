@@ -9,6 +9,7 @@ import (
 	"github.com/joulehook/joule/core/store"
 	"github.com/joulehook/joule/energy"
 	"io"
+	"reflect"
 	"slices"
 	"testing"
 )
@@ -90,6 +91,36 @@ func FuzzMembers(f *testing.F) {
 		}
 		if err == nil && !slices.Equal(got, want) {
 			t.Fatalf("members %v, decoder %v", got, want)
+		}
+	})
+}
+
+// FuzzAnthropicJSON: a non-streamed Messages response decodes as
+// json.Unmarshal decodes it into an anthropicEvent, or fails where it fails.
+func FuzzAnthropicJSON(f *testing.F) {
+	for _, s := range []string{
+		`{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"Hi"}],` +
+			`"stop_reason":"end_turn","usage":{"input_tokens":12,"cache_creation_input_tokens":0,"cache_read_input_tokens":3,"output_tokens":7,"service_tier":"standard"}}`,
+		`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`,
+		`{"ID":"a","Model":"m","USAGE":{"Input_Tokens":1},"usage":{"output_tokens":2}}`,
+		`{"usage":{"input_tokens":1},"usage":null,"usage":{"output_tokens":2}}`,
+		`{"usage":{"input_tokens":null,"output_tokens":18446744073709551615}}`,
+		`{"usage":{"input_tokens":18446744073709551616}}`, `{"usage":{"input_tokens":-1}}`, `{"usage":{"input_tokens":1.0}}`,
+		`{"usage":{"input_tokens":"5"}}`, `{"usage":[]}`, `{"usage":"x"}`, `{"id":5}`, `{"id":null,"model":"\u00e9\n"}`,
+		"{\"model\":\"\xff\"}", `{"message":{"id":"x","usage":{"input_tokens":2}}}`, `{"delta":{"text":1}}`, `null`, `[]`, `{"id":"a"`,
+		`{"\u0075sage":{"input_tokens":4}}`, `{"uſage":{"input_tokens":4}}`, " null\n", "\u00a0null",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got, ok := decodeAnthropicMessage(body)
+		var want anthropicEvent
+		err := json.Unmarshal(body, &want)
+		if ok != (err == nil) {
+			t.Fatalf("decoded %v, json.Unmarshal: %v", ok, err)
+		}
+		if ok && !reflect.DeepEqual(got, want) {
+			t.Fatalf("decoded %+v, json.Unmarshal %+v", got, want)
 		}
 	})
 }

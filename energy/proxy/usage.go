@@ -3,6 +3,8 @@ package proxy
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
+	"strings"
 
 	"github.com/joulehook/joule/energy"
 )
@@ -121,8 +123,8 @@ func (m *meter) anthropicSSE(data []byte) {
 
 // anthropicJSON handles a non-streamed Messages response.
 func (m *meter) anthropicJSON(body []byte) {
-	var ev anthropicEvent
-	if json.Unmarshal(body, &ev) != nil {
+	ev, ok := decodeAnthropicMessage(body)
+	if !ok {
 		return
 	}
 	if ev.Type == "error" && ev.Error != nil {
@@ -365,4 +367,119 @@ func (m *meter) ollama(line []byte) {
 			m.haveOutput = true // an embedding produces no tokens
 		}
 	}
+}
+
+// decodeAnthropicMessage decodes a non-streamed Messages response into an
+// anthropicEvent as json.Unmarshal does, and reports whether json.Unmarshal
+// would have succeeded: keys matched regardless of case, a key named twice
+// decoded twice (objects merged, the last scalar winning), a value of the
+// wrong type failing the whole. It reads the members the meter needs off
+// members' spans rather than by reflection, which cost a metered call
+// several µs; a response naming a member it does not handle here
+// ("message", "delta", "error") goes to json.Unmarshal. FuzzAnthropicJSON
+// holds the two to the same result.
+func decodeAnthropicMessage(body []byte) (ev anthropicEvent, ok bool) {
+	if !json.Valid(body) {
+		return ev, false
+	}
+	i := skipSpace(body, 0)
+	if body[i] != '{' {
+		return ev, string(bytes.TrimRight(body[i:], " \t\r\n")) == "null" // null decodes to nothing
+	}
+	var buf [16]member
+	ms, _ := appendMembers(buf[:0], body, i)
+	for _, mb := range ms {
+		raw := body[mb.start:mb.end]
+		switch {
+		case strings.EqualFold(mb.key, "type"):
+			ev.Type, ok = decodeString(raw, ev.Type)
+		case strings.EqualFold(mb.key, "id"):
+			ev.ID, ok = decodeString(raw, ev.ID)
+		case strings.EqualFold(mb.key, "model"):
+			ev.Model, ok = decodeString(raw, ev.Model)
+		case strings.EqualFold(mb.key, "usage"):
+			ok = decodeAnthropicUsage(raw, &ev.Usage)
+		case strings.EqualFold(mb.key, "message"), strings.EqualFold(mb.key, "delta"), strings.EqualFold(mb.key, "error"):
+			var slow anthropicEvent
+			return slow, json.Unmarshal(body, &slow) == nil
+		default:
+			ok = true
+		}
+		if !ok {
+			return ev, false
+		}
+	}
+	return ev, true
+}
+
+// decodeAnthropicUsage decodes a valid JSON value into *u as json.Unmarshal
+// does: null clears it, an object is merged into it.
+func decodeAnthropicUsage(raw []byte, u **anthropicUsage) bool {
+	if string(raw) == "null" {
+		*u = nil
+		return true
+	}
+	if raw[0] != '{' {
+		return false
+	}
+	if *u == nil {
+		*u = &anthropicUsage{}
+	}
+	var buf [8]member
+	ms, _ := appendMembers(buf[:0], raw, 0)
+	for _, mb := range ms {
+		v := raw[mb.start:mb.end]
+		var dst **uint64
+		switch {
+		case strings.EqualFold(mb.key, "input_tokens"):
+			dst = &(*u).InputTokens
+		case strings.EqualFold(mb.key, "cache_creation_input_tokens"):
+			dst = &(*u).CacheCreationInputTokens
+		case strings.EqualFold(mb.key, "cache_read_input_tokens"):
+			dst = &(*u).CacheReadInputTokens
+		case strings.EqualFold(mb.key, "output_tokens"):
+			dst = &(*u).OutputTokens
+		default:
+			continue
+		}
+		if !decodeUint(v, dst) {
+			return false
+		}
+	}
+	return true
+}
+
+// decodeString decodes a valid JSON value as json.Unmarshal does into a
+// string that holds old: null leaves it, a string without escapes or
+// non-ASCII bytes is taken as it is, any other string goes to json.Unmarshal.
+func decodeString(raw []byte, old string) (string, bool) {
+	switch {
+	case string(raw) == "null":
+		return old, true
+	case raw[0] != '"':
+		return old, false
+	}
+	s, err := unquote(raw)
+	return s, err == nil
+}
+
+// decodeUint decodes a valid JSON value into *n as json.Unmarshal does
+// into a *uint64: null clears it, a number must be a uint64's digits.
+func decodeUint(raw []byte, n **uint64) bool {
+	if string(raw) == "null" {
+		*n = nil
+		return true
+	}
+	if raw[0] < '0' || raw[0] > '9' {
+		return false
+	}
+	v, err := strconv.ParseUint(string(raw), 10, 64)
+	if err != nil {
+		return false
+	}
+	if *n == nil {
+		*n = new(uint64)
+	}
+	**n = v
+	return true
 }
