@@ -10,7 +10,7 @@ import (
 )
 
 var (
-	encMode cbor.EncMode
+	encMode cbor.UserBufferEncMode
 	decMode cbor.DecMode
 )
 
@@ -22,7 +22,7 @@ func init() {
 		IndefLength:   cbor.IndefLengthForbidden,
 		NilContainers: cbor.NilContainerAsEmpty,
 		TagsMd:        cbor.TagsForbidden,
-	}.EncMode()
+	}.UserBufferEncMode()
 	if err != nil {
 		panic("core: internal error: " + err.Error())
 	}
@@ -48,6 +48,12 @@ var ErrNonCanonical = errors.New("not canonical CBOR")
 // Canonical returns the canonical CBOR encoding of v.
 func Canonical(v any) ([]byte, error) {
 	return encMode.Marshal(v)
+}
+
+// AppendCanonical appends the canonical CBOR encoding of v to buf, for a
+// caller that reuses buf: on error, buf may hold part of it.
+func AppendCanonical(buf *bytes.Buffer, v any) error {
+	return encMode.MarshalToBuffer(v, buf)
 }
 
 // DecodeCanonical decodes data into v under the strict rules of this

@@ -3,7 +3,10 @@ package core
 import (
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
+
+	"lukechampine.com/blake3"
 )
 
 func TestParseID(t *testing.T) {
@@ -72,4 +75,28 @@ func TestBytesJSONStrict(t *testing.T) {
 	if err := json.Unmarshal([]byte(`"am91bGU"`), &b); err != nil || string(b) != "joule" {
 		t.Fatalf("got %q, %v", b, err)
 	}
+}
+
+// TestSumIsBLAKE3: Sum, which feeds long inputs a chunk at a time to a
+// pooled hasher, gives blake3.Sum256's digest at every length around the
+// chunk and block boundaries, also from concurrent callers.
+func TestSumIsBLAKE3(t *testing.T) {
+	data := make([]byte, 70_000)
+	for i := range data {
+		data[i] = byte(i*7 + i>>8)
+	}
+	lengths := []int{0, 1, 63, 64, 65, 1023, 1024, 1025, 2047, 2048, 2049, 3072, 4095, 4096, 4097, 19_422, 65_536, 70_000}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, n := range lengths {
+				if got, want := Sum(data[:n]), ID(blake3.Sum256(data[:n])); got != want {
+					t.Errorf("Sum of %d bytes = %s, blake3.Sum256 %s", n, got, want)
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -5,6 +5,7 @@
 package receipts
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 
@@ -358,6 +359,15 @@ func Decode(payload []byte) (*Any, error) {
 }
 
 func decodeCanonical(b []byte, v any) error { return core.DecodeCanonical("receipt payload", b, v) }
+
+// AppendEncoded appends the canonical CBOR of a decision or efficiency core
+// to buf after validating it, for a caller that reuses buf.
+func AppendEncoded(buf *bytes.Buffer, c interface{ Validate() error }) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	return core.AppendCanonical(buf, c)
+}
 
 // Encode returns the canonical CBOR of a decision or efficiency core after
 // validating it.

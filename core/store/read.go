@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"lukechampine.com/blake3"
+	"github.com/joulehook/joule/core"
 )
 
 // SessionInfo summarizes one session's receipt chain.
@@ -129,7 +129,7 @@ func scanEntry(row scanner) (Entry, error) {
 	if e.Hash, err = hash32("entry hash", hash); err != nil {
 		return Entry{}, err
 	}
-	if blake3.Sum256(e.Envelope) != e.Hash {
+	if core.Sum(e.Envelope) != e.Hash {
 		return Entry{}, corruptf("session %q seq %d (log index %d): the envelope does not match its hash %x", e.Session, e.Seq, e.Index, e.Hash)
 	}
 	e.Time = fromUnixNano(created)
@@ -182,7 +182,7 @@ func (s *Store) SessionRows(ctx context.Context, id string) ([]StoredEntry, erro
 		}
 		if len(hash) == len(e.Hash) {
 			copy(e.Hash[:], hash)
-			if blake3.Sum256(e.Envelope) != e.Hash {
+			if core.Sum(e.Envelope) != e.Hash {
 				faults = append(faults, "the envelope does not match its stored hash")
 			}
 		} else {

@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/mod/sumdb/tlog"
-	"lukechampine.com/blake3"
+
+	"github.com/joulehook/joule/core"
 )
 
 // Position is where a receipt lands: its place in its session's chain and
@@ -229,7 +230,7 @@ func buildEntry(req SealRequest, pos Position, debitErr error, now time.Time) (E
 	if len(env) > MaxEnvelopeSize {
 		return Entry{}, false, fmt.Errorf("envelope is %d bytes, limit %d", len(env), MaxEnvelopeSize)
 	}
-	return Entry{Position: pos, Hash: blake3.Sum256(env), Envelope: env, Time: now}, keep, nil
+	return Entry{Position: pos, Hash: core.Sum(env), Envelope: env, Time: now}, keep, nil
 }
 
 // callBuild runs a Build, turning a panic into its error: it may run on

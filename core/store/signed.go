@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"lukechampine.com/blake3"
+	"github.com/joulehook/joule/core"
 )
 
 // The store keeps a grant's signed envelope opaque: it cannot verify it,
@@ -268,7 +268,7 @@ func (s *Store) EachEntry(ctx context.Context, fn func(e Entry, damage error) er
 				damage = err
 			} else {
 				e.Hash = h
-				if blake3.Sum256(e.Envelope) != h && damage == nil {
+				if core.Sum(e.Envelope) != h && damage == nil {
 					damage = corruptf("the envelope does not hash to the row's chain hash")
 				}
 			}

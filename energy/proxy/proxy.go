@@ -776,20 +776,27 @@ func (p *Proxy) sealJobs(jobs []*sealJob) {
 // write lock, so the receipts a lock timeout kept out are retried
 // (retryLocked) rather than lost.
 func (p *Proxy) sealRecords(ctx context.Context, recs []energy.Record) ([]store.Entry, []*receipts.Efficiency, []error) {
-	entries := make([]store.Entry, len(recs))
-	effs := make([]*receipts.Efficiency, len(recs))
-	errs := make([]error, len(recs))
-	// todo is what is still to seal; at[k] is todo[k]'s index in recs.
-	todo, at := recs, make([]int, len(recs))
-	for i := range at {
-		at[i] = i
-	}
+	var (
+		entries []store.Entry
+		effs    []*receipts.Efficiency
+		errs    []error
+		todo    = recs // what is still to seal
+		at      []int  // at[k] is todo[k]'s index in recs; nil on the first try
+		first   = true
+	)
 	retryLocked(func() error {
 		e, eff, err := p.cfg.Recorder.SealBatch(ctx, todo)
+		if first { // its answers are the round's, but for those to retry
+			first, entries, effs, errs = false, e, eff, err
+		}
 		var locked []energy.Record
 		var lockedAt []int
-		for k, i := range at {
-			entries[i], effs[i], errs[i] = e[k], eff[k], err[k]
+		for k := range todo {
+			i := k
+			if at != nil {
+				i = at[k]
+				entries[i], effs[i], errs[i] = e[k], eff[k], err[k]
+			}
 			if errors.Is(err[k], store.ErrLocked) {
 				locked, lockedAt = append(locked, todo[k]), append(lockedAt, i)
 			}

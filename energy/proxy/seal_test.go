@@ -11,6 +11,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/joulehook/joule/core/store"
+	"github.com/joulehook/joule/energy"
 )
 
 // TestEveryCallReceiptedByClose: receipts are sealed after the answer, in
@@ -179,5 +182,92 @@ func TestLeaseGoneAtSeal(t *testing.T) {
 	got := r.receipts(DefaultSession)
 	if len(got) != 1 || got[0].InputTokens != 2095 || !strings.Contains(got[0].Note, "charging the call's lease failed") {
 		t.Fatalf("receipts: %+v", got)
+	}
+}
+
+// TestSealRetriesLockedStore: as the sealing loop starts its first round,
+// another connection takes the store's write lock and holds it past several
+// of the recorder's lock timeouts, so each try ends in store.ErrLocked;
+// once the lock is released every call is sealed once and charged, none
+// lost and none logged as failed.
+func TestSealRetriesLockedStore(t *testing.T) {
+	var (
+		logMu sync.Mutex
+		logs  []string
+	)
+	r := newRig(t, big, func(c *Config) {
+		c.Logf = func(format string, args ...any) {
+			logMu.Lock()
+			defer logMu.Unlock()
+			logs = append(logs, fmt.Sprintf(format, args...))
+		}
+	})
+	// The recorder's own handle on the store gives up on the lock at once.
+	quick, err := store.Open(r.st.Path(), store.WithLockTimeout(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer quick.Close()
+	r.proxy.cfg.Recorder = &energy.Recorder{Store: quick, Sealer: r.proxy.cfg.Recorder.Sealer}
+	before := r.grant().SpentUJ
+
+	db, err := sql.Open("sqlite", r.st.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var lockOnce sync.Once
+	var released atomic.Bool
+	r.proxy.beforeSeal = func() {
+		lockOnce.Do(func() {
+			if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+				t.Error(err)
+				return
+			}
+			time.AfterFunc(400*time.Millisecond, func() { // several lock timeouts, each a failed try
+				released.Store(true)
+				if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+					t.Error(err)
+				}
+			})
+		})
+	}
+	const calls = 12
+	var wg sync.WaitGroup
+	for range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if resp, body := r.do("POST", "/v1/messages", benchBody); resp.StatusCode != 200 {
+				t.Errorf("HTTP %d %s", resp.StatusCode, body)
+			}
+		}()
+	}
+	wg.Wait()
+	got := r.receipts(DefaultSession) // waits for every receipt
+	if !released.Load() {
+		t.Fatal("the sealing loop finished with the lock still held: its locked tries were given up, not retried")
+	}
+	if len(got) != calls {
+		t.Errorf("%d receipts, want %d", len(got), calls)
+	}
+	var sum uint64
+	for _, e := range got {
+		sum += e.EstimatedUJ
+	}
+	if spent := r.grant().SpentUJ - before; spent != sum || sum == 0 {
+		t.Errorf("charged %d µJ, the receipts say %d", spent, sum)
+	}
+	logMu.Lock()
+	defer logMu.Unlock()
+	for _, l := range logs {
+		if strings.Contains(l, "seal receipt") || strings.Contains(l, "charge lease") {
+			t.Errorf("logged %q: a locked store lost or failed a receipt", l)
+		}
 	}
 }

@@ -120,6 +120,9 @@ func (t *tap) consume(b []byte) {
 			if len(t.doc)+len(b) > maxParsedJSON {
 				t.docFull, t.doc = true, nil
 			} else {
+				if t.doc == nil && len(b) > 0 {
+					t.doc = (*docBuffers.Get().(*[]byte))[:0]
+				}
 				t.doc = append(t.doc, b...)
 			}
 		}
@@ -186,15 +189,27 @@ func (t *tap) Close() error {
 	}
 	t.closed = true
 	if t.framing == framingJSON && !t.docFull && t.eof && t.onJSON != nil {
-		t.onJSON(t.doc)
+		t.onJSON(t.doc) // which keeps nothing of it
 	} else if t.framing != framingJSON && t.eof && len(t.line) > 0 && !t.overlong {
 		t.handleLine(bytes.TrimRight(t.line, "\r\n")) // a last line without its newline
 	}
+	if t.doc != nil && cap(t.doc) <= maxPooledDoc {
+		d := t.doc[:0]
+		docBuffers.Put(&d)
+	}
+	t.doc, t.docFull = nil, true // a Read after Close keeps nothing
 	t.mu.Unlock()
 	err := t.body.Close()
 	t.onEnd(t)
 	return err
 }
+
+// docBuffers hold non-streamed bodies while they pass, up to
+// maxPooledDoc: most are a few hundred bytes, and a metered call would
+// otherwise grow a fresh one.
+var docBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+const maxPooledDoc = 64 << 10
 
 // stripNullUsage removes the "usage":null member that asking for stream
 // usage adds to every chunk, so the client sees the chunks it asked for.
