@@ -34,11 +34,14 @@ type route struct {
 // streams reports whether a request with this body gets a streamed
 // response.
 func (rt route) streams(body object) bool {
-	var v bool
-	if raw, _, ok := body.get("stream"); ok && json.Unmarshal(raw, &v) == nil {
-		return v
+	raw, _, _ := body.get("stream")
+	switch string(raw) { // a valid value, as json.Unmarshal reads it into a bool
+	case "true":
+		return true
+	case "false", "null":
+		return false
 	}
-	return rt.streamsUnasked
+	return rt.streamsUnasked // absent, or not a bool
 }
 
 // The output-cap members of each API.

@@ -536,3 +536,30 @@ func TestFitAfterAnsweredCall(t *testing.T) {
 		})
 	}
 }
+
+// TestRouteStreams: whether a request streams is what json.Unmarshal reads
+// its "stream" member as, into a bool: true or false (null is false); any
+// other value, or none, leaves the API's default (Ollama streams unasked).
+func TestRouteStreams(t *testing.T) {
+	values := []string{"", "true", "false", "null", `"true"`, "1", "0", "{}", "[]", " true "}
+	for _, unasked := range []bool{false, true} {
+		for _, v := range values {
+			body := `{"model":"m"}`
+			if v != "" {
+				body = `{"model":"m","stream":` + v + `}`
+			}
+			obj, err := parseObject([]byte(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := unasked
+			var b bool
+			if v != "" && json.Unmarshal([]byte(v), &b) == nil {
+				want = b
+			}
+			if got := (route{streamsUnasked: unasked}).streams(obj); got != want {
+				t.Errorf("stream %s, streaming unasked %v: streams %v, want %v", v, unasked, got, want)
+			}
+		}
+	}
+}

@@ -207,7 +207,7 @@ func (t *tap) Close() error {
 // docBuffers hold non-streamed bodies while they pass, up to
 // maxPooledDoc: most are a few hundred bytes, and a metered call would
 // otherwise grow a fresh one.
-var docBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+var docBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
 const maxPooledDoc = 64 << 10
 
