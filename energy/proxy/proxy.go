@@ -394,7 +394,7 @@ func (p *Proxy) parse(rt route, body []byte) (*call, object, error) {
 	}
 	c := &call{route: rt}
 	if raw, _, ok := obj.get("model"); ok {
-		if err := json.Unmarshal(raw, &c.model); err != nil {
+		if c.model, ok = decodeString(raw, ""); !ok {
 			return nil, object{}, errors.New(`"model" is not a string`)
 		}
 	}
