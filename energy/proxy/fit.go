@@ -66,7 +66,7 @@ func members(obj []byte) ([]member, error) {
 func appendMembers(out []member, obj []byte, i int) ([]member, error) {
 	for i = skipSpace(obj, i+1); obj[i] != '}'; i = skipSpace(obj, i+1) {
 		end := stringEnd(obj, i)
-		key, known := knownKeys[string(obj[i+1:end-1])]
+		key, known := interned[string(obj[i+1:end-1])]
 		if !known {
 			var err error
 			if key, err = unquote(obj[i:end]); err != nil {
@@ -189,9 +189,10 @@ var readKeys = map[string]bool{
 	"max_output_tokens": true, "options": true, "thinking": true, "num_predict": true, "budget_tokens": true,
 }
 
-// knownKeys are the top-level keys requests commonly have, each once as a
-// string: members takes a key from here rather than allocating it.
-var knownKeys = func() map[string]string {
+// interned are the keys requests and responses commonly have, and the
+// string values the meter reads in every event, each once as a string:
+// members and decodeString take one from here rather than allocating it.
+var interned = func() map[string]string {
 	m := map[string]string{}
 	for _, k := range []string{
 		"model", "stream", "stream_options", "max_tokens", "max_completion_tokens", "max_output_tokens",
@@ -205,6 +206,10 @@ var knownKeys = func() map[string]string {
 		"cache_creation_input_tokens", "cache_read_input_tokens", "cache_creation", "server_tool_use", "error",
 		"message", "delta", "index", "object", "created", "choices", "finish_reason", "prompt_tokens",
 		"completion_tokens", "total_tokens", "prompt_tokens_details", "completion_tokens_details", "cached_tokens",
+		"partial_json", "stop_reason", "content_block", "ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens",
+		// Messages stream event types
+		"message_start", "message_delta", "message_stop", "content_block_start", "content_block_delta",
+		"content_block_stop", "ping", "text_delta", "input_json_delta", "thinking_delta", "signature_delta",
 	} {
 		m[k] = k
 	}

@@ -95,7 +95,7 @@ func FuzzMembers(f *testing.F) {
 	})
 }
 
-// FuzzAnthropicJSON: a non-streamed Messages response decodes as
+// FuzzAnthropicJSON: a Messages response or stream event decodes as
 // json.Unmarshal decodes it into an anthropicEvent, or fails where it fails.
 func FuzzAnthropicJSON(f *testing.F) {
 	for _, s := range []string{
@@ -108,12 +108,18 @@ func FuzzAnthropicJSON(f *testing.F) {
 		`{"usage":{"input_tokens":18446744073709551616}}`, `{"usage":{"input_tokens":-1}}`, `{"usage":{"input_tokens":1.0}}`,
 		`{"usage":{"input_tokens":"5"}}`, `{"usage":[]}`, `{"usage":"x"}`, `{"id":5}`, `{"id":null,"model":"\u00e9\n"}`,
 		"{\"model\":\"\xff\"}", `{"message":{"id":"x","usage":{"input_tokens":2}}}`, `{"delta":{"text":1}}`, `null`, `[]`, `{"id":"a"`,
+		`{"type":"message_start","message":{"id":"m1","model":"claude-sonnet-4-5","usage":{"input_tokens":5,"output_tokens":1}}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi \u00e9\ud83d\ude00"}}`,
+		`{"type":"content_block_delta","delta":{"type":"input_json_delta","partial_json":"{\"a\":"},"DELTA":{"Thinking":"x"}}`,
+		`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":15}}`,
+		`{"message":{"usage":{"input_tokens":1}},"message":{"usage":{"output_tokens":2}},"message":null}`,
+		`{"message":[],"type":"x"}`, `{"delta":{"text":null},"error":{"type":1}}`, `{"error":null,"error":{"message":"m"}}`,
 		`{"\u0075sage":{"input_tokens":4}}`, `{"uſage":{"input_tokens":4}}`, " null\n", "\u00a0null",
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		got, ok := decodeAnthropicMessage(body)
+		got, ok := decodeAnthropicEvent(body)
 		var want anthropicEvent
 		err := json.Unmarshal(body, &want)
 		if ok != (err == nil) {

@@ -55,22 +55,28 @@ func (m *meter) applyAnthropic(u *anthropicUsage) {
 }
 
 type anthropicEvent struct {
-	Type    string `json:"type"`
-	Message *struct {
-		ID    string          `json:"id"`
-		Model string          `json:"model"`
-		Usage *anthropicUsage `json:"usage"`
-	} `json:"message"`
-	Usage *anthropicUsage `json:"usage"`
-	Delta *struct {
-		Text        string `json:"text"`
-		Thinking    string `json:"thinking"`
-		PartialJSON string `json:"partial_json"`
-	} `json:"delta"`
-	Error *apiError `json:"error"`
+	Type    string            `json:"type"`
+	Message *anthropicMessage `json:"message"`
+	Usage   *anthropicUsage   `json:"usage"`
+	Delta   *anthropicDelta   `json:"delta"`
+	Error   *apiError         `json:"error"`
 	// Non-streamed message fields.
 	ID    string `json:"id"`
 	Model string `json:"model"`
+}
+
+// anthropicMessage is a message_start event's message.
+type anthropicMessage struct {
+	ID    string          `json:"id"`
+	Model string          `json:"model"`
+	Usage *anthropicUsage `json:"usage"`
+}
+
+// anthropicDelta is a content_block_delta event's delta.
+type anthropicDelta struct {
+	Text        string `json:"text"`
+	Thinking    string `json:"thinking"`
+	PartialJSON string `json:"partial_json"`
 }
 
 type apiError struct {
@@ -87,8 +93,8 @@ func (e *apiError) String() string {
 
 // anthropicSSE handles one data payload of a Messages stream.
 func (m *meter) anthropicSSE(data []byte) {
-	var ev anthropicEvent
-	if json.Unmarshal(data, &ev) != nil {
+	ev, ok := decodeAnthropicEvent(data)
+	if !ok {
 		return
 	}
 	m.events++
@@ -123,7 +129,7 @@ func (m *meter) anthropicSSE(data []byte) {
 
 // anthropicJSON handles a non-streamed Messages response.
 func (m *meter) anthropicJSON(body []byte) {
-	ev, ok := decodeAnthropicMessage(body)
+	ev, ok := decodeAnthropicEvent(body)
 	if !ok {
 		return
 	}
@@ -369,16 +375,15 @@ func (m *meter) ollama(line []byte) {
 	}
 }
 
-// decodeAnthropicMessage decodes a non-streamed Messages response into an
-// anthropicEvent as json.Unmarshal does, and reports whether json.Unmarshal
-// would have succeeded: keys matched regardless of case, a key named twice
-// decoded twice (objects merged, the last scalar winning), a value of the
-// wrong type failing the whole. It reads the members the meter needs off
-// members' spans rather than by reflection, which cost a metered call
-// several µs; a response naming a member it does not handle here
-// ("message", "delta", "error") goes to json.Unmarshal. FuzzAnthropicJSON
-// holds the two to the same result.
-func decodeAnthropicMessage(body []byte) (ev anthropicEvent, ok bool) {
+// decodeAnthropicEvent decodes a Messages response or stream event into
+// an anthropicEvent as json.Unmarshal does, and reports whether
+// json.Unmarshal would have succeeded: keys matched regardless of case, a
+// key named twice decoded twice (objects merged, the last scalar winning),
+// a value of the wrong type failing the whole. It reads the members off
+// members' spans, with strconv for the counts, rather than by reflection,
+// which cost a metered call several µs and a streamed one that for every
+// event. FuzzAnthropicJSON holds the two to the same result.
+func decodeAnthropicEvent(body []byte) (ev anthropicEvent, ok bool) {
 	if !json.Valid(body) {
 		return ev, false
 	}
@@ -399,9 +404,46 @@ func decodeAnthropicMessage(body []byte) (ev anthropicEvent, ok bool) {
 			ev.Model, ok = decodeString(raw, ev.Model)
 		case strings.EqualFold(mb.key, "usage"):
 			ok = decodeAnthropicUsage(raw, &ev.Usage)
-		case strings.EqualFold(mb.key, "message"), strings.EqualFold(mb.key, "delta"), strings.EqualFold(mb.key, "error"):
-			var slow anthropicEvent
-			return slow, json.Unmarshal(body, &slow) == nil
+		case strings.EqualFold(mb.key, "message"):
+			ok = decodeObject(raw, &ev.Message, func(m *anthropicMessage, key string, v []byte) (ok bool) {
+				switch {
+				case strings.EqualFold(key, "id"):
+					m.ID, ok = decodeString(v, m.ID)
+				case strings.EqualFold(key, "model"):
+					m.Model, ok = decodeString(v, m.Model)
+				case strings.EqualFold(key, "usage"):
+					ok = decodeAnthropicUsage(v, &m.Usage)
+				default:
+					ok = true
+				}
+				return ok
+			})
+		case strings.EqualFold(mb.key, "delta"):
+			ok = decodeObject(raw, &ev.Delta, func(d *anthropicDelta, key string, v []byte) (ok bool) {
+				switch {
+				case strings.EqualFold(key, "text"):
+					d.Text, ok = decodeString(v, d.Text)
+				case strings.EqualFold(key, "thinking"):
+					d.Thinking, ok = decodeString(v, d.Thinking)
+				case strings.EqualFold(key, "partial_json"):
+					d.PartialJSON, ok = decodeString(v, d.PartialJSON)
+				default:
+					ok = true
+				}
+				return ok
+			})
+		case strings.EqualFold(mb.key, "error"):
+			ok = decodeObject(raw, &ev.Error, func(e *apiError, key string, v []byte) (ok bool) {
+				switch {
+				case strings.EqualFold(key, "type"):
+					e.Type, ok = decodeString(v, e.Type)
+				case strings.EqualFold(key, "message"):
+					e.Message, ok = decodeString(v, e.Message)
+				default:
+					ok = true
+				}
+				return ok
+			})
 		default:
 			ok = true
 		}
@@ -412,41 +454,46 @@ func decodeAnthropicMessage(body []byte) (ev anthropicEvent, ok bool) {
 	return ev, true
 }
 
-// decodeAnthropicUsage decodes a valid JSON value into *u as json.Unmarshal
-// does: null clears it, an object is merged into it.
-func decodeAnthropicUsage(raw []byte, u **anthropicUsage) bool {
+// decodeObject decodes a valid JSON value into *p as json.Unmarshal does
+// into a pointer to a struct: null clears it, an object is merged into it
+// member by member (field decodes one), anything else fails.
+func decodeObject[T any](raw []byte, p **T, field func(t *T, key string, v []byte) bool) bool {
 	if string(raw) == "null" {
-		*u = nil
+		*p = nil
 		return true
 	}
 	if raw[0] != '{' {
 		return false
 	}
-	if *u == nil {
-		*u = &anthropicUsage{}
+	if *p == nil {
+		*p = new(T)
 	}
 	var buf [8]member
 	ms, _ := appendMembers(buf[:0], raw, 0)
 	for _, mb := range ms {
-		v := raw[mb.start:mb.end]
-		var dst **uint64
-		switch {
-		case strings.EqualFold(mb.key, "input_tokens"):
-			dst = &(*u).InputTokens
-		case strings.EqualFold(mb.key, "cache_creation_input_tokens"):
-			dst = &(*u).CacheCreationInputTokens
-		case strings.EqualFold(mb.key, "cache_read_input_tokens"):
-			dst = &(*u).CacheReadInputTokens
-		case strings.EqualFold(mb.key, "output_tokens"):
-			dst = &(*u).OutputTokens
-		default:
-			continue
-		}
-		if !decodeUint(v, dst) {
+		if !field(*p, mb.key, raw[mb.start:mb.end]) {
 			return false
 		}
 	}
 	return true
+}
+
+// decodeAnthropicUsage decodes a valid JSON value into *u as json.Unmarshal
+// does: null clears it, an object is merged into it.
+func decodeAnthropicUsage(raw []byte, u **anthropicUsage) bool {
+	return decodeObject(raw, u, func(u *anthropicUsage, key string, v []byte) bool {
+		switch {
+		case strings.EqualFold(key, "input_tokens"):
+			return decodeUint(v, &u.InputTokens)
+		case strings.EqualFold(key, "cache_creation_input_tokens"):
+			return decodeUint(v, &u.CacheCreationInputTokens)
+		case strings.EqualFold(key, "cache_read_input_tokens"):
+			return decodeUint(v, &u.CacheReadInputTokens)
+		case strings.EqualFold(key, "output_tokens"):
+			return decodeUint(v, &u.OutputTokens)
+		}
+		return true
+	})
 }
 
 // decodeString decodes a valid JSON value as json.Unmarshal does into a
@@ -458,6 +505,9 @@ func decodeString(raw []byte, old string) (string, bool) {
 		return old, true
 	case raw[0] != '"':
 		return old, false
+	}
+	if s, ok := interned[string(raw[1:len(raw)-1])]; ok {
+		return s, true
 	}
 	s, err := unquote(raw)
 	return s, err == nil
