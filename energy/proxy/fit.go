@@ -49,8 +49,10 @@ type member struct {
 // elsewhere. A valid body (json.Valid, one pass) is split in a second pass
 // that only finds where each member ends, with no copy of any value: a
 // request body can be megabytes of messages. An invalid one goes to
-// decodeMembers for encoding/json's account of what is wrong.
-func members(obj []byte) ([]member, error) {
+// decodeMembers for encoding/json's account of what is wrong. A valid
+// object's members are appended to dst, which may be on the caller's stack;
+// with none, a slice is made for a request's handful.
+func members(dst []member, obj []byte) ([]member, error) {
 	if !json.Valid(obj) {
 		return decodeMembers(obj)
 	}
@@ -58,7 +60,10 @@ func members(obj []byte) ([]member, error) {
 	if obj[i] != '{' {
 		return nil, errors.New("not an object")
 	}
-	return appendMembers(make([]member, 0, 8), obj, i) // a request's top level has a handful
+	if dst == nil {
+		dst = make([]member, 0, 8)
+	}
+	return appendMembers(dst, obj, i)
 }
 
 // appendMembers appends the members of the valid JSON object that starts
@@ -206,7 +211,7 @@ var interned = func() map[string]string {
 		"cache_creation_input_tokens", "cache_read_input_tokens", "cache_creation", "server_tool_use", "error",
 		"message", "delta", "index", "object", "created", "choices", "finish_reason", "prompt_tokens",
 		"completion_tokens", "total_tokens", "prompt_tokens_details", "completion_tokens_details", "cached_tokens",
-		"partial_json", "stop_reason", "content_block", "ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens",
+		"partial_json", "content_block", "ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens",
 		// Messages stream event types
 		"message_start", "message_delta", "message_stop", "content_block_start", "content_block_delta",
 		"content_block_stop", "ping", "text_delta", "input_json_delta", "thinking_delta", "signature_delta",
@@ -225,7 +230,7 @@ type object struct {
 // parseObject parses a JSON object into its members, refusing a member the
 // meter reads that appears twice.
 func parseObject(b []byte) (object, error) {
-	ms, err := members(b)
+	ms, err := members(nil, b)
 	if err != nil {
 		return object{}, err
 	}

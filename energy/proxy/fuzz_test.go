@@ -84,7 +84,7 @@ func FuzzMembers(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		got, err := members(body)
+		got, err := members(nil, body)
 		want, wantErr := decodeMembers(body)
 		if (err != nil) != (wantErr != nil) {
 			t.Fatalf("members: %v, decoder: %v", err, wantErr)

@@ -149,28 +149,18 @@ func openSegment(path string) (*segment, error) {
 	return s, nil
 }
 
-// write appends parts, in one write(2) or one copy into the mapping, and
-// returns the offset the first landed at.
-func (s *segment) write(parts ...[]byte) (int64, error) {
-	start, n := s.size, int64(0)
-	for _, p := range parts {
-		n += int64(len(p))
-	}
+// write appends first then then, in one write(2) or one copy into the
+// mapping, and returns the offset first landed at. first's array may be
+// reused for the write.
+func (s *segment) write(first, then []byte) (int64, error) {
+	start := s.size
 	if s.m == nil {
-		var out []byte
-		for _, p := range parts {
-			if len(out) == 0 {
-				out = p
-			} else if len(p) > 0 {
-				out = bytes.Join(parts, nil)
-				break
-			}
-		}
+		out := append(first, then...)
 		w, err := s.f.Write(out)
 		s.size += int64(w)
 		return start, err
 	}
-	if need := s.size + n; need > int64(len(s.m)) {
+	if need := s.size + int64(len(first)+len(then)); need > int64(len(s.m)) {
 		size := int64(len(s.m))
 		for size < need {
 			size *= 2
@@ -181,9 +171,8 @@ func (s *segment) write(parts ...[]byte) (int64, error) {
 		}
 		s.m = m
 	}
-	for _, p := range parts {
-		s.size += int64(copy(s.m[s.size:], p))
-	}
+	s.size += int64(copy(s.m[s.size:], first))
+	s.size += int64(copy(s.m[s.size:], then))
 	return start, nil
 }
 
@@ -358,7 +347,7 @@ func (j *journal) rotateLocked() error {
 		buf = append(buf, line...)
 	}
 	j.moved = buf
-	base, err := j.spare.write(buf)
+	base, err := j.spare.write(buf, nil)
 	if err != nil {
 		j.spare.empty()
 		return err

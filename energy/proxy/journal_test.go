@@ -353,7 +353,7 @@ func journalRotates(t *testing.T, midMove bool) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := j.spare.write(line); err != nil {
+			if _, err := j.spare.write(line, nil); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -782,12 +782,11 @@ func (p *Proxy) sealRecords(ctx context.Context, recs []energy.Record) ([]store.
 		errs    []error
 		todo    = recs // what is still to seal
 		at      []int  // at[k] is todo[k]'s index in recs; nil on the first try
-		first   = true
 	)
 	retryLocked(func() error {
 		e, eff, err := p.cfg.Recorder.SealBatch(ctx, todo)
-		if first { // its answers are the round's, but for those to retry
-			first, entries, effs, errs = false, e, eff, err
+		if at == nil { // the first try: its answers are the round's, but for those to retry
+			entries, effs, errs = e, eff, err
 		}
 		var locked []energy.Record
 		var lockedAt []int

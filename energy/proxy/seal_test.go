@@ -107,27 +107,9 @@ func TestUnsealedBacklogBounded(t *testing.T) {
 	r.proxy.Wait()
 
 	// Another connection holds the database's write lock.
-	db, err := sql.Open("sqlite", r.st.Path())
-	if err != nil {
+	lock, unlock := writeLock(t, r.st.Path())
+	if err := lock(); err != nil {
 		t.Fatal(err)
-	}
-	defer db.Close()
-	conn, err := db.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
-	locked := true
-	unlock := func() {
-		if locked {
-			locked = false
-			if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
-				t.Error(err)
-			}
-		}
 	}
 	defer unlock()
 
@@ -211,29 +193,19 @@ func TestSealRetriesLockedStore(t *testing.T) {
 	r.proxy.cfg.Recorder = &energy.Recorder{Store: quick, Sealer: r.proxy.cfg.Recorder.Sealer}
 	before := r.grant().SpentUJ
 
-	db, err := sql.Open("sqlite", r.st.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	conn, err := db.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	lock, unlock := writeLock(t, r.st.Path())
+	defer unlock()
 	var lockOnce sync.Once
 	var released atomic.Bool
 	r.proxy.beforeSeal = func() {
 		lockOnce.Do(func() {
-			if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+			if err := lock(); err != nil {
 				t.Error(err)
 				return
 			}
 			time.AfterFunc(400*time.Millisecond, func() { // several lock timeouts, each a failed try
 				released.Store(true)
-				if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
-					t.Error(err)
-				}
+				unlock()
 			})
 		})
 	}
@@ -270,4 +242,41 @@ func TestSealRetriesLockedStore(t *testing.T) {
 			t.Errorf("logged %q: a locked store lost or failed a receipt", l)
 		}
 	}
+}
+
+// writeLock opens another connection to the SQLite store at path: lock
+// takes the database's write lock, as another process's transaction would,
+// and unlock gives it back (once; again is a no-op).
+func writeLock(t *testing.T, path string) (lock func() error, unlock func()) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	var mu sync.Mutex
+	locked := false
+	lock = func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		_, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE")
+		locked = err == nil
+		return err
+	}
+	unlock = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if locked {
+			locked = false
+			if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	return lock, unlock
 }

@@ -384,74 +384,61 @@ func (m *meter) ollama(line []byte) {
 // which cost a metered call several µs and a streamed one that for every
 // event. FuzzAnthropicJSON holds the two to the same result.
 func decodeAnthropicEvent(body []byte) (ev anthropicEvent, ok bool) {
-	if !json.Valid(body) {
-		return ev, false
-	}
-	i := skipSpace(body, 0)
-	if body[i] != '{' {
-		return ev, string(bytes.TrimRight(body[i:], " \t\r\n")) == "null" // null decodes to nothing
-	}
 	var buf [16]member
-	ms, _ := appendMembers(buf[:0], body, i)
+	ms, err := members(buf[:0], body)
+	if err != nil {
+		return ev, string(bytes.Trim(body, " \t\r\n")) == "null" // null decodes to nothing
+	}
 	for _, mb := range ms {
 		raw := body[mb.start:mb.end]
 		switch {
-		case strings.EqualFold(mb.key, "type"):
-			ev.Type, ok = decodeString(raw, ev.Type)
-		case strings.EqualFold(mb.key, "id"):
-			ev.ID, ok = decodeString(raw, ev.ID)
-		case strings.EqualFold(mb.key, "model"):
-			ev.Model, ok = decodeString(raw, ev.Model)
 		case strings.EqualFold(mb.key, "usage"):
 			ok = decodeAnthropicUsage(raw, &ev.Usage)
 		case strings.EqualFold(mb.key, "message"):
-			ok = decodeObject(raw, &ev.Message, func(m *anthropicMessage, key string, v []byte) (ok bool) {
-				switch {
-				case strings.EqualFold(key, "id"):
-					m.ID, ok = decodeString(v, m.ID)
-				case strings.EqualFold(key, "model"):
-					m.Model, ok = decodeString(v, m.Model)
-				case strings.EqualFold(key, "usage"):
-					ok = decodeAnthropicUsage(v, &m.Usage)
-				default:
-					ok = true
+			ok = decodeObject(raw, &ev.Message, func(m *anthropicMessage, key string, v []byte) bool {
+				if strings.EqualFold(key, "usage") {
+					return decodeAnthropicUsage(v, &m.Usage)
 				}
-				return ok
+				return decodeStringField(key, v, stringField{"id", &m.ID}, stringField{"model", &m.Model})
 			})
 		case strings.EqualFold(mb.key, "delta"):
-			ok = decodeObject(raw, &ev.Delta, func(d *anthropicDelta, key string, v []byte) (ok bool) {
-				switch {
-				case strings.EqualFold(key, "text"):
-					d.Text, ok = decodeString(v, d.Text)
-				case strings.EqualFold(key, "thinking"):
-					d.Thinking, ok = decodeString(v, d.Thinking)
-				case strings.EqualFold(key, "partial_json"):
-					d.PartialJSON, ok = decodeString(v, d.PartialJSON)
-				default:
-					ok = true
-				}
-				return ok
+			ok = decodeObject(raw, &ev.Delta, func(d *anthropicDelta, key string, v []byte) bool {
+				return decodeStringField(key, v, stringField{"text", &d.Text}, stringField{"thinking", &d.Thinking},
+					stringField{"partial_json", &d.PartialJSON})
 			})
 		case strings.EqualFold(mb.key, "error"):
-			ok = decodeObject(raw, &ev.Error, func(e *apiError, key string, v []byte) (ok bool) {
-				switch {
-				case strings.EqualFold(key, "type"):
-					e.Type, ok = decodeString(v, e.Type)
-				case strings.EqualFold(key, "message"):
-					e.Message, ok = decodeString(v, e.Message)
-				default:
-					ok = true
-				}
-				return ok
+			ok = decodeObject(raw, &ev.Error, func(e *apiError, key string, v []byte) bool {
+				return decodeStringField(key, v, stringField{"type", &e.Type}, stringField{"message", &e.Message})
 			})
 		default:
-			ok = true
+			ok = decodeStringField(mb.key, raw, stringField{"type", &ev.Type}, stringField{"id", &ev.ID}, stringField{"model", &ev.Model})
 		}
 		if !ok {
 			return ev, false
 		}
 	}
 	return ev, true
+}
+
+// stringField is a struct's string field and the name json.Unmarshal
+// matches it by.
+type stringField struct {
+	name string
+	p    *string
+}
+
+// decodeStringField decodes v, as decodeString does, into the one of fields
+// that key names (regardless of case, as json.Unmarshal matches). A key
+// naming none is ignored.
+func decodeStringField(key string, v []byte, fields ...stringField) bool {
+	for _, f := range fields {
+		if strings.EqualFold(key, f.name) {
+			var ok bool
+			*f.p, ok = decodeString(v, *f.p)
+			return ok
+		}
+	}
+	return true
 }
 
 // decodeObject decodes a valid JSON value into *p as json.Unmarshal does
