@@ -179,25 +179,34 @@ func runGated(f *GatedFile, v *GatedVector) (*GatedVector, error) {
 	return got, nil
 }
 
-func checkGated(data []byte, add func(string, string, error)) error {
-	var f GatedFile
-	if err := decodeFile(data, &f); err != nil {
-		return err
+func checkGated(data []byte, report func(Verdict)) ([]string, error) {
+	top, vectors, warnings, err := vectorFile(data, "issuer", "issuer_seed_hex", "issuer_public_key", "now", "workspace", "tier_costs_uj", "energy_provenance")
+	if err != nil {
+		return nil, err
 	}
-	if err := checkVersion(f.Version); err != nil {
-		return err
+	f := GatedFile{Version: 1}
+	for key, dst := range map[string]any{"issuer": &f.Issuer, "issuer_seed_hex": &f.IssuerSeedHex, "issuer_public_key": &f.IssuerPublicKey,
+		"now": &f.Now, "workspace": &f.Workspace, "tier_costs_uj": &f.TierCostsUJ, "energy_provenance": &f.Provenance} {
+		if err := top.get(key, dst); err != nil {
+			return nil, fmt.Errorf("malformed vector file: %w", err)
+		}
 	}
 	if f.Provenance != core.Estimator {
-		return fmt.Errorf("energy_provenance %q: the reference costs are Estimator figures", f.Provenance)
+		return nil, fmt.Errorf("energy_provenance %q: the reference costs are Estimator figures", f.Provenance)
 	}
-	for _, v := range f.Vectors {
+	known := []string{"name", "session", "grants_hex", "stages", "closing_tier", "consulted", "receipts", "total_debit_uj", "remaining_uj"}
+	judge(vectors, known, report, func(o *object) (string, error) {
+		var v GatedVector
+		if err := o.into(&v); err != nil {
+			return "", err
+		}
 		got, err := runGated(&f, &v)
 		if err == nil {
 			err = compareGated(got, &v)
 		}
-		add(v.Name, "", err)
-	}
-	return nil
+		return "", err
+	})
+	return warnings, nil
 }
 
 func compareGated(got, want *GatedVector) error {

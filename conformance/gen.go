@@ -333,6 +333,21 @@ func genSignatures() (any, error) {
 			s.Sig = ed25519.Sign(fixtureKey("author-1"), append(append([]byte{}, id[:]...), s.Op.Prior[:]...))
 			return enc(s)
 		}},
+		{name: "neg-edit-path-dot-dot", seed: seed("author-1"), op: ops[0].op, reason: "schema", mutate: signedAnyway(func(op *core.CodingOp) {
+			op.Edits[0].Path = "../main.go"
+		})},
+		{name: "neg-edit-path-leading-slash", seed: seed("author-1"), op: ops[0].op, reason: "schema", mutate: signedAnyway(func(op *core.CodingOp) {
+			op.Edits[0].Path = "/main.go"
+		})},
+		{name: "neg-range-start-after-end", seed: seed("author-1"), op: ops[0].op, reason: "schema", mutate: signedAnyway(func(op *core.CodingOp) {
+			op.Edits[0].Anchor = core.RangeAnchor(9, 3)
+		})},
+		{name: "neg-tier-L5", seed: seed("author-1"), op: ops[0].op, reason: "schema", mutate: signedAnyway(func(op *core.CodingOp) {
+			op.Tier = "L5"
+		})},
+		{name: "neg-anchor-empty", seed: seed("author-1"), op: ops[0].op, reason: "schema", mutate: signedAnyway(func(op *core.CodingOp) {
+			op.Edits[0].Anchor = core.Anchor{}
+		})},
 	}
 	f := SignatureFile{Version: 1}
 	for _, c := range cases {
@@ -359,6 +374,18 @@ func genSignatures() (any, error) {
 		f.Vectors = append(f.Vectors, v)
 	}
 	return f, nil
+}
+
+// signedAnyway breaks the op with mutate and signs it honestly, as an
+// author who skipped validation would: only the schema can reject it.
+func signedAnyway(mutate func(op *core.CodingOp)) func(s *core.SignedOp) []byte {
+	return func(s *core.SignedOp) []byte {
+		mutate(&s.Op)
+		b, _ := encAnyOp(&s.Op)
+		id := core.Sum(b)
+		s.Sig = ed25519.Sign(fixtureKey("author-1"), append(append([]byte{}, id[:]...), s.Op.Prior[:]...))
+		return enc(s)
+	}
 }
 
 // encAnyOp encodes an op canonically without validating it, so negative
@@ -628,6 +655,29 @@ func genTrees() (any, error) {
 			}
 		}
 		f.Vectors = append(f.Vectors, TreeVector{Name: c.name, Files: files, CanonicalCBORHex: hex.EncodeToString(b), TreeID: t.ID()})
+	}
+	// Negative vectors: trees whose paths break WIRE.md's tree-path rules.
+	// Both forms describe the same refused tree, its files and the CBOR map
+	// an encoder that skipped the path check would write, so a checker
+	// that judges either one refuses it.
+	invalid := false
+	for _, c := range []struct{ name, path string }{
+		{"neg-dot-dot-segment", "a/../b"},
+		{"neg-leading-dot-dot", "../outside"},
+		{"neg-dot-segment", "a/./b"},
+		{"neg-empty-segment", "a//b"},
+		{"neg-leading-slash", "/etc/passwd"},
+		{"neg-trailing-slash", "dir/"},
+		{"neg-empty-path", ""},
+		{"neg-lone-dot-dot", ".."},
+	} {
+		content := []byte("x\n")
+		if err := core.ValidatePath(c.path); err == nil {
+			return nil, fmt.Errorf("%s: path %q is valid", c.name, c.path)
+		}
+		b := rawMap(enc(c.path), enc(core.Sum(content)))
+		f.Vectors = append(f.Vectors, TreeVector{Name: c.name, Files: map[string]core.Bytes{c.path: content},
+			CanonicalCBORHex: hex.EncodeToString(b), TreeID: core.Sum(b), Valid: &invalid, Reason: "invalid-path"})
 	}
 	return f, nil
 }

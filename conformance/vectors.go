@@ -92,4 +92,8 @@ type TreeVector struct {
 	Files            map[string]core.Bytes `json:"files"`
 	CanonicalCBORHex string                `json:"canonical_cbor_hex"`
 	TreeID           core.ID               `json:"tree_id"`
+	// Valid is false for a tree that must be refused, as in the signature
+	// and receipt files; a positive vector leaves it out (WIRE.md's shape).
+	Valid  *bool  `json:"valid,omitempty"`
+	Reason string `json:"reason,omitempty"`
 }
