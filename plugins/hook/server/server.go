@@ -170,11 +170,14 @@ func (r *Gate) Serve(ctx context.Context, open func() (*gate.Gate, error)) error
 		return err
 	}
 	g, err := open()
+	if err == nil && (g == nil || g.Store == nil) {
+		err = errors.New("resident gate: no gate or store to serve with")
+	}
 	if err == nil {
 		err = r.listen(g)
 	}
 	if err != nil {
-		r.lock.Close()
+		r.unlock()
 		return err
 	}
 	if r.cfg.Ready != nil {
@@ -309,8 +312,14 @@ func (r *Gate) serve(ctx context.Context) string {
 	// The store is left open (see Serve). Only the witness must be
 	// written first.
 	r.g.Store.FlushWitness()
-	r.lock.Close()
+	r.unlock()
 	return why
+}
+
+// unlock lets go of the gate lock: another gate may serve the home.
+func (r *Gate) unlock() {
+	r.lock.Close()
+	r.lock = nil
 }
 
 // stop closes the listener (which removes the socket), so a new gate may

@@ -114,7 +114,14 @@ func (h *home) start(t *testing.T, cfg Config) *serving {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	return h.run(t, context.Background(), r, ready)
+}
+
+// run serves r, made with a Ready that closes ready, until ctx is done or
+// the test ends, and returns once it listens.
+func (h *home) run(t *testing.T, ctx context.Context, r *Gate, ready chan struct{}) *serving {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
 	s := &serving{Gate: r, done: make(chan error, 1)}
 	go func() { s.done <- r.Serve(ctx, func() (*gate.Gate, error) { return h.gate, nil }) }()
 	t.Cleanup(func() {
@@ -377,6 +384,56 @@ func TestOneGatePerHome(t *testing.T) {
 	}
 }
 
+// TestClaimedLock: a gate that claimed the lock (joule hook --then-serve
+// before it decides) keeps a second gate waiting until it listens; then the
+// second leaves without opening anything. Cancelling the first's context
+// stops it.
+func TestClaimedLock(t *testing.T) {
+	h := newHome(t)
+	log := new(syncBuffer)
+	cfg := h.config(log)
+	ready := make(chan struct{})
+	cfg.Ready = func() { close(ready) }
+	first, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Claim()
+	lock := filepath.Join(resident.Dir(h.dir), resident.LockName)
+	if !lockHeld(lock) {
+		t.Fatal("Claim did not take the free lock")
+	}
+	second, err := New(h.config(io.Discard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened := false
+	done := make(chan error, 1)
+	go func() {
+		done <- second.Serve(context.Background(), func() (*gate.Gate, error) { opened = true; return h.gate, nil })
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("the second gate returned (%v) while the first holds the lock and does not listen yet", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := h.run(t, ctx, first, ready)
+	select {
+	case err := <-done:
+		if err != nil || opened {
+			t.Fatalf("the second gate: err %v, opened %v", err, opened)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second gate still waits after the first listens")
+	}
+	cancel()
+	s.exited(t, 10*time.Second)
+	if !strings.Contains(log.String(), "exiting: interrupted") || lockHeld(lock) {
+		t.Errorf("after cancel: lock held %v, log %q", lockHeld(lock), log)
+	}
+}
+
 // TestServeStop: Stop answers with the gate's pid, returns once the gate
 // has exited, and then says none runs; Describe agrees before and after.
 func TestServeStop(t *testing.T) {
@@ -428,19 +485,31 @@ func TestServeUnsafeDir(t *testing.T) {
 	}
 }
 
-// TestServeOpenFails: when the store cannot be opened, Serve says why and
-// leaves the lock free.
+// TestServeOpenFails: when the gate cannot be opened, Serve says why,
+// without a panic, and leaves the lock free.
 func TestServeOpenFails(t *testing.T) {
 	h := newHome(t)
-	r, err := New(h.config(io.Discard))
-	if err != nil {
-		t.Fatal(err)
-	}
 	boom := errors.New("no store")
-	if err := r.Serve(context.Background(), func() (*gate.Gate, error) { return nil, boom }); !errors.Is(err, boom) {
-		t.Fatalf("Serve: %v", err)
-	}
-	if lockHeld(filepath.Join(resident.Dir(h.dir), resident.LockName)) {
-		t.Error("the lock is still held")
+	for _, c := range []struct {
+		name string
+		open func() (*gate.Gate, error)
+		want string
+	}{
+		{"an error", func() (*gate.Gate, error) { return nil, boom }, "no store"},
+		{"no gate", func() (*gate.Gate, error) { return nil, nil }, "no gate or store"},
+		{"no store", func() (*gate.Gate, error) { return &gate.Gate{}, nil }, "no gate or store"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := New(h.config(io.Discard))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Serve(context.Background(), c.open); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Serve: %v, want %q", err, c.want)
+			}
+			if lockHeld(filepath.Join(resident.Dir(h.dir), resident.LockName)) {
+				t.Error("the lock is still held")
+			}
+		})
 	}
 }
