@@ -43,7 +43,8 @@ import (
 const DefaultIdle = 15 * time.Minute
 
 // Config is what a gate serves and how. Home and Adapter are required;
-// every other zero value works.
+// every other zero value works. Ask, Describe and Stop, the client side,
+// read only Home, UserHome, Store and StoreSet.
 type Config struct {
 	// Home is the $JOULE_HOME the gate serves (made absolute by New).
 	Home string
@@ -54,8 +55,8 @@ type Config struct {
 	UserHome string
 	Store    string
 	StoreSet bool
-	// Watch names the files in Home that the gate read once at start and
-	// a decision depends on: when one changes, the gate is stale.
+	// Watch names the files, relative to Home, that the gate read once at
+	// start and a decision depends on: when one changes, it is stale.
 	Watch []string
 	// Adapter is the hook adapter for host with the hook's working
 	// directory cwd; false for a host it does not know.
