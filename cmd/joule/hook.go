@@ -24,6 +24,7 @@ import (
 	"github.com/joulehook/joule/plugins/geminicli"
 	"github.com/joulehook/joule/plugins/hook"
 	"github.com/joulehook/joule/plugins/hook/resident"
+	"github.com/joulehook/joule/plugins/hook/server"
 	"github.com/joulehook/joule/plugins/opencode"
 	"github.com/joulehook/joule/plugins/windsurf"
 )
@@ -93,15 +94,9 @@ Hosts: `+hostNames()+`.`)
 	if *thenServe && *contain {
 		return usagef("hook: --then-serve serves as 'joule gate serve' does, without --contain")
 	}
-	var origin *residentGate
+	var origin *server.Gate
 	if *thenServe {
-		o, err := newGateOrigin()
-		if err != nil {
-			fmt.Fprintf(e.stderr, "joule hook[%d]: not serving after this answer: %v\n", os.Getpid(), err)
-		} else {
-			o.claimLock()
-		}
-		origin = o
+		origin = gateOrigin(e)
 	}
 	// The answer is exactly what joule hook HOST would print and exit
 	// with, usage errors included; it reaches the client whole or not at
@@ -119,7 +114,12 @@ Hosts: `+hostNames()+`.`)
 	if origin == nil || ep == nil || g == nil {
 		return nil
 	}
-	if err := serveAfterAnswer(ctx, e, origin, ep, g); err != nil {
+	// This process, its binary initialised and its store open, becomes the
+	// resident gate of $JOULE_HOME instead of exiting, so a first call
+	// costs one joule start, not two, and the gate's start does not compete
+	// with the decision. Serve returns at once when another gate serves.
+	server.Detach()
+	if err := origin.Serve(ctx, func() (*gate.Gate, error) { return g, nil }); err != nil {
 		fmt.Fprintf(e.stderr, "%s joule gate[%d]: not serving: %v\n", time.Now().UTC().Format(time.RFC3339), os.Getpid(), err)
 	}
 	return nil

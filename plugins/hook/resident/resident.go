@@ -1,8 +1,9 @@
 // Package resident is what the thin hook client (cmd/joule-hook) and the
-// resident gate (joule gate serve) share: where the gate's socket lives, the
-// checks that it is the user's own, and the framing of one request and its
-// answer. It imports only the standard library (and core/home, which does too),
-// so the client that links it starts as fast as the smallest Go program.
+// resident gate (plugins/hook/server, joule gate serve) share: where the
+// gate's socket lives, the checks that it is the user's own, and the
+// framing of one request and its answer. It imports only the standard
+// library (and core/home, which does too), so the client that links it
+// starts as fast as the smallest Go program.
 package resident
 
 import (
