@@ -25,6 +25,7 @@ import (
 	storepkg "github.com/joulehook/joule/core/store"
 	"github.com/joulehook/joule/energy"
 	"github.com/joulehook/joule/energy/proxy"
+	"github.com/joulehook/joule/plugins/hook"
 	"github.com/joulehook/joule/tiers/l1/lsp"
 	"github.com/joulehook/joule/tiers/l2"
 	"github.com/joulehook/joule/tiers/tierconfig"
@@ -182,12 +183,12 @@ func (d *doctor) files(home, store string) {
 		default:
 			return
 		}
-		fix := fmt.Sprintf("chmod %o %s", want, shellQuote(path))
+		fix := fmt.Sprintf("chmod %o %s", want, hook.ShellQuote(path))
 		if strings.HasSuffix(path, "-wal") || strings.HasSuffix(path, "-shm") {
 			// SQLite removes them when the last connection closes
 			// (this doctor's own, say) and recreates them with the
 			// store's mode.
-			fix = fmt.Sprintf("{ [ ! -e %s ] || %s; }", shellQuote(path), fix)
+			fix = fmt.Sprintf("{ [ ! -e %s ] || %s; }", hook.ShellQuote(path), fix)
 		}
 		loose = append(loose, fix)
 	}
@@ -206,14 +207,6 @@ func (d *doctor) files(home, store string) {
 	default:
 		d.add("files", statusOK, "home 0700, store and key 0600: the user's alone", "")
 	}
-}
-
-// shellQuote quotes path for a command line the user pastes.
-func shellQuote(path string) string {
-	if path != "" && strings.Trim(path, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+") == "" {
-		return path
-	}
-	return "'" + strings.ReplaceAll(path, "'", `'\''`) + "'"
 }
 
 // configLine says which configuration files there are and what they turn
