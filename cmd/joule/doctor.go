@@ -26,6 +26,7 @@ import (
 	"github.com/joulehook/joule/energy"
 	"github.com/joulehook/joule/energy/proxy"
 	"github.com/joulehook/joule/plugins/hook"
+	"github.com/joulehook/joule/tiers/config"
 	"github.com/joulehook/joule/tiers/l1/lsp"
 	"github.com/joulehook/joule/tiers/l2"
 	"github.com/joulehook/joule/tiers/tierconfig"
@@ -116,7 +117,7 @@ func (d *doctor) run(ctx context.Context, root string, probe bool) {
 		return
 	}
 	d.add("key", statusOK, "endpoint key in "+home, "")
-	cfg, err := loadConfig(home)
+	cfg, err := config.Load(home)
 	if err != nil {
 		d.add("config", statusFail, err.Error(), "fix "+filepath.Join(home, ConfigFile)+" (docs/models.md)")
 		return
@@ -126,13 +127,13 @@ func (d *doctor) run(ctx context.Context, root string, probe bool) {
 		d.add("config", statusFail, fmt.Sprintf("%s: %v", filepath.Join(home, ConfigFile), err), "see docs/models.md for the tiers section")
 		return
 	}
-	_, table, err := loadMeter(home)
+	m, err := config.LoadMeter(home)
 	if err != nil {
 		d.add("config", statusFail, err.Error(), "see docs/meter.md")
 		return
 	}
 	d.add("config", statusOK, configLine(home, tc), "")
-	if loc, err := storeLocation(home, cfg); err == nil {
+	if loc, err := config.StoreLocation(home, cfg); err == nil {
 		d.files(home, loc)
 	}
 	ep, err := openEndpoint()
@@ -149,7 +150,7 @@ func (d *doctor) run(ctx context.Context, root string, probe bool) {
 		d.add("gate", statusWarn, text, "hooks still decide (joule-hook starts the gate, or falls back to joule hook); 'joule gate status' shows it")
 	}
 	d.index(ctx, home, root, tc)
-	d.l3(ctx, home, tc, table)
+	d.l3(ctx, home, tc, m.Table)
 	d.l4(tc)
 	d.proxy(home)
 	d.tools(tc)
