@@ -52,15 +52,31 @@ func Parse(base string, data []byte) *File {
 }
 
 func compile(line string) (pattern, bool) {
+	expr, p, ok := translate(line)
+	if !ok {
+		return pattern{}, false
+	}
+	re, err := regexp.Compile(expr)
+	if err != nil { // translate's bug: FuzzParse looks for one
+		return pattern{}, false
+	}
+	p.re = re
+	return p, true
+}
+
+// translate turns a .gitignore line into a regular expression over the
+// path relative to the file's directory; ok is false for a line that
+// matches nothing (blank, a comment, a malformed bracket, a trailing
+// backslash).
+func translate(line string) (expr string, p pattern, ok bool) {
 	line = strings.TrimSuffix(line, "\r")
 	// Trailing spaces are ignored unless escaped with a backslash.
 	for strings.HasSuffix(line, " ") && !strings.HasSuffix(line, "\\ ") {
 		line = line[:len(line)-1]
 	}
 	if line == "" || line[0] == '#' {
-		return pattern{}, false
+		return "", pattern{}, false
 	}
-	var p pattern
 	if line[0] == '!' {
 		p.negate = true
 		line = line[1:]
@@ -72,7 +88,7 @@ func compile(line string) (pattern, bool) {
 		line = strings.TrimRight(line, "/")
 	}
 	if line == "" {
-		return pattern{}, false
+		return "", pattern{}, false
 	}
 	anchored := strings.Contains(line, "/")
 	line = strings.TrimPrefix(line, "/")
@@ -104,13 +120,13 @@ func compile(line string) (pattern, bool) {
 		case c == '[':
 			class, n, ok := bracket(line[i:])
 			if !ok {
-				return pattern{}, false // git: a malformed bracket matches nothing
+				return "", pattern{}, false // git: a malformed bracket matches nothing
 			}
 			b.WriteString(class)
 			i += n - 1
 		case c == '\\':
 			if i+1 == len(line) {
-				return pattern{}, false // git: a trailing backslash matches nothing
+				return "", pattern{}, false // git: a trailing backslash matches nothing
 			}
 			i++
 			b.WriteString(regexp.QuoteMeta(string(line[i])))
@@ -119,12 +135,7 @@ func compile(line string) (pattern, bool) {
 		}
 	}
 	b.WriteString("$")
-	re, err := regexp.Compile(b.String())
-	if err != nil {
-		return pattern{}, false
-	}
-	p.re = re
-	return p, true
+	return b.String(), p, true
 }
 
 // posixClasses are the [:name:] classes git's wildmatch knows, as Go

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -81,6 +82,11 @@ func FuzzParse(f *testing.F) {
 		f.Add(s, "a/b/c.log")
 	}
 	f.Fuzz(func(t *testing.T, pattern, path string) {
+		if expr, _, ok := translate(pattern); ok {
+			if _, err := regexp.Compile(expr); err != nil {
+				t.Fatalf("%q translates to %q, which does not compile: %v", pattern, expr, err)
+			}
+		}
 		gi := Parse("", []byte(pattern))
 		gi.Match(path, false)
 		gi.Match(path, true)
