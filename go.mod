@@ -12,7 +12,6 @@ require (
 	github.com/mark3labs/mcp-go v1.2.1
 	github.com/mattn/go-isatty v0.0.24
 	github.com/ollama/ollama v0.17.4
-	github.com/sabhiram/go-gitignore v0.0.0-20210923224102-525f6e181f06
 	github.com/sashabaranov/go-openai v1.43.0
 	github.com/veraison/go-cose v1.3.0
 	go.opentelemetry.io/proto/otlp v1.11.1

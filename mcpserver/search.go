@@ -12,67 +12,50 @@ import (
 	"regexp"
 	"strings"
 
-	ignore "github.com/sabhiram/go-gitignore"
+	"github.com/joulehook/joule/tiers/gitignore"
 )
 
-// ignorer applies the .gitignore files of a tree: each directory's file to
-// the paths below it, plus .git/info/exclude at the root. .git itself is
-// always skipped.
+// ignorer applies the ignore files of a tree as a walk enters its
+// directories: each directory's .gitignore to the paths below it, over
+// .git/info/exclude at the root. .git itself is always skipped.
 type ignorer struct {
-	root  string
-	rules map[string]*ignore.GitIgnore // directory (slash, relative to root, "" for root) → its rules
+	root   string
+	stacks map[string]gitignore.Stack // directory (slash, relative to root, "" for root) → the files in force in it
 }
 
 func newIgnorer(root string) *ignorer {
-	ig := &ignorer{root: root, rules: map[string]*ignore.GitIgnore{}}
-	var lines []string
-	for _, f := range []string{filepath.Join(root, ".git", "info", "exclude"), filepath.Join(root, ".gitignore")} {
-		if b, err := os.ReadFile(f); err == nil {
-			lines = append(lines, strings.Split(string(b), "\n")...)
-		}
-	}
-	if len(lines) > 0 {
-		ig.rules[""] = ignore.CompileIgnoreLines(lines...)
-	}
-	return ig
+	return &ignorer{root: root, stacks: map[string]gitignore.Stack{"": gitignore.Exclude(root).Enter(root, "")}}
 }
 
-// enter loads the .gitignore of directory dir (slash, relative) if it has one.
+// enter loads the .gitignore of directory dir (slash, relative) if it has
+// one, over those of the directories above it, entered before it.
 func (ig *ignorer) enter(dir string) {
 	if dir == "" {
 		return
 	}
-	b, err := os.ReadFile(filepath.Join(ig.root, filepath.FromSlash(dir), ".gitignore"))
-	if err != nil {
-		return
+	ig.stacks[dir] = ig.stack(path.Dir(dir)).Enter(ig.root, dir)
+}
+
+// stack is the files in force in directory dir: its own stack, or that of
+// the nearest directory above it that was entered.
+func (ig *ignorer) stack(dir string) gitignore.Stack {
+	for ; ; dir = path.Dir(dir) {
+		if dir == "." {
+			dir = ""
+		}
+		if s, ok := ig.stacks[dir]; ok || dir == "" {
+			return s
+		}
 	}
-	ig.rules[dir] = ignore.CompileIgnoreLines(strings.Split(string(b), "\n")...)
 }
 
 // ignored reports whether rel (slash, relative to root) is ignored by the
-// rules of any directory above it.
+// files in force in its directory.
 func (ig *ignorer) ignored(rel string, isDir bool) bool {
 	if rel == ".git" || strings.HasPrefix(rel, ".git/") || path.Base(rel) == ".git" {
 		return true
 	}
-	for dir := path.Dir(rel); ; dir = path.Dir(dir) {
-		key := dir
-		if dir == "." {
-			key = ""
-		}
-		if r := ig.rules[key]; r != nil {
-			sub := rel
-			if key != "" {
-				sub = strings.TrimPrefix(rel, key+"/")
-			}
-			if r.MatchesPath(sub) || (isDir && r.MatchesPath(sub+"/")) {
-				return true
-			}
-		}
-		if key == "" {
-			return false
-		}
-	}
+	return ig.stack(path.Dir(rel)).Ignored(rel, isDir)
 }
 
 // searchQuery is one search tool call.

@@ -351,7 +351,9 @@ func TestBadInputNeverKillsOrBlocks(t *testing.T) {
 func TestSearchRespectsGitignore(t *testing.T) {
 	f := newFixture(t, Limits{})
 	files := map[string]string{
-		".gitignore":           "build/\n*.log\n/rootonly.txt\n",
+		".gitignore":           "build/\n*.log\n/rootonly.txt\ndocs/*.md\n",
+		"docs/a.md":            "needle in docs\n",
+		"docs/x/b.md":          "needle below docs\n",
 		"main.go":              "needle in main\n",
 		"build/out.go":         "needle in build\n",
 		"debug.log":            "needle in log\n",
@@ -371,12 +373,14 @@ func TestSearchRespectsGitignore(t *testing.T) {
 	}
 	r := f.call(t, ToolSearch, map[string]any{"pattern": "needle"})
 	got := text(r)
-	for _, want := range []string{"main.go:1:", "sub/rootonly.txt:1:"} {
+	// What git keeps: a deeper file's negation re-includes, and a pattern
+	// with a middle slash is anchored to its file's directory.
+	for _, want := range []string{"main.go:1:", "sub/rootonly.txt:1:", "sub/keep.log:1:", "docs/x/b.md:1:"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("missing %s:\n%s", want, got)
 		}
 	}
-	for _, bad := range []string{"build/out.go", "debug.log", "\nrootonly.txt", "sub/local.txt", "sub/deeper/local.txt", ".git/config", "img.bin"} {
+	for _, bad := range []string{"build/out.go", "debug.log", "docs/a.md", "\nrootonly.txt", "sub/local.txt", "sub/deeper/local.txt", ".git/config", "img.bin"} {
 		if strings.Contains("\n"+got, bad+":") {
 			t.Errorf("ignored file %s matched:\n%s", bad, got)
 		}

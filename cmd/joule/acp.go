@@ -16,6 +16,7 @@ import (
 	"github.com/joulehook/joule/acpagent"
 	"github.com/joulehook/joule/core/gate"
 	"github.com/joulehook/joule/energy"
+	"github.com/joulehook/joule/tiers/config"
 	"github.com/joulehook/joule/tiers/l0"
 	"github.com/joulehook/joule/tiers/l2"
 	"github.com/joulehook/joule/tiers/l4"
@@ -73,7 +74,7 @@ func runACP(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := loadConfig(ep.home)
+	cfg, err := config.Load(ep.home)
 	if err != nil {
 		return err
 	}
@@ -121,7 +122,7 @@ func runACP(ctx context.Context, e *env, args []string) error {
 		opt.Index = x
 	}
 	if tc.Enabled("l3") {
-		_, table, err := loadMeter(ep.home)
+		m, err := config.LoadMeter(ep.home)
 		if err != nil {
 			return err
 		}
@@ -133,7 +134,7 @@ func runACP(ctx context.Context, e *env, args []string) error {
 			ids, _ := grants(ctx, session)
 			return ids
 		}
-		st, rt, err := tc.LocalStage(ep.home, ep.id.Key, table, &energy.Recorder{Store: ep.store, Sealer: g.Sealer}, ep.store, ids)
+		st, rt, err := tc.LocalStage(ep.home, ep.id.Key, m.Table, &energy.Recorder{Store: ep.store, Sealer: g.Sealer}, ep.store, ids)
 		if err != nil {
 			return err
 		}

@@ -25,6 +25,8 @@ import (
 	storepkg "github.com/joulehook/joule/core/store"
 	"github.com/joulehook/joule/energy"
 	"github.com/joulehook/joule/energy/proxy"
+	"github.com/joulehook/joule/plugins/hook"
+	"github.com/joulehook/joule/tiers/config"
 	"github.com/joulehook/joule/tiers/l1/lsp"
 	"github.com/joulehook/joule/tiers/l2"
 	"github.com/joulehook/joule/tiers/tierconfig"
@@ -115,7 +117,7 @@ func (d *doctor) run(ctx context.Context, root string, probe bool) {
 		return
 	}
 	d.add("key", statusOK, "endpoint key in "+home, "")
-	cfg, err := loadConfig(home)
+	cfg, err := config.Load(home)
 	if err != nil {
 		d.add("config", statusFail, err.Error(), "fix "+filepath.Join(home, ConfigFile)+" (docs/models.md)")
 		return
@@ -125,13 +127,13 @@ func (d *doctor) run(ctx context.Context, root string, probe bool) {
 		d.add("config", statusFail, fmt.Sprintf("%s: %v", filepath.Join(home, ConfigFile), err), "see docs/models.md for the tiers section")
 		return
 	}
-	_, table, err := loadMeter(home)
+	m, err := config.LoadMeter(home)
 	if err != nil {
 		d.add("config", statusFail, err.Error(), "see docs/meter.md")
 		return
 	}
 	d.add("config", statusOK, configLine(home, tc), "")
-	if loc, err := storeLocation(home, cfg); err == nil {
+	if loc, err := config.StoreLocation(home, cfg); err == nil {
 		d.files(home, loc)
 	}
 	ep, err := openEndpoint()
@@ -148,7 +150,7 @@ func (d *doctor) run(ctx context.Context, root string, probe bool) {
 		d.add("gate", statusWarn, text, "hooks still decide (joule-hook starts the gate, or falls back to joule hook); 'joule gate status' shows it")
 	}
 	d.index(ctx, home, root, tc)
-	d.l3(ctx, home, tc, table)
+	d.l3(ctx, home, tc, m.Table)
 	d.l4(tc)
 	d.proxy(home)
 	d.tools(tc)
@@ -182,12 +184,12 @@ func (d *doctor) files(home, store string) {
 		default:
 			return
 		}
-		fix := fmt.Sprintf("chmod %o %s", want, shellQuote(path))
+		fix := fmt.Sprintf("chmod %o %s", want, hook.ShellQuote(path))
 		if strings.HasSuffix(path, "-wal") || strings.HasSuffix(path, "-shm") {
 			// SQLite removes them when the last connection closes
 			// (this doctor's own, say) and recreates them with the
 			// store's mode.
-			fix = fmt.Sprintf("{ [ ! -e %s ] || %s; }", shellQuote(path), fix)
+			fix = fmt.Sprintf("{ [ ! -e %s ] || %s; }", hook.ShellQuote(path), fix)
 		}
 		loose = append(loose, fix)
 	}
@@ -206,14 +208,6 @@ func (d *doctor) files(home, store string) {
 	default:
 		d.add("files", statusOK, "home 0700, store and key 0600: the user's alone", "")
 	}
-}
-
-// shellQuote quotes path for a command line the user pastes.
-func shellQuote(path string) string {
-	if path != "" && strings.Trim(path, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+") == "" {
-		return path
-	}
-	return "'" + strings.ReplaceAll(path, "'", `'\''`) + "'"
 }
 
 // configLine says which configuration files there are and what they turn

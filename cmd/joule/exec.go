@@ -14,6 +14,7 @@ import (
 
 	"github.com/joulehook/joule/core/gate"
 	"github.com/joulehook/joule/core/sandbox"
+	"github.com/joulehook/joule/tiers/config"
 )
 
 func init() {
@@ -72,7 +73,7 @@ $JOULE_HOME/config.json. joule hook --contain rewrites lines to joule-exec
 	if err != nil {
 		return refuse("%v", err)
 	}
-	cfg, err := loadConfig(ep.home)
+	cfg, err := config.Load(ep.home)
 	if err != nil {
 		return refuse("%v", err)
 	}

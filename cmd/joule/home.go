@@ -14,6 +14,7 @@ import (
 	"github.com/joulehook/joule/core/identity"
 	"github.com/joulehook/joule/core/receipts"
 	"github.com/joulehook/joule/core/store"
+	"github.com/joulehook/joule/tiers/config"
 )
 
 // StoreFile is the store's file name inside $JOULE_HOME.
@@ -77,7 +78,7 @@ func openHome(readOnly bool) (*endpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := loadConfig(home)
+	cfg, err := config.Load(home)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +86,7 @@ func openHome(readOnly bool) (*endpoint, error) {
 	if cfg.LockTimeout > 0 {
 		opts = append(opts, store.WithLockTimeout(cfg.LockTimeout))
 	}
-	loc, err := storeLocation(home, cfg)
+	loc, err := config.StoreLocation(home, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +144,7 @@ func (ep *endpoint) gate() (*gate.Gate, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := loadConfig(ep.home)
+	cfg, err := config.Load(ep.home)
 	if err != nil {
 		return nil, err
 	}

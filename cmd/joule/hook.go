@@ -27,6 +27,7 @@ import (
 	"github.com/joulehook/joule/plugins/hook/server"
 	"github.com/joulehook/joule/plugins/opencode"
 	"github.com/joulehook/joule/plugins/windsurf"
+	"github.com/joulehook/joule/tiers/config"
 )
 
 func init() {
@@ -194,7 +195,7 @@ func containment(ep *endpoint) (*gate.Containment, error) {
 	if r, err := filepath.EvalSymlinks(self); err == nil {
 		self = r
 	}
-	cfg, err := loadConfig(ep.home)
+	cfg, err := config.Load(ep.home)
 	if err != nil {
 		return nil, err
 	}

@@ -184,6 +184,9 @@ Hosts: `+installerNames()+`.`)
 		}
 		s.Project = dir
 	}
+	if err := s.Check(); err != nil {
+		return fmt.Errorf("install: %w", err)
+	}
 	if *resident && !*uninstall {
 		cfg, err := residentConfig(*addr, !*dry)
 		if err != nil {

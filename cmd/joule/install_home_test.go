@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/joulehook/joule/plugins/hook"
 	"github.com/joulehook/joule/plugins/hook/hosttest"
 )
 
@@ -321,7 +322,7 @@ func TestUninstallFindsWhatItInstalled(t *testing.T) {
 			suggested = strings.TrimSpace(strings.SplitN(strings.SplitN(l, ". ", 2)[1], "   (", 2)[0])
 		}
 	}
-	cmd := exec.Command("/bin/sh", "-c", strings.Replace(suggested, "joule ", hookShellQuote(jouleBin)+" ", 1))
+	cmd := exec.Command("/bin/sh", "-c", strings.Replace(suggested, "joule ", hook.ShellQuote(jouleBin)+" ", 1))
 	cmd.Dir, cmd.Env = other, append(os.Environ(), env...)
 	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "no longer wired") {
 		t.Fatalf("the suggested %q: %v\n%s", suggested, err, out)
@@ -333,8 +334,6 @@ func TestUninstallFindsWhatItInstalled(t *testing.T) {
 		t.Fatalf("settings.json after uninstall:\n%s", b)
 	}
 }
-
-func hookShellQuote(p string) string { return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'" }
 
 // hostTimeout is how long each host waits for its hook before it acts on
 // its own (the timeout joule install writes, or the host's fixed one:

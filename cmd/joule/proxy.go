@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -18,95 +15,15 @@ import (
 	"time"
 
 	"github.com/joulehook/joule/core"
-	"github.com/joulehook/joule/core/grant"
 	"github.com/joulehook/joule/energy"
 	"github.com/joulehook/joule/energy/otlp"
 	"github.com/joulehook/joule/energy/proxy"
+	"github.com/joulehook/joule/tiers/config"
 )
 
 func init() {
 	register(&command{name: "proxy", summary: "meter model calls at a base URL: fit each call to the budget, seal an efficiency receipt per call", run: runProxy})
 	register(&command{name: "otel", summary: "receive OTLP/HTTP telemetry and seal observed (not enforced) efficiency receipts", run: runOtel})
-}
-
-// MeterFile is the meter's configuration in $JOULE_HOME (docs/meter.md).
-const MeterFile = "meter.json"
-
-// meterFile is its JSON shape.
-type meterFile struct {
-	Upstreams struct {
-		Anthropic string `json:"anthropic"`
-		OpenAI    string `json:"openai"`
-		Ollama    string `json:"ollama"`
-	} `json:"upstreams"`
-	Classes      []energy.ClassRule                 `json:"classes"`
-	Rates        map[energy.Class]map[string]string `json:"rates"`
-	OutputCaps   map[energy.Class]uint64            `json:"output_caps"`
-	Calibrations []struct {
-		Model string            `json:"model"`
-		ID    string            `json:"id"`
-		Rates map[string]string `json:"rates"`
-	} `json:"calibrations"`
-}
-
-// loadMeter reads $JOULE_HOME/meter.json; a missing file is the defaults.
-func loadMeter(home string) (*meterFile, *energy.Table, error) {
-	path := filepath.Join(home, MeterFile)
-	var f meterFile
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return &f, &energy.Table{}, nil
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
-		return nil, nil, fmt.Errorf("%s: %v", path, err)
-	}
-	t := &energy.Table{Rules: f.Classes, OutputCaps: f.OutputCaps, Rates: map[energy.Class]energy.Rates{}}
-	for class, r := range f.Rates {
-		rates, err := parseRates(r)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: rates.%s: %v", path, class, err)
-		}
-		t.Rates[class] = rates
-	}
-	for i, c := range f.Calibrations {
-		rates, err := parseRates(c.Rates)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: calibrations[%d]: %v", path, i, err)
-		}
-		t.Calibrations = append(t.Calibrations, energy.Calibration{Model: c.Model, ID: c.ID, Rates: rates})
-	}
-	if err := t.Validate(); err != nil {
-		return nil, nil, fmt.Errorf("%s: %v", path, err)
-	}
-	return &f, t, nil
-}
-
-// parseRates reads per-token energies with units: {"input": "500mJ",
-// "cached": "50mJ", "output": "3J"}.
-func parseRates(m map[string]string) (energy.Rates, error) {
-	var r energy.Rates
-	for k, v := range m {
-		uj, err := grant.ParseEnergy(v)
-		if err != nil {
-			return r, fmt.Errorf("%s: %v", k, err)
-		}
-		switch k {
-		case "input":
-			r.InputUJ = uj
-		case "cached":
-			r.CachedUJ = uj
-		case "output":
-			r.OutputUJ = uj
-		default:
-			return r, fmt.Errorf("unknown rate %q (want input, cached, output)", k)
-		}
-	}
-	return r, nil
 }
 
 func parseUpstream(name, flagValue, fileValue, def string) (*url.URL, error) {
@@ -180,7 +97,7 @@ listener also receives OTLP/HTTP telemetry (/v1/metrics, /v1/logs,
 		return err
 	}
 	defer m.ep.Close()
-	mf, table, recorder, grants := m.file, m.table, m.recorder, m.grants
+	mf, table, recorder, grants := m.meter, m.meter.Table, m.recorder, m.grants
 	var ups [3]*url.URL
 	for i, u := range []struct{ name, flag, file, def string }{
 		{"anthropic", *anthropic, mf.Upstreams.Anthropic, proxy.DefaultAnthropicURL},
@@ -272,7 +189,7 @@ OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20TOKEN.`)
 		return err
 	}
 	defer m.ep.Close()
-	r := &otlp.Receiver{Table: m.table, Recorder: m.recorder, Ledger: m.ep.store, Grants: m.grants, State: m.ep.store,
+	r := &otlp.Receiver{Table: m.meter.Table, Recorder: m.recorder, Ledger: m.ep.store, Grants: m.grants, State: m.ep.store,
 		Session: *session, Logf: newLogf(e, *quiet), Token: token}
 	return serve(ctx, e, "otel", *listen, r, func() {}, func(addr net.Addr) string {
 		return "export OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf OTEL_EXPORTER_OTLP_ENDPOINT=" + clientURL(addr) + "\n"
@@ -303,8 +220,7 @@ func otlpToken(file string) (string, error) {
 // metering is what both meters (the proxy and OTLP ingest) work from.
 type metering struct {
 	ep       *endpoint
-	file     *meterFile
-	table    *energy.Table
+	meter    *config.Meter
 	recorder *energy.Recorder
 	grants   func(ctx context.Context, session string) ([]string, error)
 }
@@ -317,7 +233,7 @@ func openMetering() (*metering, error) {
 		return nil, err
 	}
 	m := &metering{ep: ep}
-	if m.file, m.table, err = loadMeter(ep.home); err == nil {
+	if m.meter, err = config.LoadMeter(ep.home); err == nil {
 		var sealer *core.Sealer
 		if sealer, err = ep.id.Sealer(); err == nil {
 			m.recorder = &energy.Recorder{Store: ep.store, Sealer: sealer}

@@ -13,6 +13,7 @@ import (
 	"github.com/joulehook/joule/core/identity"
 	"github.com/joulehook/joule/core/receipts"
 	"github.com/joulehook/joule/core/store"
+	"github.com/joulehook/joule/tiers/config"
 )
 
 func init() {
@@ -56,16 +57,16 @@ func runStore(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := loadConfig(home)
+	cfg, err := config.Load(home)
 	if err != nil {
 		return err
 	}
 	configured := *loc == ""
 	if configured {
-		if *loc, err = storeLocation(home, cfg); err != nil {
+		if *loc, err = config.StoreLocation(home, cfg); err != nil {
 			return err
 		}
-	} else if _, err := storeLocation("/", &config{Store: *loc}); err != nil {
+	} else if _, err := config.StoreLocation("/", &config.Config{Store: *loc}); err != nil {
 		return err
 	} else if !store.IsURL(*loc) {
 		// --store is relative to the working directory; the witness is
@@ -168,7 +169,7 @@ func writeCheckJSON(e *env, rep checkReport) error {
 }
 
 // checkStore runs every check of store check on st.
-func checkStore(ctx context.Context, e *env, st *store.Store, home, loc string, configured bool, cfg *config) checkReport {
+func checkStore(ctx context.Context, e *env, st *store.Store, home, loc string, configured bool, cfg *config.Config) checkReport {
 	rep := checkReport{Store: st.Path(), Backend: st.Backend(), Schema: store.SchemaVersion()}
 	var witness strings.Builder
 	rep.WitnessFailed = checkWitness(ctx, &env{stdin: e.stdin, stdout: &witness, stderr: e.stderr}, st, home, loc, configured, cfg)

@@ -17,52 +17,12 @@ import (
 	"github.com/joulehook/joule/core/identity"
 	"github.com/joulehook/joule/core/receipts"
 	"github.com/joulehook/joule/core/store"
+	"github.com/joulehook/joule/tiers/config"
 )
 
 // WitnessDir holds, in $JOULE_HOME, the newest signed checkpoint of each
 // store this home has appended to (docs/receipts.md, "The witness").
 const WitnessDir = "witness"
-
-// witnessConfig is config.json's "witness": further witness files and a
-// witness command, for the home's configured store.
-type witnessConfig struct {
-	Files   []string
-	Command []string
-	Timeout time.Duration
-	Sync    bool // fsync each witness file before its rename
-}
-
-// witnessFile is its JSON shape.
-type witnessFile struct {
-	Files   []string `json:"files"`
-	Command []string `json:"command"`
-	Timeout string   `json:"timeout"`
-	Sync    bool     `json:"sync"`
-}
-
-func (f *witnessFile) parse(home string) (witnessConfig, error) {
-	c := witnessConfig{Command: f.Command, Sync: f.Sync}
-	for _, p := range f.Files {
-		if p == "" {
-			return c, errors.New("files: an empty path")
-		}
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(home, p)
-		}
-		c.Files = append(c.Files, filepath.Clean(p))
-	}
-	if len(f.Command) > 0 && f.Command[0] == "" {
-		return c, errors.New("command: an empty program name")
-	}
-	if f.Timeout != "" {
-		d, err := time.ParseDuration(f.Timeout)
-		if err != nil || d <= 0 {
-			return c, fmt.Errorf("timeout %q: want a positive duration such as 5s", f.Timeout)
-		}
-		c.Timeout = d
-	}
-	return c, nil
-}
 
 // witnessPath is the home's own witness file for the store at loc:
 // witness/checkpoint for the home's default store, else one named after
@@ -79,7 +39,7 @@ func witnessPath(home, loc string) string {
 // witnessFor is the witness of the store at loc opened from home: the
 // home's own file, and for the home's configured store the files and the
 // command of config.json.
-func witnessFor(home, loc string, configured bool, cfg *config, signer note.Signer, verifierKey string) (*store.Witness, error) {
+func witnessFor(home, loc string, configured bool, cfg *config.Config, signer note.Signer, verifierKey string) (*store.Witness, error) {
 	v, err := note.NewVerifier(verifierKey)
 	if err != nil {
 		return nil, err
@@ -202,7 +162,7 @@ func truncate(s string, n int) string {
 // file of this home: whether the store extends the checkpoint witnessed,
 // by a consistency proof from the witnessed size and root to the log now.
 // It returns whether any finding fails.
-func checkWitness(ctx context.Context, e *env, st *store.Store, home, loc string, configured bool, cfg *config) bool {
+func checkWitness(ctx context.Context, e *env, st *store.Store, home, loc string, configured bool, cfg *config.Config) bool {
 	id, err := identity.Load(home)
 	if err != nil {
 		fmt.Fprintf(e.stdout, "witness not checked: %v\n", err)

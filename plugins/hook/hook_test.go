@@ -175,11 +175,3 @@ func TestSetGroups(t *testing.T) {
 		t.Fatalf("uninstall:\n got %s\nwant %s", got, want)
 	}
 }
-
-func TestShellQuote(t *testing.T) {
-	for in, want := range map[string]string{"/usr/bin/joule": "/usr/bin/joule", "/a b/joule": "'/a b/joule'", "/it's/joule": `'/it'\''s/joule'`} {
-		if got := ShellQuote(in); got != want {
-			t.Errorf("%q: %q, want %q", in, got, want)
-		}
-	}
-}

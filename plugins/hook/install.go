@@ -376,14 +376,13 @@ func IsJouleLine(cmd, host string) bool {
 		strings.HasSuffix(cmd, `joule-hook}" `+host))
 }
 
-// ShellQuote quotes p for the shell that runs a hook command.
+// ShellQuote quotes p for the shell that runs a hook command: Quote's
+// word, or bashWord's for a string Quote refuses.
 func ShellQuote(p string) string {
-	if p != "" && strings.IndexFunc(p, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+:@", r))
-	}) < 0 {
-		return p
+	if q, err := Quote(p); err == nil {
+		return q
 	}
-	return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
+	return bashWord(p)
 }
 
 // Command is the hook command line that runs joule for host: the thin

@@ -4,6 +4,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // Guard is what a host's hook command must do when joule itself fails
@@ -122,37 +125,48 @@ func (g Guard) Guarded(host, line string) bool {
 	return true
 }
 
-// splitEnv cuts a leading /usr/bin/env JOULE_HOME=VALUE (VALUE as
-// ShellQuote writes it) off line: the value unquoted and the rest.
+// splitEnv cuts a leading /usr/bin/env JOULE_HOME=VALUE off line: the
+// value unquoted and the rest. VALUE is one shell word of literal text, as
+// ShellQuote writes it now or as an older joule wrote it (single quotes
+// throughout, even around a value with a quote in it).
 func splitEnv(line string) (value, rest string, ok bool) {
 	v, ok := strings.CutPrefix(line, envPrefix)
 	if !ok {
 		return "", line, false
 	}
-	if !strings.HasPrefix(v, "'") {
-		i := strings.IndexByte(v, ' ')
-		if i < 0 {
-			return "", line, false
-		}
-		return v[:i], strings.TrimLeft(v[i:], " "), true
+	if strings.HasPrefix(v, " ") {
+		return "", strings.TrimLeft(v, " "), true
 	}
-	// 'a'\''b': the value ends at the first ' that no \'' continues.
-	var b strings.Builder
-	i := 1
-	for {
-		j := strings.IndexByte(v[i:], '\'')
-		if j < 0 {
-			return "", line, false
-		}
-		b.WriteString(v[i : i+j])
-		i += j + 1
-		if !strings.HasPrefix(v[i:], `\''`) {
+	for w, err := range syntax.NewParser().WordsSeq(strings.NewReader(v)) {
+		if err != nil || !literal(w) {
 			break
 		}
-		b.WriteByte('\'')
-		i += 3
+		f, err := expand.Fields(nil, w)
+		if err != nil || len(f) != 1 {
+			break
+		}
+		return f[0], strings.TrimLeft(v[w.End().Offset():], " "), true
 	}
-	return b.String(), strings.TrimLeft(v[i:], " "), true
+	return "", line, false
+}
+
+// literal reports whether w is quoted or plain text only, with nothing a
+// shell would expand.
+func literal(w *syntax.Word) bool {
+	for _, p := range w.Parts {
+		switch p := p.(type) {
+		case *syntax.Lit, *syntax.SglQuoted:
+		case *syntax.DblQuoted:
+			for _, q := range p.Parts {
+				if _, ok := q.(*syntax.Lit); !ok {
+					return false
+				}
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // StripEnv drops the JOULE_HOME=… Line wrote (inside out=$( for

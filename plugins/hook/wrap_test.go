@@ -21,7 +21,7 @@ func TestGuardLines(t *testing.T) {
 	}{
 		{"bare default", "", Guard{}, `/b/joule-hook h`},
 		{"bare custom", "/j", Guard{}, `/usr/bin/env JOULE_HOME=/j /b/joule-hook h`},
-		{"quoted", "/a b/it's", Guard{}, `/usr/bin/env JOULE_HOME='/a b/it'\''s' /b/joule-hook h`},
+		{"quoted", "/a b/it's", Guard{}, `/usr/bin/env JOULE_HOME="/a b/it's" /b/joule-hook h`},
 		{"exit2", "", exit2, `/bin/sh -c '"$0" "$@" || { s=$?; [ $s -eq 2 ] || echo "joule deny (hook-failed): $0 exited with status $s before deciding; the call is blocked (reinstall with: joule install h)" >&2; exit 2; }' /b/joule-hook h`},
 		{"exit2 custom", "/j k", exit2, `/usr/bin/env JOULE_HOME='/j k' /bin/sh -c '"$0" "$@" || { s=$?; [ $s -eq 2 ] || echo "joule deny (hook-failed): $0 exited with status $s before deciding; the call is blocked (reinstall with: joule install h)" >&2; exit 2; }' /b/joule-hook h`},
 		{"pass", "/j", pass, `out=$(/usr/bin/env JOULE_HOME=/j /b/joule-hook h); st=$?; case $out in '{'*'}') printf '%s\n' "$out" ;; *) printf '{"no":"%s"}\n' "$st" ;; esac`},

@@ -9,70 +9,6 @@ import (
 	"testing"
 )
 
-func TestGitignorePatterns(t *testing.T) {
-	for _, tt := range []struct {
-		pattern string
-		path    string
-		dir     bool
-		ignored bool
-		decided bool
-	}{
-		{"*.log", "a.log", false, true, true},
-		{"*.log", "deep/dir/a.log", false, true, true},
-		{"*.log", "a.log.txt", false, false, false},
-		{"build/", "build", true, true, true},
-		{"build/", "build", false, false, false}, // a file named build
-		{"build/", "src/build", true, true, true},
-		{"/build", "build", true, true, true},
-		{"/build", "src/build", true, false, false},
-		{"doc/*.txt", "doc/a.txt", false, true, true},
-		{"doc/*.txt", "doc/sub/a.txt", false, false, false},
-		{"doc/*.txt", "x/doc/a.txt", false, false, false}, // a middle slash anchors
-		{"**/foo", "foo", false, true, true},
-		{"**/foo", "a/b/foo", false, true, true},
-		{"**/foo/bar", "a/foo/bar", false, true, true},
-		{"abc/**", "abc/x/y", false, true, true},
-		{"abc/**", "abc", true, false, false},
-		{"a/**/b", "a/b", false, true, true},
-		{"a/**/b", "a/x/y/b", false, true, true},
-		{"a/**/b", "a/xb", false, false, false},
-		{"fo?", "foo", false, true, true},
-		{"fo?", "fo/o", false, false, false},
-		{"[abc].go", "b.go", false, true, true},
-		{"[!abc].go", "d.go", false, true, true},
-		{"[!abc].go", "a.go", false, false, false},
-		{"[a-c]x", "bx", false, true, true},
-		{`\#hash`, "#hash", false, true, true},
-		{`\!bang`, "!bang", false, true, true},
-		{"# comment", "# comment", false, false, false},
-		{"trailing   ", "trailing", false, true, true},
-		{`space\ `, "space ", false, true, true},
-		{"[unclosed", "[unclosed", false, true, true},
-		{"a**b", "axxb", false, true, true},
-		{"a**b", "ax/xb", false, false, false},
-	} {
-		f := parseGitignore("", []byte(tt.pattern))
-		ig, dec := f.match(tt.path, tt.dir)
-		if ig != tt.ignored || dec != tt.decided {
-			t.Errorf("pattern %q on %q (dir=%v): ignored=%v decided=%v, want %v %v", tt.pattern, tt.path, tt.dir, ig, dec, tt.ignored, tt.decided)
-		}
-	}
-}
-
-func TestGitignoreNegationAndOrder(t *testing.T) {
-	f := parseGitignore("", []byte("*.log\n!keep.log\n"))
-	if ig, _ := f.match("x.log", false); !ig {
-		t.Error("x.log should be ignored")
-	}
-	if ig, dec := f.match("keep.log", false); ig || !dec {
-		t.Error("keep.log should be re-included by the later negation")
-	}
-	f = parseGitignore("", []byte("!keep.log\n*.log\n"))
-	if ig, _ := f.match("keep.log", false); !ig {
-		t.Error("a later pattern wins: keep.log should be ignored")
-	}
-}
-
 func TestGitignoreNestedFiles(t *testing.T) {
 	root := t.TempDir()
 	write := func(rel, data string) {
@@ -141,15 +77,4 @@ func openTest(t *testing.T, root string, opts ...Option) *Index {
 	}
 	t.Cleanup(func() { ix.Close() })
 	return ix
-}
-
-func FuzzGitignore(f *testing.F) {
-	for _, s := range []string{"*.log", "a/**/b", "[!a-c]x", `\!x`, "[", "**", "/"} {
-		f.Add(s, "a/b/c.log")
-	}
-	f.Fuzz(func(t *testing.T, pattern, path string) {
-		gi := parseGitignore("", []byte(pattern))
-		gi.match(path, false)
-		gi.match(path, true)
-	})
 }

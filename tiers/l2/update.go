@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"lukechampine.com/blake3"
+
+	"github.com/joulehook/joule/tiers/gitignore"
 )
 
 // candidate is a file the scan found: regular, not ignored, within size.
@@ -186,19 +188,13 @@ func (ix *Index) scan(ctx context.Context, tick func(int)) ([]candidate, int, er
 		out     []candidate
 		skipped int
 	)
-	var base ignoreStack
-	if data, err := os.ReadFile(filepath.Join(ix.root, ".git", "info", "exclude")); err == nil {
-		base = append(base, parseGitignore("", data))
-	}
-	var walk func(rel string, stack ignoreStack) error
-	walk = func(rel string, stack ignoreStack) error {
+	var walk func(rel string, stack gitignore.Stack) error
+	walk = func(rel string, stack gitignore.Stack) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		dir := filepath.Join(ix.root, filepath.FromSlash(rel))
-		if data, err := os.ReadFile(filepath.Join(dir, ".gitignore")); err == nil {
-			stack = append(stack[:len(stack):len(stack)], parseGitignore(rel, data))
-		}
+		stack = stack.Enter(ix.root, rel)
 		ents, err := os.ReadDir(dir)
 		if err != nil {
 			if rel == "" {
@@ -214,14 +210,14 @@ func (ix *Index) scan(ctx context.Context, tick func(int)) ([]candidate, int, er
 			}
 			switch {
 			case e.IsDir():
-				if name == ".git" || stack.ignored(r, true) {
+				if name == ".git" || stack.Ignored(r, true) {
 					continue
 				}
 				if err := walk(r, stack); err != nil {
 					return err
 				}
 			case e.Type().IsRegular():
-				if stack.ignored(r, false) {
+				if stack.Ignored(r, false) {
 					continue
 				}
 				fi, err := e.Info()
@@ -242,7 +238,7 @@ func (ix *Index) scan(ctx context.Context, tick func(int)) ([]candidate, int, er
 		}
 		return nil
 	}
-	if err := walk("", base); err != nil {
+	if err := walk("", gitignore.Exclude(ix.root)); err != nil {
 		return nil, 0, err
 	}
 	return out, skipped, nil

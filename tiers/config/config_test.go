@@ -1,0 +1,119 @@
+package config
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/joulehook/joule/core/gate"
+)
+
+func TestParse(t *testing.T) {
+	home := "/home/u/.joule"
+	for _, tt := range []struct {
+		name, in string
+		want     *Config
+		err      string // a part of the error, when it must fail
+	}{
+		{"empty object", `{}`, &Config{Costs: gate.Costs{}}, ""},
+		{"null", `null`, nil, "the file holds a JSON null; want an object"},
+		{"everything", `{"costs":{"Bash":"50mJ","Read":"1J"},"lock_timeout":"2s","tiers":{"l0":true},"store":"team.db","exec_fallback":"unconfined",
+			"witness":{"files":["w/cp","/abs/../cp"],"command":["witness-cmd","-x"],"timeout":"5s","sync":true}}`,
+			&Config{Costs: gate.Costs{"Bash": 50_000, "Read": 1_000_000}, LockTimeout: 2 * time.Second, Tiers: json.RawMessage(`{"l0":true}`),
+				Store: "team.db", ExecFallback: "unconfined",
+				Witness: Witness{Files: []string{home + "/w/cp", "/cp"}, Command: []string{"witness-cmd", "-x"}, Timeout: 5 * time.Second, Sync: true}}, ""},
+		{"empty file", "  \n", nil, "the file is empty; want a JSON object"},
+		{"an array", `[]`, nil, "the file holds a JSON array; want an object"},
+		{"syntax", "{\n  \"store\": \"x\",\n}", nil, "line 3, column 1: invalid character '}'"},
+		{"trailing data", `{} {}`, nil, "invalid character '{' after top-level value"},
+		{"unknown key", `{"stor":"x"}`, nil, "stor: unknown field (known: costs, exec_fallback, lock_timeout, store, tiers, witness)"},
+		{"key in another case", `{"Store":"x"}`, nil, "Store: unknown field"},
+		{"unknown witness key", `{"witness":{"file":["x"]}}`, nil, "witness.file: unknown field (known: command, files, sync, timeout)"},
+		{"cost of the wrong type", `{"costs":{"Bash":50}}`, nil, "costs.Bash: a JSON number; want a string"},
+		{"costs not an object", `{"costs":"50mJ"}`, nil, "costs: a JSON string; want an object"},
+		{"files not an array", `{"witness":{"files":"x"}}`, nil, "witness.files: a JSON string; want an array of strings"},
+		{"sync not a boolean", `{"witness":{"sync":"yes"}}`, nil, "witness.sync: a JSON string; want true or false"},
+		{"bad cost", `{"costs":{"Bash":"50 parsecs"}}`, nil, "costs.Bash: "},
+		{"bad lock timeout", `{"lock_timeout":"soon"}`, nil, `lock_timeout "soon": want a positive duration`},
+		{"negative lock timeout", `{"lock_timeout":"-1s"}`, nil, `lock_timeout "-1s": want a positive duration`},
+		{"bad fallback", `{"exec_fallback":"maybe"}`, nil, `exec_fallback "maybe": want "refuse" or "unconfined"`},
+		{"empty witness file", `{"witness":{"files":["a",""]}}`, nil, "witness.files[1]: an empty path"},
+		{"empty witness program", `{"witness":{"command":[""]}}`, nil, "witness.command[0]: an empty program name"},
+		{"bad witness timeout", `{"witness":{"timeout":"0s"}}`, nil, `witness.timeout "0s": want a positive duration`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Parse([]byte(tt.in), home)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("Parse(%s) = %+v, %v; want an error with %q", tt.in, got, err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Parse(%s): %v", tt.in, err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("Parse(%s) =\n%+v, want\n%+v", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestLoad(t *testing.T) {
+	home := t.TempDir()
+	if c, err := Load(home); err != nil || !reflect.DeepEqual(c, &Config{}) {
+		t.Fatalf("Load without a file = %+v, %v; want the defaults", c, err)
+	}
+	if err := os.WriteFile(filepath.Join(home, File), []byte(`{"lock_timeout":"soon"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(home, File)
+	if _, err := Load(home); err == nil || !strings.HasPrefix(err.Error(), path+": lock_timeout") {
+		t.Fatalf("Load of a bad file = %v; want an error naming %s and the key", err, path)
+	}
+	if err := os.Chmod(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.ReadFile(path); err == nil {
+		t.Skip("running as a user who reads any file")
+	}
+	if _, err := Load(home); err == nil {
+		t.Fatal("Load of an unreadable file: no error")
+	}
+}
+
+// FuzzParse: any text either parses or fails with an error, never a panic,
+// and what parses has only keys the file format knows.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{`{}`, `{"costs":{"Bash":"5mJ"}}`, `{"witness":{"files":["a"],"timeout":"1s"}}`, `{"tiers":{"l2":{}}}`, `[`, `{"stor":1}`, `null`} {
+		f.Add([]byte(s))
+	}
+	known := map[string]bool{"costs": true, "lock_timeout": true, "tiers": true, "store": true, "exec_fallback": true, "witness": true}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := Parse(data, "/home/u/.joule")
+		if err != nil {
+			if err.Error() == "" {
+				t.Fatal("an empty error")
+			}
+			return
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(data, &m); err != nil {
+			t.Fatalf("Parse accepted text that is not a JSON object: %v", err)
+		}
+		for k := range m {
+			if !known[k] {
+				t.Fatalf("Parse accepted the unknown key %q", k)
+			}
+		}
+		for _, p := range c.Witness.Files {
+			if !filepath.IsAbs(p) {
+				t.Fatalf("witness file %q is not absolute", p)
+			}
+		}
+	})
+}
