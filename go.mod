@@ -14,6 +14,7 @@ require (
 	github.com/ollama/ollama v0.17.4
 	github.com/sabhiram/go-gitignore v0.0.0-20210923224102-525f6e181f06
 	github.com/sashabaranov/go-openai v1.43.0
+	github.com/tailscale/hujson v0.0.0-20260727124030-b80ff77dac4f
 	github.com/veraison/go-cose v1.3.0
 	go.opentelemetry.io/proto/otlp v1.11.1
 	golang.org/x/mod v0.43.0
