@@ -60,6 +60,9 @@ func planConfig(s hook.Scope, uninstall bool) (hook.Change, error) {
 	if uninstall {
 		if had {
 			c.After = kept
+			if len(bytes.TrimSpace(kept)) == 0 {
+				c.After = nil // the block was all there was: no empty file is left
+			}
 		}
 		return c, nil
 	}

@@ -130,7 +130,7 @@ func (Installer) Plan(s hook.Scope, uninstall bool) ([]hook.Change, error) {
 	if err != nil {
 		return nil, err
 	}
-	if tc.Before == nil && len(after) == 0 {
+	if len(after) == 0 && (tc.Before == nil || uninstall) {
 		after = nil
 	}
 	tc.After = after
