@@ -141,12 +141,17 @@ func ApplyRecorded(changes []Change, now time.Time, backups string) ([]string, [
 			case mode == 0:
 				mode = 0o644
 			}
-			dirs, err := mkdirs(filepath.Dir(c.Path))
+			dest := c.Path
+			if r, err := filepath.EvalSymlinks(c.Path); err == nil {
+				// A link (a dotfiles checkout) stays a link: its file changes.
+				dest = r
+			}
+			dirs, err := mkdirs(filepath.Dir(dest))
 			if err != nil {
 				return lines, done, err
 			}
 			a.Dirs = dirs
-			if err := writeAtomic(c.Path, c.After, mode); err != nil {
+			if err := writeAtomic(dest, c.After, mode); err != nil {
 				return lines, done, err
 			}
 			lines = append(lines, "wrote "+c.Path+withBackup(a.Backup))

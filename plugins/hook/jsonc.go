@@ -370,7 +370,7 @@ func removeItem(s seq, i int) {
 	if i < n-1 {
 		s.remove(i)
 		if comments != nil {
-			*s.lead(i) = join(comments, *s.lead(i))
+			*s.lead(i) = glue(comments, *s.lead(i))
 		}
 		return
 	}
@@ -387,11 +387,21 @@ func removeItem(s seq, i int) {
 		}
 	}
 	if comments != nil {
-		*s.end() = join(comments, *s.end())
+		*s.end() = glue(comments, *s.end())
 	}
 	if n == 1 && !hasComment(*s.end()) {
 		*s.end() = nil
 	}
+}
+
+// glue is comments followed by rest, with a line break between them when
+// the comments end in a line comment and rest starts no new line.
+func glue(comments, rest hujson.Extra) hujson.Extra {
+	nl := bytes.LastIndexByte(comments, '\n')
+	if bytes.LastIndex(comments, []byte("//")) > nl && !bytes.HasPrefix(bytes.TrimLeft(rest, " \t"), []byte("\n")) && !bytes.HasPrefix(bytes.TrimLeft(rest, " \t"), []byte("\r\n")) {
+		return join(join(comments, hujson.Extra("\n")), rest)
+	}
+	return join(comments, rest)
 }
 
 func join(a, b hujson.Extra) hujson.Extra {
@@ -428,7 +438,10 @@ func (l layout) insert(s seq, i int, name string, want any, indent string) error
 		// line of the item that was last, and the comma style is kept.
 		comments, brk := splitBreak(*s.end())
 		if brk != nil && hasComment(comments) {
-			lead = join(comments, lead)
+			lead = glue(comments, lead)
+			if !bytes.Contains(lead, []byte("\n")) {
+				lead = join(join(comments, brk), lead[len(comments):])
+			}
 			*s.end() = brk
 		}
 		trailing := *s.tail(n - 1) != nil
