@@ -324,3 +324,32 @@ func TestUninstallRevertsTrust(t *testing.T) {
 		})
 	}
 }
+
+// TestUninstallWithoutRecord uninstalls an install whose record is gone (an
+// install by an older joule, or a lost $JOULE_HOME): joule's entries are
+// taken out of each file of the user's, and the rest of it, comments and
+// layout included, is left byte for byte.
+func TestUninstallWithoutRecord(t *testing.T) {
+	for host, inst := range installers {
+		for _, variant := range []string{"plain", "comments", "odd indentation", "crlf"} {
+			t.Run(host+" "+variant, func(t *testing.T) {
+				home, project := traceHomes(t)
+				seeds := map[string]string{}
+				for _, p := range seedPaths(t, inst, home, project) {
+					if s := seed(t, p, variant); s != "" {
+						seeds[p] = s
+					}
+				}
+				installHere(t, host, "--project", project)
+				os.Remove(filepath.Join(os.Getenv("JOULE_HOME"), InstallsFile))
+				installHere(t, host, "--project", project, "--uninstall")
+				for p, s := range seeds {
+					b, err := os.ReadFile(p)
+					if err != nil || string(b) != s {
+						t.Errorf("%s after uninstall (%v):\n%q\nwant\n%q", p, err, b, s)
+					}
+				}
+			})
+		}
+	}
+}
