@@ -230,9 +230,9 @@ func lineIndent(lead hujson.Extra, def string) string {
 func (l layout) editArray(arr *hujson.Array, want, cur []any, indent string) error {
 	s := arraySeq{arr}
 	// Keep the longest run of equal elements in order; between two kept
-	// ones, pair removed and added elements of the same kind (an edited
-	// group) and edit them in place, remove the rest of the old and insert
-	// the rest of the new.
+	// ones, pair the old and new elements one to one and edit them in
+	// place (a hook group that lost or gained a handler keeps its layout),
+	// remove the rest of the old and insert the rest of the new.
 	n, m := len(cur), len(want)
 	lcs := make([][]int, n+1)
 	for i := range lcs {
