@@ -13,6 +13,7 @@ require (
 	github.com/mattn/go-isatty v0.0.24
 	github.com/ollama/ollama v0.17.4
 	github.com/sashabaranov/go-openai v1.43.0
+	github.com/tailscale/hujson v0.0.0-20260727124030-b80ff77dac4f
 	github.com/veraison/go-cose v1.3.0
 	go.opentelemetry.io/proto/otlp v1.11.1
 	golang.org/x/mod v0.43.0

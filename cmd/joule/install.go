@@ -140,7 +140,7 @@ Hosts: `+installerNames()+`.`)
 			if _, err := os.Stat(p); err != nil {
 				// The project is gone: so are its files; forget it.
 				fmt.Fprintf(e.stdout, "%s is gone; forgetting its install of %s\n", p, host)
-				return noteInstall(jh, host, p, nil, true, time.Now())
+				return noteInstall(jh, installRecord{Host: host, Project: p}, true)
 			}
 		}
 	}
@@ -194,9 +194,37 @@ Hosts: `+installerNames()+`.`)
 		}
 		s.Resident = &hook.Resident{URL: "http://" + cfg.Addr + "/hooks/" + claudecode.Host, Token: cfg.Token}
 	}
+	home, err := identity.Home()
+	if err != nil {
+		return err
+	}
+	// The record of the install says how each file was before it, and
+	// whether it performed the host's trust steps, which the uninstall
+	// takes back too.
+	rec, err := findInstall(home, host, s.Project)
+	if err != nil {
+		return err
+	}
+	if *uninstall && rec != nil {
+		s.Trust = rec.Trusted
+	}
 	changes, err := inst.Plan(s, *uninstall)
 	if err != nil {
 		return err
+	}
+	held := map[string]bool{}
+	if *uninstall && rec != nil {
+		changes = restoring(changes, rec)
+	} else if !*uninstall {
+		// Files that hold joule's entries already (an install older than
+		// the record) have no bytes of the user's alone to go back to.
+		if out, err := inst.Plan(s, true); err == nil {
+			for _, c := range out {
+				if string(c.Before) != string(c.After) {
+					held[c.Path] = true
+				}
+			}
+		}
 	}
 	if *dry {
 		for _, c := range changes {
@@ -213,18 +241,22 @@ Hosts: `+installerNames()+`.`)
 		}
 		return nil
 	}
-	home, err := identity.Home()
-	if err != nil {
-		return err
-	}
-	lines, err := hook.Apply(changes, time.Now(), filepath.Join(home, "backups"))
+	lines, applied, err := hook.ApplyRecorded(changes, time.Now(), filepath.Join(home, "backups"))
 	for _, l := range lines {
 		fmt.Fprintln(e.stdout, l)
 	}
 	if err != nil {
 		return err
 	}
-	if err := noteInstall(home, host, s.Project, changes, *uninstall, time.Now()); err != nil {
+	next := installRecord{Host: host, Project: s.Project}
+	if *uninstall {
+		if rec != nil {
+			hook.RemoveEmptyDirs(rec.createdDirs())
+		}
+	} else {
+		next = recordInstall(rec, host, s.Project, changes, applied, held, time.Now())
+	}
+	if err := noteInstall(home, next, *uninstall); err != nil {
 		fmt.Fprintf(e.stderr, "joule: could not update the record of installs (%v); --uninstall will need --project or --user\n", err)
 	}
 	if *uninstall {

@@ -128,8 +128,8 @@ func equalMaps(a, b map[string]string) bool {
 }
 
 // TestInstallUserScope installs every host into a fresh user home and takes
-// it out again: the user's files end up as joule found them (empty ones
-// gone), apart from backups.
+// it out again: the user's files end up as joule found them, byte for byte
+// (empty ones gone), apart from backups.
 func TestInstallUserScope(t *testing.T) {
 	env, ws := initHome(t)
 	var home string
@@ -158,7 +158,8 @@ func TestInstallUserScope(t *testing.T) {
 		}
 		return nil
 	})
-	if b, _ := os.ReadFile(filepath.Join(home, ".claude.json")); !strings.Contains(string(b), `"numStartups": 3`) {
-		t.Errorf("~/.claude.json lost the user's entries: %s", b)
+	b, _ := os.ReadFile(filepath.Join(home, ".claude.json"))
+	if st, err := os.Stat(filepath.Join(home, ".claude.json")); err != nil || string(b) != `{"numStartups":3,"projects":{}}` || st.Mode().Perm() != 0o600 {
+		t.Errorf("~/.claude.json is not given back as it was: %s (%v)", b, st.Mode())
 	}
 }

@@ -60,6 +60,9 @@ func planConfig(s hook.Scope, uninstall bool) (hook.Change, error) {
 	if uninstall {
 		if had {
 			c.After = kept
+			if len(bytes.TrimSpace(kept)) == 0 {
+				c.After = nil // the block was all there was: no empty file is left
+			}
 		}
 		return c, nil
 	}
@@ -115,6 +118,11 @@ func withoutMarked(b []byte, beginMarker, endMarker, path string) ([]byte, bool,
 		switch {
 		case !in && t == beginMarker:
 			in, had = true, true
+			// Take back the blank line install put before the block.
+			if kept := out.String(); strings.HasSuffix(kept, "\n\n") {
+				out.Reset()
+				out.WriteString(kept[:len(kept)-1])
+			}
 		case in && t == endMarker:
 			in = false
 		case !in:
@@ -124,13 +132,5 @@ func withoutMarked(b []byte, beginMarker, endMarker, path string) ([]byte, bool,
 	if in {
 		return nil, false, fmt.Errorf("%s has joule's begin marker but no %q line; fix the file by hand", path, endMarker)
 	}
-	kept := out.String()
-	if had {
-		// Take back the blank line install put before the block.
-		kept = strings.TrimRight(kept, "\n")
-		if kept != "" {
-			kept += "\n"
-		}
-	}
-	return []byte(kept), had, nil
+	return []byte(out.String()), had, nil
 }

@@ -45,8 +45,18 @@ func hooksPath(s hook.Scope) string {
 // (its answer is on stdout) or 2 (its reason is on stderr) the command
 // answers Codex's block itself: exit 2 with a reason on stderr. It runs
 // under /bin/sh whatever the user's $SHELL (Codex runs hooks with
-// "$SHELL -lc").
-var guard = hook.Guard{Exit2: true}
+// "$SHELL -lc"). Codex also runs the tool when a hook outlives its timeout,
+// so joule is bounded by timeout(1) below it (limit): a hung joule, or
+// joule hook when no joule-hook with its own budget is beside it, exits
+// 124 and is a block.
+var guard = hook.Guard{Exit2: true, Limit: limit}
+
+// timeout is the hook timeout joule install writes, in seconds.
+const timeout = 30
+
+// limit is how long the hook line lets joule take (seconds; SIGKILL two
+// seconds later): below timeout, above joule-hook's own 20 s budget.
+const limit = "25"
 
 // Command is the hook command line an install writes for s.
 func Command(s hook.Scope) string {
@@ -61,7 +71,7 @@ func Command(s hook.Scope) string {
 
 // handler is the command handler an install writes for s.
 func handler(s hook.Scope) map[string]any {
-	return map[string]any{"type": "command", "command": Command(s), "timeout": 30, "statusMessage": "joule gate"}
+	return map[string]any{"type": "command", "command": Command(s), "timeout": timeout, "statusMessage": "joule gate"}
 }
 
 // isOurs recognises a handler joule wrote, with or without the fail-closed
@@ -120,7 +130,7 @@ func (Installer) Plan(s hook.Scope, uninstall bool) ([]hook.Change, error) {
 	if err != nil {
 		return nil, err
 	}
-	if tc.Before == nil && len(after) == 0 {
+	if len(after) == 0 && (tc.Before == nil || uninstall) {
 		after = nil
 	}
 	tc.After = after

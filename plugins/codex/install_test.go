@@ -2,6 +2,7 @@ package codex
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -84,5 +85,36 @@ func TestCheckTrust(t *testing.T) {
 	cfg, _ = os.ReadFile(filepath.Join(dir, "codexhome", "config.toml"))
 	if strings.Contains(string(cfg), "trusted_hash") || strings.Contains(string(cfg), proj) {
 		t.Fatalf("uninstall left trust behind:\n%s", cfg)
+	}
+}
+
+// TestHungJouleIsABlock runs the line an install writes, with no joule-hook
+// beside joule (so joule hook itself runs), around a joule that hangs:
+// Codex runs the tool when a hook outlives its timeout, so the line must
+// give up first and answer Codex's block (exit 2 with a reason).
+func TestHungJouleIsABlock(t *testing.T) {
+	if _, err := exec.LookPath("timeout"); err != nil {
+		t.Skip("no timeout(1) here")
+	}
+	dir := t.TempDir()
+	joule := filepath.Join(dir, "joule")
+	os.WriteFile(joule, []byte("#!/bin/sh\nexec sleep 60\n"), 0o755)
+	for _, s := range []hook.Scope{{Joule: joule}, {Joule: joule, Contain: true}} {
+		line := Command(s)
+		bound := " -k 2 " + limit + " "
+		if !strings.Contains(line, bound) || !guard.Guarded(Host, line) {
+			t.Fatalf("the line does not bound joule below Codex's %d s timeout:\n%s", timeout, line)
+		}
+		// The same line with a one-second bound, to keep the test short.
+		cmd := exec.Command("/bin/sh", "-c", strings.Replace(line, bound, " -k 2 1 ", 1))
+		cmd.Stdin = strings.NewReader(`{"hook_event_name":"PreToolUse"}`)
+		start := time.Now()
+		out, _ := cmd.CombinedOutput()
+		if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), "joule deny (hook-failed)") {
+			t.Errorf("contain=%v: a hung joule gave (%d) %q, not Codex's block", s.Contain, code, out)
+		}
+		if d := time.Since(start); d > 10*time.Second {
+			t.Errorf("the line took %v to give up", d)
+		}
 	}
 }

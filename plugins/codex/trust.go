@@ -172,9 +172,13 @@ func planTrust(before []byte, path string, want []trustEntry, own func(table str
 		text = edited
 	}
 	if block.Len() > 0 {
-		text = strings.TrimRight(text, "\n")
+		// As planConfig appends its block: the file's own end kept, one
+		// blank line between, which withoutMarked takes back.
+		if text != "" && !strings.HasSuffix(text, "\n") {
+			text += "\n"
+		}
 		if text != "" {
-			text += "\n\n"
+			text += "\n"
 		}
 		text += trustBegin + "\n" + block.String() + trustEnd + "\n"
 	}

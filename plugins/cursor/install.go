@@ -1,6 +1,7 @@
 package cursor
 
 import (
+	"fmt"
 	"path/filepath"
 
 	"github.com/joulehook/joule/plugins/hook"
@@ -41,7 +42,9 @@ func (Installer) Plan(s hook.Scope, uninstall bool) ([]hook.Change, error) {
 	if len(f.Doc) > 0 && f.Doc["version"] == nil {
 		f.Doc["version"] = 1
 	}
-	if uninstall && len(f.Doc) == 1 && f.Doc["version"] != nil {
+	if _, hooked := f.Doc["hooks"]; uninstall && !hooked && fmt.Sprint(f.Doc["version"]) == "1" {
+		// The version install adds goes with the last hook: it says
+		// which hooks format the file holds.
 		delete(f.Doc, "version")
 	}
 	m, err := hook.ReadJSON(filepath.Join(dir(s), "mcp.json"))

@@ -99,8 +99,8 @@ func (Installer) Plan(s hook.Scope, uninstall bool) ([]hook.Change, error) {
 		return nil, err
 	}
 	changes := []hook.Change{f.Change(uninstall)}
-	if s.Trust && s.Project != "" && !uninstall {
-		c, err := trustChange(s)
+	if s.Trust && s.Project != "" {
+		c, err := trustChange(s, uninstall)
 		if err != nil {
 			return nil, err
 		}
@@ -110,8 +110,10 @@ func (Installer) Plan(s hook.Scope, uninstall bool) ([]hook.Change, error) {
 }
 
 // trustChange adds TRUST_FOLDER for the project to trustedFolders.json,
-// as Gemini's own trust dialog would (the file is 0600, as Gemini makes it).
-func trustChange(s hook.Scope) (hook.Change, error) {
+// as Gemini's own trust dialog would (the file is 0600, as Gemini makes it),
+// or with uninstall takes that rule out again: an uninstall asks for it
+// only when the install added it.
+func trustChange(s hook.Scope, uninstall bool) (hook.Change, error) {
 	f, err := hook.ReadJSON(TrustedFoldersPath(s.Home))
 	if err != nil {
 		return hook.Change{}, err
@@ -120,11 +122,16 @@ func trustChange(s hook.Scope) (hook.Change, error) {
 	if r, err := filepath.EvalSymlinks(dir); err == nil {
 		dir = r
 	}
-	if trust(f.Doc, dir) != "TRUST_FOLDER" || f.Doc[dir] == "DO_NOT_TRUST" {
+	switch {
+	case uninstall:
+		if f.Doc[dir] == "TRUST_FOLDER" {
+			delete(f.Doc, dir)
+		}
+	case trust(f.Doc, dir) != "TRUST_FOLDER" || f.Doc[dir] == "DO_NOT_TRUST":
 		f.Doc[dir] = "TRUST_FOLDER"
 	}
 	c := f.Change(false)
-	c.Mode = 0o600
+	c.Mode, c.Trust = 0o600, true
 	return c, nil
 }
 

@@ -3,13 +3,15 @@ package hook
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
+
+	"github.com/tailscale/hujson"
 )
 
 // Scope says where an install goes: one project, or the user's own
@@ -47,7 +49,16 @@ type Resident struct{ URL, Token string }
 type Change struct {
 	Path          string
 	Before, After []byte
-	Mode          os.FileMode
+	// Mode is the permission of a file the change creates; a file that
+	// exists keeps its own, unless Restore is set.
+	Mode os.FileMode
+	// Restore puts Mode on the file even when it exists: an uninstall
+	// giving a file back as it was.
+	Restore bool
+	// Trust marks the change that performs the host's trust steps
+	// (Scope.Trust), which an uninstall reverts only when the install made
+	// it.
+	Trust bool
 }
 
 // Finding is one result of checking that a hook is really armed.
@@ -71,42 +82,109 @@ type Installer interface {
 // disk is skipped, so an install run twice writes nothing the second time.
 // It returns one line per file.
 func Apply(changes []Change, now time.Time, backups string) ([]string, error) {
+	lines, _, err := ApplyRecorded(changes, now, backups)
+	return lines, err
+}
+
+// Applied is what Apply did to one file, kept so that an uninstall can put
+// it back as it was.
+type Applied struct {
+	Path    string
+	Existed bool        // the file was there before
+	Mode    os.FileMode // its permission bits before, when it existed
+	Backup  string      // where its bytes before are kept ("" when it did not exist)
+	Wrote   []byte      // what is there now (nil: Apply removed it)
+	Dirs    []string    // the directories Apply created for it, deepest first
+}
+
+// ApplyRecorded is Apply, also saying what it did to each file it wrote or
+// removed.
+func ApplyRecorded(changes []Change, now time.Time, backups string) ([]string, []Applied, error) {
 	var lines []string
+	var done []Applied
 	for _, c := range changes {
+		st, statErr := os.Stat(c.Path)
 		if bytes.Equal(c.Before, c.After) {
+			if c.Restore && statErr == nil && c.After != nil && st.Mode().Perm() != c.Mode.Perm() {
+				if err := os.Chmod(c.Path, c.Mode.Perm()); err != nil {
+					return lines, done, err
+				}
+				lines = append(lines, "restored the mode of "+c.Path)
+				continue
+			}
 			if c.Before != nil {
 				lines = append(lines, "unchanged "+c.Path)
 			}
 			continue
 		}
-		var backup string
+		a := Applied{Path: c.Path, Existed: statErr == nil, Wrote: c.After}
+		if a.Existed {
+			a.Mode = st.Mode().Perm()
+		}
 		if c.Before != nil {
 			var err error
-			if backup, err = writeBackup(backups, c.Path, c.Before, now); err != nil {
-				return lines, err
+			if a.Backup, err = writeBackup(backups, c.Path, c.Before, now); err != nil {
+				return lines, done, err
 			}
 		}
 		switch {
 		case c.After == nil:
 			if err := os.Remove(c.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return lines, err
+				return lines, done, err
 			}
-			lines = append(lines, "removed "+c.Path+withBackup(backup))
+			lines = append(lines, "removed "+c.Path+withBackup(a.Backup))
 		default:
-			mode := c.Mode
-			if mode == 0 {
+			mode := c.Mode.Perm()
+			switch {
+			case a.Existed && !c.Restore:
+				mode = a.Mode
+			case mode == 0:
 				mode = 0o644
 			}
-			if err := os.MkdirAll(filepath.Dir(c.Path), 0o755); err != nil {
-				return lines, err
+			dest := c.Path
+			if r, err := filepath.EvalSymlinks(c.Path); err == nil {
+				// A link (a dotfiles checkout) stays a link: its file changes.
+				dest = r
 			}
-			if err := writeAtomic(c.Path, c.After, mode); err != nil {
-				return lines, err
+			dirs, err := mkdirs(filepath.Dir(dest))
+			if err != nil {
+				return lines, done, err
 			}
-			lines = append(lines, "wrote "+c.Path+withBackup(backup))
+			a.Dirs = dirs
+			if err := writeAtomic(dest, c.After, mode); err != nil {
+				return lines, done, err
+			}
+			lines = append(lines, "wrote "+c.Path+withBackup(a.Backup))
 		}
+		done = append(done, a)
 	}
-	return lines, nil
+	return lines, done, nil
+}
+
+// mkdirs makes dir and its missing parents (0755) and returns those it
+// created, deepest first.
+func mkdirs(dir string) ([]string, error) {
+	var missing []string
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil || filepath.Dir(d) == d {
+			break
+		}
+		missing = append(missing, d)
+	}
+	return missing, os.MkdirAll(dir, 0o755)
+}
+
+// RemoveEmptyDirs removes each of dirs that is empty, deepest first: the
+// directories an install created, which an uninstall takes back unless
+// something else was put in them since.
+func RemoveEmptyDirs(dirs []string) {
+	sorted := append([]string(nil), dirs...)
+	sort.Slice(sorted, func(i, j int) bool {
+		return strings.Count(sorted[i], string(filepath.Separator)) > strings.Count(sorted[j], string(filepath.Separator))
+	})
+	for _, d := range sorted {
+		os.Remove(d) // fails, as it should, on a directory that is not empty
+	}
 }
 
 // writeBackup keeps before, the content of path, in dir under a name that
@@ -160,16 +238,19 @@ func writeAtomic(path string, b []byte, mode os.FileMode) error {
 	return os.Rename(tmp.Name(), path)
 }
 
-// JSONFile is a host configuration file read for editing: a JSON object
-// whose entries joule does not own are kept as they are.
+// JSONFile is a host configuration file read for editing: a JSON object,
+// comments and trailing commas allowed (JSONC, as most hosts read them),
+// whose entries joule does not own are kept as they are, bytes included.
 type JSONFile struct {
 	Path   string
 	Before []byte
 	Doc    map[string]any
+	tree   *hujson.Value // the parsed file; nil when it was missing or blank
 }
 
-// ReadJSON reads path as a JSON object; a missing or empty file is an empty
-// object. A file that is not a JSON object is an error, never overwritten.
+// ReadJSON reads path as a JSON(C) object; a missing or blank file is an
+// empty object. A file that is not a JSON object is an error, never
+// overwritten.
 func ReadJSON(path string) (*JSONFile, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -182,35 +263,87 @@ func ReadJSON(path string) (*JSONFile, error) {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return f, nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if err := dec.Decode(&f.Doc); err != nil {
-		return nil, fmt.Errorf("%s is not a JSON object (%v); fix or move it, joule will not overwrite it", path, err)
+	tree, err := hujson.Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s is not a JSON object (%v); fix or move it, joule will not overwrite it", path, strings.TrimPrefix(err.Error(), "hujson: "))
 	}
+	if _, ok := tree.Value.(*hujson.Object); !ok {
+		return nil, fmt.Errorf("%s is not a JSON object (it holds a %s); fix or move it, joule will not overwrite it", path, kindName(tree.Value.Kind()))
+	}
+	doc, err := valueOf(&tree)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	f.Doc, f.tree = doc.(map[string]any), &tree
 	return f, nil
 }
 
-// Change renders the edited document. An empty document whose file did not
-// exist stays absent; one that did exist is deleted only when remove is set.
+func kindName(k hujson.Kind) string {
+	switch k {
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case '0':
+		return "number"
+	case 'n':
+		return "null"
+	}
+	return "boolean"
+}
+
+// Change renders the edited document: the file as it was, with only the
+// members and elements joule changed rewritten. An empty document whose
+// file did not exist stays absent; one that did exist is deleted only when
+// removeIfEmpty is set and the file holds no comment.
 func (f *JSONFile) Change(removeIfEmpty bool) Change {
 	c := Change{Path: f.Path, Before: f.Before}
-	if len(f.Doc) == 0 && (f.Before == nil || removeIfEmpty) {
+	if len(f.Doc) == 0 && (f.Before == nil || removeIfEmpty && !f.commented()) {
 		return c
 	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(f.Doc); err != nil {
+	if f.tree == nil {
+		if len(f.Doc) == 0 {
+			c.After = f.Before // blank, and left so
+			return c
+		}
+		b, err := marshal(f.Doc, "", "  ")
+		if err != nil {
+			c.After = f.Before
+			return c
+		}
+		c.After = append(b, '\n')
+		return c
+	}
+	after, err := f.edited()
+	if err != nil {
 		c.After = f.Before
 		return c
 	}
-	c.After = b.Bytes()
-	if c.Before != nil && bytes.Equal(bytes.TrimSpace(c.Before), bytes.TrimSpace(c.After)) {
-		c.After = c.Before
-	}
+	c.After = after
 	return c
 }
+
+// edited is the file with the document's changes made in its syntax tree.
+func (f *JSONFile) edited() ([]byte, error) {
+	want, err := normalize(f.Doc)
+	if err != nil {
+		return nil, err
+	}
+	// A fresh parse, not Clone: hujson's Clone drops the empty extra that
+	// marks a trailing comma.
+	tree, err := hujson.Parse(bytes.Clone(f.Before))
+	if err != nil {
+		return nil, err
+	}
+	if err := detectLayout(f.Before).edit(&tree, want, ""); err != nil {
+		return nil, err
+	}
+	return tree.Pack(), nil
+}
+
+// commented reports whether the file has a comment (or a trailing comma)
+// anywhere.
+func (f *JSONFile) commented() bool { return f.tree != nil && !f.tree.IsStandard() }
 
 // Object returns doc[key] as an object, creating it when absent. A value
 // of another type is an error: the user's file says something joule does not

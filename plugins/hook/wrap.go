@@ -28,7 +28,8 @@ type Guard struct {
 	Deny string
 	// Limit bounds joule (seconds, SIGKILL two seconds later) with
 	// timeout(1), where the machine has it, for a host that runs the tool
-	// when its hook times out (Gemini CLI).
+	// when its hook times out (Gemini CLI, Codex): a hung joule is then a
+	// failure the guard turns into the host's deny.
 	Limit string
 }
 
@@ -59,7 +60,7 @@ func Env(s Scope) string {
 func (g Guard) Line(s Scope, host, cmd string) string {
 	switch {
 	case g.Exit2:
-		return Env(s) + "/bin/sh -c " + ShellQuote(exit2(host)) + " " + cmd
+		return Env(s) + "/bin/sh -c " + ShellQuote(exit2(host)) + " " + g.bound(cmd)
 	case g.Pass != "":
 		return "out=$(" + Env(s) + g.bound(cmd) + "); " + g.choose(false)
 	}
@@ -76,7 +77,7 @@ func (g Guard) Script(s Scope, host, cmd, comment string) []byte {
 	}
 	switch {
 	case g.Exit2:
-		b.WriteString("exec /bin/sh -c " + ShellQuote(exit2(host)) + " " + cmd + "\n")
+		b.WriteString("exec /bin/sh -c " + ShellQuote(exit2(host)) + " " + g.bound(cmd) + "\n")
 	case g.Pass != "":
 		b.WriteString("out=$(" + g.bound(cmd) + ")\n" + g.choose(true))
 	default:

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestGuardLines pins the lines each guard writes (Codex's trust hash and
@@ -118,5 +119,50 @@ func TestGuardRuns(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestGuardHung runs a joule that never answers under each guard with a
+// Limit: the host must get its deny (exit 2 with a reason, or the deny on
+// stdout), well before its own timeout, never an allow.
+func TestGuardHung(t *testing.T) {
+	if _, err := exec.LookPath("timeout"); err != nil {
+		t.Skip("no timeout(1) here: the guard cannot bound joule")
+	}
+	dir := t.TempDir()
+	hung := filepath.Join(dir, "hung")
+	os.WriteFile(hung, []byte("#!/bin/sh\nexec sleep 60\n"), 0o755)
+	for _, tt := range []struct {
+		name string
+		g    Guard
+		ok   func(out string, code int) bool
+	}{
+		{"exit2", Guard{Exit2: true, Limit: "1"}, func(out string, code int) bool {
+			return code == 2 && strings.Contains(out, "joule deny (hook-failed)")
+		}},
+		{"pass", Guard{Pass: `'{'*'}'`, Deny: `{"deny":"%s"}`, Limit: "1"}, func(out string, code int) bool {
+			return code == 0 && strings.Contains(out, `{"deny":"`)
+		}},
+	} {
+		for _, form := range []string{"line", "script"} {
+			t.Run(tt.name+" "+form, func(t *testing.T) {
+				line := tt.g.Line(Scope{}, "h", ShellQuote(hung)+" h")
+				if form == "script" {
+					p := filepath.Join(dir, tt.name+".sh")
+					os.WriteFile(p, tt.g.Script(Scope{}, "h", ShellQuote(hung)+" h", "test"), 0o755)
+					line = ShellQuote(p)
+				}
+				start := time.Now()
+				cmd := exec.Command("/bin/sh", "-c", line)
+				cmd.Stdin = strings.NewReader("{}")
+				out, _ := cmd.CombinedOutput()
+				if !tt.ok(string(out), cmd.ProcessState.ExitCode()) {
+					t.Errorf("a hung joule gave (%d) %q, not the host's deny", cmd.ProcessState.ExitCode(), out)
+				}
+				if d := time.Since(start); d > 10*time.Second {
+					t.Errorf("the guard took %v to give up on a hung joule", d)
+				}
+			})
+		}
 	}
 }

@@ -46,6 +46,9 @@ func pluginFor(s hook.Scope) []byte {
 	return bytes.Replace(b, []byte(`process.env.JOULE_HOOK_CLIENT ?? ""`), []byte(`process.env.JOULE_HOOK_CLIENT ?? `+string(q)), 1)
 }
 
+// schema is the $schema an install puts in an opencode.json it creates.
+const schema = "https://opencode.ai/config.json"
+
 // Plan implements hook.Installer.
 func (Installer) Plan(s hook.Scope, uninstall bool) ([]hook.Change, error) {
 	pp, cp := paths(s)
@@ -72,7 +75,12 @@ func (Installer) Plan(s hook.Scope, uninstall bool) ([]hook.Change, error) {
 	}
 	hook.PruneEmpty(f.Doc, "mcp")
 	if len(f.Doc) > 0 && f.Doc["$schema"] == nil && f.Before == nil {
-		f.Doc["$schema"] = "https://opencode.ai/config.json"
+		f.Doc["$schema"] = schema
+	}
+	if uninstall && len(f.Doc) == 1 && f.Doc["$schema"] == schema {
+		// Only the line an install adds to a file it creates is left.
+		delete(f.Doc, "$schema")
+		return []hook.Change{c, f.Change(true)}, nil
 	}
 	return []hook.Change{c, f.Change(false)}, nil
 }

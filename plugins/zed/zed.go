@@ -39,7 +39,7 @@ func Entry(joule string) map[string]any {
 func (Installer) Plan(s hook.Scope, uninstall bool) ([]hook.Change, error) {
 	f, err := hook.ReadJSON(SettingsPath(s))
 	if err != nil {
-		return nil, fmt.Errorf("%w (joule edits Zed's settings as plain JSON: move comments out, or add the entry from docs/acp.md by hand)", err)
+		return nil, fmt.Errorf("%w (or add the entry from docs/acp.md by hand)", err)
 	}
 	servers, err := hook.Object(f.Doc, "agent_servers", f.Path)
 	if err != nil {
