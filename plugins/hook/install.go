@@ -506,7 +506,7 @@ func IsJouleLine(cmd, host string) bool {
 	cmd = strings.TrimSpace(cmd)
 	return strings.Contains(cmd, "joule") && (strings.HasSuffix(cmd, " hook "+host) ||
 		strings.HasSuffix(cmd, "joule-hook "+host) || strings.HasSuffix(cmd, "joule-hook' "+host) ||
-		strings.HasSuffix(cmd, `joule-hook}" `+host))
+		strings.HasSuffix(cmd, `joule-hook" `+host) || strings.HasSuffix(cmd, `joule-hook}" `+host))
 }
 
 // ShellQuote quotes p for the shell that runs a hook command: Quote's
