@@ -21,10 +21,9 @@ import (
 
 	"github.com/joulehook/joule/core/gate"
 	"github.com/joulehook/joule/core/identity"
-	"github.com/joulehook/joule/plugins/antigravity"
 	"github.com/joulehook/joule/plugins/hook"
 	"github.com/joulehook/joule/plugins/hook/resident"
-	"github.com/joulehook/joule/plugins/windsurf"
+	"github.com/joulehook/joule/plugins/hosts"
 )
 
 // DefaultGateIdle is how long a resident gate waits for a request before
@@ -534,14 +533,11 @@ func hookOnce(ctx context.Context, a hook.Adapter, d hook.Decider, payload []byt
 // Windsurf's and Antigravity's stand in the hook's own directory for the
 // cwd some events lack.
 func residentAdapter(host, cwd string) (hook.Adapter, bool) {
-	switch host {
-	case windsurf.Host:
-		return windsurf.Adapter{Dir: cwd}, true
-	case antigravity.Host:
-		return antigravity.Adapter{Dir: cwd}, true
+	h, ok := hosts.Lookup(host)
+	if !ok || h.Adapter == nil {
+		return nil, false
 	}
-	a, ok := adapters[host]
-	return a, ok
+	return h.Adapter(cwd), true
 }
 
 func (r *residentGate) status() string {
