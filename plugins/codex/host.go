@@ -20,7 +20,8 @@ var Entry = hook.Host{
 		Project: []string{".codex"},
 		User:    []string{".codex"},
 	},
-	// requirements.toml (allowed policies, managed hooks) and
-	// managed_config.toml [src].
-	Managed: []string{"/etc/codex/requirements.toml", "/etc/codex/managed_config.toml"},
+	// requirements.toml (allowed policies, managed hooks), managed_config.toml
+	// and the system config layer config.toml, on Unix [docs; 3p: the
+	// literals in the 0.149 binary].
+	Managed: []string{"/etc/codex/requirements.toml", "/etc/codex/managed_config.toml", "/etc/codex/config.toml"},
 }

@@ -25,6 +25,8 @@ var Entry = hook.Host{
 		User: []string{".gemini/settings.json", ".gemini/extensions", ".gemini/commands", ".gemini/policies",
 			".gemini/agents", ".gemini/.env", ".gemini/trustedFolders.json"},
 	},
-	// [docs] system settings override, system-defaults underlie the user's.
-	Managed: []string{systemSettings, "/etc/gemini-cli/system-defaults.json", "/Library/Application Support/GeminiCli/settings.json"},
+	// System settings override every other layer, system defaults underlie
+	// them, on Linux and macOS [docs: gemini-cli's configuration.md].
+	Managed: []string{systemSettings, "/etc/gemini-cli/system-defaults.json",
+		"/Library/Application Support/GeminiCli/settings.json", "/Library/Application Support/GeminiCli/system-defaults.json"},
 }
