@@ -12,10 +12,11 @@ var Entry = hook.Host{
 	Installer: Installer{},
 	Config: gate.ConfigPaths{
 		// hooks.json and the scripts it names beside it, mcp.json [docs];
-		// the agent CLI's permissions (cli.json) and the background
-		// agent's install commands (environment.json) [docs, UNCONFIRMED
-		// here]. Rules are instructions, not code. Cursor also runs
-		// Claude Code's hooks, which Claude Code's entry protects.
+		// the agent CLI's permissions, .cursor/cli.json in a project and
+		// ~/.cursor/cli-config.json [docs, as quoted by 3p]; the background
+		// agent's install commands, environment.json [UNCONFIRMED]. Rules
+		// are instructions, not code. Cursor also runs Claude Code's
+		// hooks, which Claude Code's entry protects.
 		Project: []string{".cursor/hooks.json", ".cursor/hooks", ".cursor/mcp.json", ".cursor/cli.json", ".cursor/environment.json"},
 		User:    []string{".cursor/hooks.json", ".cursor/hooks", ".cursor/mcp.json", ".cursor/cli-config.json"},
 	},
