@@ -22,6 +22,7 @@ import (
 	"github.com/joulehook/joule/core/receipts"
 	"github.com/joulehook/joule/core/rule"
 	"github.com/joulehook/joule/core/store"
+	"github.com/joulehook/joule/plugins/hosts"
 )
 
 // files is the workspace the demo edits.
@@ -206,7 +207,7 @@ func gateDemo(ctx context.Context, home, ws string, id *identity.Identity, say f
 		return err
 	}
 	sealer, _ := id.Sealer()
-	g := &gate.Gate{Store: st, Sealer: sealer, Trust: grant.Trust{id.Steward: id.Public()}, JouleHome: home}
+	g := &gate.Gate{Store: st, Sealer: sealer, Trust: grant.Trust{id.Steward: id.Public()}, JouleHome: home, Hosts: hosts.Config()}
 	say("7. grant     %s: template dev, %s, workspace %s", s.ID, grant.FormatEnergy(s.Grant.BudgetUJ), root)
 	events := []string{
 		`{"session_id":"demo","tool":"Bash","input":{"command":"go vet ./... && go test ./..."},"cwd":%q}`,

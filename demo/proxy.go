@@ -20,6 +20,7 @@ import (
 	"github.com/joulehook/joule/core/store"
 	"github.com/joulehook/joule/energy"
 	"github.com/joulehook/joule/energy/proxy"
+	"github.com/joulehook/joule/plugins/hosts"
 )
 
 // proxySession is the session the demo's model calls are sealed under.
@@ -60,7 +61,7 @@ func Proxy(ctx context.Context, home string, say func(string, ...any)) error {
 	if err != nil {
 		return err
 	}
-	gt := &gate.Gate{Store: st, Sealer: sealer, Trust: grant.Trust{id.Steward: id.Public()}, JouleHome: home}
+	gt := &gate.Gate{Store: st, Sealer: sealer, Trust: grant.Trust{id.Steward: id.Public()}, JouleHome: home, Hosts: hosts.Config()}
 
 	upstream, err := startServer(AnthropicStandIn())
 	if err != nil {

@@ -9,10 +9,9 @@ import (
 
 	"github.com/joulehook/joule/core/gate"
 	"github.com/joulehook/joule/core/identity"
-	"github.com/joulehook/joule/plugins/antigravity"
 	"github.com/joulehook/joule/plugins/hook"
 	"github.com/joulehook/joule/plugins/hook/server"
-	"github.com/joulehook/joule/plugins/windsurf"
+	"github.com/joulehook/joule/plugins/hosts"
 )
 
 // runGateServe is `joule gate serve`: the resident gate of $JOULE_HOME on
@@ -115,14 +114,11 @@ func gateOrigin(e *env) *server.Gate {
 // Windsurf's and Antigravity's stand in the hook's own directory for the
 // cwd some events lack.
 func residentAdapter(host, cwd string) (hook.Adapter, bool) {
-	switch host {
-	case windsurf.Host:
-		return windsurf.Adapter{Dir: cwd}, true
-	case antigravity.Host:
-		return antigravity.Adapter{Dir: cwd}, true
+	h, ok := hosts.Lookup(host)
+	if !ok || h.Adapter == nil {
+		return nil, false
 	}
-	a, ok := adapters[host]
-	return a, ok
+	return h.Adapter(cwd), true
 }
 
 func runGateStatus(e *env, args []string) error {

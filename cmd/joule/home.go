@@ -14,6 +14,7 @@ import (
 	"github.com/joulehook/joule/core/identity"
 	"github.com/joulehook/joule/core/receipts"
 	"github.com/joulehook/joule/core/store"
+	"github.com/joulehook/joule/plugins/hosts"
 	"github.com/joulehook/joule/tiers/config"
 )
 
@@ -149,7 +150,8 @@ func (ep *endpoint) gate() (*gate.Gate, error) {
 		return nil, err
 	}
 	home, _ := os.UserHomeDir()
-	return &gate.Gate{Store: ep.store, Sealer: sealer, Trust: ep.trust, JouleHome: ep.home, Home: home, Costs: gate.DefaultCosts.Merge(cfg.Costs)}, nil
+	return &gate.Gate{Store: ep.store, Sealer: sealer, Trust: ep.trust, JouleHome: ep.home, Home: home, Costs: gate.DefaultCosts.Merge(cfg.Costs),
+		Hosts: hosts.Config()}, nil
 }
 
 // keys verifies receipts sealed by this endpoint or by any trusted issuer:

@@ -9,24 +9,16 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/joulehook/joule/core/gate"
 	"github.com/joulehook/joule/core/identity"
 	"github.com/joulehook/joule/core/sandbox"
-	"github.com/joulehook/joule/plugins/antigravity"
-	"github.com/joulehook/joule/plugins/claudecode"
-	"github.com/joulehook/joule/plugins/cline"
-	"github.com/joulehook/joule/plugins/codex"
-	"github.com/joulehook/joule/plugins/cursor"
-	"github.com/joulehook/joule/plugins/geminicli"
 	"github.com/joulehook/joule/plugins/hook"
 	"github.com/joulehook/joule/plugins/hook/resident"
 	"github.com/joulehook/joule/plugins/hook/server"
-	"github.com/joulehook/joule/plugins/opencode"
-	"github.com/joulehook/joule/plugins/windsurf"
+	"github.com/joulehook/joule/plugins/hosts"
 	"github.com/joulehook/joule/tiers/config"
 )
 
@@ -34,43 +26,25 @@ func init() {
 	register(&command{name: "hook", summary: "answer one host hook (claude-code, cursor, …) from its payload on stdin", run: runHook})
 }
 
-// adapters are the hosts joule hook serves, by command-line name.
-var adapters = map[string]hook.Adapter{}
-
-func addAdapter(a hook.Adapter) { adapters[a.Host()] = a }
-
-func init() {
-	// Cascade and agy send no cwd for some events: they run hooks in the
-	// workspace, so the hook's own working directory stands in.
+// hookAdapter is the adapter joule hook uses for host: Cascade and agy
+// send no cwd for some events, since they run hooks in the workspace, so
+// the hook's own working directory stands in.
+func hookAdapter(host string) (hook.Adapter, bool) {
+	h, ok := hosts.Lookup(host)
+	if !ok || h.Adapter == nil {
+		return nil, false
+	}
 	dir, _ := os.Getwd()
-	for _, a := range []hook.Adapter{claudecode.Adapter{}, codex.Adapter{}, geminicli.Adapter{}, cursor.Adapter{},
-		windsurf.Adapter{Dir: dir}, antigravity.Adapter{Dir: dir}, cline.Adapter{}, opencode.Adapter{}} {
-		addAdapter(a)
-	}
+	return h.Adapter(dir), true
 }
 
-func hostNames() string {
-	var names []string
-	for n := range adapters {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return strings.Join(names, ", ")
-}
+// hostNames are the hosts joule hook serves.
+func hostNames() string { return strings.Join(hosts.Names(hosts.Hooked), ", ") }
 
-// containHosts are the hosts whose hook can replace a shell command's
+// containHostNames are the hosts whose hook can replace a shell command's
 // input without approving it past the host's own prompt (docs/hosts.md,
 // "Containment on the other hosts").
-var containHosts = map[string]bool{claudecode.Host: true, cline.Host: true, codex.Host: true, geminicli.Host: true, opencode.Host: true}
-
-func containHostNames() string {
-	var names []string
-	for n := range containHosts {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return strings.Join(names, ", ")
-}
+func containHostNames() string { return strings.Join(hosts.Names(hosts.Contained), ", ") }
 
 func runHook(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "hook", `hook HOST < payload.json
@@ -132,11 +106,11 @@ func hookCommand(ctx context.Context, e *env, fs *flag.FlagSet, contain bool) (*
 	if fs.NArg() != 1 {
 		return nil, nil, usagef("hook: want exactly one HOST (%s)", hostNames())
 	}
-	a, ok := adapters[fs.Arg(0)]
+	a, ok := hookAdapter(fs.Arg(0))
 	if !ok {
 		return nil, nil, usagef("hook: unknown host %q (hosts: %s)", fs.Arg(0), hostNames())
 	}
-	if contain && !containHosts[a.Host()] {
+	if h, _ := hosts.Lookup(a.Host()); contain && !hosts.Contained(h) {
 		return nil, nil, usagef("hook: --contain is for %s, the hosts whose rewrite keeps their own prompts (docs/hosts.md)", containHostNames())
 	}
 	out, ep, g := answerHook(ctx, e, a, contain)

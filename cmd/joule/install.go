@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -17,31 +16,12 @@ import (
 	"github.com/joulehook/joule/core/identity"
 	"github.com/joulehook/joule/core/rule"
 	"github.com/joulehook/joule/core/sandbox"
-	"github.com/joulehook/joule/plugins/antigravity"
-	"github.com/joulehook/joule/plugins/claudecode"
-	"github.com/joulehook/joule/plugins/cline"
-	"github.com/joulehook/joule/plugins/codex"
-	"github.com/joulehook/joule/plugins/cursor"
-	"github.com/joulehook/joule/plugins/geminicli"
 	"github.com/joulehook/joule/plugins/hook"
-	"github.com/joulehook/joule/plugins/opencode"
-	"github.com/joulehook/joule/plugins/windsurf"
+	"github.com/joulehook/joule/plugins/hosts"
 )
 
 func init() {
 	register(&command{name: "install", summary: "write (or remove) a host's hook, MCP and status-line configuration and check it is armed", run: runInstall})
-}
-
-// installers are the hosts joule install serves.
-var installers = map[string]hook.Installer{
-	claudecode.Host:  claudecode.Installer{},
-	codex.Host:       codex.Installer{},
-	geminicli.Host:   geminicli.Installer{},
-	cursor.Host:      cursor.Installer{},
-	windsurf.Host:    windsurf.Installer{},
-	antigravity.Host: antigravity.Installer{},
-	cline.Host:       cline.Installer{},
-	opencode.Host:    opencode.Installer{},
 }
 
 // ServeFile holds joule serve's address and bearer token, in $JOULE_HOME.
@@ -72,13 +52,31 @@ func (p *projectFlag) Set(v string) error {
 	return nil
 }
 
-func installerNames() string {
-	var names []string
-	for n := range installers {
-		names = append(names, n)
+// installerNames are the hosts joule install serves.
+func installerNames() string { return strings.Join(hosts.Names(hosts.Installable), ", ") }
+
+// residentNames are the hosts whose http hooks joule serve answers.
+func residentNames() string {
+	return strings.Join(hosts.Names(func(h hook.Host) bool { return h.Resident }), ", ")
+}
+
+// trustNames says which hosts joule install --trust serves, and how.
+func trustNames(why bool) string {
+	var out []string
+	for _, h := range hosts.All() {
+		if h.Trust == "" {
+			continue
+		}
+		n := h.Name
+		if h.TrustProjectOnly {
+			n += " with --project"
+		}
+		if why {
+			n += " (" + h.Trust + ")"
+		}
+		out = append(out, n)
 	}
-	sort.Strings(names)
-	return strings.Join(names, ", ")
+	return strings.Join(out, "; ")
 }
 
 func runInstall(ctx context.Context, e *env, args []string) error {
@@ -98,10 +96,10 @@ Hosts: `+installerNames()+`.`)
 	user := fs.Bool("user", false, "install into your user configuration")
 	dry := fs.Bool("dry-run", false, "print what would be written, write nothing")
 	uninstall := fs.Bool("uninstall", false, "remove joule's entries (and nothing else); without --project or --user, from where $JOULE_HOME/installs.json says HOST was installed")
-	resident := fs.Bool("resident", false, "answer hooks from 'joule serve' over loopback http instead of a process per call (claude-code)")
+	resident := fs.Bool("resident", false, "answer hooks from 'joule serve' over loopback http instead of a process per call ("+residentNames()+")")
 	addr := fs.String("addr", "", "with --resident: the loopback address joule serve listens on (default "+DefaultServeAddr+", or the one installed before)")
 	contain := fs.Bool("contain", false, "run the shell commands joule allows under 'joule exec', confined by the kernel to the grant ("+containHostNames()+"; docs/gate.md, Containment)")
-	trust := fs.Bool("trust", false, "also perform the host's trust steps for the project and joule's hooks, as its own dialogs would (codex; gemini-cli with --project)")
+	trust := fs.Bool("trust", false, "also perform the host's trust steps for the project and joule's hooks, as its own dialogs would ("+trustNames(false)+")")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -109,10 +107,11 @@ Hosts: `+installerNames()+`.`)
 		return usagef("install: want HOST (%s) and at most one DIR", installerNames())
 	}
 	host := fs.Arg(0)
-	inst, ok := installers[host]
-	if !ok {
+	h, ok := hosts.Lookup(host)
+	if !ok || h.Installer == nil {
 		return usagef("install: unknown host %q (hosts: %s)", host, installerNames())
 	}
+	inst := h.Installer
 	if fs.NArg() == 2 {
 		if !project.set || project.dir != "" {
 			return usagef("install: unexpected argument %q", fs.Arg(1))
@@ -144,17 +143,17 @@ Hosts: `+installerNames()+`.`)
 			}
 		}
 	}
-	if *resident && host != claudecode.Host {
-		return usagef("install: --resident is for claude-code, whose http hooks joule serve answers")
+	if *resident && !h.Resident {
+		return usagef("install: --resident is for %s, whose http hooks joule serve answers", residentNames())
 	}
-	if *contain && (!containHosts[host] || *resident) {
+	if *contain && (!hosts.Contained(h) || *resident) {
 		return usagef("install: --contain is for the command hooks and plugins of %s: docs/hosts.md says, per host, whether it can rewrite a command without skipping its own prompt", containHostNames())
 	}
-	if *trust && (host == geminicli.Host && (!project.set || *uninstall)) {
-		return usagef("install: --trust is for gemini-cli with --project: it trusts the project folder in ~/.gemini/trustedFolders.json")
+	if *trust && h.Trust == "" {
+		return usagef("install: --trust is for %s; for %s see docs/hosts.md", trustNames(true), host)
 	}
-	if *trust && host != geminicli.Host && host != codex.Host {
-		return usagef("install: --trust is for codex (its trust of a project and of a hook is a line in its config.toml) and gemini-cli (folder trust); for %s see docs/hosts.md", host)
+	if *trust && h.TrustProjectOnly && (!project.set || *uninstall) {
+		return usagef("install: --trust is for %s with --project: %s", host, h.Trust)
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -192,7 +191,7 @@ Hosts: `+installerNames()+`.`)
 		if err != nil {
 			return err
 		}
-		s.Resident = &hook.Resident{URL: "http://" + cfg.Addr + "/hooks/" + claudecode.Host, Token: cfg.Token}
+		s.Resident = &hook.Resident{URL: "http://" + cfg.Addr + "/hooks/" + host, Token: cfg.Token}
 	}
 	home, err := identity.Home()
 	if err != nil {
@@ -266,17 +265,7 @@ Hosts: `+installerNames()+`.`)
 	findings := append(inst.Check(s), clientFinding(s), grantFinding(ctx, s.Project))
 	if *contain {
 		abi := sandbox.ABI()
-		text := fmt.Sprintf("containment: allowed Bash commands run under joule exec (%s); Claude Code still asks as it would, its rules now matching the joule exec line", sandbox.Mode(abi, false))
-		switch host {
-		case opencode.Host:
-			text = fmt.Sprintf("containment: allowed bash commands run under joule exec (%s); OpenCode's own permission rules now match the joule exec line", sandbox.Mode(abi, false))
-		case geminicli.Host:
-			text = fmt.Sprintf("containment: allowed shell commands run under joule exec (%s); Gemini CLI still applies its own approval to the rewritten joule exec line (it asks, or with --approval-mode yolo runs it), so its allow rules for a command no longer match it", sandbox.Mode(abi, false))
-		case cline.Host:
-			text = fmt.Sprintf("containment: allowed run_commands calls run under joule exec (%s), as one command; Cline's own approval (--auto-approve false) still applies, to the rewritten joule exec line", sandbox.Mode(abi, false))
-		case codex.Host:
-			text = fmt.Sprintf("containment: allowed shell commands run under joule exec (%s), inside Codex's own sandbox and approval policy, which still apply to the rewritten line", sandbox.Mode(abi, false))
-		}
+		text := fmt.Sprintf(h.Contain, sandbox.Mode(abi, false))
 		if abi == 0 {
 			text = "containment: Landlock is missing from this kernel, so contained commands are denied unless exec_fallback is \"unconfined\" in $JOULE_HOME/config.json"
 		}

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/joulehook/joule/plugins/hosts"
 )
 
 // TestInstallEveryHost installs into a project that already has the user's
@@ -39,7 +41,7 @@ func TestInstallEveryHost(t *testing.T) {
 		})
 		return m
 	}
-	for host := range installers {
+	for _, host := range hosts.Names(hosts.Installable) {
 		t.Run(host, func(t *testing.T) {
 			start := snapshot()
 			r := jouleIn(t, ws, nil, env, "install", host, "--project", "--dry-run")
@@ -140,7 +142,7 @@ func TestInstallUserScope(t *testing.T) {
 	}
 	os.MkdirAll(filepath.Join(home, ".claude"), 0o755)
 	os.WriteFile(filepath.Join(home, ".claude.json"), []byte(`{"numStartups":3,"projects":{}}`), 0o600)
-	for host := range installers {
+	for _, host := range hosts.Names(hosts.Installable) {
 		r := jouleIn(t, ws, nil, append(env, "CODEX_HOME="+filepath.Join(home, ".codex")), "install", host, "--user")
 		if r.code != 0 || !strings.Contains(r.stdout, "wrote "+home) {
 			t.Errorf("%s --user: %+v", host, r)

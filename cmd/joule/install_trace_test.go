@@ -16,6 +16,7 @@ import (
 	"github.com/tailscale/hujson"
 
 	"github.com/joulehook/joule/plugins/hook"
+	"github.com/joulehook/joule/plugins/hosts"
 )
 
 // A user's own configuration as people write it, per kind of file: what an
@@ -152,7 +153,11 @@ func seed(t *testing.T, p, variant string) string {
 // the home and the project must be as before, bytes and modes.
 func TestInstallLeavesNoTrace(t *testing.T) {
 	variants := []string{"no file", "plain", "comments", "odd indentation", "crlf"}
-	for host, inst := range installers {
+	for _, h := range hosts.All() {
+		if h.Installer == nil {
+			continue
+		}
+		host, inst := h.Name, h.Installer
 		for _, scope := range []string{"--user", "--project"} {
 			for _, variant := range variants {
 				t.Run(host+" "+scope+" "+variant, func(t *testing.T) {
@@ -200,7 +205,11 @@ func userEdit(b []byte) []byte {
 // back exactly the user's file with the same edit.
 func TestUninstallKeepsAnEdit(t *testing.T) {
 	self, _ := os.Executable()
-	for host, inst := range installers {
+	for _, h := range hosts.All() {
+		if h.Installer == nil {
+			continue
+		}
+		host, inst := h.Name, h.Installer
 		for _, variant := range []string{"no file", "plain", "comments", "crlf"} {
 			t.Run(host+" "+variant, func(t *testing.T) {
 				home, project := traceHomes(t)
@@ -330,7 +339,11 @@ func TestUninstallRevertsTrust(t *testing.T) {
 // taken out of each file of the user's, and the rest of it, comments and
 // layout included, is left byte for byte.
 func TestUninstallWithoutRecord(t *testing.T) {
-	for host, inst := range installers {
+	for _, h := range hosts.All() {
+		if h.Installer == nil {
+			continue
+		}
+		host, inst := h.Name, h.Installer
 		for _, variant := range []string{"plain", "comments", "odd indentation", "crlf"} {
 			t.Run(host+" "+variant, func(t *testing.T) {
 				home, project := traceHomes(t)

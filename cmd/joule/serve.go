@@ -14,8 +14,8 @@ import (
 
 	"github.com/joulehook/joule/core/gate"
 	"github.com/joulehook/joule/core/identity"
-	"github.com/joulehook/joule/plugins/claudecode"
 	"github.com/joulehook/joule/plugins/hook"
+	"github.com/joulehook/joule/plugins/hosts"
 )
 
 func init() {
@@ -86,7 +86,9 @@ as joule hook's, sealed the same way.`)
 		defer cancel()
 		srv.Shutdown(sctx)
 	}()
-	fmt.Fprintf(e.stderr, "joule: serving http://%s/hooks/%s\n", ln.Addr(), claudecode.Host)
+	for _, h := range hosts.Names(isResident) {
+		fmt.Fprintf(e.stderr, "joule: serving http://%s/hooks/%s\n", ln.Addr(), h)
+	}
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
@@ -109,32 +111,41 @@ func checkLoopback(addr string) error {
 	return nil
 }
 
-// hookHandler answers /hooks/claude-code. A request without the token is
-// 401 (Claude Code counts that as a failed hook, which onFailure: block turns
-// into a block); every request with it gets a Claude Code decision.
+// isResident reports a host whose http hooks joule serve answers.
+func isResident(h hook.Host) bool { return h.Resident && h.Adapter != nil }
+
+// hookHandler answers /hooks/HOST for each resident host (Claude Code). A
+// request without the token is 401 (Claude Code counts that as a failed
+// hook, which onFailure: block turns into a block); every request with it
+// gets the host's decision.
 func hookHandler(d hook.Decider, token string) http.Handler {
 	mux := http.NewServeMux()
 	want := []byte("Bearer " + token)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
-	mux.HandleFunc("POST /hooks/"+claudecode.Host, func(w http.ResponseWriter, r *http.Request) {
-		if token == "" || subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
-			http.Error(w, "joule: missing or wrong bearer token", http.StatusUnauthorized)
-			return
+	for _, h := range hosts.All() {
+		if !isResident(h) {
+			continue
 		}
-		a := claudecode.Adapter{}
-		var out hook.Output
-		b, err := io.ReadAll(io.LimitReader(r.Body, hook.MaxPayload+1))
-		if err != nil {
-			out = hook.Fallback(a, nil, hook.Deny(gate.CodeMalformed, "joule cannot read this claude-code hook request: "+err.Error()))
-		} else {
-			out = hook.Run(r.Context(), a, d, b)
-		}
-		w.Header().Set("Content-Type", "application/json")
-		body := out.Stdout
-		if len(strings.TrimSpace(string(body))) == 0 {
-			body = []byte("{}\n")
-		}
-		w.Write(body)
-	})
+		mux.HandleFunc("POST /hooks/"+h.Name, func(w http.ResponseWriter, r *http.Request) {
+			if token == "" || subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+				http.Error(w, "joule: missing or wrong bearer token", http.StatusUnauthorized)
+				return
+			}
+			a := h.Adapter("")
+			var out hook.Output
+			b, err := io.ReadAll(io.LimitReader(r.Body, hook.MaxPayload+1))
+			if err != nil {
+				out = hook.Fallback(a, nil, hook.Deny(gate.CodeMalformed, "joule cannot read this "+h.Name+" hook request: "+err.Error()))
+			} else {
+				out = hook.Run(r.Context(), a, d, b)
+			}
+			w.Header().Set("Content-Type", "application/json")
+			body := out.Stdout
+			if len(strings.TrimSpace(string(body))) == 0 {
+				body = []byte("{}\n")
+			}
+			w.Write(body)
+		})
+	}
 	return mux
 }

@@ -327,7 +327,7 @@ func (s *arena) policy(t testing.TB, name string) *Policy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPolicy(grant.Chain{signed}, s.home, ProtectedPaths(s.jh, s.home, []string{s.ws}), DefaultCosts, now)
+	p, err := NewPolicy(grant.Chain{signed}, s.home, ProtectedPaths(s.jh, s.home, []string{s.ws}, testHosts), DefaultCosts, now)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,35 +64,41 @@ func (c Costs) Merge(overrides Costs) Costs {
 	return out
 }
 
+// ConfigPaths are the files and directories a host reads as configuration
+// or runs (hooks, plugins, MCP servers, commands, settings that switch its
+// own safeguards off): an agent that writes one acts past the gate the next
+// time the host starts. The gate knows no host; its caller fills them in
+// (cmd/joule, from the host registry in plugins/hosts).
+//
+// System-wide (managed) settings are not among them: only root writes
+// them, and protecting /etc would make every command that names /etc a
+// tamper with the gate.
+type ConfigPaths struct {
+	Project []string // relative to each workspace root
+	User    []string // relative to the user's home
+}
+
 // ProtectedPaths lists what no capability may write: joule's own home (keys,
-// grants, the store) and every host's hook and MCP configuration, in each
-// workspace root and in the user's home. The paths are returned as given;
-// the gate resolves them.
-func ProtectedPaths(jouleHome, home string, roots []string) []string {
+// grants, the store), git's configuration in each workspace root, and the
+// hosts' configuration, in each workspace root and in the user's home. The paths are returned as given; the gate resolves them.
+func ProtectedPaths(jouleHome, home string, roots []string, hosts ConfigPaths) []string {
 	perProject := []string{
-		".claude/settings.json", ".claude/settings.local.json", ".claude/hooks", ".claude-plugin",
-		".mcp.json", ".cursor/hooks.json", ".cursor/mcp.json", ".windsurf/hooks.json",
-		".gemini/settings.json", ".codex/hooks.json", ".codex/config.toml", ".clinerules/hooks",
-		".cline/hooks", ".opencode/plugins", ".zed/settings.json", ".joule",
+		".joule",
 		// git runs what these name (core.fsmonitor, core.hooksPath,
 		// aliases, filters, hooks) on the next git status or commit.
 		".git/config", ".git/config.worktree", ".git/hooks", ".git/info", ".git/modules", ".git/commondir",
-	}
-	perUser := []string{
-		".claude/settings.json", ".claude.json", ".cursor/hooks.json", ".cursor/mcp.json",
-		".codeium/windsurf/hooks.json", ".codeium/windsurf/mcp_config.json", ".gemini/settings.json",
-		".gemini/config", ".gemini/antigravity", ".gemini/antigravity-cli", ".codex/hooks.json",
-		".codex/config.toml", ".cline/hooks", ".cline/data/settings/cline_mcp_settings.json", ".config/opencode/plugins", ".config/zed/settings.json",
-		".jetbrains/acp.json", "Documents/Cline/Hooks",
 	}
 	out := []string{jouleHome}
 	for _, r := range roots {
 		for _, p := range perProject {
 			out = append(out, filepath.Join(r, p))
 		}
+		for _, p := range hosts.Project {
+			out = append(out, filepath.Join(r, p))
+		}
 	}
 	if home != "" {
-		for _, p := range perUser {
+		for _, p := range hosts.User {
 			out = append(out, filepath.Join(home, p))
 		}
 	}

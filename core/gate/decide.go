@@ -663,7 +663,7 @@ func (j *judge) protectedWord(w command.Word, c command.Command) (Verdict, bool)
 			return Verdict{}, false
 		}
 	}
-	if !strings.ContainsRune(text, '/') && !strings.HasPrefix(text, ".") && dirs != nil && len(c.Dirs) == 0 {
+	if !strings.ContainsRune(text, '/') && !strings.HasPrefix(text, ".") && dirs != nil && len(c.Dirs) == 0 && !j.protectedName(text) {
 		return Verdict{}, false
 	}
 	if dirs == nil {
@@ -702,6 +702,17 @@ func (j *judge) protectedWord(w command.Word, c command.Command) (Verdict, bool)
 		}
 	}
 	return Verdict{}, false
+}
+
+// protectedName reports a bare name that some protected path ends with
+// (opencode.json at a workspace root).
+func (j *judge) protectedName(name string) bool {
+	for _, p := range j.p.Protected {
+		if len(p) > len(name) && p[len(p)-len(name)-1] == '/' && strings.HasSuffix(p, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // argCount counts the words of cmds, to hold them all in one allocation.

@@ -55,7 +55,7 @@ func newFixture(t testing.TB, allow, ask, deny []string) *fixture {
 		t.Fatal(err)
 	}
 	var protected []string
-	for _, p := range ProtectedPaths(f.jh, f.home, []string{f.ws}) {
+	for _, p := range ProtectedPaths(f.jh, f.home, []string{f.ws}, testHosts) {
 		protected = append(protected, p)
 	}
 	f.policy, err = NewPolicy(grant.Chain{s}, f.home, protected, DefaultCosts, testNow)

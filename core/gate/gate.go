@@ -46,6 +46,9 @@ type Gate struct {
 	// Contain, when set, rewrites allowed Bash actions to run under
 	// joule exec (see Containment); nil keeps every decision as it is.
 	Contain *Containment
+	// Hosts is where the hosts read their configuration, protected like
+	// joule's own home (ProtectedPaths); the zero value protects no host's.
+	Hosts ConfigPaths
 
 	// opened holds grants whose signatures were verified, by the BLAKE3 of
 	// their envelope: a resident gate loads the same chain for every
@@ -143,7 +146,7 @@ func (g *Gate) Policy(chain grant.Chain) (*Policy, error) {
 	if len(chain) > 0 {
 		roots = chain.Leaf().Grant.Roots
 	}
-	home, jh, protected := resolvedPaths(g.Home, g.JouleHome, roots, time.Now())
+	home, jh, protected := resolvedPaths(g.Home, g.JouleHome, roots, g.Hosts, time.Now())
 	costs := g.Costs
 	if costs == nil {
 		costs = DefaultCosts
@@ -170,8 +173,8 @@ type resolved struct {
 
 var pathCache sync.Map // key → resolved
 
-func resolvedPaths(home, jouleHome string, roots []string, now time.Time) (string, string, []string) {
-	key := home + "\x00" + jouleHome + "\x00" + strings.Join(roots, "\x00")
+func resolvedPaths(home, jouleHome string, roots []string, hosts ConfigPaths, now time.Time) (string, string, []string) {
+	key := pathsKey(home, jouleHome, roots, hosts)
 	if v, ok := pathCache.Load(key); ok {
 		r := v.(resolved)
 		if d := now.Sub(r.at); d >= 0 && d < pathsTTL {
@@ -179,11 +182,25 @@ func resolvedPaths(home, jouleHome string, roots []string, now time.Time) (strin
 		}
 	}
 	r := resolved{home: resolveOr(home), jouleHome: resolveOr(jouleHome), at: now}
-	for _, p := range ProtectedPaths(r.jouleHome, r.home, roots) {
+	for _, p := range ProtectedPaths(r.jouleHome, r.home, roots, hosts) {
 		r.protected = append(r.protected, resolveOr(p))
 	}
 	pathCache.Store(key, r)
 	return r.home, r.jouleHome, slices.Clip(r.protected)
+}
+
+// pathsKey names everything the protected paths are built from; lists are
+// separated by a byte no path holds.
+func pathsKey(home, jouleHome string, roots []string, hosts ConfigPaths) string {
+	var b strings.Builder
+	for _, list := range [][]string{{home, jouleHome}, roots, hosts.Project, hosts.User} {
+		for _, s := range list {
+			b.WriteString(s)
+			b.WriteByte(0)
+		}
+		b.WriteByte(1)
+	}
+	return b.String()
 }
 
 func resolveOr(p string) string {

@@ -259,6 +259,60 @@ func reaches(prefix, target string, dotless bool) bool {
 	return true
 }
 
+// plainGlob returns the absolute pattern of a word, in dir, that is a path
+// with the wildcards * and ? and nothing else the shell expands or that a
+// shell option could widen (brackets, braces, **, extended globs, ..);
+// plain is false for any other word, which is then judged by its prefix.
+func plainGlob(text, dir string) (pattern string, plain bool) {
+	t := strings.NewReplacer(`"`, "", `'`, "").Replace(text)
+	if !strings.ContainsAny(t, "*?") || strings.ContainsAny(t, "$`[]{}\\~<>()^#!|@+") || strings.Contains(t, "**") {
+		return "", false
+	}
+	if !strings.HasPrefix(t, "/") {
+		if dir == "" {
+			return "", false
+		}
+		t = dir + "/" + t
+	}
+	if slices.Contains(strings.Split(t, "/"), "..") {
+		return "", false
+	}
+	return path.Clean(t), true
+}
+
+// globReaches reports whether a plain glob pattern may name target or a
+// path below it, as written or expanded. A wildcard expands only onto names that exist, name
+// by name, so the pattern must match target's names as far as both go,
+// and the path the wildcards expand onto must exist. With dotglob unset a
+// name starting with '.' is matched by a literal dot only.
+func globReaches(pattern, target string, dotglob bool) bool {
+	if within(pattern, target) {
+		return true // where nothing matches, the word stays as written, inside target
+	}
+	pc := strings.Split(strings.TrimPrefix(pattern, "/"), "/")
+	tc := strings.Split(strings.TrimPrefix(target, "/"), "/")
+	last := 0 // names of target the wildcards must find on disk
+	for i := 0; i < len(pc) && i < len(tc); i++ {
+		if ok, err := path.Match(pc[i], tc[i]); err != nil || !ok {
+			return false
+		}
+		if !dotglob && strings.HasPrefix(tc[i], ".") && !strings.HasPrefix(pc[i], ".") {
+			return false
+		}
+		if strings.ContainsAny(pc[i], "*?") {
+			last = i + 1
+		}
+	}
+	if len(pc) > len(tc) {
+		last = len(tc) // wildcards below target expand only inside it
+	}
+	if last == 0 {
+		return true
+	}
+	_, err := os.Lstat(strings.Join(strings.Split(target, "/")[:last+1], "/"))
+	return err == nil
+}
+
 // globsDotfiles reports a line that may make wildcards match names that
 // start with '.'.
 func globsDotfiles(line string) bool {
@@ -280,8 +334,9 @@ func (j *judge) reachesAny(w command.Word, dirs []string, paths []string) (strin
 		// expansion there ($X, {.,}x) may begin with a dot.
 		dotless := !j.dotglob && (next == '*' || next == '?' || next == '[')
 		prefix = cleanPrefix(prefix)
+		pattern, plain := plainGlob(w.Text, d)
 		for _, p := range paths {
-			if reaches(prefix, p, dotless) {
+			if reaches(prefix, p, dotless) && (!plain || globReaches(pattern, p, j.dotglob)) {
 				return p, true
 			}
 		}

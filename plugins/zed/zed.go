@@ -29,9 +29,9 @@ func SettingsPath(s hook.Scope) string {
 	return filepath.Join(s.Home, ".config", "zed", "settings.json")
 }
 
-// Entry is joule's agent_servers entry; "type" is required by Zed, which
+// agentServer is joule's agent_servers entry; "type" is required by Zed, which
 // silently drops entries without it.
-func Entry(joule string) map[string]any {
+func agentServer(joule string) map[string]any {
 	return map[string]any{"type": "custom", "command": joule, "args": []any{"acp"}, "env": map[string]any{}}
 }
 
@@ -48,7 +48,7 @@ func (Installer) Plan(s hook.Scope, uninstall bool) ([]hook.Change, error) {
 	if uninstall {
 		delete(servers, Agent)
 	} else {
-		servers[Agent] = Entry(s.Joule)
+		servers[Agent] = agentServer(s.Joule)
 	}
 	hook.PruneEmpty(f.Doc, "agent_servers")
 	return []hook.Change{f.Change(false)}, nil

@@ -8,29 +8,30 @@ import (
 
 // Deny is host's explicit deny with reason, byte for byte what the host's
 // adapter in plugins/ answers for an unsealed deny (a test holds them
-// equal): what the client prints when neither a gate nor joule hook could
-// decide in time. reason is the full text ("joule deny (code): ...").
-// An unknown host gets exit 2 and the reason on stderr, which every
-// process-spawning host reads as a block.
+// equal; the table, deny_table.go, is generated from the adapters by go
+// generate ./plugins/hosts): what the client prints when neither a gate
+// nor joule hook could decide in time. reason is the full text ("joule
+// deny (code): ..."). An unknown host gets exit 2 and the reason on
+// stderr, which every process-spawning host reads as a block.
 func Deny(host, reason string) (stdout, stderr []byte, exit int) {
-	q := jsonString(reason)
-	line := []byte(reason + "\n")
-	switch host {
-	case "claude-code":
-		return []byte(`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":` + q + "}}\n"), line, 2
-	case "cline":
-		return []byte(`{"cancel":true,"errorMessage":` + q + "}\n"), nil, 0
-	case "opencode":
-		return []byte(`{"decision":"deny","reason":` + q + "}\n"), nil, 0
-	case "gemini-cli":
-		return []byte(`{"decision":"deny","reason":` + q + "}\n"), line, 2
-	case "cursor":
-		return []byte(`{"permission":"deny","user_message":` + q + `,"agent_message":` + q + "}\n"), line, 2
-	case "antigravity":
-		return []byte(`{"decision":"deny","reason":` + q + `,"allow_tool":false,"deny_reason":` + q + "}\n"), line, 2
-	default: // codex, windsurf, and any host joule does not know
-		return nil, line, 2
+	f, ok := denies[host]
+	if !ok {
+		return nil, []byte(reason + "\n"), 2
 	}
+	return join(f.stdout, jsonString(reason)), join(f.stderr, reason), f.exit
+}
+
+// denyForm is one host's deny around its reason (see denies).
+type denyForm struct {
+	stdout, stderr []string
+	exit           int
+}
+
+func join(pieces []string, reason string) []byte {
+	if pieces == nil {
+		return nil
+	}
+	return []byte(strings.Join(pieces, reason))
 }
 
 // jsonString quotes s as encoding/json does with HTML escaping off.

@@ -8,16 +8,9 @@ import (
 	"testing"
 
 	"github.com/joulehook/joule/core/gate"
-	"github.com/joulehook/joule/plugins/antigravity"
-	"github.com/joulehook/joule/plugins/claudecode"
-	"github.com/joulehook/joule/plugins/cline"
-	"github.com/joulehook/joule/plugins/codex"
-	"github.com/joulehook/joule/plugins/cursor"
-	"github.com/joulehook/joule/plugins/geminicli"
 	"github.com/joulehook/joule/plugins/hook"
 	"github.com/joulehook/joule/plugins/hook/resident"
-	"github.com/joulehook/joule/plugins/opencode"
-	"github.com/joulehook/joule/plugins/windsurf"
+	"github.com/joulehook/joule/plugins/hosts"
 )
 
 func TestMaxPayloadIsTheGatesPlusOne(t *testing.T) {
@@ -27,10 +20,15 @@ func TestMaxPayloadIsTheGatesPlusOne(t *testing.T) {
 }
 
 // TestDenyIsTheAdapters: the client's own deny is, byte for byte, what
-// each host's adapter answers for an unsealed deny.
+// each registered host's adapter answers for an unsealed deny.
 func TestDenyIsTheAdapters(t *testing.T) {
-	for _, a := range []hook.Adapter{claudecode.Adapter{}, codex.Adapter{}, geminicli.Adapter{}, cursor.Adapter{},
-		windsurf.Adapter{}, antigravity.Adapter{}, cline.Adapter{}, opencode.Adapter{}} {
+	n := 0
+	for _, h := range hosts.All() {
+		if h.Adapter == nil {
+			continue
+		}
+		n++
+		a := h.Adapter(t.TempDir())
 		for _, why := range []string{"no gate answered", `quotes " and \ and <html> & tabs	and
 newlines, ünïcode, ` + "\x01\u2028"} {
 			res := hook.Deny(gate.CodeInternal, why)
@@ -40,6 +38,9 @@ newlines, ünïcode, ` + "\x01\u2028"} {
 				t.Errorf("%s: client %q %q %d, adapter %q %q %d", a.Host(), o, e, code, want.Stdout, want.Stderr, want.Exit)
 			}
 		}
+	}
+	if n < 8 {
+		t.Errorf("only %d hosts with a hook adapter in the registry", n)
 	}
 	if _, e, code := resident.Deny("no-such-host", "r"); code != 2 || string(e) != "r\n" {
 		t.Errorf("unknown host: %q %d", e, code)

@@ -1,0 +1,19 @@
+package windsurf
+
+import (
+	"github.com/joulehook/joule/core/gate"
+	"github.com/joulehook/joule/plugins/hook"
+)
+
+// Entry is Windsurf in the host registry (plugins/hosts). Cascade sends no
+// cwd for some events; the hook's own directory stands in.
+var Entry = hook.Host{
+	Name:      Host,
+	Adapter:   func(dir string) hook.Adapter { return Adapter{Dir: dir} },
+	Installer: Installer{},
+	Config: gate.ConfigPaths{
+		Project: []string{".windsurf/hooks.json"},                                              // [docs]
+		User:    []string{".codeium/windsurf/hooks.json", ".codeium/windsurf/mcp_config.json"}, // [docs]
+	},
+	Managed: []string{"/etc/windsurf/hooks.json", "/Library/Application Support/Windsurf/hooks.json"}, // [docs]
+}
