@@ -104,32 +104,9 @@ func acceptLoss(ctx context.Context, e *env, ep *endpoint) error {
 	now := time.Now()
 	var summary string
 	en, kept, err := ep.store.AcceptLoss(ctx, LossSession, func(pos store.Position, witnessed *store.Checkpoint, cur store.Checkpoint) ([]byte, error) {
-		lost := "no readable witness"
-		var digest core.ID
-		if witnessed != nil {
-			lost = fmt.Sprintf("witnessed log size %d root %s", witnessed.Size, witnessed.Root)
-			digest = core.Sum(witnessed.Text())
-		}
-		summary = fmt.Sprintf("store loss accepted: %s; store now log size %d root %s", lost, cur.Size, cur.Root)
-		reason := "the store was found smaller than, or not an extension of, its witness, and the loss was accepted"
-		if before != nil {
-			reason = truncate(before.Error(), 900)
-		}
-		nonce, err := core.NewNonce()
-		if err != nil {
-			return nil, err
-		}
-		d := &receipts.Decision{
-			Kind: receipts.KindDecision, Session: pos.Session, Sequence: pos.Seq, Prev: core.ID(pos.Prev),
-			TimeMS: uint64(now.UnixMilli()), Tool: "joule store accept-loss", InputDigest: digest,
-			Summary: summary, Cwd: ep.home, Decision: receipts.Allow, Code: CodeLossAccepted,
-			Reason: reason, Grants: []string{}, Provenance: core.Estimator, Nonce: nonce, Steward: sealer.Steward(),
-		}
-		payload, err := receipts.Encode(d)
-		if err != nil {
-			return nil, err
-		}
-		return sealer.SealPayload(payload)
+		env, s, err := lossReceipt(sealer, pos, witnessed, cur, before, now, ep.home)
+		summary = s
+		return env, err
 	})
 	if err != nil {
 		return err
@@ -149,6 +126,40 @@ func acceptLoss(ctx context.Context, e *env, ep *endpoint) error {
 		fmt.Fprintln(e.stdout, "grants   none left in the store: run 'joule init' to issue one")
 	}
 	return nil
+}
+
+// lossReceipt seals the receipt of an accepted loss at pos: what the
+// witness remembered (witnessed, nil when unreadable), what the store holds
+// now (cur), and found, the witness's complaint, nil when there was none.
+// It returns the envelope and the receipt's summary.
+func lossReceipt(sealer *core.Sealer, pos store.Position, witnessed *store.Checkpoint, cur store.Checkpoint, found error, now time.Time, cwd string) ([]byte, string, error) {
+	lost := "no readable witness"
+	var digest core.ID
+	if witnessed != nil {
+		lost = fmt.Sprintf("witnessed log size %d root %s", witnessed.Size, witnessed.Root)
+		digest = core.Sum(witnessed.Text())
+	}
+	summary := fmt.Sprintf("store loss accepted: %s; store now log size %d root %s", lost, cur.Size, cur.Root)
+	reason := "the store was found smaller than, or not an extension of, its witness, and the loss was accepted"
+	if found != nil {
+		reason = truncate(found.Error(), 900)
+	}
+	nonce, err := core.NewNonce()
+	if err != nil {
+		return nil, summary, err
+	}
+	d := &receipts.Decision{
+		Kind: receipts.KindDecision, Session: pos.Session, Sequence: pos.Seq, Prev: core.ID(pos.Prev),
+		TimeMS: uint64(now.UnixMilli()), Tool: "joule store accept-loss", InputDigest: digest,
+		Summary: summary, Cwd: cwd, Decision: receipts.Allow, Code: CodeLossAccepted,
+		Reason: reason, Grants: []string{}, Provenance: core.Estimator, Nonce: nonce, Steward: sealer.Steward(),
+	}
+	payload, err := receipts.Encode(d)
+	if err != nil {
+		return nil, summary, err
+	}
+	env, err := sealer.SealPayload(payload)
+	return env, summary, err
 }
 
 func truncate(s string, n int) string {
