@@ -142,23 +142,11 @@ func lossReceipt(sealer *core.Sealer, pos store.Position, witnessed *store.Check
 	summary := fmt.Sprintf("store loss accepted: %s; store now log size %d root %s", lost, cur.Size, cur.Root)
 	reason := "the store was found smaller than, or not an extension of, its witness, and the loss was accepted"
 	if found != nil {
-		reason = truncate(found.Error(), 900)
+		reason = receipts.Truncate(found.Error(), 900)
 	}
-	nonce, err := core.NewNonce()
-	if err != nil {
-		return nil, summary, err
-	}
-	d := &receipts.Decision{
-		Kind: receipts.KindDecision, Session: pos.Session, Sequence: pos.Seq, Prev: core.ID(pos.Prev),
-		TimeMS: uint64(now.UnixMilli()), Tool: "joule store accept-loss", InputDigest: digest,
-		Summary: summary, Cwd: cwd, Decision: receipts.Allow, Code: CodeLossAccepted,
-		Reason: reason, Grants: []string{}, Provenance: core.Estimator, Nonce: nonce, Steward: sealer.Steward(),
-	}
-	payload, err := receipts.Encode(d)
-	if err != nil {
-		return nil, summary, err
-	}
-	env, err := sealer.SealPayload(payload)
+	env, err := receipts.SealDecision(sealer, receipts.Link{Session: pos.Session, Sequence: pos.Seq, Prev: pos.Prev},
+		receipts.Act{Time: now, Tool: "joule store accept-loss", InputDigest: digest, Summary: summary, Cwd: cwd,
+			Decision: receipts.Allow, Code: CodeLossAccepted, Reason: reason})
 	return env, summary, err
 }
 

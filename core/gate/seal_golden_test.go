@@ -155,9 +155,15 @@ func TestSealedDecisionGolden(t *testing.T) {
 		Reason: strings.Repeat("x", 2000)}); err != nil {
 		t.Fatal(err)
 	}
+	// A reason cut inside a rune: before receipts.NewDecision this sealed
+	// invalid UTF-8, a receipt no verifier could decode.
+	if _, err := g.SealRecord(ctx, Record{Session: "record-utf8", Tool: "joule test", Code: "noted",
+		Reason: "a" + strings.Repeat("é", 1000)}); err != nil {
+		t.Fatal(err)
+	}
 
 	got := map[string][]byte{}
-	for _, session := range []string{"allow", "deny", MalformedSession, "content-id", "long-reason", "budget", GrantsSession, "record-deny"} {
+	for _, session := range []string{"allow", "deny", MalformedSession, "content-id", "long-reason", "budget", GrantsSession, "record-deny", "record-utf8"} {
 		entries, err := st.Session(ctx, session)
 		if err != nil {
 			t.Fatalf("%s: %v", session, err)
