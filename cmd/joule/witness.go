@@ -8,14 +8,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/joulehook/joule/core"
+	"github.com/joulehook/joule/core/gate"
 	"github.com/joulehook/joule/core/identity"
-	"github.com/joulehook/joule/core/receipts"
 	"github.com/joulehook/joule/core/store"
 	"github.com/joulehook/joule/tiers/config"
 )
@@ -85,40 +84,27 @@ func (ep *endpoint) witnessProblem(ctx context.Context) error {
 // recoverHint is the way out of a store refused by its witness.
 const recoverHint = "nothing is decided until the loss is accepted: inspect with 'joule store check', then run 'joule store accept-loss' to record the loss as a signed receipt and re-anchor the witness"
 
-// LossSession is the session that holds the receipts of accepted losses.
-const LossSession = "joule-store"
-
-// CodeLossAccepted is the code of the receipt `joule store accept-loss`
-// seals.
-const CodeLossAccepted = "store-loss-accepted"
-
-// acceptLoss seals, into LossSession, a receipt that records what the
-// witness remembered and what the store holds now, and re-anchors the
-// witness there.
+// acceptLoss accepts the loss of a store its witness refused
+// (gate.AcceptLoss) and says what was found, recorded and kept.
 func acceptLoss(ctx context.Context, e *env, ep *endpoint) error {
 	before := ep.witnessProblem(ctx)
 	sealer, err := ep.id.Sealer()
 	if err != nil {
 		return err
 	}
-	now := time.Now()
-	var summary string
-	en, kept, err := ep.store.AcceptLoss(ctx, LossSession, func(pos store.Position, witnessed *store.Checkpoint, cur store.Checkpoint) ([]byte, error) {
-		env, s, err := lossReceipt(sealer, pos, witnessed, cur, before, now, ep.home)
-		summary = s
-		return env, err
-	})
+	loss, err := (&gate.Gate{Store: ep.store, Sealer: sealer}).AcceptLoss(ctx, before, ep.home)
 	if err != nil {
 		return err
 	}
+	en := loss.Entry
 	if before == nil {
 		fmt.Fprintln(e.stdout, "note     the store matched its witness; the witness is re-anchored anyway")
 	} else {
 		fmt.Fprintf(e.stdout, "found    %v\n", errors.Unwrap(before))
 	}
-	fmt.Fprintf(e.stdout, "recorded %s\n", summary)
+	fmt.Fprintf(e.stdout, "recorded %s\n", loss.Summary)
 	fmt.Fprintf(e.stdout, "receipt  session %s seq %d (log index %d), %s\n", en.Session, en.Seq, en.Index, core.ID(en.Hash))
-	for _, k := range kept {
+	for _, k := range loss.Kept {
 		fmt.Fprintf(e.stdout, "kept     %s (the replaced witness)\n", k)
 	}
 	fmt.Fprintf(e.stdout, "witness  re-anchored at log size %d\n", en.Index+1)
@@ -126,28 +112,6 @@ func acceptLoss(ctx context.Context, e *env, ep *endpoint) error {
 		fmt.Fprintln(e.stdout, "grants   none left in the store: run 'joule init' to issue one")
 	}
 	return nil
-}
-
-// lossReceipt seals the receipt of an accepted loss at pos: what the
-// witness remembered (witnessed, nil when unreadable), what the store holds
-// now (cur), and found, the witness's complaint, nil when there was none.
-// It returns the envelope and the receipt's summary.
-func lossReceipt(sealer *core.Sealer, pos store.Position, witnessed *store.Checkpoint, cur store.Checkpoint, found error, now time.Time, cwd string) ([]byte, string, error) {
-	lost := "no readable witness"
-	var digest core.ID
-	if witnessed != nil {
-		lost = fmt.Sprintf("witnessed log size %d root %s", witnessed.Size, witnessed.Root)
-		digest = core.Sum(witnessed.Text())
-	}
-	summary := fmt.Sprintf("store loss accepted: %s; store now log size %d root %s", lost, cur.Size, cur.Root)
-	reason := "the store was found smaller than, or not an extension of, its witness, and the loss was accepted"
-	if found != nil {
-		reason = receipts.Truncate(found.Error(), 900)
-	}
-	env, err := receipts.SealDecision(sealer, receipts.Link{Session: pos.Session, Sequence: pos.Seq, Prev: pos.Prev},
-		receipts.Act{Time: now, Tool: "joule store accept-loss", InputDigest: digest, Summary: summary, Cwd: cwd,
-			Decision: receipts.Allow, Code: CodeLossAccepted, Reason: reason})
-	return env, summary, err
 }
 
 func truncate(s string, n int) string {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/hex"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -31,6 +32,19 @@ var goldenNonce = strings.Repeat("0", 32)
 // CBOR around them is unchanged).
 func pinnedPayload(t *testing.T, v *core.Verifier, env []byte) []byte {
 	t.Helper()
+	payload, d := pinNonce(t, v, env)
+	// prev, the chain hash of the receipt before, hashes that one's nonce.
+	prev := append([]byte{0x58, 0x20}, d.Prev[:]...)
+	if d.Prev != (core.ID{}) && bytes.Count(payload, prev) != 1 {
+		t.Fatalf("prev %s appears %d times", d.Prev, bytes.Count(payload, prev))
+	}
+	return bytes.Replace(payload, prev, append([]byte{0x58, 0x20}, make([]byte, 32)...), 1)
+}
+
+// pinNonce is the payload of env, verified with v, its nonce replaced by
+// goldenNonce, and the decision it holds.
+func pinNonce(t *testing.T, v *core.Verifier, env []byte) ([]byte, *receipts.Decision) {
+	t.Helper()
 	payload, err := v.Open(env)
 	if err != nil {
 		t.Fatal(err)
@@ -43,13 +57,7 @@ func pinnedPayload(t *testing.T, v *core.Verifier, env []byte) []byte {
 	if bytes.Count(payload, []byte(nonce)) != 1 {
 		t.Fatalf("nonce %s appears %d times", nonce, bytes.Count(payload, []byte(nonce)))
 	}
-	payload = bytes.Replace(payload, []byte(nonce), []byte(goldenNonce), 1)
-	// prev, the chain hash of the receipt before, hashes that one's nonce.
-	prev := append([]byte{0x58, 0x20}, a.Decision.Prev[:]...)
-	if a.Decision.Prev != (core.ID{}) && bytes.Count(payload, prev) != 1 {
-		t.Fatalf("prev %s appears %d times", a.Decision.Prev, bytes.Count(payload, prev))
-	}
-	return bytes.Replace(payload, prev, append([]byte{0x58, 0x20}, make([]byte, 32)...), 1)
+	return bytes.Replace(payload, []byte(nonce), []byte(goldenNonce), 1), a.Decision
 }
 
 // checkGolden compares got, by case name, with the golden file's payloads.
@@ -173,4 +181,42 @@ func TestSealedDecisionGolden(t *testing.T) {
 		}
 	}
 	checkGolden(t, "decision-receipts.golden", got)
+}
+
+// TestLossReceiptGolden pins the payload of the receipt AcceptLoss seals,
+// byte for byte but for its nonce: the bytes `joule store accept-loss`
+// sealed before it moved here from cmd/joule.
+func TestLossReceiptGolden(t *testing.T) {
+	seed := core.Sum([]byte("loss golden"))
+	key := ed25519.NewKeyFromSeed(seed[:])
+	sealer, err := core.NewSealer("loss.golden", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verifier, _ := core.NewVerifier("loss.golden", key.Public().(ed25519.PublicKey))
+	now := time.Date(2026, 3, 4, 5, 6, 7, 8_000_000, time.UTC)
+	witnessed := &store.Checkpoint{Origin: "joule receipts log loss.golden", Size: 4, Root: [32]byte{1, 2, 3}}
+	cur := store.Checkpoint{Origin: "joule receipts log loss.golden", Size: 2, Root: [32]byte{9, 8, 7}}
+	pos := store.Position{Session: LossSession, Seq: 3, Prev: [32]byte{5}, Index: 2}
+	found := fmt.Errorf("%w: the witness remembers 4 receipts, the store holds 2", store.ErrRolledBack)
+	got := map[string][]byte{}
+	for _, c := range []struct {
+		name      string
+		witnessed *store.Checkpoint
+		found     error
+	}{
+		{"rolled-back", witnessed, found},
+		{"no-witness", nil, found},
+		{"no-complaint", witnessed, nil},
+		{"long-complaint", witnessed, errors.New(strings.Repeat("w", 1000))},
+	} {
+		act := lossAct(c.witnessed, cur, c.found)
+		act.Time, act.Cwd = now, "/golden/home"
+		env, err := receipts.SealDecision(sealer, link(pos), act)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[c.name], _ = pinNonce(t, verifier, env) // prev is given here, not drawn
+	}
+	checkGolden(t, "loss-receipts.golden", got)
 }
