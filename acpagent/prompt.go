@@ -757,7 +757,7 @@ func (a *Agent) sealOp(opID core.ID, tier core.Tier, uj uint64, e store.Entry) e
 	if a.opt.OpsDir == "" {
 		return nil
 	}
-	env, err := a.opt.Gate.Sealer.Seal(&core.Receipt{OpID: opID.String(), Tier: tier, EstimatedUJ: uj, Provenance: core.Estimator, Sequence: e.Seq})
+	env, err := a.opt.Gate.Sealer.Seal(&core.OpReceipt{OpID: opID.String(), Tier: tier, EstimatedUJ: uj, Provenance: core.Estimator, Sequence: e.Seq})
 	if err != nil {
 		return err
 	}

@@ -587,7 +587,7 @@ func checkReceipt(o *object, verifier *core.Verifier, sealer *core.Sealer, sealE
 	if verr != nil {
 		return "", fmt.Errorf("rejected a valid envelope: %w", verr)
 	}
-	var r core.Receipt
+	var r core.OpReceipt
 	if err := o.get("core", &r); err != nil {
 		return "", err
 	}

@@ -414,8 +414,8 @@ func addL(sig []byte) []byte {
 
 type receiptCase struct {
 	name   string
-	core   core.Receipt
-	forge  func(r *core.Receipt) []byte // nil: sealed honestly
+	core   core.OpReceipt
+	forge  func(r *core.OpReceipt) []byte // nil: sealed honestly
 	reason string
 }
 
@@ -432,14 +432,14 @@ func genReceipts() (any, error) {
 		id, _ := ops[i].op.ID()
 		return id.String()
 	}
-	base := func(i int, tier core.Tier, prov core.Provenance, est uint64, measured *uint64, seq uint64) core.Receipt {
+	base := func(i int, tier core.Tier, prov core.Provenance, est uint64, measured *uint64, seq uint64) core.OpReceipt {
 		n := sha256.Sum256([]byte(fmt.Sprintf("nonce %d", seq)))
-		return core.Receipt{Profile: core.Profile, OpID: opID(i), Tier: tier, EstimatedUJ: est, MeasuredUJ: measured,
+		return core.OpReceipt{Profile: core.Profile, OpID: opID(i), Tier: tier, EstimatedUJ: est, MeasuredUJ: measured,
 			Provenance: prov, Sequence: seq, Nonce: hex.EncodeToString(n[:16]), Steward: Steward}
 	}
 	ph := func(pairs ...[]byte) []byte { return enc(rawMap(pairs...)) }
 	goodPH := ph(enc(1), enc(-8), enc(4), enc([]byte(Steward)))
-	payloadOf := func(r *core.Receipt) []byte { return enc(r) }
+	payloadOf := func(r *core.OpReceipt) []byte { return enc(r) }
 	cases := []receiptCase{
 		{name: "valid-estimator", core: base(0, core.L0, core.Estimator, 1, nil, 1)},
 		{name: "valid-modelbased", core: base(1, core.L1, core.ModelBased, 10, nil, 2)},
@@ -448,92 +448,92 @@ func genReceipts() (any, error) {
 		{name: "valid-l4-above-2^32", core: base(4, core.L4, core.Estimator, 1<<33+7, nil, 1<<32)},
 		{name: "valid-uint64-max", core: base(5, core.L1, core.HwShunt, math.MaxUint64, u64(math.MaxUint64), math.MaxUint64)},
 		{name: "valid-sequence-zero", core: base(6, core.L2, core.Estimator, 0, nil, 0)},
-		{name: "neg-alg-es256", core: base(0, core.L0, core.Estimator, 1, nil, 10), reason: "alg-not-eddsa", forge: func(r *core.Receipt) []byte {
+		{name: "neg-alg-es256", core: base(0, core.L0, core.Estimator, 1, nil, 10), reason: "alg-not-eddsa", forge: func(r *core.OpReceipt) []byte {
 			return signCOSE(key, ph(enc(1), enc(-7), enc(4), enc([]byte(Steward))), payloadOf(r), true, nil)
 		}},
-		{name: "neg-alg-missing", core: base(0, core.L0, core.Estimator, 1, nil, 11), reason: "missing-alg", forge: func(r *core.Receipt) []byte {
+		{name: "neg-alg-missing", core: base(0, core.L0, core.Estimator, 1, nil, 11), reason: "missing-alg", forge: func(r *core.OpReceipt) []byte {
 			return signCOSE(key, ph(enc(4), enc([]byte(Steward))), payloadOf(r), true, nil)
 		}},
-		{name: "neg-kid-missing", core: base(0, core.L0, core.Estimator, 1, nil, 12), reason: "kid-mismatch", forge: func(r *core.Receipt) []byte {
+		{name: "neg-kid-missing", core: base(0, core.L0, core.Estimator, 1, nil, 12), reason: "kid-mismatch", forge: func(r *core.OpReceipt) []byte {
 			return signCOSE(key, ph(enc(1), enc(-8)), payloadOf(r), true, nil)
 		}},
-		{name: "neg-kid-other-steward", core: base(0, core.L0, core.Estimator, 1, nil, 13), reason: "kid-mismatch", forge: func(r *core.Receipt) []byte {
+		{name: "neg-kid-other-steward", core: base(0, core.L0, core.Estimator, 1, nil, 13), reason: "kid-mismatch", forge: func(r *core.OpReceipt) []byte {
 			return signCOSE(key, ph(enc(1), enc(-8), enc(4), enc([]byte("other.joule.example"))), payloadOf(r), true, nil)
 		}},
-		{name: "neg-extra-protected-label", core: base(0, core.L0, core.Estimator, 1, nil, 14), reason: "envelope-schema", forge: func(r *core.Receipt) []byte {
+		{name: "neg-extra-protected-label", core: base(0, core.L0, core.Estimator, 1, nil, 14), reason: "envelope-schema", forge: func(r *core.OpReceipt) []byte {
 			return signCOSE(key, ph(enc(1), enc(-8), enc(3), enc(60), enc(4), enc([]byte(Steward))), payloadOf(r), true, nil)
 		}},
-		{name: "neg-payload-steward-differs", core: base(0, core.L0, core.Estimator, 1, nil, 15), reason: "steward-mismatch", forge: func(r *core.Receipt) []byte {
+		{name: "neg-payload-steward-differs", core: base(0, core.L0, core.Estimator, 1, nil, 15), reason: "steward-mismatch", forge: func(r *core.OpReceipt) []byte {
 			r.Steward = "other.joule.example"
 			return signCOSE(key, goodPH, payloadOf(r), true, nil)
 		}},
-		{name: "neg-hwshunt-without-measured", core: base(0, core.L0, core.HwShunt, 1, nil, 16), reason: "provenance-coupling", forge: func(r *core.Receipt) []byte {
+		{name: "neg-hwshunt-without-measured", core: base(0, core.L0, core.HwShunt, 1, nil, 16), reason: "provenance-coupling", forge: func(r *core.OpReceipt) []byte {
 			return signCOSE(key, goodPH, payloadOf(r), true, nil)
 		}},
-		{name: "neg-estimator-with-measured", core: base(0, core.L0, core.Estimator, 1, u64(1), 17), reason: "provenance-coupling", forge: func(r *core.Receipt) []byte {
+		{name: "neg-estimator-with-measured", core: base(0, core.L0, core.Estimator, 1, u64(1), 17), reason: "provenance-coupling", forge: func(r *core.OpReceipt) []byte {
 			return signCOSE(key, goodPH, payloadOf(r), true, nil)
 		}},
-		{name: "neg-modelbased-with-measured", core: base(0, core.L0, core.ModelBased, 1, u64(0), 18), reason: "provenance-coupling", forge: func(r *core.Receipt) []byte {
+		{name: "neg-modelbased-with-measured", core: base(0, core.L0, core.ModelBased, 1, u64(0), 18), reason: "provenance-coupling", forge: func(r *core.OpReceipt) []byte {
 			return signCOSE(key, goodPH, payloadOf(r), true, nil)
 		}},
-		{name: "neg-flipped-signature-bit", core: base(0, core.L0, core.Estimator, 1, nil, 19), reason: "bad-signature", forge: func(r *core.Receipt) []byte {
+		{name: "neg-flipped-signature-bit", core: base(0, core.L0, core.Estimator, 1, nil, 19), reason: "bad-signature", forge: func(r *core.OpReceipt) []byte {
 			return signCOSE(key, goodPH, payloadOf(r), true, func(sig []byte) { sig[10] ^= 0x01 })
 		}},
-		{name: "neg-signed-by-other-key", core: base(0, core.L0, core.Estimator, 1, nil, 20), reason: "bad-signature", forge: func(r *core.Receipt) []byte {
+		{name: "neg-signed-by-other-key", core: base(0, core.L0, core.Estimator, 1, nil, 20), reason: "bad-signature", forge: func(r *core.OpReceipt) []byte {
 			return signCOSE(fixtureKey("intruder"), goodPH, payloadOf(r), true, nil)
 		}},
-		{name: "neg-payload-keys-out-of-order", core: base(0, core.L0, core.Estimator, 1, nil, 21), reason: "non-canonical-payload", forge: func(r *core.Receipt) []byte {
+		{name: "neg-payload-keys-out-of-order", core: base(0, core.L0, core.Estimator, 1, nil, 21), reason: "non-canonical-payload", forge: func(r *core.OpReceipt) []byte {
 			p := rawMap(enc("steward"), enc(r.Steward), enc("tier"), enc(r.Tier), enc("nonce"), enc(r.Nonce), enc("op_id"), enc(r.OpID),
 				enc("sequence"), enc(r.Sequence), enc("jc_receipt"), enc(r.Profile), enc("estimated_uj"), enc(r.EstimatedUJ), enc("energy_provenance"), enc(r.Provenance))
 			return signCOSE(key, goodPH, p, true, nil)
 		}},
-		{name: "neg-payload-non-shortest-integer", core: base(0, core.L0, core.Estimator, 1, nil, 22), reason: "non-canonical-payload", forge: func(r *core.Receipt) []byte {
+		{name: "neg-payload-non-shortest-integer", core: base(0, core.L0, core.Estimator, 1, nil, 22), reason: "non-canonical-payload", forge: func(r *core.OpReceipt) []byte {
 			p := rawMap(enc("tier"), enc(r.Tier), enc("nonce"), enc(r.Nonce), enc("op_id"), enc(r.OpID), enc("steward"), enc(r.Steward),
 				enc("sequence"), []byte{0x19, 0x00, 0x16}, enc("jc_receipt"), enc(r.Profile), enc("estimated_uj"), enc(r.EstimatedUJ), enc("energy_provenance"), enc(r.Provenance))
 			return signCOSE(key, goodPH, p, true, nil)
 		}},
-		{name: "neg-payload-unknown-key", core: base(0, core.L0, core.Estimator, 1, nil, 23), reason: "payload-schema", forge: func(r *core.Receipt) []byte {
+		{name: "neg-payload-unknown-key", core: base(0, core.L0, core.Estimator, 1, nil, 23), reason: "payload-schema", forge: func(r *core.OpReceipt) []byte {
 			p := rawMap(enc("tier"), enc(r.Tier), enc("extra"), enc(1), enc("nonce"), enc(r.Nonce), enc("op_id"), enc(r.OpID), enc("steward"), enc(r.Steward),
 				enc("sequence"), enc(r.Sequence), enc("jc_receipt"), enc(r.Profile), enc("estimated_uj"), enc(r.EstimatedUJ), enc("energy_provenance"), enc(r.Provenance))
 			return signCOSE(key, goodPH, p, true, nil)
 		}},
-		{name: "neg-payload-measured-null", core: base(0, core.L0, core.HwShunt, 1, nil, 24), reason: "payload-schema", forge: func(r *core.Receipt) []byte {
+		{name: "neg-payload-measured-null", core: base(0, core.L0, core.HwShunt, 1, nil, 24), reason: "payload-schema", forge: func(r *core.OpReceipt) []byte {
 			p := rawMap(enc("tier"), enc(r.Tier), enc("nonce"), enc(r.Nonce), enc("op_id"), enc(r.OpID), enc("steward"), enc(r.Steward),
 				enc("sequence"), enc(r.Sequence), enc("jc_receipt"), enc(r.Profile), enc("measured_uj"), []byte{0xf6}, enc("estimated_uj"), enc(r.EstimatedUJ), enc("energy_provenance"), enc(r.Provenance))
 			return signCOSE(key, goodPH, p, true, nil)
 		}},
-		{name: "neg-payload-float-estimate", core: base(0, core.L0, core.Estimator, 1, nil, 25), reason: "payload-schema", forge: func(r *core.Receipt) []byte {
+		{name: "neg-payload-float-estimate", core: base(0, core.L0, core.Estimator, 1, nil, 25), reason: "payload-schema", forge: func(r *core.OpReceipt) []byte {
 			p := rawMap(enc("tier"), enc(r.Tier), enc("nonce"), enc(r.Nonce), enc("op_id"), enc(r.OpID), enc("steward"), enc(r.Steward),
 				enc("sequence"), enc(r.Sequence), enc("jc_receipt"), enc(r.Profile), enc("estimated_uj"), []byte{0xf9, 0x3c, 0x00}, enc("energy_provenance"), enc(r.Provenance))
 			return signCOSE(key, goodPH, p, true, nil)
 		}},
-		{name: "neg-untagged", core: base(0, core.L0, core.Estimator, 1, nil, 26), reason: "envelope-schema", forge: func(r *core.Receipt) []byte {
+		{name: "neg-untagged", core: base(0, core.L0, core.Estimator, 1, nil, 26), reason: "envelope-schema", forge: func(r *core.OpReceipt) []byte {
 			return signCOSE(key, goodPH, payloadOf(r), false, nil)
 		}},
-		{name: "neg-unprotected-not-empty", core: base(0, core.L0, core.Estimator, 1, nil, 27), reason: "unprotected-not-empty", forge: func(r *core.Receipt) []byte {
+		{name: "neg-unprotected-not-empty", core: base(0, core.L0, core.Estimator, 1, nil, 27), reason: "unprotected-not-empty", forge: func(r *core.OpReceipt) []byte {
 			b := signCOSE(key, goodPH, payloadOf(r), true, nil)
 			// Swap the empty unprotected map for { 4: kid }: not signed, so the
 			// signature still verifies and only the header rule rejects it.
 			i := 2 + len(goodPH)
 			return append(append(append([]byte{}, b[:i]...), rawMap(enc(4), enc([]byte(Steward)))...), b[i+1:]...)
 		}},
-		{name: "neg-wrong-profile", core: base(0, core.L0, core.Estimator, 1, nil, 28), reason: "payload-schema", forge: func(r *core.Receipt) []byte {
+		{name: "neg-wrong-profile", core: base(0, core.L0, core.Estimator, 1, nil, 28), reason: "payload-schema", forge: func(r *core.OpReceipt) []byte {
 			r.Profile = "joule-code/2"
 			return signCOSE(key, goodPH, payloadOf(r), true, nil)
 		}},
-		{name: "neg-nonce-uppercase", core: base(0, core.L0, core.Estimator, 1, nil, 29), reason: "payload-schema", forge: func(r *core.Receipt) []byte {
+		{name: "neg-nonce-uppercase", core: base(0, core.L0, core.Estimator, 1, nil, 29), reason: "payload-schema", forge: func(r *core.OpReceipt) []byte {
 			r.Nonce = strings.ToUpper(r.Nonce)
 			return signCOSE(key, goodPH, payloadOf(r), true, nil)
 		}},
-		{name: "neg-nonce-30-digits", core: base(0, core.L0, core.Estimator, 1, nil, 30), reason: "payload-schema", forge: func(r *core.Receipt) []byte {
+		{name: "neg-nonce-30-digits", core: base(0, core.L0, core.Estimator, 1, nil, 30), reason: "payload-schema", forge: func(r *core.OpReceipt) []byte {
 			r.Nonce = r.Nonce[:30]
 			return signCOSE(key, goodPH, payloadOf(r), true, nil)
 		}},
-		{name: "neg-tier-L5", core: base(0, core.L0, core.Estimator, 1, nil, 31), reason: "payload-schema", forge: func(r *core.Receipt) []byte {
+		{name: "neg-tier-L5", core: base(0, core.L0, core.Estimator, 1, nil, 31), reason: "payload-schema", forge: func(r *core.OpReceipt) []byte {
 			r.Tier = "L5"
 			return signCOSE(key, goodPH, payloadOf(r), true, nil)
 		}},
-		{name: "neg-provenance-unknown", core: base(0, core.L0, core.Estimator, 1, nil, 32), reason: "payload-schema", forge: func(r *core.Receipt) []byte {
+		{name: "neg-provenance-unknown", core: base(0, core.L0, core.Estimator, 1, nil, 32), reason: "payload-schema", forge: func(r *core.OpReceipt) []byte {
 			r.Provenance = "Guess"
 			return signCOSE(key, goodPH, payloadOf(r), true, nil)
 		}},

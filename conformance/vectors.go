@@ -55,11 +55,11 @@ type ReceiptFile struct {
 }
 
 type ReceiptVector struct {
-	Name         string       `json:"name"`
-	Core         core.Receipt `json:"core"`
-	COSESign1Hex string       `json:"cose_sign1_hex"`
-	Valid        bool         `json:"valid"`
-	Reason       string       `json:"reason,omitempty"`
+	Name         string         `json:"name"`
+	Core         core.OpReceipt `json:"core"`
+	COSESign1Hex string         `json:"cose_sign1_hex"`
+	Valid        bool           `json:"valid"`
+	Reason       string         `json:"reason,omitempty"`
 }
 
 // CascadeFile is cascade_vectors.json (C4).

@@ -49,8 +49,8 @@ func TestCanonicalGolden(t *testing.T) {
 	cases := map[string]func() ([]byte, error){
 		"coding_op":         op.Canonical,
 		"signed_op":         signed.Encode,
-		"receipt_estimator": (&Receipt{Profile: Profile, OpID: Sum(nil).String(), Tier: L2, EstimatedUJ: 1000, Provenance: Estimator, Sequence: 7, Nonce: strings.Repeat("0a", 16), Steward: "s.example"}).Canonical,
-		"receipt_hwshunt":   (&Receipt{Profile: Profile, OpID: Sum(nil).String(), Tier: L3, EstimatedUJ: 1 << 40, MeasuredUJ: &measured, Provenance: HwShunt, Sequence: 1 << 32, Nonce: strings.Repeat("ff", 16), Steward: "s.example"}).Canonical,
+		"receipt_estimator": (&OpReceipt{Profile: Profile, OpID: Sum(nil).String(), Tier: L2, EstimatedUJ: 1000, Provenance: Estimator, Sequence: 7, Nonce: strings.Repeat("0a", 16), Steward: "s.example"}).Canonical,
+		"receipt_hwshunt":   (&OpReceipt{Profile: Profile, OpID: Sum(nil).String(), Tier: L3, EstimatedUJ: 1 << 40, MeasuredUJ: &measured, Provenance: HwShunt, Sequence: 1 << 32, Nonce: strings.Repeat("ff", 16), Steward: "s.example"}).Canonical,
 		"tree": func() ([]byte, error) {
 			t, _ := Files{"z": nil, "aa/b": []byte("b"), "c": []byte("c")}.Tree()
 			return t.Canonical()

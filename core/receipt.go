@@ -31,8 +31,11 @@ const (
 // Valid reports whether p is one of the three provenance tags.
 func (p Provenance) Valid() bool { return p == HwShunt || p == ModelBased || p == Estimator }
 
-// Receipt is the signed core of a JCR-1 receipt, profile joule-code/1.
-type Receipt struct {
+// OpReceipt is the signed core of a JCR-1 receipt, profile joule-code/1:
+// the receipt of one coding operation (Joule Code §6). It is not one of
+// joule's session receipts, the decision and efficiency receipts of
+// package receipts, which ride in the same envelope.
+type OpReceipt struct {
 	Profile     string     `cbor:"jc_receipt" json:"jc_receipt"`
 	OpID        string     `cbor:"op_id" json:"op_id"`
 	Tier        Tier       `cbor:"tier" json:"tier"`
@@ -66,7 +69,7 @@ func NewNonce() (string, error) {
 }
 
 // Validate checks the core's schema rules, the provenance coupling among them.
-func (r *Receipt) Validate() error {
+func (r *OpReceipt) Validate() error {
 	switch {
 	case r.Profile != Profile:
 		return rejectf("payload-schema", "jc_receipt is %q, want %q", r.Profile, Profile)
@@ -107,16 +110,26 @@ func ValidNonce(s string) bool {
 }
 
 // Canonical returns the receipt core's canonical CBOR.
-func (r *Receipt) Canonical() ([]byte, error) {
+func (r *OpReceipt) Canonical() ([]byte, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
 	return encMode.Marshal(r)
 }
 
-// DecodeReceipt decodes a canonical receipt core and validates it.
-func DecodeReceipt(b []byte) (*Receipt, error) {
-	r := new(Receipt)
+// Receipt is the former name of OpReceipt.
+//
+// Deprecated: use OpReceipt.
+type Receipt = OpReceipt
+
+// DecodeReceipt is the former name of DecodeOpReceipt.
+//
+// Deprecated: use DecodeOpReceipt.
+func DecodeReceipt(b []byte) (*OpReceipt, error) { return DecodeOpReceipt(b) }
+
+// DecodeOpReceipt decodes a canonical JCR-1 receipt core and validates it.
+func DecodeOpReceipt(b []byte) (*OpReceipt, error) {
+	r := new(OpReceipt)
 	if err := decMode.Unmarshal(b, r); err != nil {
 		return nil, rejectf("payload-schema", "%v", describeDecodeError(err))
 	}
@@ -178,7 +191,7 @@ func (s *Sealer) Steward() string { return s.steward }
 
 // Seal fills in r.Steward (and r.Profile and r.Nonce when empty), then
 // returns the tagged COSE_Sign1 envelope over r's canonical core.
-func (s *Sealer) Seal(r *Receipt) ([]byte, error) {
+func (s *Sealer) Seal(r *OpReceipt) ([]byte, error) {
 	if r.Profile == "" {
 		r.Profile = Profile
 	}
@@ -238,12 +251,12 @@ func NewVerifier(steward string, key ed25519.PublicKey) (*Verifier, error) {
 }
 
 // Verify checks a JCR-1 envelope and returns its receipt core.
-func (v *Verifier) Verify(envelope []byte) (*Receipt, error) {
+func (v *Verifier) Verify(envelope []byte) (*OpReceipt, error) {
 	payload, err := v.Open(envelope)
 	if err != nil {
 		return nil, err
 	}
-	r, err := DecodeReceipt(payload)
+	r, err := DecodeOpReceipt(payload)
 	if err != nil {
 		return nil, err
 	}
@@ -255,7 +268,8 @@ func (v *Verifier) Verify(envelope []byte) (*Receipt, error) {
 
 // Open checks everything about an envelope but its payload's schema: the
 // tag, canonical form, headers, and signature; it returns the payload bytes.
-// Receipt kinds other than joule-code/1 decode the payload themselves.
+// Receipt kinds other than joule-code/1 (the session receipts of package
+// receipts) decode the payload themselves.
 func (v *Verifier) Open(envelope []byte) ([]byte, error) {
 	if len(envelope) == 0 || envelope[0] != 0xd2 {
 		return nil, rejectf("envelope-schema", "not a tagged COSE_Sign1 (tag 18)")

@@ -28,9 +28,9 @@ func testSealer(t testing.TB) (*Sealer, *Verifier) {
 	return s, v
 }
 
-func sampleReceipt() *Receipt {
+func sampleReceipt() *OpReceipt {
 	id, _ := sampleOp().ID()
-	return &Receipt{OpID: id.String(), Tier: L1, EstimatedUJ: 10, Provenance: Estimator, Sequence: 3}
+	return &OpReceipt{OpID: id.String(), Tier: L1, EstimatedUJ: 10, Provenance: Estimator, Sequence: 3}
 }
 
 func TestSealVerify(t *testing.T) {
@@ -38,17 +38,17 @@ func TestSealVerify(t *testing.T) {
 	measured := uint64(7)
 	tests := []struct {
 		name    string
-		r       Receipt
+		r       OpReceipt
 		wantErr string
 	}{
 		{"estimator", *sampleReceipt(), ""},
-		{"modelbased", Receipt{OpID: Sum(nil).String(), Tier: L3, EstimatedUJ: 1e6, Provenance: ModelBased}, ""},
-		{"hwshunt", Receipt{OpID: Sum(nil).String(), Tier: L0, EstimatedUJ: 1, MeasuredUJ: &measured, Provenance: HwShunt}, ""},
-		{"hwshunt without measured", Receipt{OpID: Sum(nil).String(), Tier: L0, Provenance: HwShunt}, "provenance-coupling"},
-		{"estimator with measured", Receipt{OpID: Sum(nil).String(), Tier: L0, MeasuredUJ: &measured, Provenance: Estimator}, "provenance-coupling"},
-		{"bad tier", Receipt{OpID: Sum(nil).String(), Tier: "L9", Provenance: Estimator}, "payload-schema"},
-		{"bad op id", Receipt{OpID: "nope", Tier: L0, Provenance: Estimator}, "payload-schema"},
-		{"bad provenance", Receipt{OpID: Sum(nil).String(), Tier: L0, Provenance: "Vibes"}, "payload-schema"},
+		{"modelbased", OpReceipt{OpID: Sum(nil).String(), Tier: L3, EstimatedUJ: 1e6, Provenance: ModelBased}, ""},
+		{"hwshunt", OpReceipt{OpID: Sum(nil).String(), Tier: L0, EstimatedUJ: 1, MeasuredUJ: &measured, Provenance: HwShunt}, ""},
+		{"hwshunt without measured", OpReceipt{OpID: Sum(nil).String(), Tier: L0, Provenance: HwShunt}, "provenance-coupling"},
+		{"estimator with measured", OpReceipt{OpID: Sum(nil).String(), Tier: L0, MeasuredUJ: &measured, Provenance: Estimator}, "provenance-coupling"},
+		{"bad tier", OpReceipt{OpID: Sum(nil).String(), Tier: "L9", Provenance: Estimator}, "payload-schema"},
+		{"bad op id", OpReceipt{OpID: "nope", Tier: L0, Provenance: Estimator}, "payload-schema"},
+		{"bad provenance", OpReceipt{OpID: Sum(nil).String(), Tier: L0, Provenance: "Vibes"}, "payload-schema"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -136,7 +136,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	r := &core.Receipt{OpID: opID.String(), Tier: opened.Op.Tier, EstimatedUJ: 10, Provenance: core.Estimator, Sequence: 1}
+	r := &core.OpReceipt{OpID: opID.String(), Tier: opened.Op.Tier, EstimatedUJ: 10, Provenance: core.Estimator, Sequence: 1}
 	env, err := sealer.Seal(r)
 	if err != nil {
 		return err

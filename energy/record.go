@@ -206,7 +206,7 @@ func callOf(rec *Record) receipts.Call {
 	}
 	c := receipts.Call{TimeMS: uint64(when.UnixMilli()), Model: rec.Model, InputTokens: rec.Usage.Input, CachedInputTokens: rec.Usage.CachedInput,
 		CacheWriteTokens: rec.Usage.CacheWrite, OutputTokens: rec.Usage.Output, EstimatedUJ: rec.Estimate.UJ, Status: receipts.StatusIncomplete,
-		Note: truncate(rec.Note, MaxNote), Nonce: rec.Nonce, MaxOutputRequested: rec.MaxOutputRequested, MaxOutputFitted: rec.MaxOutputFitted}
+		Note: receipts.Truncate(rec.Note, MaxNote), Nonce: rec.Nonce, MaxOutputRequested: rec.MaxOutputRequested, MaxOutputFitted: rec.MaxOutputFitted}
 	if rec.Complete {
 		c.Status = receipts.StatusComplete
 	}
@@ -271,16 +271,6 @@ func (r *Recorder) seal(c *receipts.Efficiency, pos store.Position, nonce string
 
 var payloads = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xc0 == 0x80 { // do not cut a UTF-8 sequence
-		n--
-	}
-	return s[:n] + "…"
-}
-
 // Refusal is a model call the meter refused before forwarding it: it is a
 // decision, and is sealed as one (a deny, debiting nothing).
 type Refusal struct {
@@ -303,28 +293,11 @@ func (r *Recorder) SealRefusal(ctx context.Context, ref Refusal) (store.Entry, e
 	if when.IsZero() {
 		when = time.Now()
 	}
-	grants := ref.Grants
-	if grants == nil {
-		grants = []string{}
-	}
-	digest := core.Sum(ref.Body)
+	act := receipts.Act{Time: when, Tool: "model-call", InputDigest: core.Sum(ref.Body),
+		Summary: receipts.Truncate("model call "+ref.Model+" to "+ref.Path, 200), Cwd: "-",
+		Decision: receipts.Deny, Code: ref.Code, Reason: ref.Reason, Grants: ref.Grants}
 	return r.Store.Seal(ctx, store.SealRequest{Session: ref.Session, Build: func(pos store.Position, _ error) ([]byte, bool, error) {
-		nonce, err := core.NewNonce()
-		if err != nil {
-			return nil, false, err
-		}
-		d := &receipts.Decision{
-			Kind: receipts.KindDecision, Session: pos.Session, Sequence: pos.Seq, Prev: core.ID(pos.Prev),
-			TimeMS: uint64(when.UnixMilli()), Tool: "model-call", InputDigest: digest,
-			Summary: truncate("model call "+ref.Model+" to "+ref.Path, 200), Cwd: "-", Decision: receipts.Deny,
-			Code: ref.Code, Reason: truncate(ref.Reason, MaxNote), Grants: grants, Provenance: core.Estimator,
-			Nonce: nonce, Steward: r.Sealer.Steward(),
-		}
-		payload, err := receipts.Encode(d)
-		if err != nil {
-			return nil, false, err
-		}
-		env, err := r.Sealer.SealPayload(payload)
+		env, err := receipts.SealDecision(r.Sealer, receipts.Link{Session: pos.Session, Sequence: pos.Seq, Prev: pos.Prev}, act)
 		return env, false, err
 	}})
 }

@@ -19,7 +19,7 @@ import (
 // VerdictBadRow is the verdict of a receipt that verifies but whose row
 // does not (its stored hash, sequence or prev disagree with the envelope),
 // as `joule receipts ls` calls it.
-const VerdictBadRow = "bad-row"
+const VerdictBadRow = receipts.VerdictBadRow
 
 // Row is one receipt of a chain as the page lists it: what was signed,
 // and its verdict within its chain.
@@ -263,15 +263,7 @@ func (x *index) judge(s *session, rows []store.StoredEntry) {
 	verdicts := x.keys.Verdicts(envs)[skip:]
 	for i, r := range rows {
 		v := verdicts[i]
-		if v.Verdict != receipts.VerdictOK {
-			if r.Fault != "" {
-				v.Reason += "; row: " + r.Fault
-			}
-		} else if r.Fault != "" {
-			v.Verdict, v.Reason = VerdictBadRow, r.Fault
-		} else if h := v.Receipt.Header; h.Sequence != r.Seq || h.Prev != core.ID(r.Prev) {
-			v.Verdict, v.Reason = VerdictBadRow, fmt.Sprintf("the row says seq %d, the signed receipt seq %d", r.Seq, h.Sequence)
-		}
+		v.CheckRow(r.Seq, r.Prev, r.Fault)
 		row := rowOf(r, v)
 		s.rows = append(s.rows, row)
 		s.envs = append(s.envs, blake3.Sum256(r.Envelope))

@@ -234,7 +234,7 @@ func TestReceiptsExportVerifyOffline(t *testing.T) {
 	for i := range raw {
 		c := append([]byte(nil), raw...)
 		c[i] ^= 0x04
-		envs, err := splitExport(c, "cbor")
+		envs, err := receipts.SplitExport(c, receipts.ExportCBOR)
 		if err != nil {
 			continue
 		}

@@ -2,19 +2,15 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/fxamacker/cbor/v2"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 
@@ -85,7 +81,7 @@ func runReceipts(ctx context.Context, e *env, args []string) error {
 		}
 		filter.since = t
 	}
-	if *format != "cbor" && *format != "jsonl" {
+	if *format != receipts.ExportCBOR && *format != receipts.ExportJSONL {
 		return usagef("receipts: --format must be cbor or jsonl")
 	}
 	if sub == "verify" && *pubkey != "" {
@@ -130,21 +126,18 @@ func runReceipts(ctx context.Context, e *env, args []string) error {
 		}
 		w := bufio.NewWriter(e.stdout)
 		for i, en := range rows {
-			if *format == "cbor" {
+			if *format == receipts.ExportCBOR {
 				w.Write(en.Envelope)
 				continue
 			}
-			line := map[string]any{"session": en.Session, "sequence": en.Seq, "index": en.Index, "hash": core.ID(en.Hash).String(), "envelope": core.EncodeBase64(en.Envelope), "verdict": verdicts[i].Verdict}
-			if verdicts[i].Reason != "" {
-				line["reason"] = verdicts[i].Reason
-			}
-			b, _ := json.Marshal(line)
+			b, _ := json.Marshal(receipts.ExportLine{Session: en.Session, Sequence: en.Seq, Index: en.Index, Hash: core.ID(en.Hash).String(),
+				Envelope: core.EncodeBase64(en.Envelope), Verdict: verdicts[i].Verdict, Reason: verdicts[i].Reason})
 			fmt.Fprintf(w, "%s\n", b)
 		}
 		if err := w.Flush(); err != nil {
 			return err
 		}
-		if bad, first := damaged(rows, verdicts); bad > 0 {
+		if bad, first := receipts.Damaged(verdicts); bad > 0 {
 			fmt.Fprintf(e.stderr, "joule: session %s: %d of %d receipts damaged, first at seq %d (%s); all %d exported\n", args[0], bad, len(rows), rows[first].Seq, verdicts[first].Verdict, len(rows))
 		}
 		return nil
@@ -391,14 +384,9 @@ func printJSON(e *env, v any) error {
 	return err
 }
 
-// VerdictBadRow is the verdict of a receipt that verifies but whose row
-// does not: its stored hash, sequence or prev disagree with the envelope.
-const VerdictBadRow = "bad-row"
-
 // sessionVerdicts reads a session's rows as stored, damaged ones
 // included, and judges each receipt on its own (receipts.Keys.Verdicts),
-// adding what only the row can tell: a stored hash that is not the
-// envelope's, or a SEQ column that is not the receipt's sequence.
+// adding what only the row can tell (receipts.Verdict.CheckRow).
 func sessionVerdicts(ctx context.Context, ep *endpoint, keys receipts.Keys, session string) ([]store.StoredEntry, []receipts.Verdict, error) {
 	rows, err := ep.store.SessionRows(ctx, session)
 	if err != nil {
@@ -410,42 +398,9 @@ func sessionVerdicts(ctx context.Context, ep *endpoint, keys receipts.Keys, sess
 	}
 	verdicts := keys.Verdicts(envs)
 	for i, r := range rows {
-		v := &verdicts[i]
-		if v.Verdict != receipts.VerdictOK {
-			if r.Fault != "" {
-				v.Reason += "; row: " + r.Fault
-			}
-			continue
-		}
-		if r.Fault != "" {
-			v.Verdict, v.Reason = VerdictBadRow, r.Fault
-		} else if h := receiptHeader(v.Receipt); h.Sequence != r.Seq || h.Prev != core.ID(r.Prev) {
-			v.Verdict, v.Reason = VerdictBadRow, fmt.Sprintf("the row says seq %d, the signed receipt seq %d", r.Seq, h.Sequence)
-		}
+		verdicts[i].CheckRow(r.Seq, r.Prev, r.Fault)
 	}
 	return rows, verdicts, nil
-}
-
-func receiptHeader(a *receipts.Any) receipts.Header {
-	if d := a.Decision; d != nil {
-		return receipts.Header{Session: d.Session, Sequence: d.Sequence, Prev: d.Prev}
-	}
-	f := a.Efficiency
-	return receipts.Header{Session: f.Session, Sequence: f.Sequence, Prev: f.Prev}
-}
-
-// damaged counts the receipts whose verdict is not ok and finds the first.
-func damaged(rows []store.StoredEntry, verdicts []receipts.Verdict) (n, first int) {
-	first = -1
-	for i, v := range verdicts {
-		if v.Verdict != receipts.VerdictOK {
-			if first < 0 {
-				first = i
-			}
-			n++
-		}
-	}
-	return n, first
 }
 
 // warnWitness says, on standard error, that the store is not what its
@@ -538,7 +493,7 @@ func receiptsVerify(ctx context.Context, e *env, ep *endpoint, keys receipts.Key
 			continue
 		}
 		total += len(rows)
-		if bad, first := damaged(rows, verdicts); bad > 0 {
+		if bad, first := receipts.Damaged(verdicts); bad > 0 {
 			r, v := rows[first], verdicts[first]
 			fmt.Fprintf(e.stdout, "FAIL session %s seq %d (log index %d): %s: %s", s.ID, r.Seq, r.Index, v.Verdict, v.Reason)
 			if bad > 1 {
@@ -772,79 +727,30 @@ func verifyExport(e *env, steward, pubkey, format string) error {
 	if err != nil {
 		return err
 	}
-	envs, err := splitExport(data, format)
+	envs, err := receipts.SplitExport(data, format)
 	if err != nil {
 		return err
 	}
-	if len(envs) == 0 {
-		return errors.New("the export holds no receipts")
-	}
-	// Every receipt is judged, so the first bad position is named and the
-	// damage after it is seen in full.
-	verdicts := receipts.Keys{steward: v}.Verdicts(envs)
-	bad := 0
+	verdicts, err := receipts.Keys{steward: v}.VerifyExport(envs)
 	var lastGood uint64
 	for _, vd := range verdicts {
 		if vd.Verdict == receipts.VerdictOK {
-			lastGood = receiptHeader(vd.Receipt).Sequence
+			lastGood = vd.Receipt.Sequence
 			continue
 		}
-		bad++
 		where := fmt.Sprintf("receipt %d of the export", vd.Position)
 		if vd.Receipt != nil {
-			where += fmt.Sprintf(" (seq %d)", receiptHeader(vd.Receipt).Sequence)
+			where += fmt.Sprintf(" (seq %d)", vd.Receipt.Sequence)
 		} else if lastGood > 0 {
 			where += fmt.Sprintf(" (after seq %d)", lastGood)
 		}
 		fmt.Fprintf(e.stdout, "FAIL %s: %s: %s\n", where, vd.Verdict, vd.Reason)
 	}
-	if bad > 0 {
-		first := 0
-		for verdicts[first].Verdict == receipts.VerdictOK {
-			first++
-		}
-		return fmt.Errorf("%d of %d receipts damaged; the first bad position is receipt %d of the export", bad, len(envs), first+1)
+	if err != nil {
+		return err
 	}
-	fmt.Fprintf(e.stdout, "verified: session %s, %d receipts, chain intact, sealed by %s\n", receiptHeader(verdicts[0].Receipt).Session, len(envs), steward)
+	fmt.Fprintf(e.stdout, "verified: session %s, %d receipts, chain intact, sealed by %s\n", verdicts[0].Receipt.Session, len(envs), steward)
 	return nil
-}
-
-// splitExport splits a CBOR sequence or JSON lines into envelopes.
-func splitExport(data []byte, format string) ([][]byte, error) {
-	var envs [][]byte
-	if format == "jsonl" {
-		sc := bufio.NewScanner(bytes.NewReader(data))
-		sc.Buffer(make([]byte, 1<<20), 16<<20)
-		for n := 1; sc.Scan(); n++ {
-			if len(bytes.TrimSpace(sc.Bytes())) == 0 {
-				continue
-			}
-			var line struct {
-				Envelope string `json:"envelope"`
-			}
-			if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
-				return nil, fmt.Errorf("line %d: %v", n, err)
-			}
-			b, err := base64.RawURLEncoding.Strict().DecodeString(line.Envelope)
-			if err != nil {
-				return nil, fmt.Errorf("line %d: envelope: %v", n, err)
-			}
-			envs = append(envs, b)
-		}
-		return envs, sc.Err()
-	}
-	dec := cbor.NewDecoder(bytes.NewReader(data))
-	for {
-		var raw cbor.RawMessage
-		err := dec.Decode(&raw)
-		if err == io.EOF {
-			return envs, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("receipt %d of the CBOR sequence: %v", len(envs)+1, err)
-		}
-		envs = append(envs, []byte(raw))
-	}
 }
 
 // resolveSession turns a unique prefix of a session id into the id. A

@@ -8,14 +8,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/joulehook/joule/core"
+	"github.com/joulehook/joule/core/gate"
 	"github.com/joulehook/joule/core/identity"
-	"github.com/joulehook/joule/core/receipts"
 	"github.com/joulehook/joule/core/store"
 	"github.com/joulehook/joule/tiers/config"
 )
@@ -85,63 +84,27 @@ func (ep *endpoint) witnessProblem(ctx context.Context) error {
 // recoverHint is the way out of a store refused by its witness.
 const recoverHint = "nothing is decided until the loss is accepted: inspect with 'joule store check', then run 'joule store accept-loss' to record the loss as a signed receipt and re-anchor the witness"
 
-// LossSession is the session that holds the receipts of accepted losses.
-const LossSession = "joule-store"
-
-// CodeLossAccepted is the code of the receipt `joule store accept-loss`
-// seals.
-const CodeLossAccepted = "store-loss-accepted"
-
-// acceptLoss seals, into LossSession, a receipt that records what the
-// witness remembered and what the store holds now, and re-anchors the
-// witness there.
+// acceptLoss accepts the loss of a store its witness refused
+// (gate.AcceptLoss) and says what was found, recorded and kept.
 func acceptLoss(ctx context.Context, e *env, ep *endpoint) error {
 	before := ep.witnessProblem(ctx)
 	sealer, err := ep.id.Sealer()
 	if err != nil {
 		return err
 	}
-	now := time.Now()
-	var summary string
-	en, kept, err := ep.store.AcceptLoss(ctx, LossSession, func(pos store.Position, witnessed *store.Checkpoint, cur store.Checkpoint) ([]byte, error) {
-		lost := "no readable witness"
-		var digest core.ID
-		if witnessed != nil {
-			lost = fmt.Sprintf("witnessed log size %d root %s", witnessed.Size, witnessed.Root)
-			digest = core.Sum(witnessed.Text())
-		}
-		summary = fmt.Sprintf("store loss accepted: %s; store now log size %d root %s", lost, cur.Size, cur.Root)
-		reason := "the store was found smaller than, or not an extension of, its witness, and the loss was accepted"
-		if before != nil {
-			reason = truncate(before.Error(), 900)
-		}
-		nonce, err := core.NewNonce()
-		if err != nil {
-			return nil, err
-		}
-		d := &receipts.Decision{
-			Kind: receipts.KindDecision, Session: pos.Session, Sequence: pos.Seq, Prev: core.ID(pos.Prev),
-			TimeMS: uint64(now.UnixMilli()), Tool: "joule store accept-loss", InputDigest: digest,
-			Summary: summary, Cwd: ep.home, Decision: receipts.Allow, Code: CodeLossAccepted,
-			Reason: reason, Grants: []string{}, Provenance: core.Estimator, Nonce: nonce, Steward: sealer.Steward(),
-		}
-		payload, err := receipts.Encode(d)
-		if err != nil {
-			return nil, err
-		}
-		return sealer.SealPayload(payload)
-	})
+	loss, err := (&gate.Gate{Store: ep.store, Sealer: sealer}).AcceptLoss(ctx, before, ep.home)
 	if err != nil {
 		return err
 	}
+	en := loss.Entry
 	if before == nil {
 		fmt.Fprintln(e.stdout, "note     the store matched its witness; the witness is re-anchored anyway")
 	} else {
 		fmt.Fprintf(e.stdout, "found    %v\n", errors.Unwrap(before))
 	}
-	fmt.Fprintf(e.stdout, "recorded %s\n", summary)
+	fmt.Fprintf(e.stdout, "recorded %s\n", loss.Summary)
 	fmt.Fprintf(e.stdout, "receipt  session %s seq %d (log index %d), %s\n", en.Session, en.Seq, en.Index, core.ID(en.Hash))
-	for _, k := range kept {
+	for _, k := range loss.Kept {
 		fmt.Fprintf(e.stdout, "kept     %s (the replaced witness)\n", k)
 	}
 	fmt.Fprintf(e.stdout, "witness  re-anchored at log size %d\n", en.Index+1)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/fxamacker/cbor/v2"
 
+	"github.com/joulehook/joule/core/gate"
 	"github.com/joulehook/joule/core/store/pgtest"
 )
 
@@ -144,14 +145,14 @@ func TestWitnessStoreAttacks(t *testing.T) {
 			if a.code != 0 || !strings.Contains(a.stdout, "witnessed log size 4") || !strings.Contains(a.stdout, "kept") {
 				t.Fatalf("accept-loss: %+v", a)
 			}
-			ls := joule(t, nil, env, "receipts", "ls", LossSession)
-			if ls.code != 0 || !strings.Contains(ls.stdout, CodeLossAccepted) || !strings.Contains(ls.stdout, "witnessed log size 4") {
+			ls := joule(t, nil, env, "receipts", "ls", gate.LossSession)
+			if ls.code != 0 || !strings.Contains(ls.stdout, gate.CodeLossAccepted) || !strings.Contains(ls.stdout, "witnessed log size 4") {
 				t.Errorf("the loss receipt: %+v", ls)
 			}
 			v = joule(t, nil, env, "receipts", "verify")
 			if attack == "another home's store" {
 				// Accepted, but its receipts are not this key's.
-				if v.code != 1 || !strings.Contains(v.stdout, "FAIL session o seq 1") || !strings.Contains(v.stdout, "ok   session "+LossSession) {
+				if v.code != 1 || !strings.Contains(v.stdout, "FAIL session o seq 1") || !strings.Contains(v.stdout, "ok   session "+gate.LossSession) {
 					t.Errorf("receipts verify after accepting another store: %+v", v)
 				}
 			} else if v.code != 0 {

@@ -361,29 +361,12 @@ func (g *Gate) seal(ctx context.Context, ev *Event, input []byte, v Verdict, cha
 		if final.Decision == Deny {
 			final.CostUJ = 0
 		}
-		d := &receipts.Decision{
-			Kind: receipts.KindDecision, Session: pos.Session, Sequence: pos.Seq, Prev: core.ID(pos.Prev),
-			TimeMS: uint64(now.UnixMilli()), Tool: ev.Tool, InputDigest: digest,
-			Summary: summary, Cwd: ev.Cwd, Decision: final.Decision, Code: final.Code,
-			Reason: truncateReason(final.Reason), Grants: ids, DebitUJ: final.CostUJ,
-			Provenance: core.Estimator, Steward: g.Sealer.Steward(),
-		}
-		if d.Grants == nil {
-			d.Grants = []string{}
-		}
+		act := receipts.Act{Time: now, Tool: ev.Tool, InputDigest: digest, Summary: summary, Cwd: ev.Cwd,
+			Decision: final.Decision, Code: final.Code, Reason: final.Reason, Grants: ids, DebitUJ: final.CostUJ}
 		if ev.ContentID != nil {
-			d.ContentID = *ev.ContentID
+			act.ContentID = *ev.ContentID
 		}
-		nonce, err := core.NewNonce()
-		if err != nil {
-			return nil, false, err
-		}
-		d.Nonce = nonce
-		payload, err := receipts.Encode(d)
-		if err != nil {
-			return nil, false, err
-		}
-		env, err := g.Sealer.SealPayload(payload)
+		env, err := receipts.SealDecision(g.Sealer, link(pos), act)
 		return env, final.Decision != Deny, err
 	}
 	e, err := g.Store.Seal(ctx, req)
@@ -410,11 +393,9 @@ func debitVerdict(err error, cost uint64) Verdict {
 	return deny(CodeGrantInvalid, "debit failed: %v", err)
 }
 
-func truncateReason(s string) string {
-	if len(s) > 1024 {
-		return s[:1024] + "…"
-	}
-	return s
+// link is where pos places a receipt in its session's chain.
+func link(pos store.Position) receipts.Link {
+	return receipts.Link{Session: pos.Session, Sequence: pos.Seq, Prev: pos.Prev}
 }
 
 // ConsultTier gates one consultation of a cascade tier (Joule Code §5.1):

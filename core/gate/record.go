@@ -37,25 +37,10 @@ func (g *Gate) SealRecord(ctx context.Context, r Record) (store.Entry, error) {
 	if r.Decision == "" {
 		r.Decision = receipts.Allow
 	}
-	if r.Grants == nil {
-		r.Grants = []string{}
-	}
+	act := receipts.Act{Time: now, Tool: r.Tool, InputDigest: digest, Summary: r.Summary, Cwd: r.Cwd,
+		Decision: r.Decision, Code: r.Code, Reason: r.Reason, Grants: r.Grants}
 	return g.Store.Seal(ctx, store.SealRequest{Session: r.Session, Build: func(pos store.Position, _ error) ([]byte, bool, error) {
-		nonce, err := core.NewNonce()
-		if err != nil {
-			return nil, false, err
-		}
-		d := &receipts.Decision{
-			Kind: receipts.KindDecision, Session: pos.Session, Sequence: pos.Seq, Prev: core.ID(pos.Prev),
-			TimeMS: uint64(now.UnixMilli()), Tool: r.Tool, InputDigest: digest, Summary: r.Summary,
-			Cwd: r.Cwd, Decision: r.Decision, Code: r.Code, Reason: truncateReason(r.Reason),
-			Grants: r.Grants, Provenance: core.Estimator, Nonce: nonce, Steward: g.Sealer.Steward(),
-		}
-		payload, err := receipts.Encode(d)
-		if err != nil {
-			return nil, false, err
-		}
-		env, err := g.Sealer.SealPayload(payload)
+		env, err := receipts.SealDecision(g.Sealer, link(pos), act)
 		return env, false, err
 	}})
 }

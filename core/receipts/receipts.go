@@ -1,7 +1,11 @@
 // Package receipts defines joule's session receipts, the decision receipt
-// (joule-decision/1) and the efficiency receipt (efficiency/1), and verifies
-// a session's hash chain. Both kinds ride in the same COSE_Sign1 envelope as
-// JCR-1 receipts; docs/receipts.md specifies their canonical CBOR.
+// (joule-decision/1, made by NewDecision) and the efficiency receipt
+// (efficiency/1), and verifies a session's hash chain and its exports.
+//
+// Session receipts are not the JCR-1 receipt of a coding operation
+// (joule-code/1), which is core.OpReceipt and is not chained; both ride in
+// the same COSE_Sign1 envelope (core.Sealer, core.Verifier).
+// docs/receipts.md specifies their canonical CBOR.
 package receipts
 
 import (
