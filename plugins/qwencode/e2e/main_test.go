@@ -1,0 +1,226 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// binDir holds joule and joule-hook side by side, built as make build
+// builds them.
+var binDir string
+
+// netnsEnv marks the test binary re-run inside its own network namespace.
+const netnsEnv = "JOULE_E2E_NETNS"
+
+// isolated says whether the tests run in a loopback-only namespace.
+var isolated bool
+
+func TestMain(m *testing.M) {
+	if os.Getenv(netnsEnv) == "" && os.Geteuid() == 0 {
+		if code, ok := inNetns(); ok {
+			os.Exit(code)
+		}
+	}
+	if os.Getenv(netnsEnv) == "1" {
+		if err := loopbackUp(); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: lo up:", err)
+			os.Exit(1)
+		}
+		isolated = true
+	}
+	dir, err := os.MkdirTemp("", "joule-qwen-e2e-bin-")
+	if err != nil {
+		panic(err)
+	}
+	binDir = dir
+	for name, pkg := range map[string]string{"joule": "../../../cmd/joule", "joule-hook": "../../../cmd/joule-hook", "joule-exec": "../../../cmd/joule-exec"} {
+		build := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, name), pkg)
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			os.Stderr.Write(out)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// inNetns re-runs this test binary in a new network namespace, whose only
+// interface is its own loopback, so that nothing the CLI does can leave the
+// machine, and a private mount namespace, where a test may mount a small
+// tmpfs. It reports false where the machine refuses them.
+func inNetns() (int, bool) {
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		return 0, false
+	}
+	if exec.Command(unshare, "-n", "-m", "true").Run() != nil {
+		return 0, false
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return 0, false
+	}
+	cmd := exec.Command(unshare, append([]string{"-n", "-m", "--", self}, os.Args[1:]...)...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = append(os.Environ(), netnsEnv+"=1")
+	err = cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), true
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: unshare:", err)
+		return 1, true
+	}
+	return 0, true
+}
+
+// loopbackUp brings up lo in the new namespace.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return err
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
+}
+
+// qwenJS finds the pinned CLI that .ci/setup.d/12-qwen-code.sh installs
+// with npm ci into this directory.
+func qwenJS(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("the real Qwen Code runs take minutes: not with -short")
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("node is missing: .ci/setup.d/12-qwen-code.sh installs it and the pinned Qwen Code")
+		}
+		t.Skip("node is missing: install Node.js and run .ci/setup.d/12-qwen-code.sh to run the real Qwen Code test")
+	}
+	js, _ := filepath.Abs("node_modules/@qwen-code/qwen-code/cli-entry.js")
+	if _, err := os.Stat(js); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("the pinned Qwen Code is not installed (%v): run .ci/setup.d/12-qwen-code.sh", err)
+		}
+		t.Skipf("the pinned Qwen Code is not installed (%v): run .ci/setup.d/12-qwen-code.sh (npm ci --prefix plugins/qwencode/e2e)", err)
+	}
+	return js
+}
+
+// fixture is one user: a home with Qwen Code's user settings, a
+// $JOULE_HOME with a grant for ws, and the fake API the CLI talks to.
+type fixture struct {
+	t               *testing.T
+	js              string
+	home, jhome, ws string
+	api             *fakeOpenAI
+	addr            string
+	env             []string
+}
+
+func newFixture(t *testing.T, initFlags ...string) *fixture {
+	t.Helper()
+	js := qwenJS(t)
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	f := &fixture{t: t, js: js, home: filepath.Join(dir, "u"), jhome: filepath.Join(dir, "h"), ws: filepath.Join(dir, "ws"), api: &fakeOpenAI{}}
+	os.MkdirAll(filepath.Join(f.ws, "src"), 0o755)
+	os.MkdirAll(filepath.Join(f.home, ".qwen"), 0o755)
+	// Qwen's user settings: nothing sent home, no update check.
+	os.WriteFile(filepath.Join(f.home, ".qwen", "settings.json"), []byte(`{
+  "privacy": {"usageStatisticsEnabled": false},
+  "general": {"disableAutoUpdate": true, "disableUpdateNag": true},
+  "telemetry": {"enabled": false}
+}
+`), 0o644)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: f.api}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	f.addr = ln.Addr().String()
+	f.env = []string{"HOME=" + f.home, "JOULE_HOME=" + f.jhome, "JOULE_GATE_IDLE=2m",
+		"PATH=" + binDir + ":/usr/local/bin:/usr/bin:/bin", "TMPDIR=" + filepath.Join(dir, "tmp")}
+	os.MkdirAll(filepath.Join(dir, "tmp"), 0o755)
+	if r := f.joule(append([]string{"init", "--steward", "test.example", "--workspace", f.ws}, initFlags...)...); r.code != 0 {
+		t.Fatalf("init: %+v", r)
+	}
+	t.Cleanup(func() { f.joule("gate", "stop") })
+	return f
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func run(ctx context.Context, dir string, env []string, stdin string, name string, args ...string) result {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir, cmd.Env = dir, env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	err := cmd.Run()
+	if cmd.Process != nil {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	r := result{stdout: o.String(), stderr: e.String()}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	case err != nil:
+		r.code, r.stderr = -1, r.stderr+err.Error()
+	}
+	return r
+}
+
+// joule runs the joule binary as this fixture's user, in ws.
+func (f *fixture) joule(args ...string) result {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return run(ctx, f.ws, f.env, "", filepath.Join(binDir, "joule"), args...)
+}
+
+// qwen runs the real CLI headless in ws against the fake API, with every
+// tool approved by Qwen itself (yolo), so that what stops a call is the
+// hook.
+func (f *fixture) qwen(prompt string) result {
+	f.t.Helper()
+	// Generous: on a loaded machine one run takes a minute or more.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	env := append(append([]string{}, f.env...), "OPENAI_API_KEY=test-dummy-key", "OPENAI_BASE_URL=http://"+f.addr+"/v1",
+		"OPENAI_MODEL=fake-coder", "QWEN_CODE_SUPPRESS_YOLO_WARNING=1", "NO_COLOR=1")
+	return run(ctx, f.ws, env, "", "node", f.js, "--auth-type", "openai", "--approval-mode", "yolo", "--output-format", "json", prompt)
+}
