@@ -23,6 +23,7 @@ import (
 	"github.com/joulehook/joule/plugins/jetbrains"
 	"github.com/joulehook/joule/plugins/neovim"
 	"github.com/joulehook/joule/plugins/opencode"
+	"github.com/joulehook/joule/plugins/qwencode"
 	"github.com/joulehook/joule/plugins/vscode"
 	"github.com/joulehook/joule/plugins/windsurf"
 	"github.com/joulehook/joule/plugins/zed"
@@ -39,6 +40,7 @@ var all = []hook.Host{
 	jetbrains.Entry,
 	neovim.Entry,
 	opencode.Entry,
+	qwencode.Entry,
 	vscode.Entry,
 	windsurf.Entry,
 	zed.Entry,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -74,7 +75,9 @@ func TestRegistry(t *testing.T) {
 	if _, ok := Lookup("no-such-host"); ok {
 		t.Error("Lookup found no-such-host")
 	}
-	// The hosts joule serves today, by what they offer.
+	// The hosts joule served when this was written, by what they offer:
+	// none may lose a seam. A new host adds to these lists without an edit
+	// here (its package and its registry line are all it takes).
 	for _, tt := range []struct {
 		name string
 		keep func(hook.Host) bool
@@ -86,8 +89,11 @@ func TestRegistry(t *testing.T) {
 		{"resident", func(h hook.Host) bool { return h.Resident }, "claude-code"},
 		{"trust", func(h hook.Host) bool { return h.Trust != "" }, "codex gemini-cli"},
 	} {
-		if got := strings.Join(Names(tt.keep), " "); got != tt.want {
-			t.Errorf("%s hosts: %s, want %s", tt.name, got, tt.want)
+		got := Names(tt.keep)
+		for _, want := range strings.Fields(tt.want) {
+			if !slices.Contains(got, want) {
+				t.Errorf("%s hosts: %s, which lack %s", tt.name, strings.Join(got, " "), want)
+			}
 		}
 	}
 }

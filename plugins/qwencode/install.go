@@ -32,19 +32,6 @@ const wrapperLimit = "25"
 // answer of Qwen's form.
 const FailedReason = "joule deny (internal-error): joule gave Qwen Code no answer (it failed, hung or printed something else), so the hook joule install wrote denies the call"
 
-// ProjectConfigPaths are the files below a project root that decide which
-// hooks and MCP servers Qwen Code runs there: its project settings
-// (Storage.getWorkspaceSettingsPath, <root>/.qwen/settings.json). A
-// capability must not write them.
-func ProjectConfigPaths() []string { return []string{".qwen/settings.json"} }
-
-// UserConfigPaths are the same below the user's home: the user settings
-// and the folder-trust rules, which decide whether a project's settings
-// load at all (getGlobalQwenDir: ~/.qwen, or $QWEN_HOME, see UserDir).
-func UserConfigPaths() []string {
-	return []string{".qwen/settings.json", ".qwen/trustedFolders.json"}
-}
-
 // ManagedSettings are the system files Qwen Code merges over every user's
 // (getSystemSettingsPath and getSystemDefaultsPath on Linux; the
 // environment variables QWEN_CODE_SYSTEM_SETTINGS_PATH and

@@ -20,11 +20,6 @@ const Host = "qwen-code"
 // Qwen Code).
 const PreToolUse = "PreToolUse"
 
-// CanContain is false: Qwen Code's PreToolUse hook cannot replace a tool's
-// input (its scheduler reads only the decision and additionalContext), and
-// the PermissionRequest hook that can would approve past Qwen's own prompt
-// and fires only where Qwen would prompt (docs/hosts.md).
-const CanContain = false
 
 // tools maps Qwen Code's built-in tools (ToolNames in its
 // packages/core/src/tools/tool-names.ts, 0.24) whose input keys are

@@ -13,5 +13,6 @@ var denies = map[string]denyForm{
 	"cursor":      {stdout: []string{`{"permission":"deny","user_message":`, `,"agent_message":`, "}\n"}, stderr: []string{"", "\n"}, exit: 2},
 	"gemini-cli":  {stdout: []string{`{"decision":"deny","reason":`, "}\n"}, stderr: []string{"", "\n"}, exit: 2},
 	"opencode":    {stdout: []string{`{"decision":"deny","reason":`, "}\n"}, stderr: nil, exit: 0},
+	"qwen-code":   {stdout: []string{`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":`, "}}\n"}, stderr: []string{"", "\n"}, exit: 2},
 	"windsurf":    {stdout: nil, stderr: []string{"", "\n"}, exit: 2},
 }
