@@ -73,6 +73,11 @@ func Exec(spec Spec, path string, argv, env []string, warn io.Writer) error {
 			return err
 		}
 	}
+	for _, l := range spec.Limits.rlimits(false) {
+		if err := unix.Prlimit(0, l.resource, &l.value, nil); err != nil {
+			return fmt.Errorf("prlimit(%d): %w", l.resource, err)
+		}
+	}
 	err := syscall.Exec(path, argv, env)
 	return fmt.Errorf("exec %s: %w", path, err)
 }

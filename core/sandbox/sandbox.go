@@ -63,6 +63,9 @@ type Spec struct {
 	// LandlockOnly confines with Landlock alone (the carve of Layer.Rules)
 	// even where the namespace construction is available.
 	LandlockOnly bool
+	// Limits bound each process of the command (DefaultLimits unless the
+	// policy says others).
+	Limits Limits
 	// stats is what Build learnt of the paths it resolved, for Plan.
 	stats stats
 }
@@ -109,6 +112,7 @@ type Inputs struct {
 	Private   []string
 	Extra     []string
 	Net       bool
+	Limits    Limits // 0s are DefaultLimits'
 }
 
 // HomeSecrets are the places below the home directory where credentials
@@ -154,7 +158,7 @@ func Build(in Inputs) (Spec, error) {
 }
 
 func build(res *resolver, in Inputs) (Spec, error) {
-	spec := Spec{Net: in.Net}
+	spec := Spec{Net: in.Net, Limits: in.Limits.merged(DefaultLimits())}
 	if len(in.Roots) == 0 {
 		return Spec{}, errors.New("the grant names no workspace root")
 	}
