@@ -394,7 +394,6 @@ func waitForProgram(pid int, status *[2]uint32) int {
 // once, using nothing but rawClone's results, which it writes itself after
 // the child is gone; the child never returns from here.
 //
-//
 // The call trapInit forks the program off the child, which stays in
 // initLoop: see there.
 //
