@@ -357,17 +357,22 @@ func execNamespace(spec Spec, abi int, path string, argv, env []string) error {
 // that ends joule-exec alone reaches it as SIGTERM (its PDEATHSIG).
 func waitForProgram(pid int, status *[2]uint32) int {
 	var ws syscall.WaitStatus
-	for {
-		_, err := syscall.Wait4(pid, &ws, 0, nil)
-		if err == nil {
-			break
+	if status[1] == 1 {
+		// The init reaped the program and every other process of the
+		// namespace before it began to exit: its exit, which tears the
+		// namespaces down (a wait for RCU, for the mounts), is not waited
+		// for; the process that started joule-exec inherits and reaps it.
+		ws = syscall.WaitStatus(status[0])
+	} else {
+		for {
+			_, err := syscall.Wait4(pid, &ws, 0, nil)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, syscall.EINTR) {
+				return 126
+			}
 		}
-		if !errors.Is(err, syscall.EINTR) {
-			return 126
-		}
-	}
-	if status[1] == 1 && ws.Exited() && ws.ExitStatus() == 0 {
-		ws = syscall.WaitStatus(status[0]) // the program's, as its init reaped it
 	}
 	switch {
 	case ws.Exited():
@@ -446,12 +451,14 @@ func forkChild(calls []rawCall, pipe int, report, status *[2]uint32) (uintptr, s
 const trapInit = ^uintptr(0)
 
 // initLoop is the init of the command's PID namespace: it reaps every
-// process that ends in it until the program does, leaves the program's
-// wait status in status (memory it shares with joule-exec, which waits
-// for it) and exits, and the kernel kills whatever is left in the
-// namespace. joule-exec waits with it, stopped in the vfork, and kills it
-// if it dies (PDEATHSIG). Its signals stay blocked as joule-exec blocked
-// them for the clone: none but SIGKILL reaches it.
+// process that ends in it until the program does, then kills every other
+// process of the namespace and reaps them all (they are all its children
+// by then, or become so as their parents die), leaves the program's wait
+// status in status (memory it shares with joule-exec) and exits: when
+// joule-exec goes on, nothing of the command runs any more. joule-exec
+// waits with it, stopped in the vfork, and kills it if it dies
+// (PDEATHSIG). Its signals stay blocked as joule-exec blocked them for
+// the clone: none but SIGKILL reaches it.
 //
 //go:nosplit
 //go:norace
@@ -465,8 +472,16 @@ func initLoop(prog uintptr, status *[2]uint32) {
 			syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 126, 0, 0)
 		}
 		if r == prog {
-			status[1] = 1
-			syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 0, 0, 0)
+			break
 		}
 	}
+	syscall.RawSyscall(syscall.SYS_KILL, ^uintptr(0), uintptr(syscall.SIGKILL), 0)
+	for {
+		_, _, e := syscall.RawSyscall6(syscall.SYS_WAIT4, ^uintptr(0), 0, unix.WALL, 0, 0, 0)
+		if e == syscall.ECHILD {
+			break
+		}
+	}
+	status[1] = 1
+	syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 0, 0, 0)
 }
