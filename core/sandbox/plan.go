@@ -8,11 +8,14 @@ import (
 )
 
 // The namespace construction (the default where unprivileged user
-// namespaces work): joule-exec clones the command into a new user and
-// mount namespace, mapping the user's own uid and gid (so `id`, file
+// namespaces work): joule-exec clones the command into a new user, mount
+// and PID namespace, mapping the user's own uid and gid (so `id`, file
 // owners and git's ownership checks are unchanged), and before exec'ing it
 // changes only that namespace's view of the file system:
 //
+//   - every mount is made read-only, and each writable tree (Plan.Writable)
+//     is bound onto itself and made writable again, so that modes, owners
+//     and times cannot change outside them (EROFS);
 //   - a refused read path (Spec.ReadDeny) is covered: a directory by an
 //     empty read-only tmpfs of mode 000, a file by /dev/null bound read-only
 //     and nodev, so opening it fails (EACCES) and so does writing it;
