@@ -33,7 +33,11 @@ func TestMain(m *testing.M) {
 	}
 	if err == nil {
 		binary = filepath.Join(dir, "joule-exec")
-		out, berr := exec.Command("go", "build", "-o", binary, ".").CombinedOutput()
+		// As the Makefile builds it: without cgo (go-landlock's psx would
+		// link libc and pthreads, a dynamic binary slower to start).
+		build := exec.Command("go", "build", "-trimpath", "-o", binary, ".")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		out, berr := build.CombinedOutput()
 		if berr != nil {
 			err = fmt.Errorf("go build: %v: %s", berr, out)
 		}
