@@ -483,5 +483,12 @@ func initLoop(prog uintptr, status *[2]uint32) {
 		}
 	}
 	status[1] = 1
-	syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 0, 0, 0)
+	// Where the init does not share joule-exec's memory (cloneShared 0),
+	// its exit status is the program's, as a shell would give it.
+	ws := status[0]
+	code := uintptr(ws>>8) & 0xff
+	if ws&0x7f != 0 {
+		code = 128 + uintptr(ws&0x7f)
+	}
+	syscall.RawSyscall(syscall.SYS_EXIT_GROUP, code, 0, 0)
 }
