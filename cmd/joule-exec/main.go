@@ -10,10 +10,12 @@
 // whose SHA-256 is its name), builds the Landlock rules from it (deny globs
 // expanded over the files that exist now, the temp dir and the
 // toolchains' caches writable) and runs PROGRAM confined (with the network
-// off, under the seccomp filter too): in a user and mount namespace whose
-// mounts hide the refused paths, waiting for it and exiting with its
-// status, or, where user namespaces are off, confined by Landlock alone in
-// its own place (sandbox.Exec). It opens no store and
+// off, under the seccomp filter too), with the policy's resource limits:
+// in a user, mount and PID namespace whose mounts make all but the
+// writable trees read-only and hide the refused paths, waiting for it,
+// ending every process it left behind and exiting with its status, or,
+// where user namespaces are off, confined by Landlock alone in its own
+// place (sandbox.Exec, whose warning says what that leaves open). It opens no store and
 // verifies no signature: the gate did that when it decided, and wrote the
 // policy where no contained command can read or write it. A contained
 // command that runs joule-exec itself only adds restrictions: Landlock

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"strings"
 	"syscall"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -59,7 +60,7 @@ func Exec(spec Spec, path string, argv, env []string, warn io.Writer) error {
 			return err
 		}
 		if warn != nil {
-			fmt.Fprintf(warn, "joule: the mount namespace construction failed (%v); confining with Landlock alone\n", err)
+			fmt.Fprintf(warn, "joule: the mount namespace construction failed (%v); confining with Landlock alone, so: %s\n", err, strings.Join(LandlockOnlyGaps(), "; "))
 		}
 	}
 	runtime.LockOSThread()
@@ -71,6 +72,11 @@ func Exec(spec Spec, path string, argv, env []string, warn io.Writer) error {
 	if !spec.Net && abi >= 4 {
 		if err := refuseUntracked(); err != nil {
 			return err
+		}
+	}
+	for _, l := range spec.Limits.rlimits(false) {
+		if err := unix.Prlimit(0, l.resource, &l.value, nil); err != nil {
+			return fmt.Errorf("prlimit(%d): %w", l.resource, err)
 		}
 	}
 	err := syscall.Exec(path, argv, env)

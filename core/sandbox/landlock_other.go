@@ -12,3 +12,5 @@ func Exec(Spec, string, []string, []string, io.Writer) error { return ErrUnavail
 
 // NamespacesAvailable is false: user namespaces are Linux's.
 func NamespacesAvailable() bool { return false }
+
+func totalMemory() uint64 { return 0 }

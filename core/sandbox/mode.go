@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 )
 
@@ -31,6 +32,21 @@ func Missing(abi int, net bool) []string {
 	return out
 }
 
+// LandlockOnlyGaps is what the Landlock-only construction (where user
+// namespaces are off, or JOULE_EXEC_LANDLOCK_ONLY=1) leaves open that the
+// namespace construction closes, in words, for joule exec's warning and
+// Mode: the caller reports them, the command still runs.
+func LandlockOnlyGaps() []string {
+	return []string{
+		"file modes, owners and times outside the writable trees can be changed (Landlock has no right for chmod, chown or utimes)",
+		"the number of processes is not bounded (RLIMIT_NPROC would count every process of the user)",
+		"processes the command leaves running outlive it (no PID namespace)",
+	}
+}
+
+// rootGap is what the namespace construction leaves open for uid 0.
+const rootGap = "the number of processes is not bounded (the kernel does not apply RLIMIT_NPROC to uid 0)"
+
 // Mode describes the containment a command gets, for receipts and
 // messages: "landlock ABI 7, network off", or "none" without Landlock.
 func Mode(abi int, net bool) string {
@@ -38,10 +54,16 @@ func Mode(abi int, net bool) string {
 		return "none"
 	}
 	s := fmt.Sprintf("landlock ABI %d, network %s", abi, map[bool]string{true: "on", false: "off"}[net])
+	m := Missing(abi, net)
 	if NamespacesAvailable() {
-		s = fmt.Sprintf("landlock ABI %d and a mount namespace, network %s", abi, map[bool]string{true: "on", false: "off"}[net])
+		s = fmt.Sprintf("landlock ABI %d and user, mount and PID namespaces, network %s", abi, map[bool]string{true: "on", false: "off"}[net])
+		if os.Getuid() == 0 {
+			m = append(m, rootGap)
+		}
+	} else {
+		m = append(m, LandlockOnlyGaps()...)
 	}
-	if m := Missing(abi, net); len(m) > 0 {
+	if len(m) > 0 {
 		s += " (best effort: " + strings.Join(m, "; ") + ")"
 	}
 	return s

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -132,7 +133,9 @@ func execNamespace(spec Spec, abi int, path string, argv, env []string) error {
 	}
 	var keep [][]byte
 	var s nsStep
-	s.add("prctl(PR_SET_PDEATHSIG)", rawCall{trap: unix.SYS_PRCTL, a: [6]uintptr{unix.PR_SET_PDEATHSIG, uintptr(unix.SIGTERM)}})
+	// SIGKILL: the program is the init of its PID namespace, which
+	// ignores every other signal sent from outside it without a handler.
+	s.add("prctl(PR_SET_PDEATHSIG)", rawCall{trap: unix.SYS_PRCTL, a: [6]uintptr{unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL)}})
 	cwd := unix.AT_FDCWD
 	writeFile := func(name, content string) {
 		s.add("open "+name, rawCall{trap: unix.SYS_OPENAT, a: [6]uintptr{uintptr(cwd), cstr(&keep, name), unix.O_WRONLY | unix.O_CLOEXEC}, setFD: true})
@@ -158,6 +161,23 @@ func execNamespace(spec Spec, abi int, path string, argv, env []string) error {
 		}
 		s.add(what+" "+target, rawCall{trap: unix.SYS_MOUNT, a: a})
 	}
+	// Everything read-only, as bubblewrap's --ro-bind / / makes it: Landlock
+	// has no right for chmod, chown, utimes or xattrs, the mount has. Then
+	// each writable tree is bound onto itself and made writable again
+	// (with what is mounted below it, where the kernel lets it: a mount
+	// that was read-only outside stays so, and then only the tree's own is).
+	rdonly := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+	rdwr := &unix.MountAttr{Attr_clr: unix.MOUNT_ATTR_RDONLY}
+	setattr := func(what, target string, flags uintptr, attr *unix.MountAttr, ignore bool) {
+		s.add(what+" "+target, rawCall{trap: unix.SYS_MOUNT_SETATTR, a: [6]uintptr{uintptr(cwd), cstr(&keep, target), flags,
+			uintptr(unsafe.Pointer(attr)), unix.MOUNT_ATTR_SIZE_VER0}, ignore: ignore})
+	}
+	setattr("mount_setattr(read-only)", "/", unix.AT_RECURSIVE, rdonly, false)
+	for _, t := range plan.Writable {
+		mount("bind", t, t, "", unix.MS_BIND|unix.MS_REC, "")
+		setattr("mount_setattr(writable, recursive)", t, unix.AT_RECURSIVE, rdwr, true)
+		setattr("mount_setattr(writable)", t, 0, rdwr, false)
+	}
 	for _, m := range plan.Mounts {
 		switch m.Kind {
 		case MountPin:
@@ -172,6 +192,17 @@ func execNamespace(spec Spec, abi int, path string, argv, env []string) error {
 			mount("remount read-only", "", m.Path, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC|remountFlags("/dev/null"), "")
 		}
 	}
+	// The working directory is looked up again: the one inherited is on
+	// the mount below the ones just made, now read-only.
+	if wd, err := syscall.Getwd(); err == nil {
+		s.add("chdir "+wd, rawCall{trap: unix.SYS_CHDIR, a: [6]uintptr{cstr(&keep, wd)}, ignore: true})
+	}
+	// Here the child, the init of the new PID namespace, forks the
+	// program and waits for it (initLoop): when the program ends, so does
+	// every process it left behind, killed by the kernel with its init.
+	// The program itself is not the init, which would ignore the signals
+	// it has no handler for (SIGINT, SIGPIPE, SIGXCPU).
+	s.add("clone (the program)", rawCall{trap: trapInit})
 	s.add("prctl(PR_SET_NO_NEW_PRIVS)", rawCall{trap: unix.SYS_PRCTL, a: [6]uintptr{unix.PR_SET_NO_NEW_PRIVS, 1}})
 	// The rulesets are made here, in the parent; the child only enforces them.
 	fs := handledFS(abi)
@@ -225,6 +256,10 @@ func execNamespace(spec Spec, abi int, path string, argv, env []string) error {
 	hdr := &unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	data := &[2]unix.CapUserData{}
 	s.add("capset", rawCall{trap: unix.SYS_CAPSET, a: [6]uintptr{uintptr(unsafe.Pointer(hdr)), uintptr(unsafe.Pointer(&data[0]))}})
+	limits := spec.Limits.rlimits(true)
+	for i := range limits {
+		s.add("prlimit", rawCall{trap: unix.SYS_PRLIMIT64, a: [6]uintptr{0, uintptr(limits[i].resource), uintptr(unsafe.Pointer(&limits[i].value))}})
+	}
 	// Signal handlers go back to the default before the mask is restored,
 	// so that no signal runs Go's handler in the child; ignored ones stay
 	// ignored, as exec would keep them.
@@ -259,15 +294,23 @@ func execNamespace(spec Spec, abi int, path string, argv, env []string) error {
 		return err
 	}
 	report := &[2]uint32{}
+	status := &[2]uint32{}
+	// The runtime cannot stop this goroutine while the init runs on its
+	// stack, so no collection may start meanwhile: the time-triggered one
+	// would wait for it, waking every 100µs for the command's whole run.
+	debug.SetGCPercent(-1)
 	runtime.LockOSThread() // kept: PDEATHSIG follows the thread that cloned
 	syscall.ForkLock.Lock()
 	unix.RawSyscall6(unix.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&all)), uintptr(unsafe.Pointer(&orig)), 8, 0, 0)
-	pid, errno := forkChild(s.calls, p[1], report)
+	pid, errno := forkChild(s.calls, p[1], report, status)
 	unix.RawSyscall6(unix.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&orig)), 0, 8, 0, 0)
 	syscall.ForkLock.Unlock()
 	syscall.Close(p[1])
 	runtime.KeepAlive(keep)
 	runtime.KeepAlive(fprog)
+	runtime.KeepAlive(rdonly)
+	runtime.KeepAlive(rdwr)
+	runtime.KeepAlive(limits)
 	runtime.KeepAlive(hdr)
 	runtime.KeepAlive(data)
 	runtime.KeepAlive(zero)
@@ -275,7 +318,7 @@ func execNamespace(spec Spec, abi int, path string, argv, env []string) error {
 	runtime.KeepAlive(envp)
 	if errno != 0 {
 		syscall.Close(p[0])
-		return errNamespace{fmt.Errorf("clone(CLONE_NEWUSER|CLONE_NEWNS): %w", errno)}
+		return errNamespace{fmt.Errorf("clone(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID): %w", errno)}
 	}
 	var buf [8]byte
 	n, _ := readFull(p[0], buf[:])
@@ -302,7 +345,7 @@ func execNamespace(spec Spec, abi int, path string, argv, env []string) error {
 		syscall.Close(fd)
 	}
 	fds = nil
-	os.Exit(waitForProgram(int(pid)))
+	os.Exit(waitForProgram(int(pid), status))
 	return nil
 }
 
@@ -312,15 +355,23 @@ func execNamespace(spec Spec, abi int, path string, argv, env []string) error {
 // up os/signal cost more than the rest of the wait): the ones a terminal or
 // a host sends to the process group reach the program directly, and one
 // that ends joule-exec alone reaches it as SIGTERM (its PDEATHSIG).
-func waitForProgram(pid int) int {
+func waitForProgram(pid int, status *[2]uint32) int {
 	var ws syscall.WaitStatus
-	for {
-		_, err := syscall.Wait4(pid, &ws, 0, nil)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, syscall.EINTR) {
-			return 126
+	if status[1] == 1 {
+		// The init reaped the program and every other process of the
+		// namespace before it began to exit: its exit, which tears the
+		// namespaces down (a wait for RCU, for the mounts), is not waited
+		// for; the process that started joule-exec inherits and reaps it.
+		ws = syscall.WaitStatus(status[0])
+	} else {
+		for {
+			_, err := syscall.Wait4(pid, &ws, 0, nil)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, syscall.EINTR) {
+				return 126
+			}
 		}
 	}
 	switch {
@@ -340,24 +391,43 @@ func waitForProgram(pid int) int {
 	return 126
 }
 
-// forkChild clones the calling thread into a new user and mount namespace
-// and, in the child, makes the calls in order: the last execs the program.
+// forkChild clones the calling thread into a new user, mount and PID
+// namespace and, in the child, makes the calls in order: the last execs the program.
 // A call that fails has its index and errno written to pipe, and the child
 // exits. In the parent it returns the child's pid. Where the child shares
 // the parent's memory and stack (cloneShared), the parent must return at
 // once, using nothing but rawClone's results, which it writes itself after
 // the child is gone; the child never returns from here.
 //
+// The call trapInit forks the program off the child, which stays in
+// initLoop: see there.
+//
 //go:nosplit
 //go:norace
-func forkChild(calls []rawCall, pipe int, report *[2]uint32) (uintptr, syscall.Errno) {
-	r, e := rawClone(uintptr(unix.CLONE_NEWUSER|unix.CLONE_NEWNS|unix.CLONE_VFORK|syscall.SIGCHLD) | cloneShared)
+func forkChild(calls []rawCall, pipe int, report, status *[2]uint32) (uintptr, syscall.Errno) {
+	r, e := rawClone(uintptr(unix.CLONE_NEWUSER|unix.CLONE_NEWNS|unix.CLONE_NEWPID|unix.CLONE_VFORK|syscall.SIGCHLD) | cloneShared)
 	if e != 0 || r != 0 {
 		return r, e
 	}
 	var fd uintptr
 	for i := 0; i < len(calls); i++ {
 		c := &calls[i]
+		if c.trap == trapInit {
+			// The program is a child sharing this stack, like this one
+			// is of joule-exec: the init resumes once it exec'd (or
+			// failed), and reads nothing the program changed but what
+			// rawClone returned.
+			r, e := rawClone(uintptr(unix.CLONE_VFORK|syscall.SIGCHLD) | cloneShared)
+			if e != 0 {
+				report[0], report[1] = uint32(i), uint32(e)
+				syscall.RawSyscall(syscall.SYS_WRITE, uintptr(pipe), uintptr(unsafe.Pointer(report)), 8)
+				syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 126, 0, 0)
+			}
+			if r != 0 {
+				initLoop(r, status)
+			}
+			continue
+		}
 		a0 := c.a[0]
 		if c.useFD {
 			a0 = fd
@@ -374,4 +444,51 @@ func forkChild(calls []rawCall, pipe int, report *[2]uint32) (uintptr, syscall.E
 	}
 	syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 126, 0, 0)
 	return 0, 0
+}
+
+// trapInit is the pseudo call at which forkChild forks the program off
+// the init of its PID namespace.
+const trapInit = ^uintptr(0)
+
+// initLoop is the init of the command's PID namespace: it reaps every
+// process that ends in it until the program does, then kills every other
+// process of the namespace and reaps them all (they are all its children
+// by then, or become so as their parents die), leaves the program's wait
+// status in status (memory it shares with joule-exec) and exits: when
+// joule-exec goes on, nothing of the command runs any more. joule-exec
+// waits with it, stopped in the vfork, and kills it if it dies
+// (PDEATHSIG). Its signals stay blocked as joule-exec blocked them for
+// the clone: none but SIGKILL reaches it.
+//
+//go:nosplit
+//go:norace
+func initLoop(prog uintptr, status *[2]uint32) {
+	for {
+		r, _, e := syscall.RawSyscall6(syscall.SYS_WAIT4, ^uintptr(0), uintptr(unsafe.Pointer(&status[0])), unix.WALL, 0, 0, 0)
+		if e == syscall.EINTR {
+			continue
+		}
+		if e != 0 {
+			syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 126, 0, 0)
+		}
+		if r == prog {
+			break
+		}
+	}
+	syscall.RawSyscall(syscall.SYS_KILL, ^uintptr(0), uintptr(syscall.SIGKILL), 0)
+	for {
+		_, _, e := syscall.RawSyscall6(syscall.SYS_WAIT4, ^uintptr(0), 0, unix.WALL, 0, 0, 0)
+		if e == syscall.ECHILD {
+			break
+		}
+	}
+	status[1] = 1
+	// Where the init does not share joule-exec's memory (cloneShared 0),
+	// its exit status is the program's, as a shell would give it.
+	ws := status[0]
+	code := uintptr(ws>>8) & 0xff
+	if ws&0x7f != 0 {
+		code = 128 + uintptr(ws&0x7f)
+	}
+	syscall.RawSyscall(syscall.SYS_EXIT_GROUP, code, 0, 0)
 }

@@ -8,11 +8,14 @@ import (
 )
 
 // The namespace construction (the default where unprivileged user
-// namespaces work): joule-exec clones the command into a new user and
-// mount namespace, mapping the user's own uid and gid (so `id`, file
+// namespaces work): joule-exec clones the command into a new user, mount
+// and PID namespace, mapping the user's own uid and gid (so `id`, file
 // owners and git's ownership checks are unchanged), and before exec'ing it
 // changes only that namespace's view of the file system:
 //
+//   - every mount is made read-only, and each writable tree (Plan.Writable)
+//     is bound onto itself and made writable again, so that modes, owners
+//     and times cannot change outside them (EROFS);
 //   - a refused read path (Spec.ReadDeny) is covered: a directory by an
 //     empty read-only tmpfs of mode 000, a file by /dev/null bound read-only
 //     and nodev, so opening it fails (EACCES) and so does writing it;
@@ -67,8 +70,12 @@ type Mount struct {
 // Plan is the namespace construction of a Spec: the mounts, in the order
 // they are made (parents first), and the Landlock rules of each layer.
 type Plan struct {
-	Mounts []Mount
-	Rules  [][]PathRule
+	// Writable are the writable trees that exist, parents first: all the
+	// rest of the file system is made read-only, these are bound onto
+	// themselves and made writable again before Mounts are made.
+	Writable []string
+	Mounts   []Mount
+	Rules    [][]PathRule
 }
 
 // stats remembers what Lstat said of each path one Plan looked at: the
@@ -144,6 +151,7 @@ func (spec Spec) Plan() (Plan, error) {
 	for _, l := range spec.Layers {
 		writable = append(writable, l.Write...)
 	}
+	trees := slices.Clone(writable)
 	writable = append(writable, devFiles...)
 	pinChain := func(p string) {
 		for _, t := range writable {
@@ -159,6 +167,18 @@ func (spec Spec) Plan() (Plan, error) {
 	st := spec.stats // what Build saw of these paths, moments ago
 	if st == nil {
 		st = stats{}
+	}
+	byDepth := func(a, b string) int {
+		if n := strings.Count(a, "/") - strings.Count(b, "/"); n != 0 {
+			return n
+		}
+		return strings.Compare(a, b)
+	}
+	slices.SortFunc(trees, byDepth)
+	for _, t := range slices.Compact(trees) {
+		if s := st.lstat(t); s.exists && !s.link {
+			plan.Writable = append(plan.Writable, t)
+		}
 	}
 	for _, l := range spec.Layers {
 		var absent []string
@@ -211,12 +231,7 @@ func (spec Spec) Plan() (Plan, error) {
 	for p := range kinds {
 		paths = append(paths, p)
 	}
-	slices.SortFunc(paths, func(a, b string) int {
-		if n := strings.Count(a, "/") - strings.Count(b, "/"); n != 0 {
-			return n
-		}
-		return strings.Compare(a, b)
-	})
+	slices.SortFunc(paths, byDepth)
 	var hidden []string
 	for _, p := range paths {
 		if slices.ContainsFunc(hidden, func(h string) bool { return within(p, h) }) {

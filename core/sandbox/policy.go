@@ -37,6 +37,9 @@ type Policy struct {
 	Protected []string     `json:"protected"`
 	Private   []string     `json:"private"`
 	NotAfter  int64        `json:"not_after,omitempty"` // Unix seconds; 0: no expiry
+	// Limits bound each process of the command; a 0 (or no limits) is
+	// DefaultLimits'.
+	Limits *Limits `json:"limits,omitempty"`
 }
 
 // PolicyLink is the rules of one link of the grant, as the grant writes them.
@@ -195,6 +198,9 @@ func (p Policy) Spec(net bool, getenv func(string) string) (Spec, error) {
 	res := &resolver{}
 	in := Inputs{Roots: p.Roots, Home: p.Home, Protected: p.Protected, Private: p.Private,
 		Extra: toolTrees(res, p.Home, getenv), Net: net}
+	if p.Limits != nil {
+		in.Limits = *p.Limits
+	}
 	for i, l := range p.Links {
 		set, err := rule.ParseSet(l.Allow, l.Ask, l.Deny)
 		if err != nil {

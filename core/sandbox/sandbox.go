@@ -5,10 +5,13 @@
 // program confined; its children inherit the confinement.
 //
 // Exec has two constructions. Where unprivileged user namespaces work, the
-// program runs in a new user and mount namespace in which mounts hide the
-// refused read paths and freeze the protected ones, and Landlock needs only
-// a handful of rules (plan.go). Elsewhere, Landlock alone enforces
-// everything, with the carve described below.
+// program runs in a new user, mount and PID namespace (plan.go): the whole
+// file system is read-only but the writable trees, mounts hide the refused
+// read paths and freeze the protected ones, Landlock needs only a handful
+// of rules, and every process of the command ends with it. Elsewhere
+// (NamespacesAvailable false, or Spec.LandlockOnly), Landlock alone
+// enforces the paths, with the carve described below, and what it leaves
+// open is LandlockOnlyGaps, which the caller reports (Mode says it).
 //
 // # What the kernel enforces
 //
@@ -36,11 +39,51 @@
 //   - symbolic links are never granted (a rule on a link would grant its
 //     target); what a link points to is judged as its target.
 //
+// Metadata. Landlock has no right for chmod, chown, utimes or extended
+// attributes. The namespace construction makes every mount read-only
+// (mount_setattr, recursive) and binds each writable tree back writable,
+// as bubblewrap's --ro-bind / / does, and the protected paths inside them
+// are read-only binds: changing a mode, an owner or a time outside the
+// writable trees, or of a protected path, fails (EROFS). With Landlock
+// alone it succeeds wherever the user may do it.
+//
+// Resources (Spec.Limits, DefaultLimits unless the policy narrows them):
+// each process of the command has RLIMIT_DATA, RLIMIT_CPU and RLIMIT_FSIZE
+// lowered to the limits, and in the namespace construction RLIMIT_NPROC,
+// which the kernel counts per user namespace, so that it bounds the
+// command's own tasks (a fork bomb is held at it); it is not applied to
+// uid 0, and outside a user namespace it would count every process of the
+// user, so Landlock alone does not set it. The limits are per process:
+// memory spread over many processes is bounded only by their product (no
+// unprivileged process can set up the cgroup that would bound the sum).
+//
+// Processes. In the namespace construction the program is forked by the
+// init of a new PID namespace, a loop of system calls in joule-exec's
+// clone that reaps it, then kills and reaps every other process of the
+// namespace before joule-exec returns the program's status: nothing the
+// command started in the background outlives the call (to swap a file for
+// a link between the gate's decision and the host's own file tools, say).
+// If joule-exec dies first, the init gets SIGKILL (PDEATHSIG) and the
+// kernel kills the rest. Inside, getpid and $$ are the namespace's numbers
+// while /proc is still the host's.
+//
+// Symbolic links are not refused (LANDLOCK_ACCESS_FS_MAKE_SYM stays granted
+// in the writable trees): git checks out repositories that hold links and
+// npm install links node_modules/.bin, and a link is no way out of the
+// sandbox, which judges what a link points to as its target. A link the
+// command leaves in the workspace is the gate's to judge when a host tool
+// later opens the path; the PID namespace makes sure no process of the
+// command can plant one after the call returned.
+//
 // The network (Landlock ABI 4): TCP connect and bind are refused unless
-// Spec.Net. UDP and MPTCP sockets are not covered by Landlock at ABI 7.
-// With ABI 6, abstract unix sockets and signals are scoped: the process
-// tree cannot reach abstract sockets or signal processes outside it.
-// Named unix sockets (a path in the file system) are not covered below ABI 9.
+// Spec.Net. With the network off a seccomp filter refuses every other
+// socket: socket() succeeds only for AF_INET or AF_INET6, SOCK_STREAM,
+// TCP, so UDP (bash's /dev/udp, DNS), SCTP, MPTCP, raw, packet and netlink
+// sockets are refused, and so are unix sockets, through which the command
+// could reach a server outside by its path (Landlock scopes named unix
+// sockets only from ABI 9); socketpair stays, for the command's own
+// pipes. With ABI 6, abstract unix sockets and signals are scoped: the
+// process tree cannot reach abstract sockets or signal processes outside it.
 package sandbox
 
 import (
@@ -63,6 +106,9 @@ type Spec struct {
 	// LandlockOnly confines with Landlock alone (the carve of Layer.Rules)
 	// even where the namespace construction is available.
 	LandlockOnly bool
+	// Limits bound each process of the command (DefaultLimits unless the
+	// policy says others).
+	Limits Limits
 	// stats is what Build learnt of the paths it resolved, for Plan.
 	stats stats
 }
@@ -109,6 +155,7 @@ type Inputs struct {
 	Private   []string
 	Extra     []string
 	Net       bool
+	Limits    Limits // 0s are DefaultLimits'
 }
 
 // HomeSecrets are the places below the home directory where credentials
@@ -154,7 +201,7 @@ func Build(in Inputs) (Spec, error) {
 }
 
 func build(res *resolver, in Inputs) (Spec, error) {
-	spec := Spec{Net: in.Net}
+	spec := Spec{Net: in.Net, Limits: in.Limits.merged(DefaultLimits())}
 	if len(in.Roots) == 0 {
 		return Spec{}, errors.New("the grant names no workspace root")
 	}
