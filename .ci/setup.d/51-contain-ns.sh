@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The namespace construction's attack tests (cmd/joule/contain_ns_test.go,
 # issue 14): util-linux's unshare, nsenter and setpriv, mount's mount and
-# umount, perl for the raw open_tree system call. Idempotent: installs only
+# umount, perl for the raw open_tree system call; bubblewrap, the baseline of
+# cmd/joule-exec's BenchmarkVsBwrap (make bench). Idempotent: installs only
 # what is missing.
 set -euo pipefail
 
 missing=()
-for tool in unshare:util-linux nsenter:util-linux setpriv:util-linux mount:mount umount:mount perl:perl-base chroot:coreutils; do
+for tool in bwrap:bubblewrap unshare:util-linux nsenter:util-linux setpriv:util-linux mount:mount umount:mount perl:perl-base chroot:coreutils; do
   command -v "${tool%%:*}" >/dev/null 2>&1 || missing+=("${tool#*:}")
 done
 if [ ${#missing[@]} -gt 0 ]; then

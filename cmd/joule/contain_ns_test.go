@@ -203,7 +203,10 @@ func TestContainExitAndSignals(t *testing.T) {
 		t.Errorf("a program killed by SIGTERM: joule-exec ended with %v", err)
 	}
 	pidFile := filepath.Join(s.ws, "src", "pid")
-	cmd := run(`echo $$ > src/pid; exec sleep 60`)
+	// $$ is the shell's pid in the command's own PID namespace; the first
+	// field of /proc/self/stat, read through the host's /proc, is the one
+	// this test can signal.
+	cmd := run(`read -r p _ < /proc/self/stat; echo $p > src/pid; exec sleep 60`)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -55,7 +55,7 @@ func TestCodexContain(t *testing.T) {
 			t.Fatalf("tool outputs %+v\n%+v", outs, res)
 		}
 		for _, want := range []string{"steward.key: Permission denied", "cannot create regular file '.codex/hooks.json': ",
-			"cannot remove '.codex/hooks.json': ", "outside.txt': Permission denied", "done"} {
+			"cannot remove '.codex/hooks.json': ", "outside.txt': ", "done"} {
 			if !strings.Contains(outs[0].Text, want) {
 				t.Errorf("tool output lacks %q: %q", want, outs[0].Text)
 			}

@@ -68,7 +68,7 @@ func TestGeminiContainE2E(t *testing.T) {
 	})
 	t.Run("the kernel refuses what analysis let through", func(t *testing.T) {
 		out := res[1].text()
-		for _, want := range []string{"steward.key: Permission denied", "cannot create regular file '.gemini/settings.json': ", "cannot remove '.gemini/settings.json': ", "outside.txt': Permission denied", "done"} {
+		for _, want := range []string{"steward.key: Permission denied", "cannot create regular file '.gemini/settings.json': ", "cannot remove '.gemini/settings.json': ", "outside.txt': ", "done"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("tool result lacks %q", want)
 			}

@@ -386,7 +386,7 @@ func TestOpenCodeContain(t *testing.T) {
 	})
 	t.Run("the kernel refuses what analysis let through", func(t *testing.T) {
 		got := w.toolResult(1)
-		for _, want := range []string{"steward.key: Permission denied", "joule.ts': ", "outside.txt': Permission denied", "done"} {
+		for _, want := range []string{"steward.key: Permission denied", "joule.ts': ", "outside.txt': ", "done"} {
 			if !strings.Contains(got, want) {
 				t.Errorf("tool result lacks %q: %q", want, got)
 			}
