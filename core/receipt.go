@@ -117,16 +117,6 @@ func (r *OpReceipt) Canonical() ([]byte, error) {
 	return encMode.Marshal(r)
 }
 
-// Receipt is the former name of OpReceipt.
-//
-// Deprecated: use OpReceipt.
-type Receipt = OpReceipt
-
-// DecodeReceipt is the former name of DecodeOpReceipt.
-//
-// Deprecated: use DecodeOpReceipt.
-func DecodeReceipt(b []byte) (*OpReceipt, error) { return DecodeOpReceipt(b) }
-
 // DecodeOpReceipt decodes a canonical JCR-1 receipt core and validates it.
 func DecodeOpReceipt(b []byte) (*OpReceipt, error) {
 	r := new(OpReceipt)
