@@ -20,7 +20,6 @@ const Host = "qwen-code"
 // Qwen Code).
 const PreToolUse = "PreToolUse"
 
-
 // tools maps Qwen Code's built-in tools (ToolNames in its
 // packages/core/src/tools/tool-names.ts, 0.24) whose input keys are
 // already the gate's: command, file_path, content, old_string,
