@@ -15,6 +15,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/joulehook/joule/core"
+	"github.com/joulehook/joule/core/audit"
 	"github.com/joulehook/joule/core/grant"
 	"github.com/joulehook/joule/core/identity"
 	"github.com/joulehook/joule/core/receipts"
@@ -120,7 +121,7 @@ func runReceipts(ctx context.Context, e *env, args []string) error {
 		warnWitness(ctx, e, ep)
 		// Everything is written, damaged receipts included, so that an
 		// offline verify of the export names the first bad position.
-		rows, verdicts, err := sessionVerdicts(ctx, ep, keys, args[0])
+		rows, verdicts, err := audit.SessionVerdicts(ctx, ep.store, keys, args[0])
 		if err != nil {
 			return err
 		}
@@ -171,23 +172,13 @@ func (f *listFilter) register(fs *flag.FlagSet) (since *string) {
 	return since
 }
 
-// parseSince reads --since: a duration back from now or a date or time.
+// parseSince reads --since (receipts.ParseSince), a usage error when bad.
 func parseSince(s string, now time.Time) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
+	t, err := receipts.ParseSince(s, now)
+	if err != nil {
+		return time.Time{}, usagef("--since %v", err)
 	}
-	if d, err := time.ParseDuration(s); err == nil {
-		if d < 0 {
-			return time.Time{}, usagef("--since %s: want a positive duration, e.g. 2h", s)
-		}
-		return now.Add(-d), nil
-	}
-	for _, layout := range []string{time.RFC3339, "2006-01-02T15:04", "2006-01-02"} {
-		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
-			return t, nil
-		}
-	}
-	return time.Time{}, usagef("--since %q: want a duration (90m, 2h) or a time (2026-01-02, 2026-01-02T15:04:05Z)", s)
+	return t, nil
 }
 
 // receiptRow is one line of receipts ls, and its JSON.
@@ -209,27 +200,11 @@ type receiptRow struct {
 }
 
 func toRow(en store.StoredEntry, v receipts.Verdict) receiptRow {
-	r := receiptRow{Session: en.Session, Seq: en.Seq, Index: en.Index, Time: en.Time.UTC().Format(time.RFC3339), Verdict: v.Verdict, Hash: core.ID(en.Hash).String(), at: en.Time}
+	b := v.Receipt.Brief()
+	r := receiptRow{Session: en.Session, Seq: en.Seq, Index: en.Index, Time: en.Time.UTC().Format(time.RFC3339), Verdict: v.Verdict, Hash: core.ID(en.Hash).String(), at: en.Time,
+		Kind: b.Kind, Tool: b.Tool, Decision: b.Decision, Code: b.Code, EnergyUJ: b.EnergyUJ, Summary: b.Summary}
 	if v.Verdict != receipts.VerdictOK {
 		r.Reason = v.Reason
-	}
-	switch a := v.Receipt; {
-	case a == nil:
-	case a.Decision != nil:
-		d := a.Decision
-		r.Kind, r.Tool, r.Decision, r.Code, r.EnergyUJ, r.Summary = "decision", d.Tool, d.Decision, d.Code, d.DebitUJ, d.Summary
-	default:
-		// An efficiency receipt decides nothing: its status and coverage
-		// go in the summary, not the DECISION and CODE columns.
-		f := a.Efficiency
-		r.Kind, r.Tool, r.EnergyUJ = "efficiency", f.Unit, f.EstimatedUJ
-		if f.MeasuredUJ != nil {
-			r.EnergyUJ = *f.MeasuredUJ
-		}
-		r.Summary = strings.TrimSpace(f.Unit+" "+f.Model) + " (" + f.Status + ", " + f.Coverage + ")"
-		if len(f.Calls) > 0 {
-			r.Summary = fmt.Sprintf("%d × %s", len(f.Calls), r.Summary)
-		}
 	}
 	return r
 }
@@ -307,7 +282,7 @@ func receiptsList(ctx context.Context, e *env, ep *endpoint, keys receipts.Keys,
 	var bad, total int
 	var firstBad *receiptRow
 	for _, id := range sessions {
-		rows, verdicts, err := sessionVerdicts(ctx, ep, keys, id)
+		rows, verdicts, err := audit.SessionVerdicts(ctx, ep.store, keys, id)
 		if err != nil {
 			return err
 		}
@@ -384,25 +359,6 @@ func printJSON(e *env, v any) error {
 	return err
 }
 
-// sessionVerdicts reads a session's rows as stored, damaged ones
-// included, and judges each receipt on its own (receipts.Keys.Verdicts),
-// adding what only the row can tell (receipts.Verdict.CheckRow).
-func sessionVerdicts(ctx context.Context, ep *endpoint, keys receipts.Keys, session string) ([]store.StoredEntry, []receipts.Verdict, error) {
-	rows, err := ep.store.SessionRows(ctx, session)
-	if err != nil {
-		return nil, nil, err
-	}
-	envs := make([][]byte, len(rows))
-	for i, r := range rows {
-		envs[i] = r.Envelope
-	}
-	verdicts := keys.Verdicts(envs)
-	for i, r := range rows {
-		verdicts[i].CheckRow(r.Seq, r.Prev, r.Fault)
-	}
-	return rows, verdicts, nil
-}
-
 // warnWitness says, on standard error, that the store is not what its
 // witness remembers: what a read command shows may be a rolled-back log.
 func warnWitness(ctx context.Context, e *env, ep *endpoint) {
@@ -428,7 +384,7 @@ func receiptsShow(ctx context.Context, e *env, ep *endpoint, keys receipts.Keys,
 			return usagef("receipts show: SEQ must be a positive number")
 		}
 		// The receipt's verdict within its chain, damaged or not.
-		rows, verdicts, err := sessionVerdicts(ctx, ep, keys, args[0])
+		rows, verdicts, err := audit.SessionVerdicts(ctx, ep.store, keys, args[0])
 		if err != nil {
 			return err
 		}
@@ -486,7 +442,7 @@ func receiptsVerify(ctx context.Context, e *env, ep *endpoint, keys receipts.Key
 		if len(args) > 0 && s.ID != args[0] {
 			continue
 		}
-		rows, verdicts, err := sessionVerdicts(ctx, ep, keys, s.ID)
+		rows, verdicts, err := audit.SessionVerdicts(ctx, ep.store, keys, s.ID)
 		if err != nil {
 			fmt.Fprintf(e.stdout, "FAIL session %s: %v\n", s.ID, err)
 			failed++
@@ -536,47 +492,14 @@ func receiptsVerify(ctx context.Context, e *env, ep *endpoint, keys receipts.Key
 	return nil
 }
 
-// verifyLatestCheckpoint checks the last signed checkpoint's signature and
-// that the current log is consistent with it.
+// verifyLatestCheckpoint checks the last signed checkpoint with this
+// endpoint's key (store.Store.VerifyLatestCheckpoint).
 func verifyLatestCheckpoint(ctx context.Context, ep *endpoint) error {
-	text, err := ep.store.LatestCheckpoint(ctx)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
 	nv, err := note.NewVerifier(ep.id.VerifierKey)
 	if err != nil {
 		return err
 	}
-	n, err := note.Open(text, note.VerifierList(nv))
-	if err != nil {
-		return fmt.Errorf("signature: %w", err)
-	}
-	cp, err := store.ParseCheckpoint([]byte(n.Text))
-	if err != nil {
-		return err
-	}
-	size, err := ep.store.LogSize(ctx)
-	if err != nil {
-		return err
-	}
-	if cp.Size > size {
-		return fmt.Errorf("checkpoint of size %d is ahead of the log (%d)", cp.Size, size)
-	}
-	if cp.Size == 0 {
-		return nil // every log extends the empty one
-	}
-	proof, err := ep.store.ProveTree(ctx, cp.Size, size)
-	if err != nil {
-		return err
-	}
-	head, err := ep.store.TreeHash(ctx, size)
-	if err != nil {
-		return err
-	}
-	return tlog.CheckTree(proof, size, head, cp.Size, cp.Root)
+	return ep.store.VerifyLatestCheckpoint(ctx, nv)
 }
 
 func receiptsProve(ctx context.Context, e *env, ep *endpoint, args []string, size int64, fromArg string) error {
@@ -600,65 +523,34 @@ func receiptsProve(ctx context.Context, e *env, ep *endpoint, args []string, siz
 	if err != nil {
 		return err
 	}
-	logSize, err := ep.store.LogSize(ctx)
-	if err != nil {
-		return err
-	}
-	if size == 0 {
-		size = logSize
-	}
-	root, err := ep.store.TreeHash(ctx, size)
-	if err != nil {
-		return err
-	}
-	out := map[string]any{"checkpoint": string(cp), "tree_size": size, "root": root.String(), "verifier_key": ep.id.VerifierKey}
+	out := map[string]any{"checkpoint": string(cp), "verifier_key": ep.id.VerifierKey}
+	tree := func(size int64, root tlog.Hash) { out["tree_size"], out["root"] = size, root.String() }
 	switch {
 	case witnessed != nil:
-		// The old root is the one the witness signed, never the store's
-		// own idea of it.
-		if from > size {
-			return fmt.Errorf("%w: the checkpoint of %s is of log size %d, but the store holds %d receipts", store.ErrRolledBack, fromArg, from, size)
+		c, err := ep.store.ProveExtends(ctx, *witnessed, fromArg, size)
+		if err != nil {
+			return err
 		}
-		var proof tlog.TreeProof
-		if from > 0 {
-			if proof, err = ep.store.ProveTree(ctx, from, size); err != nil {
-				return err
-			}
-			if err := tlog.CheckTree(proof, size, root, from, witnessed.Root); err != nil {
-				return fmt.Errorf("%w: the log of size %d is not an extension of the checkpoint of %s (size %d, root %s): %v", store.ErrRolledBack, size, fromArg, from, witnessed.Root, err)
-			}
-		}
-		out["old_size"], out["old_root"], out["consistency_proof"], out["old_checkpoint"] = from, witnessed.Root.String(), hashStrings(proof), string(witnessNote)
+		tree(c.Size, c.Root)
+		out["old_size"], out["old_root"], out["consistency_proof"], out["old_checkpoint"] = c.OldSize, c.OldRoot.String(), hashStrings(c.Proof), string(witnessNote)
 	case from >= 0:
-		proof, err := ep.store.ProveTree(ctx, from, size)
+		c, err := ep.store.ProveConsistency(ctx, from, size)
 		if err != nil {
 			return err
 		}
-		oldRoot, err := ep.store.TreeHash(ctx, from)
-		if err != nil {
-			return err
-		}
-		if err := tlog.CheckTree(proof, size, root, from, oldRoot); err != nil {
-			return err
-		}
-		out["old_size"], out["old_root"], out["consistency_proof"] = from, oldRoot.String(), hashStrings(proof)
+		tree(c.Size, c.Root)
+		out["old_size"], out["old_root"], out["consistency_proof"] = c.OldSize, c.OldRoot.String(), hashStrings(c.Proof)
 	case len(args) == 1:
 		idx, err := strconv.ParseInt(args[0], 10, 64)
 		if err != nil {
 			return usagef("receipts prove: INDEX must be a number")
 		}
-		en, err := ep.store.EntryAt(ctx, idx)
+		in, err := ep.store.ProveInclusion(ctx, idx, size)
 		if err != nil {
 			return err
 		}
-		proof, err := ep.store.ProveRecord(ctx, idx, size)
-		if err != nil {
-			return err
-		}
-		if err := tlog.CheckRecord(proof, size, root, idx, tlog.RecordHash(en.Envelope)); err != nil {
-			return err
-		}
-		out["index"], out["leaf_hash"], out["inclusion_proof"], out["envelope_hex"] = idx, tlog.RecordHash(en.Envelope).String(), hashStrings(proof), fmt.Sprintf("%x", en.Envelope)
+		tree(in.Size, in.Root)
+		out["index"], out["leaf_hash"], out["inclusion_proof"], out["envelope_hex"] = in.Index, in.Leaf.String(), hashStrings(in.Proof), fmt.Sprintf("%x", in.Envelope)
 	default:
 		return usagef("receipts prove: want INDEX or --from OLD")
 	}
@@ -675,28 +567,20 @@ func readCheckpointArg(ep *endpoint, arg string) (*store.Checkpoint, []byte, err
 	if w == nil {
 		return nil, nil, errors.New("receipts prove: the store has no witness")
 	}
-	files := []string{arg}
-	if arg == "witness" {
-		files = w.Files
+	var files []string // the witness's own
+	if arg != "witness" {
+		files = []string{arg}
 	}
-	var best *store.Checkpoint
-	var bestMsg []byte
-	for _, f := range files {
-		cp, msg, err := store.ReadWitnessFile(f, w.Origin, w.Verifier)
-		if err != nil {
-			return nil, nil, err
-		}
-		if cp != nil && (best == nil || cp.Size > best.Size) {
-			best, bestMsg = cp, msg
-		}
-	}
-	if best == nil {
-		if arg == "witness" {
-			return nil, nil, fmt.Errorf("no witness yet in %s (the next receipt starts it)", w.Files[0])
-		}
+	cp, msg, err := w.Newest(files...)
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case cp == nil && arg == "witness":
+		return nil, nil, fmt.Errorf("no witness yet in %s (the next receipt starts it)", w.Files[0])
+	case cp == nil:
 		return nil, nil, fmt.Errorf("receipts prove --from: %s does not exist (want a tree size, 'witness' or a checkpoint note file)", arg)
 	}
-	return best, bestMsg, nil
+	return cp, msg, nil
 }
 
 func hashStrings(hs []tlog.Hash) []string {
@@ -753,16 +637,12 @@ func verifyExport(e *env, steward, pubkey, format string) error {
 	return nil
 }
 
-// resolveSession turns a unique prefix of a session id into the id. A
-// prefix of none is passed on as typed, so that the command reports the
-// session as it does any unknown one.
+// resolveSession turns a unique prefix of a session id into the id
+// (store.Store.SessionID), with a hint when the prefix is ambiguous.
 func resolveSession(ctx context.Context, ep *endpoint, arg string) (string, error) {
-	id, err := ep.store.ResolveSession(ctx, arg)
-	switch {
-	case err == nil:
-		return id, nil
-	case errors.Is(err, store.ErrAmbiguous):
+	id, err := ep.store.SessionID(ctx, arg)
+	if err != nil {
 		return "", withHint(errors.New(strings.TrimPrefix(err.Error(), "store: ")), "give more of the session id ('joule receipts ls' lists them)")
 	}
-	return arg, nil
+	return id, nil
 }

@@ -203,24 +203,12 @@ func checkStore(ctx context.Context, e *env, st *store.Store, home, loc string, 
 	if rep.WitnessFailed {
 		return rep
 	}
-	var err error
-	fail := func(e error) checkReport { rep.Error = e.Error(); return rep }
-	if rep.LogSize, err = st.LogSize(ctx); err != nil {
-		return fail(err)
-	}
-	sessions, err := st.Sessions(ctx)
+	sum, err := st.Summarize(ctx)
 	if err != nil {
-		return fail(err)
+		rep.Error = err.Error()
+		return rep
 	}
-	grants, err := st.Grants(ctx)
-	if err != nil {
-		return fail(err)
-	}
-	root, err := st.TreeHash(ctx, rep.LogSize)
-	if err != nil {
-		return fail(err)
-	}
-	rep.Sessions, rep.Grants, rep.Root, rep.OK = len(sessions), len(grants), fmt.Sprint(root), true
+	rep.LogSize, rep.Sessions, rep.Grants, rep.Root, rep.OK = sum.LogSize, sum.Sessions, sum.Grants, sum.Root.String(), true
 	return rep
 }
 
@@ -272,12 +260,15 @@ func storeBackup(ctx context.Context, e *env, sub, file string) error {
 		return err
 	}
 	defer ep.Close()
-	if ep.store.Backend() != "sqlite" {
-		return withHint(fmt.Errorf("store %s: %w", sub, store.ErrNoOnlineBackup), "run pg_dump --format=custom --file=joule.dump --dbname=\"$JOULE_STORE\"; restore into a new database with pg_restore and check it with 'joule store check --store URL' (docs/team.md, \"Backup and restore\")")
+	noOnline := func(err error) error {
+		if errors.Is(err, store.ErrNoOnlineBackup) {
+			return withHint(fmt.Errorf("store %s: %w", sub, store.ErrNoOnlineBackup), "run pg_dump --format=custom --file=joule.dump --dbname=\"$JOULE_STORE\"; restore into a new database with pg_restore and check it with 'joule store check --store URL' (docs/team.md, \"Backup and restore\")")
+		}
+		return err
 	}
 	if sub == "backup" {
 		if err := ep.store.Backup(ctx, file); err != nil {
-			return err
+			return noOnline(err)
 		}
 		size, err := ep.store.LogSize(ctx)
 		if err != nil {
@@ -288,7 +279,7 @@ func storeBackup(ctx context.Context, e *env, sub, file string) error {
 		return nil
 	}
 	if err := ep.store.Restore(ctx, file); err != nil {
-		return err
+		return noOnline(err)
 	}
 	size, err := ep.store.LogSize(ctx)
 	if err != nil {

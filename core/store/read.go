@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/mod/sumdb/tlog"
+
 	"github.com/joulehook/joule/core"
 )
 
@@ -249,4 +251,36 @@ func (s *Store) resolve(ctx context.Context, kind, query, prefix string) (string
 		some += ", …"
 	}
 	return "", fmt.Errorf("store: %s %q: %w: it matches %s", kind, prefix, ErrAmbiguous, some)
+}
+
+// Summary is the size of a store at one look: what store check reports
+// once everything in it is checked.
+type Summary struct {
+	LogSize  int64
+	Root     tlog.Hash // the root of the log's tree of LogSize
+	Sessions int
+	Grants   int
+}
+
+// Summarize counts the store's log, sessions and grants and hashes its
+// log's tree.
+func (s *Store) Summarize(ctx context.Context) (Summary, error) {
+	var sum Summary
+	var err error
+	if sum.LogSize, err = s.LogSize(ctx); err != nil {
+		return Summary{}, err
+	}
+	sessions, err := s.Sessions(ctx)
+	if err != nil {
+		return Summary{}, err
+	}
+	grants, err := s.Grants(ctx)
+	if err != nil {
+		return Summary{}, err
+	}
+	if sum.Root, err = s.TreeHash(ctx, sum.LogSize); err != nil {
+		return Summary{}, err
+	}
+	sum.Sessions, sum.Grants = len(sessions), len(grants)
+	return sum, nil
 }
