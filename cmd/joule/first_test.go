@@ -20,8 +20,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/joulehook/joule/core/receipts"
-	"github.com/joulehook/joule/core/store"
 	"github.com/joulehook/joule/demo"
 )
 
@@ -297,15 +295,6 @@ func TestCell(t *testing.T) {
 		if got := cell(in); got != want {
 			t.Errorf("cell(%q) = %q, want %q", in, got, want)
 		}
-	}
-}
-
-func TestEfficiencyRowColumns(t *testing.T) {
-	measured := uint64(2_500_000)
-	row := toRow(store.StoredEntry{}, receipts.Verdict{Verdict: receipts.VerdictOK, Receipt: &receipts.Any{Efficiency: &receipts.Efficiency{
-		Unit: "model-call", Model: "claude-x", Status: receipts.StatusComplete, Coverage: receipts.CoverageEnforced, EstimatedUJ: 9, MeasuredUJ: &measured}}})
-	if row.Decision != "" || row.Code != "" || row.Tool != "model-call" || row.EnergyUJ != measured || row.Summary != "model-call claude-x (complete, enforced)" {
-		t.Fatalf("%+v", row)
 	}
 }
 

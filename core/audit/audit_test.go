@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,7 +21,11 @@ import (
 // TestCheck seals real decisions through a gate, finds nothing in the
 // untouched store, then finds each edit of a second connection, placed at
 // the grant and the session and SEQ it concerns.
-func TestCheck(t *testing.T) {
+// sealedStore is a store in a fresh home with three allowed decisions
+// sealed through a gate in session "s", the grant they debit, and the keys
+// that verify them.
+func sealedStore(t *testing.T) (st *store.Store, path, gid string, trust grant.Trust, keys receipts.Keys) {
+	t.Helper()
 	ctx := context.Background()
 	dir, _ := filepath.EvalSymlinks(t.TempDir())
 	ws := filepath.Join(dir, "ws")
@@ -29,12 +34,12 @@ func TestCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, "home", "joule.db")
-	st, err := store.Open(path)
+	path = filepath.Join(dir, "home", "joule.db")
+	st, err = store.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	t.Cleanup(func() { st.Close() })
 	is, _ := grant.NewIssuer(id.Steward, id.Key)
 	now := time.Now()
 	s, err := is.Sign(&grant.Grant{Subject: grant.AnySubject, Roots: []string{ws}, Allow: []string{"Bash(go test:*)"}, BudgetUJ: 1_000_000,
@@ -42,13 +47,13 @@ func TestCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gid := s.ID.String()
+	gid = s.ID.String()
 	if err := st.PutGrant(ctx, store.GrantRecord{ID: gid, Signed: s.Envelope, BudgetUJ: 1_000_000}); err != nil {
 		t.Fatal(err)
 	}
 	st.SetSetting(ctx, gate.SettingActive, gid)
 	sealer, _ := id.Sealer()
-	trust := grant.Trust{id.Steward: id.Public()}
+	trust = grant.Trust{id.Steward: id.Public()}
 	g := &gate.Gate{Store: st, Sealer: sealer, Trust: trust, JouleHome: filepath.Join(dir, "home")}
 	ev, _ := json.Marshal(map[string]any{"session_id": "s", "tool": "Bash", "cwd": ws, "input": map[string]any{"command": "go test ./..."}})
 	for range 3 {
@@ -56,10 +61,16 @@ func TestCheck(t *testing.T) {
 			t.Fatalf("%+v", r)
 		}
 	}
-	keys, err := receipts.NewKeys(trust)
+	keys, err = receipts.NewKeys(trust)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return st, path, gid, trust, keys
+}
+
+func TestCheck(t *testing.T) {
+	ctx := context.Background()
+	st, path, gid, trust, keys := sealedStore(t)
 	if f, err := Check(ctx, st, trust, keys); err != nil || len(f) != 0 {
 		t.Fatalf("untouched store: %v %v", f, err)
 	}
@@ -89,5 +100,43 @@ func TestCheck(t *testing.T) {
 	}
 	if err := Err(f); err == nil || !strings.Contains(err.Error(), "findings") {
 		t.Errorf("Err: %v", err)
+	}
+}
+
+// TestSessionVerdicts judges each stored receipt of a session on its own:
+// one rewritten envelope marks that receipt and breaks the chain at the
+// next, and leaves the one before it ok.
+func TestSessionVerdicts(t *testing.T) {
+	ctx := context.Background()
+	st, path, _, _, keys := sealedStore(t)
+	rows, verdicts, err := SessionVerdicts(ctx, st, keys, "s")
+	if err != nil || len(rows) != 3 || len(verdicts) != 3 {
+		t.Fatalf("%d rows, %d verdicts, %v; want 3 of each", len(rows), len(verdicts), err)
+	}
+	for i, v := range verdicts {
+		if v.Verdict != receipts.VerdictOK || v.Receipt == nil || v.Receipt.Sequence != rows[i].Seq {
+			t.Errorf("untouched receipt %d: %+v", i+1, v)
+		}
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE entries SET envelope = X'00' WHERE session = 's' AND seq = 2`); err != nil {
+		t.Fatal(err)
+	}
+	rows, verdicts, err = SessionVerdicts(ctx, st, keys, "s")
+	if err != nil || len(rows) != 3 {
+		t.Fatalf("%d rows, %v; want all 3, the damaged one included", len(rows), err)
+	}
+	if got := []string{verdicts[0].Verdict, verdicts[1].Verdict, verdicts[2].Verdict}; got[0] != receipts.VerdictOK || got[1] != receipts.VerdictUndecodable || got[2] != receipts.VerdictBrokenChain {
+		t.Errorf("verdicts after seq 2 was rewritten: %v", got)
+	}
+	if !strings.Contains(verdicts[1].Reason, "; row: ") {
+		t.Errorf("the damaged receipt's reason does not carry its row's fault: %q", verdicts[1].Reason)
+	}
+	if _, _, err := SessionVerdicts(ctx, st, keys, "none"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("an unknown session: %v, want ErrNotFound", err)
 	}
 }
