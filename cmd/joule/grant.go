@@ -6,16 +6,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/joulehook/joule/core/gate"
 	"github.com/joulehook/joule/core/grant"
 	"github.com/joulehook/joule/core/identity"
-	"github.com/joulehook/joule/core/rule"
 	"github.com/joulehook/joule/core/store"
 )
 
@@ -33,23 +29,9 @@ func (l *listFlag) Set(v string) error {
 	return nil
 }
 
-// splitTiers reads "l0,l1,l2".
-func splitTiers(s string) []string {
-	var out []string
-	for _, t := range strings.Split(s, ",") {
-		if t = strings.ToLower(strings.TrimSpace(t)); t != "" {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
 // noTiersNote is said when a grant is issued without tier verbs.
 const noTiersNote = "note: this grant names no tier verbs, so 'joule acp' may consult no tier under it (L0 included) and every request resolves to nothing; " +
 	"issue it with --tiers l0,l1,l2 (add l3, l4 for a local model and a remote agent) or from --template dev to let the cascade run"
-
-// DefaultTTL is how long a grant without a template or --ttl is valid.
-const DefaultTTL = 8 * time.Hour
 
 // issueFlags are the flags init and grant issue share.
 type issueFlags struct {
@@ -77,150 +59,68 @@ func (f *issueFlags) register(fs *flag.FlagSet, defTemplate string) {
 	fs.BoolVar(&f.use, "use", false, "make the new grant the active one")
 }
 
-// build turns the flags into a grant (unsigned).
+// build turns the flags into a grant (unsigned), saying what is wrong in
+// the flags' terms.
 func (f *issueFlags) build(now time.Time) (*grant.Grant, error) {
-	g := &grant.Grant{Subject: f.subject, NotBefore: now.Unix()}
-	ttl := f.ttl
+	spec := grant.Spec{Subject: f.subject, Allow: f.allow, Ask: f.ask, Deny: f.deny, TTL: f.ttl,
+		Delegated: f.parent != "", Roots: f.workspaces}
 	if f.template != "" {
-		tpl, ok := grant.Templates[f.template]
-		if !ok {
-			names := make([]string, 0, len(grant.Templates))
-			for n := range grant.Templates {
-				names = append(names, n)
-			}
-			sort.Strings(names)
-			return nil, usagef("unknown template %q (have %s)", f.template, strings.Join(names, ", "))
-		}
-		g.Allow, g.Ask, g.Deny, g.Tiers, g.BudgetUJ = tpl.Allow, tpl.Ask, tpl.Deny, tpl.Tiers, tpl.BudgetUJ
-		if ttl == 0 {
-			ttl = tpl.TTL
-		}
-	}
-	g.Allow = append(append([]string(nil), g.Allow...), f.allow...)
-	g.Ask = append(append([]string(nil), g.Ask...), f.ask...)
-	g.Deny = append(append([]string(nil), g.Deny...), f.deny...)
-	if f.tiers != "" {
-		g.Tiers = splitTiers(f.tiers)
-	}
-	if g.Tiers == nil {
-		g.Tiers = []string{}
-	}
-	switch {
-	case f.budget != "":
-		uj, err := grant.ParseEnergy(f.budget)
+		tpl, err := grant.LookupTemplate(f.template)
 		if err != nil {
+			return nil, usagef("%v", err)
+		}
+		spec.Template = &tpl
+	}
+	if f.tiers != "" {
+		spec.Tiers = grant.ParseTiers(f.tiers)
+	}
+	if f.budget != "" {
+		uj, err := grant.ParseBudget(f.budget)
+		switch {
+		case errors.Is(err, grant.ErrNoBudget):
+			return nil, usagef("--budget %s: %v; give an amount, e.g. --budget 30MJ", f.budget, err)
+		case err != nil:
 			return nil, usagef("--budget: %v", err)
 		}
-		if uj == 0 {
-			return nil, usagef("--budget %s: a grant with no budget denies every call budget-exceeded; give an amount, e.g. --budget 30MJ", f.budget)
+		spec.BudgetUJ = uj
+	}
+	g, err := spec.Build(now)
+	var bad *grant.SpecError
+	if errors.As(err, &bad) {
+		switch bad.Field {
+		case "ttl":
+			return nil, usagef("--ttl %s: want a positive duration, e.g. 8h", f.ttl)
+		case "workspace":
+			return nil, usagef("--workspace %s is not a directory", bad.Value)
+		default:
+			return nil, usagef("%v", bad.Err)
 		}
-		g.BudgetUJ = uj
-	case f.template == "" && f.parent == "":
-		// No template and no parent: the documented default, the
-		// interactive templates' day (docs/grants.md).
-		g.BudgetUJ = grant.DayBudget
 	}
-	// With --parent and no --budget, issue gives the child what its
-	// ancestors have left.
-	if f.ttl < 0 {
-		return nil, usagef("--ttl %s: want a positive duration, e.g. 8h", f.ttl)
+	return g, err
+}
+
+// grants is the gate that changes trust state (issue, revoke): it needs the
+// store, the key and the trusted issuers, not the costs and host paths a
+// decision reads from the configuration.
+func (ep *endpoint) grants() (*gate.Gate, *grant.Issuer, error) {
+	is, err := grant.NewIssuer(ep.id.Steward, ep.id.Key)
+	if err != nil {
+		return nil, nil, err
 	}
-	if ttl == 0 {
-		ttl = DefaultTTL
+	sealer, err := ep.id.Sealer()
+	if err != nil {
+		return nil, nil, err
 	}
-	g.NotAfter = now.Add(ttl).Unix()
-	roots := f.workspaces
-	if len(roots) == 0 {
-		wd, err := os.Getwd()
-		if err != nil {
-			return nil, err
-		}
-		roots = listFlag{wd}
-	}
-	for _, r := range roots {
-		abs, err := filepath.Abs(r)
-		if err != nil {
-			return nil, err
-		}
-		info, err := os.Stat(abs)
-		if err != nil || !info.IsDir() {
-			return nil, usagef("--workspace %s is not a directory", r)
-		}
-		res, err := rule.Resolve("/", abs)
-		if err != nil {
-			return nil, err
-		}
-		g.Roots = append(g.Roots, res)
-	}
-	if _, err := rule.ParseSet(g.Allow, g.Ask, g.Deny); err != nil {
-		return nil, usagef("%v", err)
-	}
-	return g, nil
+	return &gate.Gate{Store: ep.store, Sealer: sealer, Trust: ep.trust, JouleHome: ep.home}, is, nil
 }
 
 // issue signs g (checking delegation against the stored parent) and stores it.
 func issue(ctx context.Context, ep *endpoint, g *grant.Grant, parent string, use bool) (*grant.Signed, error) {
-	issuer, err := grant.NewIssuer(ep.id.Steward, ep.id.Key)
+	gt, is, err := ep.grants()
 	if err != nil {
 		return nil, err
 	}
-	if parent != "" {
-		gt, err := ep.gate()
-		if err != nil {
-			return nil, err
-		}
-		chain, err := gt.LoadChain(ctx, parent)
-		if err != nil {
-			return nil, fmt.Errorf("parent %s: %w", parent, err)
-		}
-		g.Parent = parent
-		p := chain.Leaf().Grant
-		// A child cannot outlive its parent: clip the window rather than fail.
-		if g.NotAfter > p.NotAfter {
-			g.NotAfter = p.NotAfter
-		}
-		if g.NotBefore < p.NotBefore {
-			g.NotBefore = p.NotBefore
-		}
-		if err := grant.Attenuates(p, g); err != nil {
-			return nil, fmt.Errorf("the new grant does not attenuate %s: %w", parent, err)
-		}
-		explicit := g.BudgetUJ != 0
-		for i, link := range chain {
-			rec, err := ep.store.Grant(ctx, link.ID.String())
-			if err != nil {
-				return nil, err
-			}
-			if !explicit && (i == 0 || rec.RemainingUJ() < g.BudgetUJ) {
-				g.BudgetUJ = rec.RemainingUJ()
-			}
-		}
-		if g.BudgetUJ == 0 {
-			return nil, fmt.Errorf("parent %s has no budget left to delegate", parent)
-		}
-		for _, link := range chain {
-			rec, err := ep.store.Grant(ctx, link.ID.String())
-			if err != nil {
-				return nil, err
-			}
-			if g.BudgetUJ > rec.RemainingUJ() {
-				return nil, fmt.Errorf("budget %s exceeds what grant %s has left (%s)", grant.FormatEnergy(g.BudgetUJ), link.ID, grant.FormatEnergy(rec.RemainingUJ()))
-			}
-		}
-	}
-	s, err := issuer.Sign(g)
-	if err != nil {
-		return nil, err
-	}
-	if err := ep.store.PutGrant(ctx, store.GrantRecord{ID: s.ID.String(), Parent: g.Parent, Signed: s.Envelope, BudgetUJ: g.BudgetUJ}); err != nil {
-		return nil, err
-	}
-	if use {
-		if err := ep.store.SetSetting(ctx, gate.SettingActive, s.ID.String()); err != nil {
-			return nil, err
-		}
-	}
-	return s, nil
+	return gt.Issue(ctx, is, g, parent, use)
 }
 
 func runInit(ctx context.Context, e *env, args []string) error {
@@ -402,8 +302,8 @@ func runGrant(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		out := map[string]any{"id": id, "grant": s.Grant, "issuer_name": s.IssuerName, "spent_uj": rec.SpentUJ,
-			"reserved_uj": rec.ReservedUJ, "remaining_uj": signedRemaining(rec, s), "revoked": rec.Revoked}
-		if fault := columnFault(rec, s); fault != "" {
+			"reserved_uj": rec.ReservedUJ, "remaining_uj": rec.RemainingUnder(s.Grant.BudgetUJ), "revoked": rec.Revoked}
+		if fault := rec.ColumnFault(s.ID.String(), gate.SignedFacts(s)); fault != "" {
 			out["store_fault"] = fault + ": decisions on this grant are denied store-corrupt (run 'joule store check')"
 		}
 		b, _ := json.MarshalIndent(out, "", "  ")
@@ -413,36 +313,21 @@ func runGrant(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		chain, err := gt.LoadChain(ctx, id)
-		if err != nil {
-			return err
-		}
-		if err := chain.Check(grantSubjectFor(session, chain.Leaf().Grant), time.Now()); err != nil {
-			return err
-		}
-		key := gate.SettingActive
-		if session != "" {
-			key += ":" + session
-		}
-		if err := ep.store.SetSetting(ctx, key, id); err != nil {
+		if err := gt.Use(ctx, id, session); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "active grant %s\n", id)
 	case "revoke":
-		if err := ep.store.Revoke(ctx, id); err != nil {
+		gt, _, err := ep.grants()
+		if err != nil {
+			return err
+		}
+		if err := gt.Revoke(ctx, id); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "revoked %s (and every grant delegated from it)\n", id)
 	}
 	return nil
-}
-
-// grantSubjectFor picks the session a use check runs as.
-func grantSubjectFor(session string, g *grant.Grant) string {
-	if session != "" {
-		return session
-	}
-	return g.Subject
 }
 
 // grantRow is one line of grant ls, and its JSON.
@@ -477,12 +362,12 @@ func grantList(ctx context.Context, e *env, ep *endpoint, asJSON bool) error {
 				row.State = "expired"
 			}
 			// The signed figures; a column that disagrees is a fault.
-			row.BudgetUJ, row.LeftUJ, row.Parent = s.Grant.BudgetUJ, signedRemaining(r, s), s.Grant.Parent
+			row.BudgetUJ, row.LeftUJ, row.Parent = s.Grant.BudgetUJ, r.RemainingUnder(s.Grant.BudgetUJ), s.Grant.Parent
 		}
 		if r.Revoked {
 			row.State = "revoked"
 		}
-		if err == nil && columnFault(r, s) != "" {
+		if err == nil && r.ColumnFault(s.ID.String(), gate.SignedFacts(s)) != "" {
 			row.State = "store-corrupt"
 		}
 		out = append(out, row)
@@ -509,26 +394,6 @@ func grantList(ctx context.Context, e *env, ep *endpoint, asJSON bool) error {
 	return tw.Flush()
 }
 
-// signedRemaining is what rec can still pay under its signed budget.
-func signedRemaining(rec store.GrantRecord, s *grant.Signed) uint64 {
-	rec.BudgetUJ = s.Grant.BudgetUJ
-	return rec.RemainingUJ()
-}
-
-// columnFault says how rec's budget or parent column disagrees with its
-// verified envelope s, or "".
-func columnFault(rec store.GrantRecord, s *grant.Signed) string {
-	switch {
-	case s.ID.String() != rec.ID:
-		return fmt.Sprintf("the stored envelope is grant %s", s.ID)
-	case rec.BudgetUJ != s.Grant.BudgetUJ:
-		return fmt.Sprintf("budget_uj column says %d µJ, the signed grant %d µJ", rec.BudgetUJ, s.Grant.BudgetUJ)
-	case rec.Parent != s.Grant.Parent:
-		return fmt.Sprintf("parent column says %q, the signed grant %q", rec.Parent, s.Grant.Parent)
-	}
-	return ""
-}
-
 func shortID(id string) string {
 	if len(id) > 12 {
 		return id[:12] + "…"
@@ -536,21 +401,14 @@ func shortID(id string) string {
 	return id
 }
 
-// ActiveGrant names the active grant wherever a grant id is taken.
-const ActiveGrant = "active"
-
 // resolveGrant turns what a user typed for a grant, a whole id, a unique
-// prefix of one, or "active", into the grant's id.
+// prefix of one, or "active", into the grant's id, with a hint where it
+// names none or several.
 func resolveGrant(ctx context.Context, ep *endpoint, arg string) (string, error) {
-	if arg == ActiveGrant {
-		id, err := ep.store.Setting(ctx, gate.SettingActive)
-		if errors.Is(err, store.ErrNotFound) || err == nil && id == "" {
-			return "", withHint(errors.New("no active grant"), "run 'joule init' or 'joule grant use ID'")
-		}
-		return id, err
-	}
-	id, err := ep.store.ResolveGrant(ctx, arg)
+	id, err := gate.ResolveGrant(ctx, ep.store, arg)
 	switch {
+	case errors.Is(err, gate.ErrNoActiveGrant):
+		return "", withHint(err, "run 'joule init' or 'joule grant use ID'")
 	case errors.Is(err, store.ErrNotFound):
 		return "", withHint(fmt.Errorf("grant %s: not found", arg), "run 'joule grant ls'")
 	case errors.Is(err, store.ErrAmbiguous):
@@ -559,10 +417,7 @@ func resolveGrant(ctx context.Context, ep *endpoint, arg string) (string, error)
 	return id, err
 }
 
-// grantRenew supersedes a grant by a new one with the same rules and the
-// remaining budget: the new one is stored and made active wherever the old
-// one was, a receipt naming both is sealed, and the old one is revoked (and
-// with it what was delegated from it).
+// grantRenew is joule grant renew: gate.Renew does the renewal.
 func grantRenew(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "grant renew", "grant renew ID [--ttl 8h]\n\nIssues a new grant with the rules of grant ID (a prefix, or 'active') and what\nit has left, valid from now, makes it active wherever ID was, seals a receipt\nnaming both in session "+gate.GrantsSession+", and revokes ID (and so the grants\ndelegated from it).")
 	ttl := fs.Duration("ttl", 0, "how long the new grant is valid (default: as long as the old one was)")
@@ -584,69 +439,24 @@ func grantRenew(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	rec, err := ep.store.Grant(ctx, id)
-	if err != nil {
-		return err
-	}
-	if rec.Revoked {
-		return fmt.Errorf("grant %s is revoked: issue a new one ('joule grant issue --template dev --use')", id)
-	}
-	old, err := ep.trust.Open(rec.Signed)
-	if err != nil {
-		return err
-	}
-	if fault := columnFault(rec, old); fault != "" {
-		return fmt.Errorf("grant %s: %s (run 'joule store check')", id, fault)
-	}
-	g, err := grant.Renewal(old.Grant, signedRemaining(rec, old), time.Now(), *ttl)
-	if err != nil {
-		return fmt.Errorf("grant %s: %w", id, err)
-	}
-	if g.Parent != "" {
-		// The renewal cannot outlive the parent it is delegated from.
-		gt, err := ep.gate()
-		if err != nil {
-			return err
-		}
-		chain, err := gt.LoadChain(ctx, g.Parent)
-		if err != nil {
-			return err
-		}
-		if err := chain.Check(g.Subject, time.Now()); err != nil {
-			return fmt.Errorf("grant %s is delegated from %s, which is not in force (%v): renew that one first", id, g.Parent, err)
-		}
-	}
-	s, err := issue(ctx, ep, g, g.Parent, false)
-	if err != nil {
-		return err
-	}
-	newID := s.ID.String()
-	moved, err := ep.store.ReplaceSetting(ctx, gate.SettingActive, id, newID)
-	if err != nil {
-		return err
-	}
 	gt, err := ep.gate()
 	if err != nil {
 		return err
 	}
-	en, err := gt.SealRecord(ctx, gate.Record{
-		Session: gate.GrantsSession, Tool: "joule grant renew", Cwd: ep.home, Code: gate.CodeGrantRenewed,
-		Summary: fmt.Sprintf("grant %s renewed as %s", id, newID),
-		Reason:  fmt.Sprintf("superseded by %s, with %s left, valid to %s", newID, grant.FormatEnergy(g.BudgetUJ), time.Unix(g.NotAfter, 0).UTC().Format(time.RFC3339)),
-		Grants:  []string{id, newID}, Input: []byte(id + " " + newID),
-	})
+	is, err := grant.NewIssuer(ep.id.Steward, ep.id.Key)
 	if err != nil {
 		return err
 	}
-	if err := ep.store.Revoke(ctx, id); err != nil {
+	r, err := gt.Renew(ctx, is, id, *ttl)
+	if err != nil {
 		return err
 	}
-	printGrantSummary(e, s, g.BudgetUJ)
+	printGrantSummary(e, r.Grant, r.Grant.Grant.BudgetUJ)
 	fmt.Fprintf(e.stdout, "renews         %s (now revoked)\n", id)
-	if moved > 0 {
-		fmt.Fprintf(e.stdout, "active         yes: in the %d place(s) the old grant was\n", moved)
+	if r.Moved > 0 {
+		fmt.Fprintf(e.stdout, "active         yes: in the %d place(s) the old grant was\n", r.Moved)
 	}
-	fmt.Fprintf(e.stdout, "receipt        session %s seq %d\n", en.Session, en.Seq)
+	fmt.Fprintf(e.stdout, "receipt        session %s seq %d\n", r.Receipt.Session, r.Receipt.Seq)
 	return nil
 }
 

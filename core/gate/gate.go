@@ -269,15 +269,18 @@ func (g *Gate) LoadChain(ctx context.Context, id string) (grant.Chain, error) {
 }
 
 // columnsMatch reports a grant row whose budget or parent column
-// disagrees with its verified envelope.
+// disagrees with its verified envelope (LoadChain has checked the
+// envelope's id already).
 func columnsMatch(rec store.GrantRecord, s *grant.Signed) error {
-	if rec.BudgetUJ != s.Grant.BudgetUJ {
-		return &store.GrantFaultError{GrantID: rec.ID, Reason: fmt.Sprintf("budget_uj column says %d µJ, the signed grant %d µJ", rec.BudgetUJ, s.Grant.BudgetUJ)}
-	}
-	if rec.Parent != s.Grant.Parent {
-		return &store.GrantFaultError{GrantID: rec.ID, Reason: fmt.Sprintf("parent column says %q, the signed grant %q", rec.Parent, s.Grant.Parent)}
+	if fault := rec.ColumnFault(rec.ID, SignedFacts(s)); fault != "" {
+		return &store.GrantFaultError{GrantID: rec.ID, Reason: fault}
 	}
 	return nil
+}
+
+// SignedFacts is what s signs of the facts the store decides on.
+func SignedFacts(s *grant.Signed) store.SignedGrant {
+	return store.SignedGrant{Parent: s.Grant.Parent, BudgetUJ: s.Grant.BudgetUJ}
 }
 
 // checkStore installs, once per store, the gate's envelope check on the
@@ -303,7 +306,7 @@ func (g *Gate) CheckGrant(id string, signed []byte) (store.SignedGrant, error) {
 	if s.ID.String() != id {
 		return store.SignedGrant{}, fmt.Errorf("the envelope is grant %s", s.ID)
 	}
-	return store.SignedGrant{Parent: s.Grant.Parent, BudgetUJ: s.Grant.BudgetUJ}, nil
+	return SignedFacts(s), nil
 }
 
 // open verifies a grant envelope against the trusted issuers, once per

@@ -11,7 +11,7 @@ import (
 // zero. The caller signs it and supersedes old (joule grant renew).
 func Renewal(old *Grant, remainingUJ uint64, now time.Time, ttl time.Duration) (*Grant, error) {
 	if ttl < 0 {
-		return nil, errors.New("want a positive duration")
+		return nil, ErrNegativeTTL
 	}
 	if ttl == 0 {
 		ttl = time.Duration(old.NotAfter-old.NotBefore) * time.Second

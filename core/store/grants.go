@@ -35,6 +35,30 @@ func (g GrantRecord) RemainingUJ() uint64 {
 	return g.BudgetUJ - used
 }
 
+// RemainingUnder is what the grant can still pay under a budget of
+// budgetUJ: callers pass the budget its verified envelope signs, which
+// rules over the budget_uj column.
+func (g GrantRecord) RemainingUnder(budgetUJ uint64) uint64 {
+	g.BudgetUJ = budgetUJ
+	return g.RemainingUJ()
+}
+
+// ColumnFault says how the record disagrees with its verified envelope,
+// whose id is envelopeID and which signs signed: the envelope is another
+// grant's, or the budget_uj or parent column differs. It is "" when they
+// agree.
+func (g GrantRecord) ColumnFault(envelopeID string, signed SignedGrant) string {
+	switch {
+	case envelopeID != g.ID:
+		return fmt.Sprintf("the stored envelope is grant %s", envelopeID)
+	case g.BudgetUJ != signed.BudgetUJ:
+		return fmt.Sprintf("budget_uj column says %d µJ, the signed grant %d µJ", g.BudgetUJ, signed.BudgetUJ)
+	case g.Parent != signed.Parent:
+		return fmt.Sprintf("parent column says %q, the signed grant %q", g.Parent, signed.Parent)
+	}
+	return ""
+}
+
 // LedgerEntry is one debit of a grant: by a sealed decision (Index ≥ 0,
 // Reservation 0) or by a settled reservation (Index -1, Reservation > 0).
 type LedgerEntry struct {

@@ -133,6 +133,35 @@ func TestRemainingUJ(t *testing.T) {
 	}
 }
 
+func TestRemainingUnder(t *testing.T) {
+	// The signed budget rules: a budget_uj column raised to 1000 pays no more.
+	rec := GrantRecord{BudgetUJ: 1000, SpentUJ: 3, ReservedUJ: 4}
+	for _, tt := range []struct{ signed, want uint64 }{{10, 3}, {5, 0}, {1000, 993}} {
+		if got := rec.RemainingUnder(tt.signed); got != tt.want {
+			t.Errorf("RemainingUnder(%d) = %d, want %d", tt.signed, got, tt.want)
+		}
+	}
+}
+
+func TestColumnFault(t *testing.T) {
+	rec := GrantRecord{ID: "g1", Parent: "p", BudgetUJ: 10}
+	for _, tt := range []struct {
+		name       string
+		envelopeID string
+		signed     SignedGrant
+		want       string
+	}{
+		{"agree", "g1", SignedGrant{Parent: "p", BudgetUJ: 10}, ""},
+		{"another grant's envelope", "g2", SignedGrant{Parent: "p", BudgetUJ: 10}, "the stored envelope is grant g2"},
+		{"budget", "g1", SignedGrant{Parent: "p", BudgetUJ: 9}, "budget_uj column says 10 µJ, the signed grant 9 µJ"},
+		{"parent", "g1", SignedGrant{BudgetUJ: 10}, `parent column says "p", the signed grant ""`},
+	} {
+		if got := rec.ColumnFault(tt.envelopeID, tt.signed); got != tt.want {
+			t.Errorf("%s: ColumnFault = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
 func TestLedger(t *testing.T) { forBackends(t, testLedger) }
 
 func testLedger(t *testing.T, b backend) {

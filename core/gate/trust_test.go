@@ -1,0 +1,180 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/joulehook/joule/core/grant"
+	"github.com/joulehook/joule/core/identity"
+	"github.com/joulehook/joule/core/store"
+)
+
+// trustGate is a gate over a fresh store with no grant, and an issuer it
+// trusts.
+func trustGate(t testing.TB) (*Gate, *grant.Issuer, string) {
+	t.Helper()
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	ws := filepath.Join(dir, "ws")
+	os.MkdirAll(ws, 0o755)
+	home := filepath.Join(dir, "home")
+	id, err := identity.Create(home, "trust.test", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(filepath.Join(home, "joule.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	is, err := grant.NewIssuer(id.Steward, id.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealer, _ := id.Sealer()
+	return &Gate{Store: st, Sealer: sealer, Trust: grant.Trust{id.Steward: id.Public()}, JouleHome: home}, is, ws
+}
+
+func newGrant(ws string, budget uint64, ttl time.Duration) *grant.Grant {
+	now := time.Now()
+	return &grant.Grant{Subject: grant.AnySubject, Roots: []string{ws}, Allow: []string{"Read", "Bash(go test:*)"}, Tiers: []string{"l0"},
+		BudgetUJ: budget, NotBefore: now.Add(-time.Minute).Unix(), NotAfter: now.Add(ttl).Unix()}
+}
+
+func TestIssueUseResolve(t *testing.T) {
+	ctx := context.Background()
+	g, is, ws := trustGate(t)
+	if _, err := ResolveGrant(ctx, g.Store, ActiveGrant); !errors.Is(err, ErrNoActiveGrant) {
+		t.Fatalf("empty store: %v", err)
+	}
+	s, err := g.Issue(ctx, is, newGrant(ws, 1000, time.Hour), "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := s.ID.String()
+	if _, err := ResolveGrant(ctx, g.Store, ActiveGrant); !errors.Is(err, ErrNoActiveGrant) {
+		t.Fatalf("issued without use, yet active: %v", err)
+	}
+	if got, err := ResolveGrant(ctx, g.Store, id[:8]); got != id || err != nil {
+		t.Fatalf("prefix: %q, %v", got, err)
+	}
+	if _, err := ResolveGrant(ctx, g.Store, "ffffffff"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("unknown prefix: %v", err)
+	}
+	s2, err := g.Issue(ctx, is, newGrant(ws, 500, time.Hour), "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ResolveGrant(ctx, g.Store, ActiveGrant); got != s2.ID.String() || err != nil {
+		t.Fatalf("issued with use: active is %q, %v", got, err)
+	}
+	// Use, for every session and for one.
+	if err := g.Use(ctx, id, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Use(ctx, s2.ID.String(), "s1"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := g.Store.Setting(ctx, SettingActive); got != id {
+		t.Fatalf("global active %q, want %q", got, id)
+	}
+	if got, _ := g.Store.Setting(ctx, SettingActive+":s1"); got != s2.ID.String() {
+		t.Fatalf("session active %q", got)
+	}
+	// A revoked grant, or one for another subject, cannot be made active.
+	if err := g.Revoke(ctx, s2.ID.String()); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Use(ctx, s2.ID.String(), ""); !errors.Is(err, store.ErrRevoked) {
+		t.Fatalf("use revoked: %v", err)
+	}
+	only := newGrant(ws, 10, time.Hour)
+	only.Subject = "s2"
+	s3, err := g.Issue(ctx, is, only, "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Use(ctx, s3.ID.String(), "s1"); !errors.Is(err, grant.ErrWrongUser) {
+		t.Fatalf("use for another subject: %v", err)
+	}
+	if err := g.Use(ctx, s3.ID.String(), ""); err != nil {
+		t.Fatalf("use as its own subject: %v", err)
+	}
+}
+
+func TestIssueDelegated(t *testing.T) {
+	ctx := context.Background()
+	g, is, ws := trustGate(t)
+	parent, err := g.Issue(ctx, is, newGrant(ws, 1000, time.Hour), "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := parent.ID.String()
+	// No budget: the child takes what the parent has left; its window is
+	// clipped to the parent's.
+	child, err := g.Issue(ctx, is, newGrant(ws, 0, 5*time.Hour), pid, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := child.Grant; c.Parent != pid || c.BudgetUJ != 1000 || c.NotAfter != parent.Grant.NotAfter {
+		t.Fatalf("child: %+v", c)
+	}
+	for _, tc := range []struct {
+		name string
+		g    func() *grant.Grant
+		want string
+	}{
+		{"a budget above the parent's", func() *grant.Grant { return newGrant(ws, 1001, time.Hour) }, "exceeds the parent's"},
+		{"wider rules", func() *grant.Grant {
+			c := newGrant(ws, 10, time.Hour)
+			c.Allow = append(c.Allow, "Write")
+			return c
+		}, "does not attenuate"},
+	} {
+		if _, err := g.Issue(ctx, is, tc.g(), pid, false); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	if _, err := g.Issue(ctx, is, newGrant(ws, 10, time.Hour), "ab", false); err == nil || !strings.HasPrefix(err.Error(), "parent ab: ") {
+		t.Fatalf("unknown parent: %v", err)
+	}
+}
+
+func TestRenew(t *testing.T) {
+	ctx := context.Background()
+	g, is, ws := trustGate(t)
+	old, err := g.Issue(ctx, is, newGrant(ws, 1000, time.Hour), "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldID := old.ID.String()
+	if err := g.Store.SetSetting(ctx, SettingActive+":s1", oldID); err != nil {
+		t.Fatal(err)
+	}
+	r, err := g.Renew(ctx, is, oldID, 2*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newID := r.Grant.ID.String()
+	if r.Moved != 2 || r.Grant.Grant.BudgetUJ != 1000 || r.Grant.Grant.NotAfter-r.Grant.Grant.NotBefore != 7200 {
+		t.Fatalf("renewed: moved %d, %+v", r.Moved, r.Grant.Grant)
+	}
+	if r.Receipt.Session != GrantsSession {
+		t.Fatalf("receipt in %q", r.Receipt.Session)
+	}
+	for _, key := range []string{SettingActive, SettingActive + ":s1"} {
+		if got, _ := g.Store.Setting(ctx, key); got != newID {
+			t.Fatalf("%s = %q, want the new grant", key, got)
+		}
+	}
+	if rec, _ := g.Store.Grant(ctx, oldID); !rec.Revoked {
+		t.Fatal("the old grant is not revoked")
+	}
+	if _, err := g.Renew(ctx, is, oldID, 0); err == nil || !strings.Contains(err.Error(), "is revoked") {
+		t.Fatalf("renew a revoked grant: %v", err)
+	}
+}
