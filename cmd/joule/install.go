@@ -139,7 +139,7 @@ Hosts: `+installerNames()+`.`)
 			if _, err := os.Stat(p); err != nil {
 				// The project is gone: so are its files; forget it.
 				fmt.Fprintf(e.stdout, "%s is gone; forgetting its install of %s\n", p, host)
-				return noteInstall(jh, installRecord{Host: host, Project: p}, true)
+				return hook.ForgetRecord(jh, host, p)
 			}
 		}
 	}
@@ -200,7 +200,7 @@ Hosts: `+installerNames()+`.`)
 	// The record of the install says how each file was before it, and
 	// whether it performed the host's trust steps, which the uninstall
 	// takes back too.
-	rec, err := findInstall(home, host, s.Project)
+	rec, err := hook.FindRecord(home, host, s.Project)
 	if err != nil {
 		return err
 	}
@@ -213,7 +213,7 @@ Hosts: `+installerNames()+`.`)
 	}
 	held := map[string]bool{}
 	if *uninstall && rec != nil {
-		changes = restoring(changes, rec)
+		changes = hook.Restoring(changes, rec)
 	} else if !*uninstall {
 		// Files that hold joule's entries already (an install older than
 		// the record) have no bytes of the user's alone to go back to.
@@ -247,15 +247,15 @@ Hosts: `+installerNames()+`.`)
 	if err != nil {
 		return err
 	}
-	next := installRecord{Host: host, Project: s.Project}
 	if *uninstall {
 		if rec != nil {
-			hook.RemoveEmptyDirs(rec.createdDirs())
+			hook.RemoveEmptyDirs(rec.CreatedDirs())
 		}
+		err = hook.ForgetRecord(home, host, s.Project)
 	} else {
-		next = recordInstall(rec, host, s.Project, changes, applied, held, time.Now())
+		err = hook.SaveRecord(home, hook.NextRecord(rec, host, s.Project, changes, applied, held, time.Now()))
 	}
-	if err := noteInstall(home, next, *uninstall); err != nil {
+	if err != nil {
 		fmt.Fprintf(e.stderr, "joule: could not update the record of installs (%v); --uninstall will need --project or --user\n", err)
 	}
 	if *uninstall {
