@@ -2,10 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,21 +14,11 @@ import (
 	"github.com/joulehook/joule/core/sandbox"
 	"github.com/joulehook/joule/plugins/hook"
 	"github.com/joulehook/joule/plugins/hosts"
+	"github.com/joulehook/joule/tiers/config"
 )
 
 func init() {
 	register(&command{name: "install", summary: "write (or remove) a host's hook, MCP and status-line configuration and check it is armed", run: runInstall})
-}
-
-// ServeFile holds joule serve's address and bearer token, in $JOULE_HOME.
-const ServeFile = "serve.json"
-
-// DefaultServeAddr is where joule serve listens unless told otherwise.
-const DefaultServeAddr = "127.0.0.1:7411"
-
-type serveConfig struct {
-	Addr  string `json:"addr"`
-	Token string `json:"token"`
 }
 
 // projectFlag is --project with an optional DIR: "--project" alone means
@@ -97,7 +83,7 @@ Hosts: `+installerNames()+`.`)
 	dry := fs.Bool("dry-run", false, "print what would be written, write nothing")
 	uninstall := fs.Bool("uninstall", false, "remove joule's entries (and nothing else); without --project or --user, from where $JOULE_HOME/installs.json says HOST was installed")
 	resident := fs.Bool("resident", false, "answer hooks from 'joule serve' over loopback http instead of a process per call ("+residentNames()+")")
-	addr := fs.String("addr", "", "with --resident: the loopback address joule serve listens on (default "+DefaultServeAddr+", or the one installed before)")
+	addr := fs.String("addr", "", "with --resident: the loopback address joule serve listens on (default "+config.DefaultServeAddr+", or the one installed before)")
 	contain := fs.Bool("contain", false, "run the shell commands joule allows under 'joule exec', confined by the kernel to the grant ("+containHostNames()+"; docs/gate.md, Containment)")
 	trust := fs.Bool("trust", false, "also perform the host's trust steps for the project and joule's hooks, as its own dialogs would ("+trustNames(false)+")")
 	if err := parseFlags(fs, args); err != nil {
@@ -366,55 +352,24 @@ func grantFinding(ctx context.Context, project string) hook.Finding {
 	return hook.Finding{OK: true, Text: "active grant " + leaf.ID.String() + " covers the workspace"}
 }
 
-// residentConfig loads joule serve's address and token, creating them (and
-// saving, when write is set) on the first resident install; a token once made
-// is kept, so installs stay idempotent.
-func residentConfig(addr string, write bool) (serveConfig, error) {
+// residentConfig is joule serve's address and token for a resident
+// install (config.ResidentServe), saved when they are new and write is set.
+func residentConfig(addr string, write bool) (config.Serve, error) {
 	home, err := identity.Home()
 	if err != nil {
-		return serveConfig{}, err
+		return config.Serve{}, err
 	}
-	cfg, err := loadServeConfig(home)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	cfg, changed, err := config.ResidentServe(home, addr)
+	if err != nil {
 		return cfg, err
-	}
-	changed := false
-	if cfg.Token == "" {
-		b := make([]byte, 32)
-		if _, err := rand.Read(b); err != nil {
-			return cfg, err
-		}
-		cfg.Token, changed = base64.RawURLEncoding.EncodeToString(b), true
-	}
-	if addr != "" && addr != cfg.Addr {
-		cfg.Addr, changed = addr, true
-	}
-	if cfg.Addr == "" {
-		cfg.Addr, changed = DefaultServeAddr, true
 	}
 	if err := checkLoopback(cfg.Addr); err != nil {
 		return cfg, err
 	}
 	if changed && write {
-		b, _ := json.MarshalIndent(cfg, "", "  ")
-		if err := os.MkdirAll(home, 0o700); err != nil {
+		if err := config.SaveServe(home, cfg); err != nil {
 			return cfg, err
 		}
-		if err := os.WriteFile(filepath.Join(home, ServeFile), append(b, '\n'), 0o600); err != nil {
-			return cfg, err
-		}
-	}
-	return cfg, nil
-}
-
-func loadServeConfig(home string) (serveConfig, error) {
-	var cfg serveConfig
-	b, err := os.ReadFile(filepath.Join(home, ServeFile))
-	if err != nil {
-		return cfg, err
-	}
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		return cfg, fmt.Errorf("%s: %v", filepath.Join(home, ServeFile), err)
 	}
 	return cfg, nil
 }
