@@ -197,19 +197,11 @@ Hosts: `+installerNames()+`.`)
 	if err != nil {
 		return err
 	}
-	held := map[string]bool{}
+	var held map[string]bool
 	if *uninstall && rec != nil {
 		changes = hook.Restoring(changes, rec)
 	} else if !*uninstall {
-		// Files that hold joule's entries already (an install older than
-		// the record) have no bytes of the user's alone to go back to.
-		if out, err := inst.Plan(s, true); err == nil {
-			for _, c := range out {
-				if string(c.Before) != string(c.After) {
-					held[c.Path] = true
-				}
-			}
-		}
+		held = hook.Held(inst, s)
 	}
 	if *dry {
 		for _, c := range changes {

@@ -146,6 +146,22 @@ func NextRecord(prev *Record, host, project string, changes []Change, applied []
 	return r
 }
 
+// Held are the files in s that hold joule's entries already (an install
+// older than the record of installs, or one whose record is lost): their
+// bytes before the next install are not the user's alone, so NextRecord
+// never offers to restore them.
+func Held(inst Installer, s Scope) map[string]bool {
+	held := map[string]bool{}
+	if out, err := inst.Plan(s, true); err == nil {
+		for _, c := range out {
+			if string(c.Before) != string(c.After) {
+				held[c.Path] = true
+			}
+		}
+	}
+	return held
+}
+
 // SaveRecord records r in home's installs.json, in place of any record of
 // the same host and project.
 func SaveRecord(home string, r Record) error { return note(home, r, false) }
