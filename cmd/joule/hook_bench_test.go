@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/joulehook/joule/tiers/config"
 )
 
 // pythonClaudeHook is the baseline: the smallest useful python3 Claude Code
@@ -56,10 +57,10 @@ func BenchmarkHookClaudeCode(b *testing.B) {
 		b.Fatalf("install: %v %s", err, out)
 	}
 	startServe(b, env)
-	var cfg serveConfig
-	home := strings.TrimPrefix(env[0], "JOULE_HOME=")
-	raw, _ := os.ReadFile(filepath.Join(home, ServeFile))
-	json.Unmarshal(raw, &cfg)
+	cfg, err := config.LoadServe(strings.TrimPrefix(env[0], "JOULE_HOME="))
+	if err != nil {
+		b.Fatal(err)
+	}
 	client := &http.Client{}
 	post := func() {
 		req, _ := http.NewRequest("POST", "http://"+addr+"/hooks/claude-code", strings.NewReader(payload))

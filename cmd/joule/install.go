@@ -2,10 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,21 +14,11 @@ import (
 	"github.com/joulehook/joule/core/sandbox"
 	"github.com/joulehook/joule/plugins/hook"
 	"github.com/joulehook/joule/plugins/hosts"
+	"github.com/joulehook/joule/tiers/config"
 )
 
 func init() {
 	register(&command{name: "install", summary: "write (or remove) a host's hook, MCP and status-line configuration and check it is armed", run: runInstall})
-}
-
-// ServeFile holds joule serve's address and bearer token, in $JOULE_HOME.
-const ServeFile = "serve.json"
-
-// DefaultServeAddr is where joule serve listens unless told otherwise.
-const DefaultServeAddr = "127.0.0.1:7411"
-
-type serveConfig struct {
-	Addr  string `json:"addr"`
-	Token string `json:"token"`
 }
 
 // projectFlag is --project with an optional DIR: "--project" alone means
@@ -97,7 +83,7 @@ Hosts: `+installerNames()+`.`)
 	dry := fs.Bool("dry-run", false, "print what would be written, write nothing")
 	uninstall := fs.Bool("uninstall", false, "remove joule's entries (and nothing else); without --project or --user, from where $JOULE_HOME/installs.json says HOST was installed")
 	resident := fs.Bool("resident", false, "answer hooks from 'joule serve' over loopback http instead of a process per call ("+residentNames()+")")
-	addr := fs.String("addr", "", "with --resident: the loopback address joule serve listens on (default "+DefaultServeAddr+", or the one installed before)")
+	addr := fs.String("addr", "", "with --resident: the loopback address joule serve listens on (default "+config.DefaultServeAddr+", or the one installed before)")
 	contain := fs.Bool("contain", false, "run the shell commands joule allows under 'joule exec', confined by the kernel to the grant ("+containHostNames()+"; docs/gate.md, Containment)")
 	trust := fs.Bool("trust", false, "also perform the host's trust steps for the project and joule's hooks, as its own dialogs would ("+trustNames(false)+")")
 	if err := parseFlags(fs, args); err != nil {
@@ -139,7 +125,7 @@ Hosts: `+installerNames()+`.`)
 			if _, err := os.Stat(p); err != nil {
 				// The project is gone: so are its files; forget it.
 				fmt.Fprintf(e.stdout, "%s is gone; forgetting its install of %s\n", p, host)
-				return noteInstall(jh, installRecord{Host: host, Project: p}, true)
+				return hook.ForgetRecord(jh, host, p)
 			}
 		}
 	}
@@ -200,7 +186,7 @@ Hosts: `+installerNames()+`.`)
 	// The record of the install says how each file was before it, and
 	// whether it performed the host's trust steps, which the uninstall
 	// takes back too.
-	rec, err := findInstall(home, host, s.Project)
+	rec, err := hook.FindRecord(home, host, s.Project)
 	if err != nil {
 		return err
 	}
@@ -211,19 +197,11 @@ Hosts: `+installerNames()+`.`)
 	if err != nil {
 		return err
 	}
-	held := map[string]bool{}
+	var held map[string]bool
 	if *uninstall && rec != nil {
-		changes = restoring(changes, rec)
+		changes = hook.Restoring(changes, rec)
 	} else if !*uninstall {
-		// Files that hold joule's entries already (an install older than
-		// the record) have no bytes of the user's alone to go back to.
-		if out, err := inst.Plan(s, true); err == nil {
-			for _, c := range out {
-				if string(c.Before) != string(c.After) {
-					held[c.Path] = true
-				}
-			}
-		}
+		held = hook.Held(inst, s)
 	}
 	if *dry {
 		for _, c := range changes {
@@ -247,15 +225,15 @@ Hosts: `+installerNames()+`.`)
 	if err != nil {
 		return err
 	}
-	next := installRecord{Host: host, Project: s.Project}
 	if *uninstall {
 		if rec != nil {
-			hook.RemoveEmptyDirs(rec.createdDirs())
+			hook.RemoveEmptyDirs(rec.CreatedDirs())
 		}
+		err = hook.ForgetRecord(home, host, s.Project)
 	} else {
-		next = recordInstall(rec, host, s.Project, changes, applied, held, time.Now())
+		err = hook.SaveRecord(home, hook.NextRecord(rec, host, s.Project, changes, applied, held, time.Now()))
 	}
-	if err := noteInstall(home, next, *uninstall); err != nil {
+	if err != nil {
 		fmt.Fprintf(e.stderr, "joule: could not update the record of installs (%v); --uninstall will need --project or --user\n", err)
 	}
 	if *uninstall {
@@ -366,55 +344,24 @@ func grantFinding(ctx context.Context, project string) hook.Finding {
 	return hook.Finding{OK: true, Text: "active grant " + leaf.ID.String() + " covers the workspace"}
 }
 
-// residentConfig loads joule serve's address and token, creating them (and
-// saving, when write is set) on the first resident install; a token once made
-// is kept, so installs stay idempotent.
-func residentConfig(addr string, write bool) (serveConfig, error) {
+// residentConfig is joule serve's address and token for a resident
+// install (config.ResidentServe), saved when they are new and write is set.
+func residentConfig(addr string, write bool) (config.Serve, error) {
 	home, err := identity.Home()
 	if err != nil {
-		return serveConfig{}, err
+		return config.Serve{}, err
 	}
-	cfg, err := loadServeConfig(home)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	cfg, changed, err := config.ResidentServe(home, addr)
+	if err != nil {
 		return cfg, err
-	}
-	changed := false
-	if cfg.Token == "" {
-		b := make([]byte, 32)
-		if _, err := rand.Read(b); err != nil {
-			return cfg, err
-		}
-		cfg.Token, changed = base64.RawURLEncoding.EncodeToString(b), true
-	}
-	if addr != "" && addr != cfg.Addr {
-		cfg.Addr, changed = addr, true
-	}
-	if cfg.Addr == "" {
-		cfg.Addr, changed = DefaultServeAddr, true
 	}
 	if err := checkLoopback(cfg.Addr); err != nil {
 		return cfg, err
 	}
 	if changed && write {
-		b, _ := json.MarshalIndent(cfg, "", "  ")
-		if err := os.MkdirAll(home, 0o700); err != nil {
+		if err := config.SaveServe(home, cfg); err != nil {
 			return cfg, err
 		}
-		if err := os.WriteFile(filepath.Join(home, ServeFile), append(b, '\n'), 0o600); err != nil {
-			return cfg, err
-		}
-	}
-	return cfg, nil
-}
-
-func loadServeConfig(home string) (serveConfig, error) {
-	var cfg serveConfig
-	b, err := os.ReadFile(filepath.Join(home, ServeFile))
-	if err != nil {
-		return cfg, err
-	}
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		return cfg, fmt.Errorf("%s: %v", filepath.Join(home, ServeFile), err)
 	}
 	return cfg, nil
 }

@@ -294,11 +294,11 @@ func TestUninstallFindsWhatItInstalled(t *testing.T) {
 	if r := jouleIn(t, ws, nil, env, "install", "claude-code", "--project"); r.code != 0 {
 		t.Fatalf("install: %+v", r)
 	}
-	st, err := os.Stat(filepath.Join(jouleHome, InstallsFile))
+	st, err := os.Stat(filepath.Join(jouleHome, hook.InstallsFile))
 	if err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("the record of installs: %v %v", err, st)
 	}
-	b, _ := os.ReadFile(filepath.Join(jouleHome, InstallsFile))
+	b, _ := os.ReadFile(filepath.Join(jouleHome, hook.InstallsFile))
 	if !strings.Contains(string(b), filepath.Join(ws, ".claude", "settings.json")) {
 		t.Fatalf("the record does not list the files written:\n%s", b)
 	}
@@ -306,7 +306,7 @@ func TestUninstallFindsWhatItInstalled(t *testing.T) {
 	if r := jouleIn(t, other, nil, env, "install", "claude-code", "--uninstall"); r.code != 0 || !strings.Contains(r.stdout, "removed "+filepath.Join(ws, ".claude", "settings.json")) {
 		t.Fatalf("uninstall without --project: %+v", r)
 	}
-	if _, err := os.Stat(filepath.Join(jouleHome, InstallsFile)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(jouleHome, hook.InstallsFile)); !os.IsNotExist(err) {
 		t.Fatalf("the record outlives the last uninstall: %v", err)
 	}
 	// Two installs: the uninstall names both; each printed command works.

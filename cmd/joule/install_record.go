@@ -2,295 +2,23 @@ package main
 
 import (
 	"bufio"
-	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
-	"time"
-
-	"github.com/tailscale/hujson"
 
 	"github.com/joulehook/joule/plugins/hook"
 )
 
-// InstallsFile is the record of every install, in $JOULE_HOME (0600):
-// what 'joule install HOST --uninstall' without --project or --user
-// removes.
-const InstallsFile = "installs.json"
-
-// installRecord is one install: the host, where it went, the files it
-// wrote and what it takes to give each back as it was.
-type installRecord struct {
-	Host    string    `json:"host"`
-	Project string    `json:"project,omitempty"` // "" for the user scope
-	Files   []string  `json:"files"`
-	Time    time.Time `json:"time"`
-	// State is, per file an install wrote, how it was before.
-	State []fileState `json:"state,omitempty"`
-	// Trusted says an install performed the host's trust steps (--trust),
-	// which the uninstall takes back.
-	Trusted bool `json:"trusted,omitempty"`
-}
-
-// fileState is one file as an install found it, and a digest of what it
-// left there: an uninstall that finds those bytes still there puts the file
-// back byte for byte (or removes it, when it was not there), and otherwise
-// only takes joule's entries out of it.
-type fileState struct {
-	Path    string      `json:"path"`
-	Existed bool        `json:"existed"`
-	Mode    os.FileMode `json:"mode,omitempty"`   // its permission bits, when it existed
-	Backup  string      `json:"backup,omitempty"` // its bytes before, in $JOULE_HOME/backups
-	// Wrote is the SHA-256 of what the install left there; "" when the file
-	// cannot be put back byte for byte (it held joule's entries before, or
-	// was edited between two installs).
-	Wrote string   `json:"wrote,omitempty"`
-	Dirs  []string `json:"dirs,omitempty"` // directories the install created for it
-}
-
-func digest(b []byte) string {
-	if b == nil {
-		return ""
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
-}
-
-func (r installRecord) where() string {
+// scopeArgs are the flags that name r's scope on a command line.
+func scopeArgs(r hook.Record) string {
 	if r.Project == "" {
 		return "--user"
 	}
 	return "--project " + hook.ShellQuote(r.Project)
-}
-
-func loadInstalls(home string) ([]installRecord, error) {
-	b, err := os.ReadFile(filepath.Join(home, InstallsFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var recs []installRecord
-	if err := json.Unmarshal(b, &recs); err != nil {
-		return nil, fmt.Errorf("%s: %v (fix or remove it; it only lists installs)", filepath.Join(home, InstallsFile), err)
-	}
-	return recs, nil
-}
-
-// findInstall is the record of host's install in project ("" for the
-// user scope), or nil.
-func findInstall(home, host, project string) (*installRecord, error) {
-	recs, err := loadInstalls(home)
-	if err != nil {
-		return nil, err
-	}
-	for _, r := range recs {
-		if r.Host == host && r.Project == project {
-			return &r, nil
-		}
-	}
-	return nil, nil
-}
-
-// recordInstall is the record of an install that wrote changes (applied,
-// as Apply reports them) after prev, the record of the one before (nil
-// when none). held are the files that already held joule's entries before
-// it: their bytes before are not the user's own and are never restored.
-func recordInstall(prev *installRecord, host, project string, changes []hook.Change, applied []hook.Applied, held map[string]bool, now time.Time) installRecord {
-	r := installRecord{Host: host, Project: project, Time: now.UTC()}
-	for _, c := range changes {
-		if c.After != nil {
-			r.Files = append(r.Files, c.Path)
-		}
-	}
-	state := map[string]fileState{}
-	var order []string
-	legacy := map[string]bool{}
-	if prev != nil {
-		r.Trusted = prev.Trusted
-		for _, st := range prev.State {
-			state[st.Path] = st
-			order = append(order, st.Path)
-		}
-		if prev.State == nil {
-			// A record from before states were kept: the files it lists
-			// held joule's entries already.
-			for _, f := range prev.Files {
-				legacy[f] = true
-			}
-		}
-	}
-	before := map[string][]byte{}
-	for _, c := range changes {
-		before[c.Path] = c.Before
-		if c.Trust && string(c.Before) != string(c.After) {
-			r.Trusted = true
-		}
-	}
-	for _, a := range applied {
-		st, seen := state[a.Path]
-		switch {
-		case !seen:
-			st = fileState{Path: a.Path, Existed: a.Existed, Mode: a.Mode, Backup: a.Backup, Dirs: a.Dirs}
-			if !held[a.Path] && !legacy[a.Path] && a.Wrote != nil {
-				st.Wrote = digest(a.Wrote)
-			}
-			order = append(order, a.Path)
-		case st.Wrote != "" && st.Wrote == digest(before[a.Path]) && a.Wrote != nil:
-			// Untouched since the last install: the first backup still
-			// holds the user's file.
-			st.Wrote = digest(a.Wrote)
-			st.Dirs = append(st.Dirs, a.Dirs...)
-		default:
-			// Edited in between (or removed): only joule's entries can be
-			// taken out of it now.
-			st.Wrote = ""
-			st.Dirs = append(st.Dirs, a.Dirs...)
-		}
-		state[a.Path] = st
-	}
-	for _, p := range order {
-		r.State = append(r.State, state[p])
-	}
-	return r
-}
-
-// noteInstall records r (or, with remove, forgets the install of r.Host
-// in r.Project).
-func noteInstall(home string, r installRecord, remove bool) error {
-	recs, err := loadInstalls(home)
-	if err != nil {
-		return err
-	}
-	var kept []installRecord
-	for _, k := range recs {
-		if k.Host != r.Host || k.Project != r.Project {
-			kept = append(kept, k)
-		}
-	}
-	if !remove {
-		kept = append(kept, r)
-	}
-	sort.Slice(kept, func(i, j int) bool {
-		if kept[i].Host != kept[j].Host {
-			return kept[i].Host < kept[j].Host
-		}
-		return kept[i].Project < kept[j].Project
-	})
-	path := filepath.Join(home, InstallsFile)
-	if len(kept) == 0 {
-		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-		return nil
-	}
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		return err
-	}
-	b, _ := json.MarshalIndent(kept, "", "  ")
-	tmp, err := os.CreateTemp(home, "."+InstallsFile+"-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
-}
-
-// restoring turns an uninstall's changes (joule's entries taken out) into
-// ones that give each file r records back as the install found it: the
-// bytes and mode before, or no file, when what the install wrote is still
-// there byte for byte. A file edited since keeps the edit: only joule's
-// entries leave it, and it goes only when the install created it and
-// nothing but an empty object is left.
-func restoring(changes []hook.Change, r *installRecord) []hook.Change {
-	planned := map[string]bool{}
-	for _, c := range changes {
-		planned[c.Path] = true
-	}
-	for _, st := range r.State {
-		if planned[st.Path] {
-			continue
-		}
-		// A file only the install touched (a trust file): the plan leaves
-		// it, the record may give it back.
-		if cur, err := os.ReadFile(st.Path); err == nil {
-			changes = append(changes, hook.Change{Path: st.Path, Before: cur, After: cur})
-		}
-	}
-	for i := range changes {
-		c := &changes[i]
-		st := r.state(c.Path)
-		if st == nil || c.Before == nil {
-			continue
-		}
-		if st.Wrote != "" && digest(c.Before) == st.Wrote {
-			if !st.Existed {
-				c.After = nil
-				continue
-			}
-			if b, err := os.ReadFile(st.Backup); err == nil && st.Backup != "" {
-				c.After, c.Mode, c.Restore = b, st.Mode, true
-				continue
-			}
-		}
-		if !st.Existed && blank(c.After) {
-			c.After = nil
-		}
-	}
-	return changes
-}
-
-func (r *installRecord) state(path string) *fileState {
-	for i := range r.State {
-		if r.State[i].Path == path {
-			return &r.State[i]
-		}
-	}
-	return nil
-}
-
-// createdDirs are the directories r's install created.
-func (r *installRecord) createdDirs() []string {
-	var dirs []string
-	for _, st := range r.State {
-		dirs = append(dirs, st.Dirs...)
-	}
-	return dirs
-}
-
-// blank reports whether b holds nothing a user wrote: no bytes but
-// whitespace, or an empty JSON object with no comment.
-func blank(b []byte) bool {
-	t := bytes.TrimSpace(b)
-	if len(t) == 0 {
-		return true
-	}
-	v, err := hujson.Parse(t)
-	if err != nil || !v.IsStandard() {
-		return false
-	}
-	obj, ok := v.Value.(*hujson.Object)
-	return ok && len(obj.Members) == 0
 }
 
 // recordedScope picks, for an uninstall that names no scope, the install
@@ -298,11 +26,11 @@ func blank(b []byte) bool {
 // on a terminal when there are several. It returns the project ("" for the
 // user scope).
 func recordedScope(e *env, home, host string) (string, error) {
-	recs, err := loadInstalls(home)
+	recs, err := hook.LoadRecords(home)
 	if err != nil {
 		return "", err
 	}
-	var mine []installRecord
+	var mine []hook.Record
 	for _, r := range recs {
 		if r.Host == host {
 			mine = append(mine, r)
@@ -310,13 +38,13 @@ func recordedScope(e *env, home, host string) (string, error) {
 	}
 	switch len(mine) {
 	case 0:
-		return "", usagef("install --uninstall: %s records no install of %s: say where it is, with --project DIR or --user", filepath.Join(home, InstallsFile), host)
+		return "", usagef("install --uninstall: %s records no install of %s: say where it is, with --project DIR or --user", filepath.Join(home, hook.InstallsFile), host)
 	case 1:
 		return mine[0].Project, nil
 	}
 	var list strings.Builder
 	for i, r := range mine {
-		fmt.Fprintf(&list, "  %d. joule install %s %s --uninstall   (%s: %s)\n", i+1, host, r.where(), r.Time.Format("2006-01-02 15:04"), strings.Join(r.Files, ", "))
+		fmt.Fprintf(&list, "  %d. joule install %s %s --uninstall   (%s: %s)\n", i+1, host, scopeArgs(r), r.Time.Format("2006-01-02 15:04"), strings.Join(r.Files, ", "))
 	}
 	in, ok := e.stdin.(*os.File)
 	if !ok || !isTerminal(in) || !isTerminal(e.stderr) {

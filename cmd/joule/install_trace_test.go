@@ -354,7 +354,7 @@ func TestUninstallWithoutRecord(t *testing.T) {
 					}
 				}
 				installHere(t, host, "--project", project)
-				os.Remove(filepath.Join(os.Getenv("JOULE_HOME"), InstallsFile))
+				os.Remove(filepath.Join(os.Getenv("JOULE_HOME"), hook.InstallsFile))
 				installHere(t, host, "--project", project, "--uninstall")
 				for p, s := range seeds {
 					b, err := os.ReadFile(p)

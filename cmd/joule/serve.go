@@ -16,6 +16,7 @@ import (
 	"github.com/joulehook/joule/core/identity"
 	"github.com/joulehook/joule/plugins/hook"
 	"github.com/joulehook/joule/plugins/hosts"
+	"github.com/joulehook/joule/tiers/config"
 )
 
 func init() {
@@ -32,9 +33,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 Answers Claude Code's http hooks at POST /hooks/claude-code on a loopback
 address, so a decision costs no process start. Every request must carry the
 bearer token that 'joule install claude-code --resident' wrote to
-$JOULE_HOME/`+ServeFile+`. GET /healthz answers 200. Decisions are the same
+$JOULE_HOME/`+config.ServeFile+`. GET /healthz answers 200. Decisions are the same
 as joule hook's, sealed the same way.`)
-	addr := fs.String("addr", "", "loopback address to listen on (default: the one in "+ServeFile+", else "+DefaultServeAddr+")")
+	addr := fs.String("addr", "", "loopback address to listen on (default: the one in "+config.ServeFile+", else "+config.DefaultServeAddr+")")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -45,9 +46,9 @@ as joule hook's, sealed the same way.`)
 	if err != nil {
 		return err
 	}
-	cfg, err := loadServeConfig(home)
+	cfg, err := config.LoadServe(home)
 	if errors.Is(err, os.ErrNotExist) {
-		return withHint(fmt.Errorf("no %s in %s: no bearer token yet", ServeFile, home), "run 'joule install claude-code --resident --project' (or --user) first")
+		return withHint(fmt.Errorf("no %s in %s: no bearer token yet", config.ServeFile, home), "run 'joule install claude-code --resident --project' (or --user) first")
 	}
 	if err != nil {
 		return err
@@ -56,7 +57,7 @@ as joule hook's, sealed the same way.`)
 		cfg.Addr = *addr
 	}
 	if cfg.Addr == "" {
-		cfg.Addr = DefaultServeAddr
+		cfg.Addr = config.DefaultServeAddr
 	}
 	if err := checkLoopback(cfg.Addr); err != nil {
 		return err

@@ -22,6 +22,7 @@ import (
 	"github.com/joulehook/joule/core/store"
 	"github.com/joulehook/joule/core/store/pgtest"
 	"github.com/joulehook/joule/demo"
+	"github.com/joulehook/joule/tiers/config"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -315,7 +316,7 @@ func TestTeamPostgres(t *testing.T) {
 
 func readServeToken(t *testing.T, env []string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(strings.TrimPrefix(env[0], "JOULE_HOME="), ServeFile))
+	b, err := os.ReadFile(filepath.Join(strings.TrimPrefix(env[0], "JOULE_HOME="), config.ServeFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,7 +324,7 @@ func readServeToken(t *testing.T, env []string) string {
 		Token string `json:"token"`
 	}
 	if err := json.Unmarshal(b, &cfg); err != nil || cfg.Token == "" {
-		t.Fatalf("%s: %s %v", ServeFile, b, err)
+		t.Fatalf("%s: %s %v", config.ServeFile, b, err)
 	}
 	return "Bearer " + cfg.Token
 }

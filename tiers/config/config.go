@@ -2,11 +2,13 @@
 // config.json, with the gate's costs and what joule exec does without
 // Landlock (docs/gate.md), where the store is and how long a decision waits
 // for its lock (docs/team.md), the witness (docs/receipts.md) and the
-// "tiers" section, kept raw for tiers/tierconfig (docs/models.md); and
+// "tiers" section, kept raw for tiers/tierconfig (docs/models.md);
 // meter.json, the meter's upstreams, model classes and energy rates
-// (docs/meter.md).
+// (docs/meter.md); and serve.json, joule serve's address and bearer token
+// (docs/hosts.md), which a resident install also writes.
 //
-// A file that is absent is the defaults. A file that is there must parse
+// A file that is absent is the defaults (serve.json excepted: without its
+// token joule serve cannot run). A file that is there must parse
 // whole, or nothing runs on it: a syntax error, an unknown key (matched
 // exactly, case included), a value of the wrong type or out of range fails
 // with an error that names the file and the key's dotted path.
