@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -15,97 +14,14 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/joulehook/joule/plugins/hook/hosttest"
 )
 
-// binDir holds joule and joule-hook side by side, built as make build
-// builds them.
-var binDir string
-
-// netnsEnv marks the test binary re-run inside its own network namespace.
-const netnsEnv = "JOULE_E2E_NETNS"
-
-// isolated says whether the tests run in a loopback-only namespace.
-var isolated bool
-
+// TestMain builds joule, joule-hook and joule-exec as make build does and
+// runs the tests in a loopback-only network namespace (hosttest.Main); the
+// tests find the binaries in hosttest.Bin.
 func TestMain(m *testing.M) {
-	if os.Getenv(netnsEnv) == "" && os.Geteuid() == 0 {
-		if code, ok := inNetns(); ok {
-			os.Exit(code)
-		}
-	}
-	if os.Getenv(netnsEnv) == "1" {
-		if err := loopbackUp(); err != nil {
-			fmt.Fprintln(os.Stderr, "e2e: lo up:", err)
-			os.Exit(1)
-		}
-		isolated = true
-	}
-	dir, err := os.MkdirTemp("", "joule-gemini-e2e-bin-")
-	if err != nil {
-		panic(err)
-	}
-	binDir = dir
-	for name, pkg := range map[string]string{"joule": "../../../cmd/joule", "joule-hook": "../../../cmd/joule-hook", "joule-exec": "../../../cmd/joule-exec"} {
-		build := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, name), pkg)
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
-			os.Stderr.Write(out)
-			os.Exit(1)
-		}
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-// inNetns re-runs this test binary in a new network namespace, whose only
-// interface is its own loopback, so that nothing the CLI does can leave the
-// machine, and a private mount namespace, where a test may mount a small
-// tmpfs. It reports false where the machine refuses them.
-func inNetns() (int, bool) {
-	unshare, err := exec.LookPath("unshare")
-	if err != nil {
-		return 0, false
-	}
-	if exec.Command(unshare, "-n", "-m", "true").Run() != nil {
-		return 0, false
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return 0, false
-	}
-	cmd := exec.Command(unshare, append([]string{"-n", "-m", "--", self}, os.Args[1:]...)...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = append(os.Environ(), netnsEnv+"=1")
-	err = cmd.Run()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return ee.ExitCode(), true
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: unshare:", err)
-		return 1, true
-	}
-	return 0, true
-}
-
-// loopbackUp brings up lo in the new namespace.
-func loopbackUp() error {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	ifr, err := unix.NewIfreq("lo")
-	if err != nil {
-		return err
-	}
-	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
-		return err
-	}
-	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
-	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
+	os.Exit(hosttest.Main(m, "../../..", "joule-hook"))
 }
 
 // geminiJS finds the pinned CLI that .ci/setup.d/10-hosts.sh installs with
@@ -166,7 +82,7 @@ func newFixture(t *testing.T, initFlags ...string) *fixture {
 	t.Cleanup(func() { srv.Close() })
 	f.addr = ln.Addr().String()
 	f.env = []string{"HOME=" + f.home, "JOULE_HOME=" + f.jhome, "JOULE_GATE_IDLE=2m",
-		"PATH=" + binDir + ":/usr/local/bin:/usr/bin:/bin", "TMPDIR=" + filepath.Join(dir, "tmp")}
+		"PATH=" + hosttest.Bin + ":/usr/local/bin:/usr/bin:/bin", "TMPDIR=" + filepath.Join(dir, "tmp")}
 	os.MkdirAll(filepath.Join(dir, "tmp"), 0o755)
 	if r := f.joule(append([]string{"init", "--steward", "test.example", "--workspace", f.ws}, initFlags...)...); r.code != 0 {
 		t.Fatalf("init: %+v", r)
@@ -210,7 +126,7 @@ func run(ctx context.Context, dir string, env []string, stdin string, name strin
 func (f *fixture) joule(args ...string) result {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	return run(ctx, f.ws, f.env, "", filepath.Join(binDir, "joule"), args...)
+	return run(ctx, f.ws, f.env, "", filepath.Join(hosttest.Bin, "joule"), args...)
 }
 
 // gemini runs the real CLI headless in ws against the fake API.

@@ -23,14 +23,16 @@ const (
 	binEnv   = "JOULE_HOSTTEST_BIN"
 )
 
-// Main is a host e2e package's TestMain: it builds joule (CGO_ENABLED=0,
-// -trimpath, as make build does) from repo (the path of the repository
-// root relative to the package) into a temporary directory, then, where the
-// machine allows it (root, unshare), runs the tests again inside a
-// loopback-only network namespace, so that the CLI can reach nothing but
-// the fake model server on 127.0.0.1. It returns the exit code and sets
-// Bin to the directory of the binaries.
-func Main(m *testing.M, repo string) int {
+// Main is a host e2e package's TestMain: it builds joule and joule-exec,
+// and the other commands named in also (joule-hook, for a test of the thin
+// client), side by side (CGO_ENABLED=0, -trimpath, as make build does) from
+// repo (the path of the repository root relative to the package) into
+// a temporary directory, then, where the machine allows it (root, unshare),
+// runs the tests again inside a loopback-only network namespace, so that
+// the CLI can reach nothing but the fake model server on 127.0.0.1, and a
+// private mount namespace, where a test may mount a small tmpfs. It returns
+// the exit code and sets Bin to the directory of the binaries.
+func Main(m *testing.M, repo string, also ...string) int {
 	if dir := os.Getenv(binEnv); dir != "" && os.Getenv(netnsEnv) == "1" {
 		Bin, NetNS = dir, true
 		if err := loopbackUp(); err != nil {
@@ -46,8 +48,9 @@ func Main(m *testing.M, repo string) int {
 	}
 	defer os.RemoveAll(dir)
 	// joule-exec beside joule, as make build puts it: contained lines run
-	// under it.
-	for _, name := range []string{"joule", "joule-exec"} {
+	// under it. joule-hook only where a test asks for it: beside joule,
+	// installed hooks run it instead of joule hook.
+	for _, name := range append([]string{"joule", "joule-exec"}, also...) {
 		build := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, name), "./cmd/"+name)
 		build.Dir = repo
 		build.Env = append(os.Environ(), "CGO_ENABLED=0")
@@ -58,21 +61,21 @@ func Main(m *testing.M, repo string) int {
 	}
 	Bin = dir
 	if unshare, err := exec.LookPath("unshare"); err == nil && os.Geteuid() == 0 && os.Getenv("JOULE_HOSTTEST_NO_NETNS") == "" {
-		if exec.Command(unshare, "-n", "true").Run() == nil {
-			cmd := exec.Command(unshare, append([]string{"-n", "--", os.Args[0]}, os.Args[1:]...)...)
+		if exec.Command(unshare, "-n", "-m", "true").Run() == nil {
+			cmd := exec.Command(unshare, append([]string{"-n", "-m", "--", os.Args[0]}, os.Args[1:]...)...)
 			cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 			cmd.Env = append(os.Environ(), netnsEnv+"=1", binEnv+"="+dir)
 			if err := cmd.Run(); err != nil {
 				if ee, ok := err.(*exec.ExitError); ok {
 					return ee.ExitCode()
 				}
-				fmt.Fprintln(os.Stderr, "hosttest: unshare -n:", err)
+				fmt.Fprintln(os.Stderr, "hosttest: unshare -n -m:", err)
 				return 1
 			}
 			return 0
 		}
 	}
-	fmt.Fprintln(os.Stderr, "hosttest: no loopback-only network namespace here (needs root and unshare -n); the CLI runs in the machine's")
+	fmt.Fprintln(os.Stderr, "hosttest: no loopback-only network namespace here (needs root and unshare -n -m); the CLI runs in the machine's")
 	return m.Run()
 }
 

@@ -129,7 +129,7 @@ func TestQwenHookFailures(t *testing.T) {
 func (f *fixture) ownBinaries() string {
 	d := f.t.TempDir()
 	for _, n := range []string{"joule", "joule-hook"} {
-		b, err := os.ReadFile(filepath.Join(binDir, n))
+		b, err := os.ReadFile(filepath.Join(hosttest.Bin, n))
 		if err != nil {
 			f.t.Fatal(err)
 		}
@@ -216,7 +216,7 @@ func TestJouleAnswersInTime(t *testing.T) {
 	stop := func(jhome string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		run(ctx, f.ws, append(append([]string{}, f.env...), "JOULE_HOME="+jhome), "", filepath.Join(binDir, "joule"), "gate", "stop")
+		run(ctx, f.ws, append(append([]string{}, f.env...), "JOULE_HOME="+jhome), "", filepath.Join(hosttest.Bin, "joule"), "gate", "stop")
 	}
 	deny := func(t *testing.T, jhome, why string) {
 		t.Helper()
@@ -235,7 +235,7 @@ func TestJouleAnswersInTime(t *testing.T) {
 		stop(f.jhome)
 	})
 	t.Run("full disk", func(t *testing.T) {
-		if !isolated {
+		if !hosttest.NetNS {
 			t.Skip("a full disk is simulated with a tmpfs in the test's own mount namespace (root and unshare -m)")
 		}
 		stop(f.jhome)
