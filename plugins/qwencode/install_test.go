@@ -23,15 +23,15 @@ func apply(t *testing.T, s hook.Scope, uninstall bool) {
 	}
 }
 
-func findings(s hook.Scope) (ok, todo []string) {
+func findings(s hook.Scope) (ok, pending []string) {
 	for _, f := range (Installer{}).Check(s) {
 		if f.OK {
 			ok = append(ok, f.Text)
 		} else {
-			todo = append(todo, f.Text)
+			pending = append(pending, f.Text)
 		}
 	}
-	return ok, todo
+	return ok, pending
 }
 
 // TestInstall writes the wrapped hook and the MCP server beside the user's
@@ -88,16 +88,16 @@ func TestInstall(t *testing.T) {
 				t.Errorf("a second install changes %s", c.Path)
 			}
 		}
-		if ok, todo := findings(s); len(todo) != 0 || !strings.Contains(strings.Join(ok, "\n"), "PreToolUse hook on every tool") {
-			t.Fatalf("check after install: ok %q todo %q", ok, todo)
+		if ok, pending := findings(s); len(pending) != 0 || !strings.Contains(strings.Join(ok, "\n"), "PreToolUse hook on every tool") {
+			t.Fatalf("check after install: ok %q pending %q", ok, pending)
 		}
 		apply(t, s, true)
 		b, _ = os.ReadFile(path)
 		if strings.Contains(string(b), "joule") || !strings.Contains(string(b), "my-lint") || !strings.Contains(string(b), `"mine"`) {
 			t.Fatalf("after uninstall:\n%s", b)
 		}
-		if _, todo := findings(s); len(todo) != 1 || !strings.Contains(todo[0], "no joule PreToolUse hook") {
-			t.Fatalf("check after uninstall: %q", todo)
+		if _, pending := findings(s); len(pending) != 1 || !strings.Contains(pending[0], "no joule PreToolUse hook") {
+			t.Fatalf("check after uninstall: %q", pending)
 		}
 	}
 }
@@ -120,13 +120,13 @@ func TestCheckFindings(t *testing.T) {
 	bare := hook.Scope{Home: home, Project: t.TempDir(), Joule: "/bin/sh"}
 	os.MkdirAll(filepath.Join(bare.Project, ".qwen"), 0o755)
 	os.WriteFile(filepath.Join(bare.Project, ".qwen", "settings.json"), []byte(`{"hooks":{"PreToolUse":[{"matcher":"*","hooks":[{"type":"command","command":"/usr/local/bin/joule-hook qwen-code"}]}]}}`), 0o644)
-	if _, todo := findings(bare); len(todo) != 1 || !strings.Contains(todo[0], "not the one this install writes") {
-		t.Fatalf("bare line: %q", todo)
+	if _, pending := findings(bare); len(pending) != 1 || !strings.Contains(pending[0], "not the one this install writes") {
+		t.Fatalf("bare line: %q", pending)
 	}
 
 	for _, tc := range []struct {
 		name, user, system, trust string
-		want                      string // a todo containing this, or "" for none
+		want                      string // a pending containing this, or "" for none
 	}{
 		{name: "armed"},
 		{name: "all hooks off by the user", user: `{"disableAllHooks": true}`, want: user + " sets disableAllHooks: true"},
@@ -145,12 +145,12 @@ func TestCheckFindings(t *testing.T) {
 					os.WriteFile(p, []byte(c), 0o644)
 				}
 			}
-			_, todo := findings(s)
+			_, pending := findings(s)
 			switch {
-			case tc.want == "" && len(todo) != 0:
-				t.Fatalf("todo: %q", todo)
-			case tc.want != "" && (len(todo) != 1 || !strings.Contains(todo[0], tc.want)):
-				t.Fatalf("todo %q, want one with %q", todo, tc.want)
+			case tc.want == "" && len(pending) != 0:
+				t.Fatalf("pending: %q", pending)
+			case tc.want != "" && (len(pending) != 1 || !strings.Contains(pending[0], tc.want)):
+				t.Fatalf("pending %q, want one with %q", pending, tc.want)
 			}
 		})
 	}
