@@ -4,18 +4,16 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
-	"encoding/hex"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/joulehook/joule/core"
 	"github.com/joulehook/joule/core/receipts"
+	"github.com/joulehook/joule/core/receipts/receiptstest"
 	"github.com/joulehook/joule/core/store"
 	"github.com/joulehook/joule/energy"
 )
@@ -74,37 +72,5 @@ func TestRefusalGolden(t *testing.T) {
 			got[fmt.Sprintf("%s/%d", session, e.Seq)] = bytes.Replace(payload, nonce, bytes.Repeat([]byte("0"), 32), 1)
 		}
 	}
-	path := filepath.Join("testdata", "refusal-receipts.golden")
-	if *update {
-		var b strings.Builder
-		names := make([]string, 0, len(got))
-		for n := range got {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			fmt.Fprintf(&b, "%s %x\n", n, got[n])
-		}
-		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
-	if len(lines) != len(got) {
-		t.Errorf("%d golden payloads, %d sealed", len(lines), len(got))
-	}
-	for _, line := range lines {
-		name, h, _ := strings.Cut(line, " ")
-		want, err := hex.DecodeString(h)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if !bytes.Equal(got[name], want) {
-			t.Errorf("%s: payload\n%x\nwant\n%x", name, got[name], want)
-		}
-	}
+	receiptstest.CheckGolden(t, filepath.Join("testdata", "refusal-receipts.golden"), got, *update)
 }

@@ -4,13 +4,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +15,7 @@ import (
 	"github.com/joulehook/joule/core"
 	"github.com/joulehook/joule/core/grant"
 	"github.com/joulehook/joule/core/receipts"
+	"github.com/joulehook/joule/core/receipts/receiptstest"
 	"github.com/joulehook/joule/core/store"
 )
 
@@ -60,45 +58,10 @@ func pinNonce(t *testing.T, v *core.Verifier, env []byte) ([]byte, *receipts.Dec
 	return bytes.Replace(payload, []byte(nonce), []byte(goldenNonce), 1), a.Decision
 }
 
-// checkGolden compares got, by case name, with the golden file's payloads.
+// checkGolden compares got, by case name, with testdata/file.
 func checkGolden(t *testing.T, file string, got map[string][]byte) {
 	t.Helper()
-	path := filepath.Join("testdata", file)
-	if *update {
-		var b strings.Builder
-		names := make([]string, 0, len(got))
-		for n := range got {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			fmt.Fprintf(&b, "%s %x\n", n, got[n])
-		}
-		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string][]byte{}
-	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
-		name, h, _ := strings.Cut(line, " ")
-		b, err := hex.DecodeString(h)
-		if err != nil {
-			t.Fatalf("%s: %s: %v", path, name, err)
-		}
-		want[name] = b
-	}
-	if len(want) != len(got) {
-		t.Errorf("%d golden payloads, %d sealed", len(want), len(got))
-	}
-	for name, g := range got {
-		if !bytes.Equal(g, want[name]) {
-			t.Errorf("%s: payload\n%x\nwant\n%x", name, g, want[name])
-		}
-	}
+	receiptstest.CheckGolden(t, filepath.Join("testdata", file), got, *update)
 }
 
 // TestSealedDecisionGolden pins the payload of every kind of decision
