@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/joulehook/joule/plugins/geminicli"
 	"github.com/joulehook/joule/plugins/hook"
 	"github.com/joulehook/joule/plugins/hook/hosttest"
@@ -227,55 +225,5 @@ func TestJouleAnswersInTime(t *testing.T) {
 			t.Fatalf("%s: joule answered %s (%s)", why, d, reason)
 		}
 	}
-	t.Run("locked store", func(t *testing.T) {
-		stop(f.jhome)
-		// The stopped gate may still be letting go of the file.
-		release := hosttest.LockStore(t, filepath.Join(f.jhome, "joule.db"))
-		deny(t, f.jhome, "locked store")
-		release()
-		stop(f.jhome)
-	})
-	t.Run("full disk", func(t *testing.T) {
-		if !hosttest.NetNS {
-			t.Skip("a full disk is simulated with a tmpfs in the test's own mount namespace (root and unshare -m)")
-		}
-		stop(f.jhome)
-		full := filepath.Join(t.TempDir(), "full")
-		os.MkdirAll(full, 0o700)
-		if err := unix.Mount("tmpfs", full, "tmpfs", 0, "size=2m,mode=0700"); err != nil {
-			t.Fatalf("mount tmpfs: %v", err)
-		}
-		t.Cleanup(func() { stop(full); unix.Unmount(full, unix.MNT_DETACH) })
-		if out, err := runCopy(f.jhome, full); err != nil {
-			t.Fatalf("cp: %v %s", err, out)
-		}
-		// Fill it to the last block.
-		filler, _ := os.Create(filepath.Join(full, "filler"))
-		buf := make([]byte, 4096)
-		for {
-			if _, err := filler.Write(buf); err != nil {
-				break
-			}
-		}
-		filler.Close()
-		deny(t, full, "full disk")
-	})
-	t.Run("missing key", func(t *testing.T) {
-		stop(f.jhome)
-		if err := os.Rename(filepath.Join(f.jhome, "steward.key"), filepath.Join(f.jhome, "steward.key.away")); err != nil {
-			t.Fatal(err)
-		}
-		deny(t, f.jhome, "missing key")
-		stop(f.jhome)
-	})
-}
-
-func runCopy(from, to string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	r := run(ctx, "/", nil, "", "cp", "-a", from+"/.", to)
-	if r.code != 0 {
-		return r.stderr, fmt.Errorf("exit %d", r.code)
-	}
-	return "", nil
+	hosttest.StoreFailures(t, f.jhome, stop, deny)
 }
