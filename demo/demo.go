@@ -207,7 +207,7 @@ func gateDemo(ctx context.Context, home, ws string, id *identity.Identity, say f
 		return err
 	}
 	sealer, _ := id.Sealer()
-	g := &gate.Gate{Store: st, Sealer: sealer, Trust: grant.Trust{id.Steward: id.Public()}, JouleHome: home, Hosts: hosts.Config()}
+	g := &gate.Gate{Store: st, Sealer: sealer, Trust: grant.Trust{id.Steward: id.Public()}, JouleHome: home, Hosts: hosts.Config(nil, "")}
 	say("7. grant     %s: template dev, %s, workspace %s", s.ID, grant.FormatEnergy(s.Grant.BudgetUJ), root)
 	events := []string{
 		`{"session_id":"demo","tool":"Bash","input":{"command":"go vet ./... && go test ./..."},"cwd":%q}`,

@@ -61,7 +61,7 @@ func Proxy(ctx context.Context, home string, say func(string, ...any)) error {
 	if err != nil {
 		return err
 	}
-	gt := &gate.Gate{Store: st, Sealer: sealer, Trust: grant.Trust{id.Steward: id.Public()}, JouleHome: home, Hosts: hosts.Config()}
+	gt := &gate.Gate{Store: st, Sealer: sealer, Trust: grant.Trust{id.Steward: id.Public()}, JouleHome: home, Hosts: hosts.Config(nil, "")}
 
 	upstream, err := startServer(AnthropicStandIn())
 	if err != nil {

@@ -110,7 +110,7 @@ func TestExecOrdinaryWork(t *testing.T) {
 // all exist, the root is writable as a whole.
 func rootProtected(ws string) []string {
 	var out []string
-	for _, p := range gate.ProtectedPaths("", "", []string{ws}, hosts.Config())[1:] {
+	for _, p := range gate.ProtectedPaths("", "", []string{ws}, hosts.Config(nil, ""))[1:] {
 		first, rest, _ := strings.Cut(strings.TrimPrefix(p, ws+string(filepath.Separator)), string(filepath.Separator))
 		// Below it, or a dot name without an extension (.codex): a directory.
 		if rest != "" || strings.HasPrefix(first, ".") && !strings.Contains(first[1:], ".") {
@@ -381,3 +381,127 @@ func sandboxPolicyFile(t *testing.T, dir, body string) string {
 }
 
 func shellQuoteT(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// hostConfigTree lays out, below ws, every host's per-project
+// configuration path, and every user path a variable moves, with those
+// variables pointing into ws/moved (inside the write set, so that only the
+// protection keeps them read-only): a directory holds a file f, a file
+// (a name with an extension, or .env) holds "orig". It returns the
+// variables and the paths.
+func hostConfigTree(t *testing.T, ws string) (env, paths []string) {
+	t.Helper()
+	moved := filepath.Join(ws, "moved")
+	vars := map[string]string{}
+	for _, h := range hosts.All() {
+		for _, d := range h.UserDirs {
+			if d.Home != "" {
+				vars[d.Env] = filepath.Join(moved, strings.ToLower(d.Env))
+			}
+		}
+	}
+	for k, v := range vars {
+		env = append(env, k+"="+v)
+	}
+	c := hosts.Config(func(k string) string { return vars[k] }, ws)
+	for _, p := range c.Project {
+		paths = append(paths, filepath.Join(ws, p))
+	}
+	paths = append(paths, c.Abs...)
+	slices.Sort(paths)
+	paths = slices.Compact(paths)
+	for _, p := range paths {
+		if isFileName(p) {
+			os.MkdirAll(filepath.Dir(p), 0o755)
+			if err := os.WriteFile(p, []byte("orig"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			os.MkdirAll(p, 0o755)
+			if err := os.WriteFile(filepath.Join(p, "f"), []byte("orig"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return env, paths
+}
+
+func isFileName(p string) bool {
+	b := filepath.Base(p)
+	return b == ".env" || strings.Contains(b[1:], ".")
+}
+
+// tamperScript tries, on each path, what persists past containment: write
+// it (or a file in it), create beside what is there, remove it, and change
+// its mode.
+func tamperScript(paths []string) string {
+	var b strings.Builder
+	for _, p := range paths {
+		q := "'" + p + "'"
+		if isFileName(p) {
+			b.WriteString("echo pwned > " + q + "; chmod 777 " + q + "; rm -f " + q + "\n")
+		} else {
+			b.WriteString("echo pwned > " + q + "/f; touch " + q + "/new; chmod 777 " + q + "; rm -f " + q + "/f\n")
+		}
+	}
+	b.WriteString("echo done\n")
+	return b.String()
+}
+
+// tampered lists the paths the script changed.
+func tampered(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		f := p
+		if !isFileName(p) {
+			f = filepath.Join(p, "f")
+			if _, err := os.Lstat(filepath.Join(p, "new")); err == nil {
+				out = append(out, p+" (new entry)")
+				continue
+			}
+		}
+		b, err := os.ReadFile(f)
+		fi, _ := os.Stat(p)
+		if err != nil || string(b) != "orig" || fi == nil || fi.Mode().Perm() == 0o777 {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// TestExecHostConfigReadOnly: inside containment every host's
+// configuration is read-only, in the workspace and where a variable moved
+// it, though it lies inside the write set: no write, no new entry, no
+// removal, no chmod. The same script run unconfined changes every one, so
+// each case is a real tamper.
+func TestExecHostConfigReadOnly(t *testing.T) {
+	needLandlock(t)
+	needNamespaces(t)
+
+	control := t.TempDir()
+	_, controlPaths := hostConfigTree(t, control)
+	if out, err := exec.Command("/bin/bash", "-c", tamperScript(controlPaths)).CombinedOutput(); err != nil {
+		t.Fatalf("control: %v\n%s", err, out)
+	}
+	if got := tampered(controlPaths); len(got) != len(controlPaths) {
+		t.Fatalf("unconfined, the script changed %d of %d paths, so the case proves nothing", len(got), len(controlPaths))
+	}
+
+	env, ws := execEnv(t)
+	moved, paths := hostConfigTree(t, ws)
+	if len(paths) < 60 {
+		t.Fatalf("only %d paths", len(paths))
+	}
+	r := execIn(t, append(env, moved...), ws, tamperScript(paths))
+	if !strings.Contains(r.stdout, "done") {
+		t.Fatalf("the script did not run to its end inside containment (exit %d):\n%s", r.code, r.stdout)
+	}
+	for _, p := range tampered(paths) {
+		t.Errorf("changed inside containment: %s", p)
+	}
+	// The rest of the write set stays writable, the moved tree's other
+	// files among them.
+	r = execIn(t, append(env, moved...), ws, "echo ok > src/new.txt && echo ok > moved/other.txt && cat src/new.txt moved/other.txt")
+	if r.code != 0 || strings.Count(r.stdout, "ok") != 2 {
+		t.Errorf("ordinary writes beside the protected paths: exit %d\n%s", r.code, r.stdout)
+	}
+}

@@ -150,8 +150,11 @@ func (ep *endpoint) gate() (*gate.Gate, error) {
 		return nil, err
 	}
 	home, _ := os.UserHomeDir()
+	// A hook runs in its host's environment and working directory: the
+	// hosts' configuration is where they would find it ($CODEX_HOME, …).
+	cwd, _ := os.Getwd()
 	return &gate.Gate{Store: ep.store, Sealer: sealer, Trust: ep.trust, JouleHome: ep.home, Home: home, Costs: gate.DefaultCosts.Merge(cfg.Costs),
-		Hosts: hosts.Config()}, nil
+		Hosts: hosts.Config(os.Getenv, cwd)}, nil
 }
 
 // keys verifies receipts sealed by this endpoint or by any trusted issuer:

@@ -48,6 +48,79 @@ func TestProtectedPaths(t *testing.T) {
 	}
 }
 
+// TestProtectedAbs: a moved configuration directory (Abs) is protected as
+// given, unless it holds the home or a workspace root (a variable set to
+// the home would freeze the workspace).
+func TestProtectedAbs(t *testing.T) {
+	for _, tt := range []struct {
+		abs  string
+		want bool
+	}{
+		{"/srv/codex", true},
+		{"/srv/codex/", true}, // cleaned
+		{"/home/u/.config/x/opencode", true},
+		{"relative/dir", false},
+		{"/home/u", false},
+		{"/home", false},
+		{"/", false},
+		{"/ws", false},
+		{"/ws/tools/codex-home", true}, // inside a root, not above it
+	} {
+		got := ProtectedPaths("/jh", "/home/u", []string{"/ws"}, ConfigPaths{Abs: []string{tt.abs}})
+		clean := filepath.Clean(tt.abs)
+		if slices.Contains(got, clean) != tt.want {
+			t.Errorf("Abs %q: protected %v, want %v (%q)", tt.abs, !tt.want, tt.want, got)
+		}
+	}
+}
+
+// TestAncestorPaths: the Walk names in each directory above a root, up to
+// the home (or /), where they exist.
+func TestAncestorPaths(t *testing.T) {
+	have := map[string]bool{
+		"/home/u/src/.codex": true, "/home/u/.env": true, "/home/.env": true, "/home/u/src/proj/.codex": true,
+		"/srv/.env": true, "/.env": true, "/home/u/src/opencode.json": true,
+	}
+	exists := func(p string) bool { return have[p] }
+	walk := []string{".codex", ".env", "opencode.json"}
+	got := AncestorPaths("/home/u", []string{"/home/u/src/proj", "/srv/ws"}, walk, exists)
+	want := []string{"/home/u/src/.codex", "/home/u/src/opencode.json", "/home/u/.env", "/srv/.env", "/.env"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	// Not the root's own (ProtectedPaths has those), nor above the home.
+	for _, p := range got {
+		if p == "/home/u/src/proj/.codex" || p == "/home/.env" {
+			t.Errorf("%s is among them", p)
+		}
+	}
+	if got := AncestorPaths("/home/u", []string{"/home/u"}, walk, exists); !slices.Equal(got, []string{"/home/.env", "/.env"}) {
+		t.Errorf("root at the home: %q", got)
+	}
+	if got := AncestorPaths("/home/u", []string{"/ws"}, nil, exists); got != nil {
+		t.Errorf("no walk: %q", got)
+	}
+}
+
+// TestPolicyProtectsAncestors: the gate's policy holds the Walk paths that
+// exist above the root, and a write to one is a tamper.
+func TestPolicyProtectsAncestors(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(dir, "ws")
+	os.MkdirAll(ws, 0o755)
+	os.WriteFile(filepath.Join(dir, ".env"), nil, 0o644)
+	got := protectedFor(filepath.Join(dir, "home"), ws, ConfigPaths{Walk: []string{".env", ".codex"}})
+	if !slices.Contains(got, filepath.Join(dir, ".env")) {
+		t.Errorf("%s/.env is not protected: %q", dir, got)
+	}
+	if slices.Contains(got, filepath.Join(dir, ".codex")) {
+		t.Errorf("the absent %s/.codex is protected", dir)
+	}
+}
+
 // TestPolicyProtectsHosts: the gate's Hosts reach the policy, and the
 // policy cache tells gates with different hosts apart.
 func TestPolicyProtectsHosts(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -186,6 +187,15 @@ func resolvedPaths(home, jouleHome string, roots []string, hosts ConfigPaths, no
 	for _, p := range ProtectedPaths(r.jouleHome, r.home, roots, hosts) {
 		r.protected = append(r.protected, resolveOr(p))
 	}
+	if len(hosts.Walk) > 0 {
+		var resolvedRoots []string
+		for _, root := range roots {
+			resolvedRoots = append(resolvedRoots, resolveOr(root))
+		}
+		for _, p := range AncestorPaths(r.home, resolvedRoots, hosts.Walk, exists) {
+			r.protected = append(r.protected, resolveOr(p))
+		}
+	}
 	pathCache.Store(key, r)
 	return r.home, r.jouleHome, slices.Clip(r.protected)
 }
@@ -204,7 +214,7 @@ var hostsSeed = maphash.MakeSeed()
 func keyOf(home, jouleHome string, roots []string, hosts ConfigPaths) pathsKey {
 	var h maphash.Hash
 	h.SetSeed(hostsSeed)
-	for _, list := range [][]string{hosts.Project, hosts.User} {
+	for _, list := range [][]string{hosts.Project, hosts.Walk, hosts.User, hosts.Abs} {
 		for _, s := range list {
 			h.WriteString(s)
 			h.WriteByte(0)
@@ -212,6 +222,13 @@ func keyOf(home, jouleHome string, roots []string, hosts ConfigPaths) pathsKey {
 		h.WriteByte(1)
 	}
 	return pathsKey{home: home, jouleHome: jouleHome, roots: strings.Join(roots, "\x00"), hosts: h.Sum64()}
+}
+
+// exists reports a path that is there, a dangling symbolic link included:
+// a host opening it follows the link, and writing it writes where it leads.
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
 }
 
 func resolveOr(p string) string {

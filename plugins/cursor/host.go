@@ -5,6 +5,10 @@ import (
 	"github.com/joulehook/joule/plugins/hook"
 )
 
+// Sources: [docs] cursor.com/docs (agent/hooks, context/mcp, cli,
+// background agents); [3p] third-party descriptions of Cursor's files.
+// Cursor's source is closed and none is installed here.
+
 // Entry is Cursor in the host registry (plugins/hosts).
 var Entry = hook.Host{
 	Name:      Host,
@@ -17,8 +21,12 @@ var Entry = hook.Host{
 		// agent's install commands, environment.json [UNCONFIRMED]. Rules
 		// are instructions, not code. Cursor also runs Claude Code's
 		// hooks, which Claude Code's entry protects.
+		// Skills are instructions in Cursor (the Agent Skills standard,
+		// no hooks [docs: context/skills]).
 		Project: []string{".cursor/hooks.json", ".cursor/hooks", ".cursor/mcp.json", ".cursor/cli.json", ".cursor/environment.json"},
-		User:    []string{".cursor/hooks.json", ".cursor/hooks", ".cursor/mcp.json", ".cursor/cli-config.json"},
+		// And the installed extensions, code the editor (a VS Code
+		// fork) runs at start [3p].
+		User: []string{".cursor/hooks.json", ".cursor/hooks", ".cursor/mcp.json", ".cursor/cli-config.json", ".cursor/extensions"},
 	},
 	// Enterprise hooks [docs, UNCONFIRMED].
 	Managed: []string{"/etc/cursor/hooks.json", "/Library/Application Support/Cursor/hooks.json"},

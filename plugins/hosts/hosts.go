@@ -84,12 +84,23 @@ func Installable(h hook.Host) bool { return h.Installer != nil }
 func Contained(h hook.Host) bool { return h.Contain != "" }
 
 // Config is every host's configuration paths in one, each path once, for
-// the gate to protect (gate.Gate.Hosts).
-func Config() gate.ConfigPaths {
+// the gate to protect (gate.Gate.Hosts): the fixed ones, each host's
+// UserDirs at their default places, and, for the variables getenv sets,
+// below their values (Abs; a relative value against cwd). A hook runs in
+// the host's environment, so the gate follows $CODEX_HOME and the like as
+// the host does.
+func Config(getenv func(string) string, cwd string) gate.ConfigPaths {
 	var c gate.ConfigPaths
 	for _, h := range All() {
 		c.Project = appendNew(c.Project, h.Config.Project)
+		c.Walk = appendNew(c.Walk, h.Config.Walk)
 		c.User = appendNew(c.User, h.Config.User)
+		c.Abs = appendNew(c.Abs, h.Config.Abs)
+		for _, d := range h.UserDirs {
+			user, abs := d.Resolve(getenv, cwd)
+			c.User = appendNew(c.User, user)
+			c.Abs = appendNew(c.Abs, abs)
+		}
 	}
 	return c
 }

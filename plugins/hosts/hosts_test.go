@@ -56,13 +56,41 @@ func TestRegistry(t *testing.T) {
 		if h.TrustProjectOnly && h.Trust == "" {
 			t.Errorf("host %q: TrustProjectOnly without Trust", h.Name)
 		}
-		if len(h.Config.Project)+len(h.Config.User) == 0 {
+		if len(h.Config.Project)+len(h.Config.User)+len(h.UserDirs) == 0 {
 			t.Errorf("host %q: no configuration paths for the gate to protect", h.Name)
 		}
-		for _, list := range [][]string{h.Config.Project, h.Config.User} {
+		for _, list := range [][]string{h.Config.Project, h.Config.Walk, h.Config.User} {
 			for _, p := range list {
-				if p == "" || filepath.IsAbs(p) || filepath.Clean(p) != p || strings.HasPrefix(p, "..") {
+				if !relativeClean(p) {
 					t.Errorf("host %q: configuration path %q is not relative and clean", h.Name, p)
+				}
+			}
+		}
+		if len(h.Config.Abs) > 0 {
+			t.Errorf("host %q: Abs %q in the registry; a moved directory is a UserDir", h.Name, h.Config.Abs)
+		}
+		for _, d := range h.UserDirs {
+			if d.Env == "" || strings.ToUpper(d.Env) != d.Env || strings.ContainsAny(d.Env, "=$ ") {
+				t.Errorf("host %q: UserDir variable %q is not an environment variable's name", h.Name, d.Env)
+			}
+			if d.Home != "" && d.Home != "." && !relativeClean(d.Home) {
+				t.Errorf("host %q: UserDir %s: default %q is not relative and clean", h.Name, d.Env, d.Home)
+			}
+			for _, p := range d.Paths {
+				if !relativeClean(p) {
+					t.Errorf("host %q: UserDir %s: path %q is not relative and clean", h.Name, d.Env, p)
+				}
+			}
+			if d.Home == "" && d.Env == "" {
+				t.Errorf("host %q: a UserDir with neither variable nor default place", h.Name)
+			}
+			// One place per fact: what a variable moves is not listed
+			// again as fixed, where it would stop following the variable.
+			if d.Home != "" && d.Home != "." {
+				for _, u := range h.Config.User {
+					if underAny(u, []string{d.Home}) {
+						t.Errorf("host %q: User path %s lies in %s, which $%s moves: list it in that UserDir", h.Name, u, d.Home, d.Env)
+					}
 				}
 			}
 		}
@@ -101,7 +129,7 @@ func TestRegistry(t *testing.T) {
 // TestConfig: the union holds every host's paths once each, among them the
 // files each installer writes.
 func TestConfig(t *testing.T) {
-	c := Config()
+	c := Config(nil, "")
 	for _, list := range [][]string{c.Project, c.User} {
 		seen := map[string]bool{}
 		for _, p := range list {
@@ -112,7 +140,8 @@ func TestConfig(t *testing.T) {
 		}
 	}
 	home, ws := t.TempDir(), t.TempDir()
-	protected := gate.ProtectedPaths("", home, []string{ws}, c)
+	// joule's own home apart: the protected set of the hosts alone.
+	protected := gate.ProtectedPaths(filepath.Join(t.TempDir(), "jh"), home, []string{ws}, c)[1:]
 	checked := map[string]bool{}
 	for _, h := range All() {
 		if h.Installer == nil {
@@ -136,6 +165,10 @@ func TestConfig(t *testing.T) {
 	if n := len(Names(Installable)); len(checked) != n {
 		t.Errorf("checked the files of %d installers, want all %d: %v", len(checked), n, checked)
 	}
+}
+
+func relativeClean(p string) bool {
+	return p != "" && p != "." && !filepath.IsAbs(p) && filepath.Clean(p) == p && !strings.HasPrefix(p, "..")
 }
 
 func underAny(p string, roots []string) bool {

@@ -11,6 +11,13 @@ import (
 // Host is VS Code's name in the registry.
 const Host = "vscode"
 
+// Sources: [docs] code.visualstudio.com/docs (copilot/chat/mcp-servers,
+// agent-customization/hooks, editor/tasks, getstarted/settings,
+// editor/extension-marketplace, editor/portable); [3p] Electron's
+// app.getPath("appData") ($XDG_CONFIG_HOME or ~/.config on Linux) and the
+// published lists of Copilot's .github files. Not read from an installed
+// VS Code: none is on this machine.
+
 // Entry is VS Code: no hook and no installer (the extension registers
 // itself), only the files the gate protects.
 var Entry = hook.Host{
@@ -19,9 +26,25 @@ var Entry = hook.Host{
 		// mcp.json (MCP servers) [docs]; settings.json, where
 		// chat.tools.autoApprove turns the agent's prompts off [docs; the
 		// CVE-2025-53773 attack wrote it]; tasks.json, whose folderOpen
-		// tasks run when the folder opens [docs].
-		Project: []string{".vscode/mcp.json", ".vscode/settings.json", ".vscode/tasks.json"},
-		User: []string{".config/Code/User/settings.json", ".config/Code/User/mcp.json",
-			"Library/Application Support/Code/User/settings.json", "Library/Application Support/Code/User/mcp.json"},
+		// tasks run when the folder opens [docs]; the agent's hook files
+		// in .github/hooks (it also runs Claude Code's, which Claude
+		// Code's entry protects) [docs: agent hooks]; custom agents in
+		// .github/agents, whose frontmatter names hooks and MCP servers
+		// [3p].
+		Project: []string{".vscode/mcp.json", ".vscode/settings.json", ".vscode/tasks.json", ".github/hooks", ".github/agents"},
+		// macOS keeps the user directory below Library [docs].
+		User: []string{"Library/Application Support/Code/User/settings.json", "Library/Application Support/Code/User/mcp.json"},
+	},
+	UserDirs: []hook.UserDir{
+		// The user settings and MCP servers, below $XDG_CONFIG_HOME/Code
+		// or ~/.config/Code on Linux [docs; 3p: Electron's appData].
+		{Env: "XDG_CONFIG_HOME", Home: ".config", Paths: []string{"Code/User/settings.json", "Code/User/mcp.json"}},
+		// A portable install keeps them below $VSCODE_PORTABLE/user-data
+		// [docs: portable mode].
+		{Env: "VSCODE_PORTABLE", Paths: []string{"user-data/User/settings.json", "user-data/User/mcp.json", "extensions"}},
+		// Installed extensions, code VS Code runs at start:
+		// $VSCODE_EXTENSIONS or ~/.vscode/extensions [docs: extension
+		// marketplace].
+		{Env: "VSCODE_EXTENSIONS", Home: ".vscode/extensions"},
 	},
 }
