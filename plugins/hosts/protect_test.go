@@ -89,8 +89,7 @@ var discovered = map[string][]string{
 		"HOME/.gemini/config/hooks.json", "HOME/.gemini/antigravity/mcp_config.json", "HOME/.gemini/antigravity-cli/x",
 	},
 	"vscode": {
-		"WS/.vscode/mcp.json", "WS/.vscode/settings.json", "WS/.vscode/tasks.json", "WS/.github/hooks/format.json",
-		"WS/.github/agents/reviewer.agent.md", "HOME/.config/Code/User/settings.json", "HOME/.config/Code/User/mcp.json",
+		"WS/.vscode/mcp.json", "WS/.vscode/settings.json", "WS/.vscode/tasks.json", "HOME/.config/Code/User/settings.json", "HOME/.config/Code/User/mcp.json",
 		"HOME/.vscode/extensions/x/package.json",
 	},
 	"zed": {

@@ -26,12 +26,15 @@ var Entry = hook.Host{
 		// mcp.json (MCP servers) [docs]; settings.json, where
 		// chat.tools.autoApprove turns the agent's prompts off [docs; the
 		// CVE-2025-53773 attack wrote it]; tasks.json, whose folderOpen
-		// tasks run when the folder opens [docs]; the agent's hook files
-		// in .github/hooks (it also runs Claude Code's, which Claude
-		// Code's entry protects) [docs: agent hooks]; custom agents in
+		// tasks run when the folder opens [docs]. Not the agent's hook
+		// files in .github/hooks [docs: agent hooks] nor custom agents in
 		// .github/agents, whose frontmatter names hooks and MCP servers
-		// [3p].
-		Project: []string{".vscode/mcp.json", ".vscode/settings.json", ".vscode/tasks.json", ".github/hooks", ".github/agents"},
+		// [3p]: while absent, protecting them would make a repository's
+		// whole .github read-only inside containment (a checkout that
+		// changes a workflow would fail; docs/hosts.md, "What the gate
+		// protects of each host"). VS Code also runs Claude Code's hooks,
+		// which Claude Code's entry protects.
+		Project: []string{".vscode/mcp.json", ".vscode/settings.json", ".vscode/tasks.json"},
 		// macOS keeps the user directory below Library [docs].
 		User: []string{"Library/Application Support/Code/User/settings.json", "Library/Application Support/Code/User/mcp.json"},
 	},
