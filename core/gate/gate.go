@@ -201,7 +201,7 @@ func resolvedPaths(home, jouleHome string, roots []string, hosts ConfigPaths, no
 }
 
 // pathsKey names everything the protected paths are built from. The host
-// lists are the registry's, some seventy paths: they enter as a seeded
+// lists are the registry's, some hundred and twenty paths: they enter as a seeded
 // hash, not as a string of every path rebuilt on each decision (which cost
 // about 5 µs and 7 kB a decision, a tenth of the decision's budget).
 type pathsKey struct {
