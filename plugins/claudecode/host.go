@@ -47,8 +47,10 @@ var Entry = hook.Host{
 		// folders above the working directory (as far as the
 		// repository's root; outside a repository, the home folder or
 		// the disk's root)" [bin: the permissions.additionalDirectories
-		// description].
-		Walk: []string{".claude/skills", ".claude/agents", ".claude/commands", ".claude/workflows"},
+		// description]. And settings.local.json at the repository's root
+		// when Claude Code starts below it [bin: FQn's localSettings
+		// root, uW/cqs: the canonical git root].
+		Walk: []string{".claude/skills", ".claude/agents", ".claude/commands", ".claude/workflows", ".claude/settings.local.json"},
 	},
 	UserDirs: []hook.UserDir{
 		// The config directory, $CLAUDE_CONFIG_DIR or ~/.claude [bin:

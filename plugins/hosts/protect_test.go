@@ -27,6 +27,7 @@ var discovered = map[string][]string{
 		"WS/.claude/agents/reviewer.md", "WS/.claude/commands/ship.md", "WS/.claude/workflows/nightly.js",
 		"WS/.claude-plugin/marketplace.json", "WS/.mcp.json",
 		"UP/.claude/skills/x/SKILL.md", "UP/.claude/agents/a.md", "UP/.claude/commands/c.md", "UP/.claude/workflows/w.js",
+		"UP/.claude/settings.local.json",
 		"HOME/.claude/settings.json", "HOME/.claude/hooks/h.sh", "HOME/.claude/skills/s/SKILL.md",
 		"HOME/.claude/agents/a.md", "HOME/.claude/commands/c.md", "HOME/.claude/workflows/w.js",
 		"HOME/.claude/plugins/cache/m/p/hooks/hooks.json", "HOME/.claude/shell-snapshots/snapshot-bash-1.sh",
