@@ -144,6 +144,12 @@ func (s *Store) SealBatch(ctx context.Context, reqs []SealRequest) (entries []En
 			errs[i] = fmt.Errorf("store: seal: %w", err)
 			continue
 		}
+		if req.RequireWitness {
+			if err := s.AwaitWitness(ctx, -1); err != nil {
+				errs[i] = fmt.Errorf("store: seal session %q: %w", req.Session, err)
+				continue
+			}
+		}
 		calls = append(calls, &sealCall{ctx: ctx, req: req, done: make(chan struct{})})
 		at = append(at, i)
 	}

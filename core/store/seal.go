@@ -55,6 +55,12 @@ type SealRequest struct {
 	// Draw, when set, charges one call's share of a reservation that
 	// stays open for others (a lease), in the same transaction.
 	Draw *Draw
+	// RequireWitness marks a receipt that allows an action: when the
+	// witness has a Quorum, the seal is refused (an error wrapping
+	// ErrWitnessUnreachable or ErrRolledBack, nothing written) unless
+	// the quorum has cosigned the log as it is before it. A deny needs
+	// no witness to be safe, and is sealed whatever the witnesses say.
+	RequireWitness bool
 
 	// force seals without checking the witness, and re-anchors it
 	// (AcceptLoss); before runs first in the transaction, given the log's
@@ -91,6 +97,11 @@ func (e buildError) Unwrap() error { return e.err }
 func (s *Store) Seal(ctx context.Context, req SealRequest) (Entry, error) {
 	if err := req.check(); err != nil {
 		return Entry{}, fmt.Errorf("store: seal: %w", err)
+	}
+	if req.RequireWitness {
+		if err := s.AwaitWitness(ctx, -1); err != nil {
+			return Entry{}, fmt.Errorf("store: seal session %q: %w", req.Session, err)
+		}
 	}
 	e, err := s.group.seal(ctx, s, req)
 	if err != nil {

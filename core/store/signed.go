@@ -127,8 +127,9 @@ func (s *Store) checkWitnessedSpent(g GrantRecord) error {
 	if s.wit.w == nil {
 		return nil
 	}
-	cp, _, err := s.witnessed(false)
-	if err != nil || cp == nil {
+	v := s.witnessed(false)
+	cp := v.cp
+	if v.err != nil || cp == nil {
 		return nil // the witness's own faults are judged with the seal
 	}
 	if w, ok := cp.witnessedSpent(g.ID); ok && g.SpentUJ < w {

@@ -113,6 +113,9 @@ type Store struct {
 	grantCheck grantCheckSlot
 	// wit is the witness outside the database (witness.go).
 	wit witnessState
+	// cos serializes rounds of cosigning by the witnesses elsewhere
+	// (cosign.go).
+	cos cosignState
 	// readOnly: opened with ReadOnly.
 	readOnly bool
 }

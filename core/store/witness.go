@@ -106,6 +106,23 @@ type Witness struct {
 	// the store extends, as a crash between a commit and its publish
 	// always could. FlushWitness and Close wait for the queue.
 	Deferred bool
+	// Cosigners are witnesses elsewhere that cosign each checkpoint
+	// (cosign.go); the newest each cosigned is kept in CosignedFile.
+	Cosigners []Cosigner
+	// Quorum is how many Cosigners must have cosigned the log before an
+	// action is allowed (SealRequest.RequireWitness, AwaitWitness); 0:
+	// they cosign when they can, and a failure is only reported.
+	Quorum int
+}
+
+// watched lists the files a witness reads: its files, then each
+// cosigner's.
+func (w *Witness) watched() []string {
+	files := append([]string(nil), w.Files...)
+	for _, c := range w.Cosigners {
+		files = append(files, w.CosignedFile(c))
+	}
+	return files
 }
 
 // witnessState is what the store knows of its witness.
@@ -115,6 +132,7 @@ type witnessState struct {
 	loaded bool
 	cp     *Checkpoint // the newest checkpoint witnessed; nil: none
 	file   string      // where cp was read or written
+	cos    []*Checkpoint // per cosigner, the newest it cosigned; nil: none kept
 	err    error       // why the witness could not be read
 	// stamps are the witness files as last read or written: a file that
 	// changed since (another process, or an edit) is read again.
@@ -157,10 +175,11 @@ func (a fileStamp) same(b fileStamp) bool {
 // changed reports whether any witness file changed since it was last read
 // or written. The caller holds st.mu.
 func (st *witnessState) changed() bool {
-	if len(st.stamps) != len(st.w.Files) {
+	files := st.w.watched()
+	if len(st.stamps) != len(files) {
 		return true
 	}
-	for i, f := range st.w.Files {
+	for i, f := range files {
 		if !st.stamps[i].same(stampOf(f)) {
 			return true
 		}
@@ -186,6 +205,21 @@ func (s *Store) SetWitness(w *Witness) error {
 			return fmt.Errorf("store: witness: marker: %w", err)
 		}
 	}
+	if w.Quorum < 0 || w.Quorum > len(w.Cosigners) {
+		return fmt.Errorf("store: witness: a quorum of %d out of %d witnesses", w.Quorum, len(w.Cosigners))
+	}
+	seen := map[string]bool{}
+	for _, c := range w.Cosigners {
+		v := c.Verifier()
+		if v.Name() == w.Verifier.Name() {
+			return fmt.Errorf("store: witness: the witness %s has the log's own key name", v.Name())
+		}
+		if f := w.CosignedFile(c); seen[f] {
+			return fmt.Errorf("store: witness: the witness %s is listed twice", v.Name())
+		} else {
+			seen[f] = true
+		}
+	}
 	s.wit.w = w
 	s.wit.loaded = false
 	return nil
@@ -199,7 +233,15 @@ func witnessMarkerKey(m string) string { return "witness:" + m }
 // ReadWitnessFile reads and verifies one witness file: nil, nil when it
 // does not exist.
 func ReadWitnessFile(path, origin string, v note.Verifier) (*Checkpoint, []byte, error) {
-	msg, err := readWitnessBytes(path, true)
+	return openWitnessFile(path, origin, v, true)
+}
+
+// openWitnessFile is ReadWitnessFile, which takes the file's lock, or, unless
+// locked, a read without the lock of a note that is whole (a seal reads
+// the witness so; one that does not verify is read again, locked). Either
+// way the note's signature is verified before its figures are used.
+func openWitnessFile(path, origin string, v note.Verifier, locked bool) (*Checkpoint, []byte, error) {
+	msg, err := readWitnessBytes(path, locked)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil, nil
 	}
@@ -209,45 +251,6 @@ func ReadWitnessFile(path, origin string, v note.Verifier) (*Checkpoint, []byte,
 	cp, err := OpenCheckpoint(msg, origin, v)
 	if err != nil {
 		return nil, nil, &WitnessError{File: path, StoreSize: -1, Problem: err.Error(), err: ErrWitnessInvalid}
-	}
-	return &cp, msg, nil
-}
-
-// readWitnessUnverified is ReadWitnessFile for the seal's hot path: it
-// checks the note's form, its origin and that it names v's key, but not
-// the signature (a tenth of a one-shot hook's decision). Verifying it there
-// would add nothing against whoever can forge the witness: the endpoint key
-// that signs it is in the same home. WitnessState, which store check,
-// receipts verify and init use, verifies it.
-func readWitnessUnverified(path, origin string, v note.Verifier) (*Checkpoint, []byte, error) {
-	msg, err := readWitnessBytes(path, false)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil, nil
-	}
-	invalid := func(problem string) (*Checkpoint, []byte, error) {
-		return nil, nil, &WitnessError{File: path, StoreSize: -1, Problem: problem, err: ErrWitnessInvalid}
-	}
-	if err != nil {
-		return invalid("the witness cannot be read: " + err.Error())
-	}
-	_, err = note.Open(msg, note.VerifierList())
-	var unverified *note.UnverifiedNoteError
-	if !errors.As(err, &unverified) {
-		return invalid(fmt.Sprintf("not a signed note: %v", err))
-	}
-	named := false
-	for _, sig := range unverified.Note.UnverifiedSigs {
-		named = named || sig.Name == v.Name() && sig.Hash == v.KeyHash()
-	}
-	if !named {
-		return invalid("not a checkpoint signed by " + v.Name())
-	}
-	cp, err := ParseCheckpoint([]byte(unverified.Note.Text))
-	if err != nil {
-		return invalid(err.Error())
-	}
-	if cp.Origin != origin {
-		return invalid(fmt.Sprintf("a checkpoint of %q, not of %q", cp.Origin, origin))
 	}
 	return &cp, msg, nil
 }
@@ -309,21 +312,20 @@ func readSmall(path string) ([]byte, error) {
 	return b, nil
 }
 
-// loadWitness reads every witness file and keeps the newest checkpoint.
-// The caller holds s.wit.mu.
-func (s *Store) loadWitness(verify bool) {
+// loadWitness reads and verifies every witness file and keeps the newest
+// checkpoint, and each cosigner's file. Unless locked, whole notes are
+// read without taking their locks. The caller holds s.wit.mu.
+func (s *Store) loadWitness(locked bool) {
 	st := &s.wit
+	w := st.w
 	st.loaded, st.cp, st.file, st.err = true, nil, "", nil
+	st.cos = make([]*Checkpoint, len(w.Cosigners))
 	st.stamps = st.stamps[:0]
-	for _, f := range st.w.Files {
+	for _, f := range w.watched() {
 		st.stamps = append(st.stamps, stampOf(f))
 	}
-	for _, f := range st.w.Files {
-		read := ReadWitnessFile
-		if !verify {
-			read = readWitnessUnverified
-		}
-		cp, _, err := read(f, st.w.Origin, st.w.Verifier)
+	for _, f := range w.Files {
+		cp, _, err := openWitnessFile(f, w.Origin, w.Verifier, locked)
 		if err != nil {
 			st.err = err
 			return
@@ -332,19 +334,48 @@ func (s *Store) loadWitness(verify bool) {
 			st.cp, st.file = cp, f
 		}
 	}
+	for i, c := range w.Cosigners {
+		cp, _, err := readCosigned(w.CosignedFile(c), w.Origin, w.Verifier, c.Verifier(), locked)
+		if err != nil {
+			st.err = err
+			return
+		}
+		st.cos[i] = cp
+	}
 }
 
-// witnessed returns the newest checkpoint witnessed (reading the files
-// the first time, when they changed, or when reload is set: then with
-// their signatures verified) and where it was found.
-func (s *Store) witnessed(reload bool) (*Checkpoint, string, error) {
+// witnessView is what the store knows of its witness at one moment.
+type witnessView struct {
+	cp   *Checkpoint // the newest checkpoint in a witness file; nil: none
+	file string      // where cp was read or written
+	cos  []*Checkpoint
+	err  error
+}
+
+// newestCosigned is the largest checkpoint a cosigner cosigned, and its
+// file; nil when none.
+func (v witnessView) newestCosigned(w *Witness) (*Checkpoint, string) {
+	var best *Checkpoint
+	file := ""
+	for i, cp := range v.cos {
+		if cp != nil && (best == nil || cp.Size > best.Size) {
+			best, file = cp, w.CosignedFile(w.Cosigners[i])
+		}
+	}
+	return best, file
+}
+
+// witnessed returns what the witness holds, reading its files (their
+// signatures verified) the first time, when they changed, or when reload
+// is set: then under their locks.
+func (s *Store) witnessed(reload bool) witnessView {
 	st := &s.wit
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if !st.loaded || reload || st.changed() {
 		s.loadWitness(reload)
 	}
-	return st.cp, st.file, st.err
+	return witnessView{cp: st.cp, file: st.file, cos: append([]*Checkpoint(nil), st.cos...), err: st.err}
 }
 
 // WitnessState checks the store against its witness now, outside any
@@ -354,13 +385,17 @@ func (s *Store) WitnessState(ctx context.Context) (*Checkpoint, string, error) {
 	if s.wit.w == nil {
 		return nil, "", nil
 	}
-	cp, file, err := s.witnessed(true)
-	if err != nil {
-		return nil, file, err
+	v := s.witnessed(true)
+	cp, file := v.cp, v.file
+	if v.err != nil {
+		return nil, file, v.err
 	}
-	err = s.read(ctx, func(tx conn) error {
+	err := s.read(ctx, func(tx conn) error {
 		size, err := logSize(ctx, tx)
 		if err != nil {
+			return err
+		}
+		if err := s.checkCosigned(v, size, hashReader{ctx, tx}); err != nil {
 			return err
 		}
 		if cp == nil {
@@ -386,6 +421,17 @@ func (s *Store) checkWitnessed(cp *Checkpoint, file string, size int64, r tlog.H
 			Problem: fmt.Sprintf("the store's first %d receipts are not the ones witnessed (root %s): it was replaced by another store or rewritten", cp.Size, root), err: ErrRolledBack}
 	}
 	return nil
+}
+
+// checkCosigned checks that a log of size, read through r, extends the
+// newest checkpoint a cosigner cosigned, unless that is the one witnessed
+// in the files (checked already).
+func (s *Store) checkCosigned(v witnessView, size int64, r tlog.HashReader) error {
+	cos, file := v.newestCosigned(s.wit.w)
+	if cos == nil || v.cp != nil && v.cp.Size == cos.Size && v.cp.Root == cos.Root {
+		return nil
+	}
+	return s.checkWitnessed(cos, file, size, r)
 }
 
 // witnessMissing decides about a store without a witness file: refused
@@ -425,7 +471,11 @@ func (s *Store) witnessTx(ctx context.Context, tx conn, r tlog.HashReader, first
 		return nil, nil
 	}
 	for attempt := 0; ; attempt++ {
-		cp, file, err := s.witnessed(attempt > 0)
+		v := s.witnessed(attempt > 0)
+		cp, file, err := v.cp, v.file, v.err
+		if err == nil {
+			err = s.checkCosigned(v, first, r)
+		}
 		if err == nil && cp == nil {
 			err = s.witnessMissing(ctx, tx, first)
 			if err == nil && w.Marker != "" {
@@ -632,6 +682,16 @@ func (s *Store) publish(p *pendingWitness) {
 			s.witnessFailed(err)
 		}
 	}
+	if len(w.Cosigners) > 0 {
+		// The witnesses elsewhere cosign the checkpoint without its
+		// extension lines: a witness vouches for the tree alone, and the
+		// grants' figures are nobody else's business.
+		err := s.cosign(context.Background(), p.cp.Size, p.cp.Root)
+		var cached cachedError
+		if err != nil && !errors.As(err, &cached) {
+			s.witnessFailed(err)
+		}
+	}
 }
 
 func signNote(cp Checkpoint, signer note.Signer) ([]byte, error) {
@@ -768,9 +828,13 @@ func (s *Store) AcceptLoss(ctx context.Context, session string, build func(pos P
 	if w == nil {
 		return Entry{}, nil, errors.New("store: accept loss: the store has no witness")
 	}
-	witnessed, _, werr := s.witnessed(true)
+	v := s.witnessed(true)
+	witnessed, werr := v.cp, v.err
 	if werr != nil && !errors.Is(werr, ErrWitnessInvalid) {
 		return Entry{}, nil, werr
+	}
+	if cos, _ := v.newestCosigned(w); cos != nil && (witnessed == nil || cos.Size > witnessed.Size) {
+		witnessed = cos
 	}
 	var (
 		cur  Checkpoint
@@ -802,6 +866,23 @@ func (s *Store) AcceptLoss(ctx context.Context, session string, build func(pos P
 			kept = append(kept, lost)
 		}
 	}
+	// A cosigned checkpoint cannot be re-anchored here: the witness that
+	// cosigned it keeps it. Its file is set aside, so that this store is
+	// no longer checked against it; the witness itself will refuse the
+	// log until its operator deals with it (docs/receipts.md).
+	for _, c := range w.Cosigners {
+		f := w.CosignedFile(c)
+		if _, err := os.Stat(f); err == nil {
+			lost := f + ".lost-" + stamp
+			if err := os.Rename(f, lost); err != nil {
+				return Entry{}, kept, fmt.Errorf("store: accept loss: set aside %s: %w", f, err)
+			}
+			kept = append(kept, lost)
+		}
+	}
+	s.wit.mu.Lock()
+	s.wit.loaded = false
+	s.wit.mu.Unlock()
 	e, err := s.sealOne(ctx, req)
 	if err != nil {
 		return Entry{}, kept, fmt.Errorf("store: accept loss: %w", err)

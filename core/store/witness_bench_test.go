@@ -60,15 +60,15 @@ func BenchmarkSealWitness(b *testing.B) {
 }
 
 // BenchmarkWitnessWork measures the witness's own work per seal, apart
-// from the seal: reading the witness as a seal does (what a one-shot hook
-// process does once: its form, not its signature), reading and verifying
-// it as store check does, signing the new checkpoint and rewriting the
-// file in place under its lock.
+// from the seal: reading and verifying the witness as a seal does (what a
+// one-shot hook process does once, without the file's lock), reading it
+// under its lock as store check does, signing the new checkpoint and
+// rewriting the file in place under its lock.
 func BenchmarkWitnessWork(b *testing.B) {
 	dir := b.TempDir()
 	path := filepath.Join(dir, "checkpoint")
 	signer, verifier := testSigner(b), testVerifier(b)
-	for _, step := range []string{"read", "read+verify", "sign+write"} {
+	for _, step := range []string{"read+verify", "locked-read+verify", "sign+write"} {
 		b.Run(step, func(b *testing.B) {
 			cp := Checkpoint{Origin: "bench", Size: 1}
 			msg, _ := signNote(cp, signer)
@@ -78,11 +78,7 @@ func BenchmarkWitnessWork(b *testing.B) {
 			defer cpuMeter(b)()
 			for i := 0; b.Loop(); i++ {
 				if step != "sign+write" {
-					read := ReadWitnessFile
-					if step == "read" {
-						read = readWitnessUnverified
-					}
-					if _, _, err := read(path, "bench", verifier); err != nil {
+					if _, _, err := openWitnessFile(path, "bench", verifier, step != "read+verify"); err != nil {
 						b.Fatal(err)
 					}
 					continue
