@@ -130,10 +130,10 @@ type witnessState struct {
 	mu     sync.Mutex
 	w      *Witness
 	loaded bool
-	cp     *Checkpoint // the newest checkpoint witnessed; nil: none
-	file   string      // where cp was read or written
+	cp     *Checkpoint   // the newest checkpoint witnessed; nil: none
+	file   string        // where cp was read or written
 	cos    []*Checkpoint // per cosigner, the newest it cosigned; nil: none kept
-	err    error       // why the witness could not be read
+	err    error         // why the witness could not be read
 	// stamps are the witness files as last read or written: a file that
 	// changed since (another process, or an edit) is read again.
 	stamps []fileStamp
