@@ -100,8 +100,9 @@ func (e *QuorumError) Unwrap() error {
 
 // cosignRetry is how long a failed round of cosigning stands before the
 // witnesses are asked again: a resident gate under a burst of decisions
-// asks a witness that is down once, not once a decision.
-const cosignRetry = time.Second
+// asks a witness that is down once, not once a decision. (A variable for
+// the tests.)
+var cosignRetry = time.Second
 
 // cosignState serializes rounds of cosigning in this process and keeps
 // the last failure.
