@@ -14,12 +14,13 @@ func init() {
 // subcommands are the second words completion offers after a command.
 var subcommands = map[string][]string{
 	"grant":       {"issue", "ls", "show", "use", "renew", "revoke"},
-	"receipts":    {"ls", "show", "verify", "export", "prove", "checkpoint"},
+	"receipts":    {"ls", "show", "verify", "export", "prove", "verify-proof", "checkpoint"},
 	"receipt":     {"verify"},
 	"store":       {"migrate", "check", "accept-loss", "backup", "restore"},
 	"completion":  {"bash", "zsh", "fish"},
 	"conformance": {"gen", "check"},
 	"gate":        {"serve", "status", "stop"},
+	"witness":     {"status", "sync", "log", "init", "add-log", "serve"},
 	"help":        nil, // filled with the command names
 }
 

@@ -143,6 +143,7 @@ func (d *doctor) run(ctx context.Context, root string, probe bool) {
 		defer ep.Close()
 		d.add("store", statusOK, "the store opens", "")
 		d.grant(ctx, ep)
+		d.witness(ctx, ep)
 	}
 	if ok, text := gateState(); ok {
 		d.add("gate", statusOK, "resident gate runs: "+strings.Join(strings.Fields(text), " "), "")
@@ -273,6 +274,52 @@ func (d *doctor) grant(ctx context.Context, ep *endpoint) {
 		return
 	}
 	d.add("grant", statusOK, detail, "")
+}
+
+// witness reports the witnesses elsewhere: each asked to cosign the log
+// as it is now. One that fails is a failure when a quorum is required
+// (every action is denied until it cosigns), else a warning.
+func (d *doctor) witness(ctx context.Context, ep *endpoint) {
+	w := ep.store.Witness()
+	if w == nil || len(w.Cosigners) == 0 {
+		d.add("witness", statusOK, "the witness is a file in "+filepath.Join(ep.home, WitnessDir)+" only: it catches a rolled-back store, not a rollback of the whole home", "")
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.timeout)
+	defer cancel()
+	err := ep.store.Cosign(ctx)
+	var qe *storepkg.QuorumError
+	if err != nil && !errors.As(err, &qe) {
+		d.add("witness", statusFail, err.Error(), "'joule store check' says what the witness files hold")
+		return
+	}
+	size, _ := ep.store.LogSize(ctx)
+	bad := map[string]error{}
+	if qe != nil {
+		for _, f := range qe.Failures {
+			var ce *storepkg.CosignerError
+			if errors.As(f, &ce) {
+				bad[ce.Witness] = ce.Err
+			}
+		}
+	}
+	for _, c := range w.Cosigners {
+		name := c.Verifier().Name()
+		err, failed := bad[name]
+		switch {
+		case !failed:
+			d.add("witness", statusOK, fmt.Sprintf("%s cosigned the log as it is now (size %d)", name, size), "")
+		case errors.Is(err, storepkg.ErrRolledBack):
+			d.add("witness", statusFail, fmt.Sprintf("%s: %v", name, err), "restore the lost receipts ('joule store restore FILE'); 'joule witness status' shows what each witness cosigned")
+		case w.Quorum > 0:
+			d.add("witness", statusFail, fmt.Sprintf("%s: %v", name, err), "start the witness or fix config.json's witness.witnesses; then 'joule witness sync'")
+		default:
+			d.add("witness", statusWarn, fmt.Sprintf("%s: %v; decisions go on (witness.quorum is 0), but what it has not cosigned is not protected against a rollback of the whole home", name, err), "start the witness, then 'joule witness sync'")
+		}
+	}
+	if qe != nil && !qe.Met() {
+		d.add("witness", statusFail, fmt.Sprintf("%d of %d witnesses cosigned, %d required: every action is denied until the quorum cosigns", qe.Got, qe.Of, qe.Need), "'joule witness status'")
+	}
 }
 
 func (d *doctor) index(ctx context.Context, home, root string, tc *tierconfig.Tiers) {

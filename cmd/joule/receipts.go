@@ -32,6 +32,8 @@ const receiptsUsage = `receipts ls [SESSION] [--since 2h] [--tool T] [--decision
        receipts verify --steward S --pubkey KEY [--format cbor|jsonl] < export
        receipts export SESSION [--format cbor|jsonl]
        receipts prove INDEX [--size N] | receipts prove --from OLD|witness|FILE [--size N]
+       receipts prove --spicy INDEX|ID > receipt.tlog-proof
+       receipts verify-proof FILE --key KEY [--witness-key KEY]... [--quorum K] [--issuer-key KEY]...
        receipts checkpoint
 
 ls lists sessions (or one session's receipts, or with --tool or --decision
@@ -43,14 +45,20 @@ bad position; export writes a session as a CBOR sequence of envelopes or as
 JSON lines; prove prints an inclusion proof for log entry INDEX (or a
 consistency proof from tree size OLD, from the checkpoint this home's
 witness keeps, or from a checkpoint note in FILE, each checked against the
-root that checkpoint signed) against a fresh signed checkpoint.`
+root that checkpoint signed) against a fresh signed checkpoint; with
+--spicy, the receipt's tlog proof (c2sp.org/tlog-proof, a "spicy
+signature"): the receipt, its inclusion proof and a checkpoint the
+witnesses elsewhere cosigned just now. verify-proof checks such a file
+offline: the log's key (KEY, or its steward.pub), every witness's
+cosignature (all given, or K of them), the inclusion proof and the
+receipt's own signature.`
 
 // LogOrigin names the Merkle log in its checkpoints.
 func logOrigin(steward string) string { return "joule receipts log " + steward }
 
 func runReceipts(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 {
-		return usagef("receipts: want a subcommand: ls, show, verify, export, prove or checkpoint")
+		return usagef("receipts: want a subcommand: ls, show, verify, export, prove, verify-proof or checkpoint")
 	}
 	sub, rest := args[0], args[1:]
 	fs := newFlags(e, "receipts "+sub, receiptsUsage)
@@ -59,6 +67,12 @@ func runReceipts(ctx context.Context, e *env, args []string) error {
 	pubkey := fs.String("pubkey", "", "verify an export offline: the steward's public key (base64url or steward.pub)")
 	size := fs.Int64("size", 0, "prove: the tree size to prove against (default: the whole log)")
 	from := fs.String("from", "", "prove: a consistency proof from this earlier tree size, from 'witness' (the checkpoint kept in $JOULE_HOME/witness) or from a checkpoint note file")
+	spicy := fs.Bool("spicy", false, "prove: write the receipt's tlog proof (c2sp.org/tlog-proof) for 'joule receipts verify-proof'")
+	logKey := fs.String("key", "", "verify-proof: the log's verifier key, or a file holding it (its steward.pub)")
+	var witnessKeys, issuerKeys stringList
+	fs.Var(&witnessKeys, "witness-key", "verify-proof: a witness's cosignature key, or a file holding it (repeat for more)")
+	fs.Var(&issuerKeys, "issuer-key", "verify-proof: another steward's key that may have sealed the receipt (a team's)")
+	quorum := fs.Int("quorum", -1, "verify-proof: how many of the witnesses given must have cosigned (default: all)")
 	var filter listFilter
 	var since *string
 	if sub == "ls" {
@@ -68,7 +82,7 @@ func runReceipts(ctx context.Context, e *env, args []string) error {
 	case "-h", "--help", "help":
 		fmt.Fprintf(e.stdout, "usage: joule %s\n", receiptsUsage)
 		return nil
-	case "ls", "show", "verify", "export", "prove", "checkpoint":
+	case "ls", "show", "verify", "export", "prove", "checkpoint", "verify-proof":
 	default:
 		return usagef("receipts: unknown subcommand %q", sub)
 	}
@@ -87,6 +101,9 @@ func runReceipts(ctx context.Context, e *env, args []string) error {
 	}
 	if sub == "verify" && *pubkey != "" {
 		return verifyExport(e, *steward, *pubkey, *format)
+	}
+	if sub == "verify-proof" {
+		return verifyProof(e, fs.Args(), *logKey, witnessKeys, issuerKeys, *quorum)
 	}
 	open := openEndpoint
 	if sub == "ls" || sub == "show" || sub == "verify" || sub == "export" {
@@ -143,6 +160,12 @@ func runReceipts(ctx context.Context, e *env, args []string) error {
 		}
 		return nil
 	case "prove":
+		if *spicy {
+			if *from != "" || *size != 0 {
+				return usagef("receipts prove --spicy: --from and --size do not apply")
+			}
+			return receiptsProveSpicy(ctx, e, ep, fs.Args())
+		}
 		return receiptsProve(ctx, e, ep, fs.Args(), *size, *from)
 	case "checkpoint":
 		cp, err := ep.store.Checkpoint(ctx, logOrigin(ep.id.Steward), ep.id.NoteSigner)

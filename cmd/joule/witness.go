@@ -16,6 +16,7 @@ import (
 	"github.com/joulehook/joule/core/gate"
 	"github.com/joulehook/joule/core/identity"
 	"github.com/joulehook/joule/core/store"
+	"github.com/joulehook/joule/core/witness"
 	"github.com/joulehook/joule/tiers/config"
 )
 
@@ -63,6 +64,14 @@ func witnessFor(home, loc string, configured bool, cfg *config.Config, signer no
 		w.Files = append(w.Files, cfg.Witness.Files...)
 		w.Command, w.CommandTimeout = cfg.Witness.Command, cfg.Witness.Timeout
 		w.NoSync = !cfg.Witness.Sync
+		for _, c := range cfg.Witness.Witnesses {
+			cl, err := witness.NewClient(c.URL, c.VKey, cfg.Witness.Timeout)
+			if err != nil {
+				return nil, err
+			}
+			w.Cosigners = append(w.Cosigners, cl)
+		}
+		w.Quorum = cfg.Witness.Quorum
 	}
 	return w, nil
 }
@@ -173,6 +182,70 @@ func checkWitness(ctx context.Context, e *env, st *store.Store, home, loc string
 			fmt.Fprintf(e.stdout, "witness FAILED: %v\n", err)
 			failed = true
 		}
+	}
+	return checkCosigners(ctx, e, st, w, size) || failed
+}
+
+// checkCosigners reports, for `store check`, the store against what each
+// witness elsewhere cosigned: the checkpoint kept in this home, then the
+// witness itself, asked to cosign the log as it is now (it refuses a log
+// that does not extend what it cosigned, whatever this home's files say).
+// A witness that cannot be reached fails the check when a quorum is
+// required.
+func checkCosigners(ctx context.Context, e *env, st *store.Store, w *store.Witness, size int64) bool {
+	if len(w.Cosigners) == 0 {
+		return false
+	}
+	failed := false
+	for _, c := range w.Cosigners {
+		name := c.Verifier().Name()
+		cp, msg, err := store.ReadCosignedFile(w.CosignedFile(c), w.Origin, w.Verifier, c.Verifier())
+		switch {
+		case err != nil:
+			fmt.Fprintf(e.stdout, "witness FAILED: %s: %v\n", name, err)
+			failed = true
+		case cp == nil:
+			fmt.Fprintf(e.stdout, "witness %s: nothing cosigned kept in this home\n", name)
+		default:
+			if err := proveExtends(ctx, st, cp, size); err != nil {
+				fmt.Fprintf(e.stdout, "witness FAILED: %s: the log it cosigned at %s: %v\n", name, cosignedAt(msg, c.Verifier()), err)
+				failed = true
+				continue
+			}
+			fmt.Fprintf(e.stdout, "witness %s: cosigned log size %d at %s, and the store (size %d) extends it: consistency proof checked\n", name, cp.Size, cosignedAt(msg, c.Verifier()), size)
+		}
+	}
+	err := st.Cosign(ctx)
+	var qe *store.QuorumError
+	if err != nil && !errors.As(err, &qe) {
+		fmt.Fprintf(e.stdout, "witness FAILED: %v\n", err)
+		return true
+	}
+	bad := map[string]error{}
+	if qe != nil {
+		for _, f := range qe.Failures {
+			var ce *store.CosignerError
+			if errors.As(f, &ce) {
+				bad[ce.Witness] = ce.Err
+			}
+		}
+	}
+	for _, c := range w.Cosigners {
+		name := c.Verifier().Name()
+		err, ok := bad[name]
+		switch {
+		case !ok:
+			fmt.Fprintf(e.stdout, "witness %s: cosigns the log as it is now (size %d)\n", name, size)
+		case errors.Is(err, store.ErrRolledBack) || w.Quorum > 0:
+			fmt.Fprintf(e.stdout, "witness FAILED: %s: %v\n", name, err)
+			failed = true
+		default:
+			fmt.Fprintf(e.stdout, "witness %s: warning: %v\n", name, err)
+		}
+	}
+	if qe != nil && !qe.Met() {
+		fmt.Fprintf(e.stdout, "witness FAILED: %v\n", qe)
+		failed = true
 	}
 	return failed
 }

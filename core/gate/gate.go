@@ -375,7 +375,9 @@ func storeFailure(err error) Result {
 // a deny before it is sealed.
 func (g *Gate) seal(ctx context.Context, ev *Event, input []byte, v Verdict, chain grant.Chain) Result {
 	ids := chain.IDs()
-	req := store.SealRequest{Session: ev.SessionID}
+	// An action is allowed only on a log the witness quorum cosigned; a
+	// deny needs no witness.
+	req := store.SealRequest{Session: ev.SessionID, RequireWitness: v.Decision != Deny}
 	if v.Decision != Deny && v.CostUJ > 0 && len(ids) > 0 {
 		req.Debit, req.AmountUJ = ids, v.CostUJ
 	}
@@ -402,7 +404,16 @@ func (g *Gate) seal(ctx context.Context, ev *Event, input []byte, v Verdict, cha
 	}
 	e, err := g.Store.Seal(ctx, req)
 	if err != nil {
+		if w := witnessRefusal(err); w != nil && req.RequireWitness {
+			return g.seal(ctx, ev, input, *w, chain)
+		}
 		return storeFailure(err)
+	}
+	if final.Decision != Deny && req.RequireWitness {
+		// The action runs only once its receipt is witnessed.
+		if err := g.Store.AwaitWitness(ctx, e.Index+1); err != nil {
+			return g.seal(ctx, ev, input, withdrawn(e, final.Decision, err), chain)
+		}
 	}
 	return Result{Decision: final.Decision, Code: final.Code, Reason: final.Reason, Session: e.Session,
 		Sequence: e.Seq, Receipt: core.ID(e.Hash).String(), Grants: ids, DebitUJ: final.CostUJ}

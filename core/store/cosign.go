@@ -62,21 +62,29 @@ func (e *AheadError) Error() string {
 	return fmt.Sprintf("witness %s has cosigned a log of size %d, larger than the checkpoint of size %d sent", e.Witness, e.Known, e.Size)
 }
 
+// CosignerError is one witness's failure to cosign.
+type CosignerError struct {
+	Witness string
+	Err     error
+}
+
+func (e *CosignerError) Error() string { return "witness " + e.Witness + ": " + e.Err.Error() }
+func (e *CosignerError) Unwrap() error { return e.Err }
+
 // QuorumError reports a round of cosigning in which some witness failed:
 // Got of the witnesses cosigned the log of Size, Need were required.
 type QuorumError struct {
 	Need, Got, Of int
 	Size          int64
-	Failures      []error // one per witness that failed, naming it
+	Failures      []error // a *CosignerError for each witness that failed
 	behind        bool    // some witness holds a log this store does not extend
 }
 
 func (e *QuorumError) Error() string {
 	var b strings.Builder
-	if e.Met() {
-		fmt.Fprintf(&b, "%d of %d witnesses cosigned the log of size %d", e.Got, e.Of, e.Size)
-	} else {
-		fmt.Fprintf(&b, "%v: %d of %d witnesses cosigned the log of size %d, %d required", e.Unwrap(), e.Got, e.Of, e.Size, e.Need)
+	fmt.Fprintf(&b, "%d of %d witnesses cosigned the log of size %d", e.Got, e.Of, e.Size)
+	if e.Need > 0 {
+		fmt.Fprintf(&b, ", %d required", e.Need)
 	}
 	for _, f := range e.Failures {
 		b.WriteString("; ")
@@ -232,8 +240,8 @@ func (s *Store) AwaitWitness(ctx context.Context, size int64) error {
 	if v.err != nil {
 		return v.err
 	}
-	if quorumSize(v.cos, w.Quorum) >= size {
-		return nil
+	if size == 0 || quorumSize(v.cos, w.Quorum) >= size {
+		return nil // an empty log needs no witness
 	}
 	err := s.cosignNow(ctx)
 	if v = s.witnessed(false); v.err == nil && quorumSize(v.cos, w.Quorum) >= size {
@@ -276,6 +284,9 @@ func (s *Store) cosignNow(ctx context.Context) error {
 // cosigned checkpoint in its file.
 func (s *Store) cosign(ctx context.Context, size int64, root tlog.Hash) error {
 	w := s.wit.w
+	if size == 0 {
+		return nil // nothing to witness
+	}
 	cs := &s.cos
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
@@ -303,7 +314,11 @@ func (s *Store) cosign(ctx context.Context, size int64, root tlog.Hash) error {
 		if v.cos[i] != nil {
 			known = v.cos[i].Size
 		}
-		wg.Go(func() { errs[i] = s.cosignOne(ctx, i, c, size, root, known) })
+		wg.Go(func() {
+			if err := s.cosignOne(ctx, i, c, size, root, known); err != nil {
+				errs[i] = &CosignerError{Witness: c.Verifier().Name(), Err: err}
+			}
+		})
 	}
 	wg.Wait()
 	qe := &QuorumError{Need: w.Quorum, Of: len(w.Cosigners), Size: size}
@@ -329,12 +344,11 @@ func (s *Store) cosign(ctx context.Context, size int64, root tlog.Hash) error {
 // appended and cosigned meanwhile); else the store is behind it.
 func (s *Store) cosignOne(ctx context.Context, i int, c Cosigner, size int64, root tlog.Hash, known int64) error {
 	w := s.wit.w
-	name := c.Verifier().Name()
 	for attempt := 0; ; attempt++ {
 		cp := Checkpoint{Origin: w.Origin, Size: size, Root: root}
 		msg, err := signNote(cp, w.Signer)
 		if err != nil {
-			return fmt.Errorf("witness %s: sign: %w", name, err)
+			return fmt.Errorf("sign: %w", err)
 		}
 		lines, err := c.Cosign(ctx, msg, size, known, func(old int64) (tlog.TreeProof, error) {
 			return s.ProveTree(ctx, old, size)
@@ -347,7 +361,7 @@ func (s *Store) cosignOne(ctx context.Context, i int, c Cosigner, size int64, ro
 			}
 			if cur < ahead.Known {
 				return &WitnessError{File: w.CosignedFile(c), StoreSize: cur, err: ErrRolledBack,
-					Problem: fmt.Sprintf("witness %s has cosigned a log of %d receipts, but the store holds %d: it was wiped, truncated or replaced by an older copy", name, ahead.Known, cur)}
+					Problem: fmt.Sprintf("it has cosigned a log of %d receipts, but the store holds %d: the store was wiped, truncated or replaced by an older copy", ahead.Known, cur)}
 			}
 			if attempt == 0 {
 				if root, err = s.TreeHash(ctx, cur); err != nil {
@@ -358,7 +372,7 @@ func (s *Store) cosignOne(ctx context.Context, i int, c Cosigner, size int64, ro
 			}
 		}
 		if err != nil {
-			return fmt.Errorf("witness %s: %w", name, err)
+			return err
 		}
 		return s.keepCosigned(i, c, append(msg, lines...), size)
 	}
@@ -370,11 +384,11 @@ func (s *Store) keepCosigned(i int, c Cosigner, msg []byte, size int64) error {
 	w := s.wit.w
 	cp, err := OpenCosigned(msg, w.Origin, w.Verifier, c.Verifier())
 	if err != nil {
-		return fmt.Errorf("witness %s: %w", c.Verifier().Name(), err)
+		return err
 	}
 	file := w.CosignedFile(c)
 	if err := writeWitnessFile(file, msg, size, false, !w.NoSync); err != nil {
-		return fmt.Errorf("witness %s: keep its cosignature in %s: %w", c.Verifier().Name(), file, err)
+		return fmt.Errorf("keep its cosignature in %s: %w", file, err)
 	}
 	st := &s.wit
 	st.mu.Lock()

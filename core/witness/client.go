@@ -244,7 +244,11 @@ func (c *Client) Cosign(ctx context.Context, signed []byte, size, known int64, p
 			old, told = conflict.Known, true
 			continue
 		case errors.Is(err, ErrInconsistent) && (told || old == known && known > 0):
-			return nil, fmt.Errorf("%w: the log of size %d is not an extension of the one the witness cosigned at size %d: %w", store.ErrRolledBack, size, old, err)
+			what := fmt.Sprintf("the log of size %d is not an extension of the one the witness cosigned at size %d", size, old)
+			if old == size {
+				what = fmt.Sprintf("the log of size %d is not the one the witness cosigned at that size", size)
+			}
+			return nil, fmt.Errorf("%w: %s: %w", store.ErrRolledBack, what, err)
 		}
 		return nil, err
 	}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/joulehook/joule/core/gate"
 	"github.com/joulehook/joule/core/grant"
+	"github.com/joulehook/joule/core/witness"
 )
 
 // File is joule's configuration in $JOULE_HOME.
@@ -47,14 +48,28 @@ type Config struct {
 	Witness Witness
 }
 
-// Witness is config.json's "witness": further witness files and a witness
-// command, for the home's configured store (docs/receipts.md, "The
-// witness").
+// Witness is config.json's "witness": further witness files, a witness
+// command, and witnesses elsewhere that cosign the log's checkpoints
+// (c2sp.org/tlog-witness), for the home's configured store
+// (docs/receipts.md, "The witness").
 type Witness struct {
 	Files   []string // absolute and clean; a relative path in the file is taken in $JOULE_HOME
 	Command []string
-	Timeout time.Duration
-	Sync    bool // fsync each witness file before its rename
+	Timeout time.Duration // for the command, and for each request to a witness elsewhere
+	Sync    bool          // fsync each witness file before its rename
+	// Witnesses cosign each checkpoint; Quorum of them must have cosigned
+	// the log before an action is allowed (0: none is required, and a
+	// failure is reported only).
+	Witnesses []Cosigner
+	Quorum    int
+}
+
+// Cosigner is one witness elsewhere: its name, where it takes
+// add-checkpoint requests, and the verifier key of its cosignatures.
+type Cosigner struct {
+	Name string
+	URL  string
+	VKey string
 }
 
 // file is config.json's JSON shape: energies as strings with units ("50mJ").
@@ -68,10 +83,18 @@ type file struct {
 }
 
 type witnessFile struct {
-	Files   []string `json:"files"`
-	Command []string `json:"command"`
-	Timeout string   `json:"timeout"`
-	Sync    bool     `json:"sync"`
+	Files     []string       `json:"files"`
+	Command   []string       `json:"command"`
+	Timeout   string         `json:"timeout"`
+	Sync      bool           `json:"sync"`
+	Witnesses []cosignerFile `json:"witnesses"`
+	Quorum    int            `json:"quorum"`
+}
+
+type cosignerFile struct {
+	Name string `json:"name"`
+	URL  string `json:"url"`
+	VKey string `json:"vkey"`
 }
 
 // Load reads home's config.json; a missing file is the defaults.
@@ -150,5 +173,25 @@ func (f *witnessFile) parse(home string) (Witness, error) {
 		}
 		w.Timeout = d
 	}
+	seen := map[string]bool{}
+	for i, c := range f.Witnesses {
+		cl, err := witness.NewClient(c.URL, c.VKey, 0)
+		if err != nil {
+			return w, fmt.Errorf("witnesses[%d]: %v", i, err)
+		}
+		name := cl.Key.Name()
+		if c.Name != "" && c.Name != name {
+			return w, fmt.Errorf("witnesses[%d].name %q: its vkey names it %q", i, c.Name, name)
+		}
+		if seen[name] {
+			return w, fmt.Errorf("witnesses[%d]: %s is listed twice", i, name)
+		}
+		seen[name] = true
+		w.Witnesses = append(w.Witnesses, Cosigner{Name: name, URL: c.URL, VKey: c.VKey})
+	}
+	if f.Quorum < 0 || f.Quorum > len(f.Witnesses) {
+		return w, fmt.Errorf("quorum %d: want 0 to %d, the number of witnesses", f.Quorum, len(f.Witnesses))
+	}
+	w.Quorum = f.Quorum
 	return w, nil
 }

@@ -12,6 +12,12 @@ import (
 	"github.com/joulehook/joule/core/gate"
 )
 
+// Two witnesses' cosignature keys (type 0x04), made with core/witness.
+const (
+	testWitnessKey  = "w.test/1+5407741e+BE3CIVAJ0Jz/Umhw3w+gcjLEQjxfvcttXn0YcDeKy3XZ"
+	testWitnessKey2 = "w2.test+5b49000e+BFaoM5DF4sbhyER5paCL5E26YL1KD9GeVVSZSSRN7irY"
+)
+
 func TestParse(t *testing.T) {
 	home := "/home/u/.joule"
 	for _, tt := range []struct {
@@ -32,7 +38,16 @@ func TestParse(t *testing.T) {
 		{"trailing data", `{} {}`, nil, "invalid character '{' after top-level value"},
 		{"unknown key", `{"stor":"x"}`, nil, "stor: unknown field (known: costs, exec_fallback, lock_timeout, store, tiers, witness)"},
 		{"key in another case", `{"Store":"x"}`, nil, "Store: unknown field"},
-		{"unknown witness key", `{"witness":{"file":["x"]}}`, nil, "witness.file: unknown field (known: command, files, sync, timeout)"},
+		{"unknown witness key", `{"witness":{"file":["x"]}}`, nil, "witness.file: unknown field (known: command, files, quorum, sync, timeout, witnesses)"},
+		{"witnesses", `{"witness":{"witnesses":[{"name":"w.test/1","url":"http://127.0.0.1:7380","vkey":"` + testWitnessKey + `"},{"url":"https://w2.test/","vkey":"` + testWitnessKey2 + `"}],"quorum":2}}`,
+			&Config{Costs: gate.Costs{}, Witness: Witness{Witnesses: []Cosigner{{"w.test/1", "http://127.0.0.1:7380", testWitnessKey}, {"w2.test", "https://w2.test/", testWitnessKey2}}, Quorum: 2}}, ""},
+		{"witness without a url", `{"witness":{"witnesses":[{"vkey":"` + testWitnessKey + `"}]}}`, nil, "witness.witnesses[0]: witness URL \"\": want http:// or https://"},
+		{"witness with the log's kind of key", `{"witness":{"witnesses":[{"url":"http://w","vkey":"joule.test+65c71855+AX9IGY909SJoUmAbc7vJAveoptNkQbgJwcqQ+ugb7qOh"}]}}`, nil, "witness.witnesses[0]: witness key joule.test: a plain Ed25519 note key"},
+		{"witness name not its key's", `{"witness":{"witnesses":[{"name":"other","url":"http://w","vkey":"` + testWitnessKey + `"}]}}`, nil, `witness.witnesses[0].name "other": its vkey names it "w.test/1"`},
+		{"witness twice", `{"witness":{"witnesses":[{"url":"http://a","vkey":"` + testWitnessKey + `"},{"url":"http://b","vkey":"` + testWitnessKey + `"}]}}`, nil, "witness.witnesses[1]: w.test/1 is listed twice"},
+		{"quorum above the witnesses", `{"witness":{"witnesses":[{"url":"http://a","vkey":"` + testWitnessKey + `"}],"quorum":2}}`, nil, "witness.quorum 2: want 0 to 1"},
+		{"negative quorum", `{"witness":{"quorum":-1}}`, nil, "witness.quorum -1: want 0 to 0"},
+		{"unknown key of a witness", `{"witness":{"witnesses":[{"key":"x"}]}}`, nil, "witness.witnesses[0].key: unknown field (known: name, url, vkey)"},
 		{"cost of the wrong type", `{"costs":{"Bash":50}}`, nil, "costs.Bash: a JSON number; want a string"},
 		{"costs not an object", `{"costs":"50mJ"}`, nil, "costs: a JSON string; want an object"},
 		{"files not an array", `{"witness":{"files":"x"}}`, nil, "witness.files: a JSON string; want an array of strings"},

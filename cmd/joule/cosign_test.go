@@ -1,0 +1,257 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/joulehook/joule/core/store"
+	"github.com/joulehook/joule/core/witness"
+	"github.com/joulehook/joule/core/witness/litewitnesstest"
+)
+
+// These tests run torchwood's litewitness, a tlog-witness written by
+// others, as its own process beside the real joule binary: the witness
+// that cosigns a home's receipts log, whose state no process in the home
+// can roll back.
+
+// withLitewitness makes a home whose config.json names a litewitness that
+// knows its log, with quorum witnesses required.
+func withLitewitness(t *testing.T, quorum int) ([]string, string, *litewitnesstest.Witness) {
+	t.Helper()
+	env, ws := initHome(t)
+	home := homeOf(env)
+	pub, err := os.ReadFile(filepath.Join(home, "steward.pub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lw := litewitnesstest.Start(t, "litewitness.test/w1", logOrigin("test.example"), strings.TrimSpace(string(pub)))
+	writeWitnessConfig(t, home, quorum, lw)
+	return env, ws, lw
+}
+
+func writeWitnessConfig(t *testing.T, home string, quorum int, ws ...*litewitnesstest.Witness) {
+	t.Helper()
+	type entry struct {
+		URL  string `json:"url"`
+		VKey string `json:"vkey"`
+	}
+	var list []entry
+	for _, w := range ws {
+		list = append(list, entry{w.URL, w.VKey})
+	}
+	b, _ := json.Marshal(map[string]any{"witness": map[string]any{"witnesses": list, "quorum": quorum, "timeout": "2s"}})
+	if err := os.WriteFile(filepath.Join(home, "config.json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// copyHome copies every file of a home (no joule process runs), the
+// whole of what an agent running as the user can put back.
+func copyHome(t *testing.T, from, to string) {
+	t.Helper()
+	if out, err := exec.Command("cp", "-a", from, to).CombinedOutput(); err != nil {
+		t.Fatalf("cp -a: %v: %s", err, out)
+	}
+}
+
+// The round trip: decisions are cosigned by litewitness, the cosignature
+// is kept in the home and verifies with the key litewitness printed, and
+// a receipt's tlog proof verifies offline with nothing but the keys.
+func TestLitewitnessCosigns(t *testing.T) {
+	env, ws, lw := withLitewitness(t, 1)
+	home := homeOf(env)
+	var last decision
+	for i := range 3 {
+		last = gateOnce(t, env, bashEvent(ws, "s1", fmt.Sprintf("go test ./%d", i)))
+		if last.Decision != "allow" {
+			t.Fatalf("decision %d with litewitness up: %+v\n%s", i, last, lw.Log())
+		}
+	}
+	lwKey, err := witness.NewVerifier(lw.VKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logKey, _ := os.ReadFile(filepath.Join(home, "steward.pub"))
+	logV, err := note.NewVerifier(strings.TrimSpace(string(logKey)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(home, WitnessDir, "checkpoint.cosigned.litewitness.test_w1.????????"))
+	if len(files) != 1 {
+		t.Fatalf("cosigned files: %v", files)
+	}
+	cp, _, err := store.ReadCosignedFile(files[0], logOrigin("test.example"), logV, lwKey)
+	if err != nil || cp == nil || cp.Size != 3 {
+		t.Fatalf("the checkpoint litewitness cosigned: %+v %v", cp, err)
+	}
+	st := joule(t, nil, env, "witness", "status")
+	if st.code != 0 || !strings.Contains(st.stdout, "cosigned the log of size 3") || !strings.Contains(st.stdout, "the store extends it") {
+		t.Fatalf("witness status: %+v", st)
+	}
+
+	// The receipt's tlog proof, and its offline check.
+	r := joule(t, nil, env, "receipts", "prove", "--spicy", last.Receipt)
+	if r.code != 0 || !strings.HasPrefix(r.stdout, witness.ProofHeader+"\n") || !strings.Contains(r.stdout, "— litewitness.test/w1 ") {
+		t.Fatalf("prove --spicy: %+v", r)
+	}
+	proof := filepath.Join(t.TempDir(), "r.tlog-proof")
+	os.WriteFile(proof, []byte(r.stdout), 0o600)
+	// The command the message prints, run as printed (its paths and keys).
+	_, hint, _ := strings.Cut(r.stderr, "check it with '")
+	hint, _, _ = strings.Cut(hint, "'\n")
+	if !strings.HasPrefix(hint, "joule receipts verify-proof FILE --key ") {
+		t.Fatalf("prove --spicy printed no command to check it: %q", r.stderr)
+	}
+	v := exec.Command("sh", "-c", strings.Replace(strings.Replace(hint, "joule", jouleBin, 1), "FILE", proof, 1))
+	out, err := v.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "verified: receipt "+last.Receipt) || !strings.Contains(string(out), "cosigned by litewitness.test/w1") {
+		t.Fatalf("the printed verify-proof command: %v\n%s", err, out)
+	}
+	// Anyone without the home: the keys alone, the proof from stdin.
+	vp := joule(t, []byte(r.stdout), nil, "receipts", "verify-proof", "-", "--key", strings.TrimSpace(string(logKey)), "--witness-key", lw.VKey)
+	if vp.code != 0 || !strings.Contains(vp.stdout, "decision allow") {
+		t.Fatalf("verify-proof from stdin: %+v", vp)
+	}
+	for _, tc := range []struct {
+		name  string
+		proof string
+		args  []string
+		want  string
+	}{
+		{"another receipt in the extra line", strings.Replace(r.stdout, "\nextra ", "\nextra AAAA", 1), nil, "FAIL"},
+		{"another index", strings.Replace(r.stdout, "\nindex 2\n", "\nindex 1\n", 1), nil, "FAIL"},
+		{"the cosignature dropped", dropLine(r.stdout, "— litewitness.test/w1 "), nil, "0 of the 1 witnesses"},
+		{"another witness's key", r.stdout, []string{"--witness-key", otherWitnessKey(t)}, "0 of the 1 witnesses"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"receipts", "verify-proof", "-", "--key", strings.TrimSpace(string(logKey))}, tc.args...)
+			if tc.args == nil {
+				args = append(args, "--witness-key", lw.VKey)
+			}
+			got := joule(t, []byte(tc.proof), nil, args...)
+			if got.code == 0 || !strings.Contains(got.stdout+got.stderr, tc.want) {
+				t.Fatalf("verify-proof of %s: %+v", tc.name, got)
+			}
+		})
+	}
+}
+
+func dropLine(s, prefix string) string {
+	var out []string
+	for _, l := range strings.SplitAfter(s, "\n") {
+		if !strings.HasPrefix(l, prefix) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "")
+}
+
+func otherWitnessKey(t *testing.T) string {
+	dir := t.TempDir()
+	v, err := witness.InitServer(dir, "litewitness.test/w1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v.String()
+}
+
+// The attacks the witness in the home cannot see: the store rolled back
+// alone, and the whole home rolled back together (store, witness files,
+// cosigned checkpoints: cp -a of an older copy). With litewitness
+// required, each is a deny that says the store is behind what the
+// witness cosigned, the action is not allowed, and store check fails.
+func TestLitewitnessRollback(t *testing.T) {
+	for _, attack := range []string{"store only", "the whole home"} {
+		t.Run(attack, func(t *testing.T) {
+			env, ws, lw := withLitewitness(t, 1)
+			home := homeOf(env)
+			for i := range 2 {
+				if d := gateOnce(t, env, bashEvent(ws, "s1", fmt.Sprintf("go test ./%d", i))); d.Decision != "allow" {
+					t.Fatalf("decision %d: %+v", i, d)
+				}
+			}
+			older := filepath.Join(t.TempDir(), "home")
+			copyHome(t, home, older)
+			oldStore := snapshot(t, home)
+			for i := range 3 {
+				gateOnce(t, env, bashEvent(ws, "s1", fmt.Sprintf("rm -f build/%d", i)))
+			}
+			switch attack {
+			case "store only":
+				restore(t, home, oldStore)
+			case "the whole home":
+				if err := os.RemoveAll(home); err != nil {
+					t.Fatal(err)
+				}
+				copyHome(t, older, home)
+			}
+			for i := range 2 {
+				d := gateOnce(t, env, bashEvent(ws, "s1", "go build ./..."))
+				if d.Decision != "deny" || d.Code != "store-rolled-back" || !strings.Contains(d.Reason, "5") {
+					t.Fatalf("decision %d after %s was rolled back: %+v\n%s", i, attack, d, lw.Log())
+				}
+			}
+			h := joule(t, claudeCall(ws, "go build ./..."), env, "hook", "claude-code")
+			if !hostCases[0].denied(h) {
+				t.Fatalf("hook claude-code after the rollback: %+v", h)
+			}
+			c := joule(t, nil, env, "store", "check")
+			if c.code != 1 || !strings.Contains(c.stdout, "witness FAILED: litewitness.test/w1") {
+				t.Fatalf("store check after the rollback: %+v", c)
+			}
+		})
+	}
+}
+
+// A witness that is down: with a quorum required, every action is denied
+// with witness-unreachable, and the deny is sealed; back, actions are
+// allowed again. Without a quorum, actions are allowed, with a warning on
+// standard error and in doctor.
+func TestLitewitnessDown(t *testing.T) {
+	t.Run("required", func(t *testing.T) {
+		env, ws, lw := withLitewitness(t, 1)
+		if d := gateOnce(t, env, bashEvent(ws, "s1", "go test ./...")); d.Decision != "allow" {
+			t.Fatalf("up: %+v", d)
+		}
+		lw.Stop()
+		for i := range 2 {
+			d := gateOnce(t, env, bashEvent(ws, "s1", "go test ./..."))
+			if d.Decision != "deny" || d.Code != "witness-unreachable" || d.Receipt == "" || !strings.Contains(d.Reason, "joule witness sync") {
+				t.Fatalf("down, decision %d: %+v", i, d)
+			}
+		}
+		if doc := joule(t, nil, env, "doctor"); doc.code != 1 || !strings.Contains(doc.stdout, "fail  witness") {
+			t.Fatalf("doctor with the witness down: %+v", doc)
+		}
+		if s := joule(t, nil, env, "witness", "sync"); s.code != 1 || !strings.Contains(s.stdout, "FAILED") {
+			t.Fatalf("witness sync with the witness down: %+v", s)
+		}
+		lw.Restart()
+		if s := joule(t, nil, env, "witness", "sync"); s.code != 0 {
+			t.Fatalf("witness sync with the witness back: %+v", s)
+		}
+		if d := gateOnce(t, env, bashEvent(ws, "s1", "go test ./...")); d.Decision != "allow" {
+			t.Fatalf("back: %+v", d)
+		}
+	})
+	t.Run("not required", func(t *testing.T) {
+		env, ws, lw := withLitewitness(t, 0)
+		lw.Stop()
+		r := joule(t, []byte(bashEvent(ws, "s1", "go test ./...")), env, "gate")
+		var d decision
+		json.Unmarshal([]byte(r.stdout), &d)
+		if d.Decision != "allow" || !strings.Contains(r.stderr, "litewitness.test/w1") {
+			t.Fatalf("down, not required: %+v\nstderr: %s", d, r.stderr)
+		}
+		if doc := joule(t, nil, env, "doctor"); !strings.Contains(doc.stdout, "warn  witness") {
+			t.Fatalf("doctor with the witness down, not required: %+v", doc)
+		}
+	})
+}
