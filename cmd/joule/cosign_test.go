@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/mod/sumdb/note"
 
@@ -197,6 +198,12 @@ func TestLitewitnessRollback(t *testing.T) {
 				if d.Decision != "deny" || d.Code != "store-rolled-back" || !strings.Contains(d.Reason, "5") {
 					t.Fatalf("decision %d after %s was rolled back: %+v\n%s", i, attack, d, lw.Log())
 				}
+				// Nothing in the home tells the whole home's copy from the
+				// real one: the first allow is sealed, then withdrawn when
+				// litewitness refuses to cosign it, and the log says so.
+				if withdrawn := strings.Contains(d.Reason, "is withdrawn"); withdrawn != (attack == "the whole home" && i == 0) {
+					t.Fatalf("decision %d after %s: withdrawn %t: %s", i, attack, withdrawn, d.Reason)
+				}
 			}
 			h := joule(t, claudeCall(ws, "go build ./..."), env, "hook", "claude-code")
 			if !hostCases[0].denied(h) {
@@ -254,4 +261,47 @@ func TestLitewitnessDown(t *testing.T) {
 			t.Fatalf("doctor with the witness down, not required: %+v", doc)
 		}
 	})
+}
+
+// The resident gate (joule-hook starts it, and it answers many calls):
+// it publishes the file witness after answering, but waits for the
+// quorum before it allows, and a witness that goes down mid-session turns
+// the next action into a deny.
+func TestLitewitnessResidentGate(t *testing.T) {
+	env, ws, lw := withLitewitness(t, 1)
+	cenv := append(append([]string{}, env...), "JOULE_BIN="+jouleBin, "JOULE_GATE_IDLE=1m")
+	t.Cleanup(func() {
+		stop := exec.Command(jouleBin, "gate", "stop")
+		stop.Env = append(os.Environ(), cenv...)
+		stop.Run()
+	})
+	call := func(cmd string) result {
+		c := exec.Command(clientBin, "claude-code")
+		c.Dir = ws
+		c.Stdin = strings.NewReader(string(claudeCall(ws, cmd)))
+		c.Env = append(os.Environ(), cenv...)
+		var out, errb strings.Builder
+		c.Stdout, c.Stderr = &out, &errb
+		c.Run()
+		return result{out.String(), errb.String(), c.ProcessState.ExitCode()}
+	}
+	for i := range 3 {
+		if r := call(fmt.Sprintf("go test ./%d", i)); hostCases[0].denied(r) {
+			t.Fatalf("call %d with the witness up: %+v\n%s", i, r, lw.Log())
+		}
+	}
+	// Every allow was cosigned before it was answered.
+	st := joule(t, nil, env, "witness", "status")
+	if !strings.Contains(st.stdout, "cosigned the log of size 3") {
+		t.Fatalf("witness status after three resident allows: %+v", st)
+	}
+	lw.Stop()
+	if r := call("go test ./..."); !hostCases[0].denied(r) || !strings.Contains(r.stdout+r.stderr, "witness") {
+		t.Fatalf("resident gate with the witness down: %+v", r)
+	}
+	lw.Restart()
+	time.Sleep(1100 * time.Millisecond) // the failed round stands for a second
+	if r := call("go test ./..."); hostCases[0].denied(r) {
+		t.Fatalf("resident gate with the witness back: %+v", r)
+	}
 }

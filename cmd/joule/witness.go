@@ -117,6 +117,18 @@ func acceptLoss(ctx context.Context, e *env, ep *endpoint) error {
 		fmt.Fprintf(e.stdout, "kept     %s (the replaced witness)\n", k)
 	}
 	fmt.Fprintf(e.stdout, "witness  re-anchored at log size %d\n", en.Index+1)
+	// A witness elsewhere cannot be re-anchored: it keeps what it cosigned.
+	var qe *store.QuorumError
+	if err := ep.store.Cosign(ctx); errors.As(err, &qe) {
+		for _, f := range qe.Failures {
+			var ce *store.CosignerError
+			if errors.As(f, &ce) && errors.Is(f, store.ErrRolledBack) {
+				fmt.Fprintf(e.stdout, "witness  %s refuses this log: %v\n         it keeps what it cosigned, and never cosigns this log again: restore the lost receipts ('joule store restore FILE'), or take it out of config.json's witness.witnesses (the loss stays on record there)\n", ce.Witness, ce.Err)
+			} else if errors.As(f, &ce) {
+				fmt.Fprintf(e.stdout, "witness  %s: %v\n", ce.Witness, ce.Err)
+			}
+		}
+	}
 	if gs, err := ep.store.Grants(ctx); err == nil && len(gs) == 0 {
 		fmt.Fprintln(e.stdout, "grants   none left in the store: run 'joule init' to issue one")
 	}
