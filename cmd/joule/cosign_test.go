@@ -213,6 +213,19 @@ func TestLitewitnessRollback(t *testing.T) {
 			if c.code != 1 || !strings.Contains(c.stdout, "witness FAILED: litewitness.test/w1") {
 				t.Fatalf("store check after the rollback: %+v", c)
 			}
+			// Accepting the loss records it, but the witness keeps what it
+			// cosigned: still no action, until the witness is taken out.
+			a := joule(t, nil, env, "store", "accept-loss")
+			if a.code != 0 || !strings.Contains(a.stdout, "litewitness.test/w1 refuses this log") {
+				t.Fatalf("accept-loss: %+v", a)
+			}
+			if d := gateOnce(t, env, bashEvent(ws, "s1", "go build ./...")); d.Decision != "deny" || d.Code != "store-rolled-back" {
+				t.Fatalf("after accept-loss, the witness still required: %+v", d)
+			}
+			writeWitnessConfig(t, home, 0)
+			if d := gateOnce(t, env, bashEvent(ws, "s1", "go build ./...")); d.Decision != "allow" {
+				t.Fatalf("after accept-loss, the witness taken out: %+v", d)
+			}
 		})
 	}
 }

@@ -23,7 +23,7 @@ func witnessRefusal(err error) *Verdict {
 		return nil
 	}
 	if qe.Behind() {
-		v := deny(CodeRolledBack, "a witness has cosigned more of the receipts log than the store holds, so nothing is allowed: %v; restore the lost receipts from a backup ('joule store restore FILE'); 'joule witness status' shows what each witness cosigned", qe)
+		v := deny(CodeRolledBack, "a witness has cosigned more of the receipts log than the store holds, so nothing is allowed: %v; restore the lost receipts from a backup ('joule store restore FILE'), or, to go on without them, record the loss ('joule store accept-loss') and take that witness out of config.json's witness.witnesses; 'joule witness status' shows what each witness cosigned", qe)
 		return &v
 	}
 	v := deny(CodeWitnessUnreachable, "the witness quorum did not cosign the receipts log, so nothing is allowed until it does: %v; start the witness or fix config.json's witness.witnesses, then run 'joule witness sync'", qe)
