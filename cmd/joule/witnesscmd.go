@@ -183,7 +183,7 @@ func witnessStatus(ctx context.Context, e *env, ep *endpoint, sync bool) error {
 	for _, c := range w.Cosigners {
 		cl := c.(*witness.Client)
 		name := cl.Key.Name()
-		fmt.Fprintf(e.stdout, "witness  %s at %s\n", name, cl.URL)
+		fmt.Fprintf(e.stdout, "witness  %s at %s\n", name, cl.Where())
 		if err, ok := failed[name]; ok {
 			fmt.Fprintf(e.stdout, "         FAILED: %v\n", err)
 		}

@@ -394,3 +394,40 @@ func TestQuorumSize(t *testing.T) {
 		}
 	}
 }
+
+// Two machines (two homes) on one store, one witness: a checkpoint that
+// the other machine's newer one overtook at the witness is not a
+// rollback; the store holds what the witness cosigned, and is cosigned
+// as it is now instead.
+func TestCosignOvertaken(t *testing.T) {
+	noRetryWait(t)
+	ctx := context.Background()
+	a := openTest(t)
+	b := openAt(t, a.Path())
+	wit := newFakeCosigner(t, "w.test/w")
+	wa := attachCosigners(t, a, t.TempDir(), 1, wit)
+	attachCosigners(t, b, t.TempDir(), 1, wit)
+	if _, err := allowSeal(a, "s"); err != nil {
+		t.Fatal(err)
+	}
+	root1, _ := a.TreeHash(ctx, 1)
+	for range 2 {
+		if _, err := allowSeal(b, "s"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// a's checkpoint of size 1, sent after b's of size 3, by a that
+	// knows nothing the witness cosigned (its file lost).
+	os.Remove(wa.CosignedFile(wit))
+	calls := wit.calls
+	if err := a.cosign(ctx, 1, root1); err != nil {
+		t.Fatalf("an overtaken checkpoint: %v", err)
+	}
+	cp, _, err := ReadCosignedFile(wa.CosignedFile(wit), wa.Origin, wa.Verifier, wit.v)
+	if err != nil || cp == nil || cp.Size != 3 || wit.calls != calls+2 {
+		t.Fatalf("a's cosigned checkpoint after being overtaken: %+v %v (%d requests)", cp, err, wit.calls-calls)
+	}
+	if err := a.AwaitWitness(ctx, -1); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
@@ -113,7 +115,28 @@ var defaultHTTP = &http.Client{Transport: &http.Transport{
 }}
 
 func (c *Client) fail(status int, detail string, err error) *Error {
-	return &Error{Witness: c.Key.Name(), URL: c.URL + "/add-checkpoint", Status: status, Detail: detail, err: err}
+	return &Error{Witness: c.Key.Name(), URL: c.Where() + "/add-checkpoint", Status: status, Detail: detail, err: err}
+}
+
+// Where is the witness's URL as it may be shown: without a password, for
+// an error ends up in a receipt's reason.
+func (c *Client) Where() string {
+	u, err := url.Parse(c.URL)
+	if err != nil {
+		return "(a witness URL that does not parse)"
+	}
+	return u.Redacted()
+}
+
+// printable keeps what a witness said fit for a message and a receipt:
+// valid UTF-8 without control characters.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == utf8.RuneError {
+			return '?'
+		}
+		return r
+	}, strings.ToValidUTF8(s, "?"))
 }
 
 // AddCheckpoint sends one add-checkpoint request and returns the
@@ -141,7 +164,7 @@ func (c *Client) AddCheckpoint(ctx context.Context, r AddCheckpoint) ([]byte, er
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		detail := err.Error()
+		detail := strings.ReplaceAll(err.Error(), c.URL, c.Where())
 		if errors.Is(err, context.DeadlineExceeded) {
 			detail = fmt.Sprintf("no answer within %v", timeout)
 		}
@@ -152,7 +175,7 @@ func (c *Client) AddCheckpoint(ctx context.Context, r AddCheckpoint) ([]byte, er
 	if err != nil {
 		return nil, c.fail(resp.StatusCode, "reading the answer: "+err.Error(), ErrUnreachable)
 	}
-	said := strings.TrimSpace(clip(string(body)))
+	said := printable(strings.TrimSpace(clip(string(body))))
 	switch resp.StatusCode {
 	case http.StatusOK:
 		return c.cosignatures(text, body)

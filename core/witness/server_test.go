@@ -305,3 +305,34 @@ func TestAddCheckpointBody(t *testing.T) {
 		t.Fatalf("63 proof lines: %v", err)
 	}
 }
+
+// What a witness says, and where it is, end up in messages and in a
+// receipt's reason: no password from the URL, no control characters or
+// invalid UTF-8 from the answer.
+func TestClientErrorIsPrintable(t *testing.T) {
+	l := newMemLog(t)
+	l.append(1)
+	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		w.WriteHeader(http.StatusForbidden)
+		w.Write([]byte("no\x1b[31m\xff way\n"))
+	}))
+	defer bad.Close()
+	u := strings.Replace(bad.URL, "http://", "http://user:s3cret@", 1)
+	c, err := NewClient(u, newTestSigner(t, "w.test").Verifier().String(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Cosign(context.Background(), l.checkpoint(1), 1, 0, l.prover(1))
+	if !errors.Is(err, ErrForbidden) {
+		t.Fatalf("%v", err)
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "s3cret") || strings.ContainsAny(msg, "\x1b\xff") || !strings.Contains(msg, "no?[31m? way") {
+		t.Fatalf("error %q", msg)
+	}
+	c.URL = "http://user:s3cret@127.0.0.1:1"
+	if _, err := c.Cosign(context.Background(), l.checkpoint(1), 1, 0, l.prover(1)); err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("unreachable: %v", err)
+	}
+}
