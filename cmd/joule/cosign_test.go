@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -316,5 +317,76 @@ func TestLitewitnessResidentGate(t *testing.T) {
 	time.Sleep(1100 * time.Millisecond) // the failed round stands for a second
 	if r := call("go test ./..."); hostCases[0].denied(r) {
 		t.Fatalf("resident gate with the witness back: %+v", r)
+	}
+}
+
+// joule's own witness, run as its own process with the commands its docs
+// give (init, add-log from 'joule witness log', serve): a home that names
+// it has its decisions cosigned, and is denied when it stops.
+func TestJouleWitnessServe(t *testing.T) {
+	env, ws := initHome(t)
+	home := homeOf(env)
+	wenv := []string{"JOULE_HOME=" + filepath.Join(t.TempDir(), "witness-home")}
+	state := filepath.Join(t.TempDir(), "state")
+	in := joule(t, nil, wenv, "witness", "init", "--name", "joule.test/w", "--state", state)
+	_, vkey, _ := strings.Cut(in.stdout, "vkey    ")
+	vkey, _, _ = strings.Cut(vkey, "\n")
+	if in.code != 0 || vkey == "" {
+		t.Fatalf("witness init: %+v", in)
+	}
+	lg := joule(t, nil, env, "witness", "log")
+	_, add, _ := strings.Cut(lg.stdout, "  joule witness add-log ")
+	add, _, _ = strings.Cut(add, "\n")
+	if lg.code != 0 || add == "" {
+		t.Fatalf("witness log: %+v", lg)
+	}
+	// The add-log line as printed, run by a shell.
+	sh := exec.Command("sh", "-c", jouleBin+" witness add-log --state "+shellQuote(state)+" "+add)
+	sh.Env = append(os.Environ(), wenv...)
+	if out, err := sh.CombinedOutput(); err != nil || !strings.Contains(string(out), `knows the log "joule receipts log test.example"`) {
+		t.Fatalf("the printed add-log: %v\n%s", err, out)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	serve := func() *exec.Cmd {
+		c := exec.Command(jouleBin, "witness", "serve", "--state", state, "--listen", addr)
+		c.Env = append(os.Environ(), wenv...)
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for range 200 {
+			if conn, err := net.Dial("tcp", addr); err == nil {
+				conn.Close()
+				return c
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Fatal("joule witness serve does not listen")
+		return nil
+	}
+	srv := serve()
+	defer func() { srv.Process.Kill(); srv.Wait() }()
+	b, _ := json.Marshal(map[string]any{"witness": map[string]any{"witnesses": []map[string]string{{"url": "http://" + addr, "vkey": vkey}}, "quorum": 1}})
+	os.WriteFile(filepath.Join(home, "config.json"), b, 0o600)
+	for i := range 2 {
+		if d := gateOnce(t, env, bashEvent(ws, "s1", fmt.Sprintf("go test ./%d", i))); d.Decision != "allow" {
+			t.Fatalf("decision %d: %+v", i, d)
+		}
+	}
+	if st := joule(t, nil, env, "witness", "status"); !strings.Contains(st.stdout, "joule.test/w") || !strings.Contains(st.stdout, "cosigned the log of size 2") {
+		t.Fatalf("witness status: %+v", st)
+	}
+	srv.Process.Signal(os.Interrupt)
+	srv.Wait()
+	if d := gateOnce(t, env, bashEvent(ws, "s1", "go test ./...")); d.Decision != "deny" || d.Code != "witness-unreachable" {
+		t.Fatalf("joule witness stopped: %+v", d)
+	}
+	srv = serve()
+	if d := gateOnce(t, env, bashEvent(ws, "s1", "go test ./...")); d.Decision != "allow" {
+		t.Fatalf("joule witness back: %+v", d)
 	}
 }

@@ -135,3 +135,22 @@ func FuzzParseProof(f *testing.F) {
 		}
 	})
 }
+
+// FuzzNewVerifier feeds arbitrary verifier keys to the parser of a
+// witness's key (config.json's vkey, --witness-key): no panic, and what
+// it accepts is a cosignature key that formats back to itself.
+func FuzzNewVerifier(f *testing.F) {
+	f.Add(newTestSigner(f, "w.test/1").Verifier().String())
+	f.Add("w+00000000+BAAA")
+	f.Add("a+b+c+d")
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := NewVerifier(s)
+		if err != nil {
+			return
+		}
+		again, err := NewVerifier(v.String())
+		if err != nil || again.String() != v.String() || v.KeyHash() != again.KeyHash() {
+			t.Fatalf("accepted %q as %s, which does not parse back: %v", s, v, err)
+		}
+	})
+}
