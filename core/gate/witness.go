@@ -35,8 +35,13 @@ func witnessRefusal(err error) *Verdict {
 // log says so after the allow.
 func withdrawn(e store.Entry, decision string, err error) Verdict {
 	v := witnessRefusal(err)
-	if v == nil {
-		w := deny(CodeWitnessUnreachable, "%v", err)
+	switch {
+	case v != nil:
+	case errors.Is(err, store.ErrRolledBack):
+		w := deny(CodeRolledBack, "the receipt store is behind what its witness holds, so nothing is allowed: %v; restore the lost receipts from a backup ('joule store restore FILE'), or record the loss ('joule store accept-loss')", err)
+		v = &w
+	default:
+		w := deny(CodeWitnessUnreachable, "the witness quorum did not cosign the receipts log: %v; 'joule witness sync' retries", err)
 		v = &w
 	}
 	v.Reason = fmt.Sprintf("the %s sealed as session %s seq %d is withdrawn: %s", decision, e.Session, e.Seq, v.Reason)

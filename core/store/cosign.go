@@ -272,6 +272,15 @@ func (s *Store) cosignNow(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// A witness that cosigned more than the log holds now needs no asking.
+	v := s.witnessed(false)
+	if v.err != nil {
+		return v.err
+	}
+	if cp, file := v.newestCosigned(s.wit.w); cp != nil && cp.Size > size {
+		return &WitnessError{File: file, Witnessed: cp, StoreSize: size, err: ErrRolledBack,
+			Problem: fmt.Sprintf("the store holds %d receipts, fewer than the %d a witness cosigned: it was wiped, truncated or replaced by an older copy", size, cp.Size)}
+	}
 	root, err := s.TreeHash(ctx, size)
 	if err != nil {
 		return err

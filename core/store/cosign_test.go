@@ -319,6 +319,14 @@ func TestCosignRollback(t *testing.T) {
 			defer s.Close()
 			attachCosigners(t, s, home, 1, a)
 			before, _ := s.LogSize(ctx)
+			if attack == "store only" {
+				// What store check, doctor and witness sync ask: the
+				// cosigned file alone says the store is behind.
+				calls := a.calls
+				if err := s.Cosign(ctx); !errors.Is(err, ErrRolledBack) || a.calls != calls {
+					t.Fatalf("Cosign on the rolled-back store: %v (%d requests)", err, a.calls-calls)
+				}
+			}
 			_, err = allowSeal(s, "s")
 			if attack == "everything rolled back together" {
 				// The store extends every file it has: the allow is sealed,
