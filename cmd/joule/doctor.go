@@ -175,6 +175,9 @@ func (d *doctor) contain(home string, cfg *config.Config) {
 		h, _ := hosts.Lookup(r.Host)
 		where := r.Host + " " + scopeArgs(r)
 		again := "joule install " + where
+		if r.Trusted {
+			again += " --trust"
+		}
 		switch {
 		case r.Contain == hook.Contained:
 			contained = true

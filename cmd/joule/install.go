@@ -251,7 +251,16 @@ Hosts: `+installerNames()+`.`)
 	}
 	findings := append(inst.Check(s), clientFinding(s), grantFinding(ctx, s.Project))
 	c := containState(mode, home)
-	findings = append(findings, c.finding(h, scopeFlags(s.Project)))
+	again := scopeFlags(s.Project)
+	if s.Resident != nil {
+		again += " --resident"
+	}
+	if s.Trust {
+		// The hook line changes with the mode, and so the hash Codex
+		// trusts it by.
+		again += " --trust"
+	}
+	findings = append(findings, c.finding(h, again))
 	if f, ok := switchFinding(prevMode, reinstall, mode); ok {
 		findings = append(findings, f)
 	}
@@ -352,17 +361,18 @@ func containState(mode hook.ContainMode, home string) contained {
 
 // finding is the armed check's line on containment: ok when the kernel
 // contains the commands fully, a warning when less, todo when every
-// shell command would be denied.
-func (c contained) finding(h hook.Host, scope string) hook.Finding {
+// shell command would be denied. args are the install's own flags but
+// the mode's, for the commands it suggests.
+func (c contained) finding(h hook.Host, args string) hook.Finding {
 	switch {
 	case c.mode == hook.AnalysisOnly:
 		return hook.Finding{OK: true, Weak: true, Text: "not contained: " + h.Name + "'s hook cannot replace a command, so joule judges its shell commands by analysis alone (docs/hosts.md, \"Containment on the other hosts\")"}
 	case c.mode == hook.NoContain:
-		return hook.Finding{OK: true, Weak: true, Text: "not contained (--no-contain): the shell commands joule allows run as " + h.Name + " sent them, judged by analysis alone, and each receipt says so; to contain them: joule install " + h.Name + " " + scope}
+		return hook.Finding{OK: true, Weak: true, Text: "not contained (--no-contain): the shell commands joule allows run as " + h.Name + " sent them, judged by analysis alone, and each receipt says so; to contain them: joule install " + h.Name + " " + args}
 	case c.abi == 0 && c.fallback:
 		return hook.Finding{OK: true, Weak: true, Text: "not contained: " + sandbox.ErrUnavailable.Error() + ", so the shell commands joule allows run on analysis alone (exec_fallback is \"unconfined\"), and each receipt says so"}
 	case c.abi == 0:
-		return hook.Finding{Text: "containment: " + sandbox.ErrUnavailable.Error() + ", so every shell command is denied (no-containment); to run them on analysis alone set \"exec_fallback\": \"unconfined\" in $JOULE_HOME/" + ConfigFile + ", or install with: joule install " + h.Name + " " + scope + " --no-contain"}
+		return hook.Finding{Text: "containment: " + sandbox.ErrUnavailable.Error() + ", so every shell command is denied (no-containment); to run them on analysis alone set \"exec_fallback\": \"unconfined\" in $JOULE_HOME/" + ConfigFile + ", or install with: joule install " + h.Name + " " + args + " --no-contain"}
 	case !c.namespaces:
 		return hook.Finding{OK: true, Weak: true, Text: fmt.Sprintf(h.Contain, sandbox.ModeOf(c.abi, false, false)) + "; warning: " + gate.LandlockOnlyWarning + ", and each receipt says so"}
 	}

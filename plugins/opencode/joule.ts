@@ -10,10 +10,10 @@ import { spawn } from "node:child_process"
 // and of the thin hook client beside it (joule-hook) when it is installed.
 const JOULE_BIN = process.env.JOULE_BIN ?? "joule"
 const JOULE_HOOK = process.env.JOULE_HOOK_CLIENT ?? ""
-// joule install opencode sets this to the install's containment flag:
-// "--contain" (the default: joule rewrites the shell commands it allows to
-// run under joule exec) or "--no-contain" (an install that opted out; every
-// receipt says so).
+// joule install opencode sets this to the install's containment flag: by
+// default the one that makes joule rewrite the shell commands it allows to
+// run under joule exec, or, for an install that opted out, the one that
+// makes every receipt say they were not contained.
 const MODE: string = ""
 const TIMEOUT_MS = Number(process.env.JOULE_HOOK_TIMEOUT_MS) > 0 ? Number(process.env.JOULE_HOOK_TIMEOUT_MS) : 30_000
 
