@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/joulehook/joule/core/grant"
 	"github.com/joulehook/joule/core/sandbox"
@@ -228,4 +229,39 @@ func TestContainedDecider(t *testing.T) {
 	if off.Decision != Allow || off.Reason != plain.Reason+"; not contained: installed with --no-contain, so analysis alone decided" {
 		t.Errorf("opted out: %+v", off)
 	}
+}
+
+// BenchmarkGateContained is BenchmarkGateFiveCommands' whole decision,
+// sealed, with the default install's containment (the rewrite to
+// joule-exec with the decision's policy, written once, content-addressed)
+// beside the same decision without, interleaved in one loop:
+// contained-x-plain is what containment adds to a decision.
+func BenchmarkGateContained(b *testing.B) {
+	g := liveGrant()
+	g.Allow = testAllow
+	g.Ask, g.Deny = testAsk, testDeny
+	g.BudgetUJ = 1 << 60
+	gt, ws := storeGate(b, g, nil)
+	c := Contained{Gate: gt, C: &Containment{Exe: "/opt/joule/joule", ABI: 7, Runner: "/opt/joule/joule-exec", PolicyDir: filepath.Join(b.TempDir(), "policy")}}
+	raw, _ := json.Marshal(map[string]any{"session_id": "s", "tool": "Bash", "cwd": ws,
+		"input": map[string]any{"command": "go build ./... && go test ./... | grep -v ok; git status; echo done"}})
+	ctx := context.Background()
+	var plain, contained time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		ev, _ := ParseEvent(raw)
+		if r := gt.Decide(ctx, ev); r.Decision != Allow {
+			b.Fatalf("%+v", r)
+		}
+		mid := time.Now()
+		ev, _ = ParseEvent(raw)
+		if r := c.Decide(ctx, ev); r.Decision != Rewrite || !strings.Contains(string(r.UpdatedInput), "joule-exec' --policy ") {
+			b.Fatalf("%+v", r)
+		}
+		plain, contained = plain+mid.Sub(start), contained+time.Since(mid)
+	}
+	b.ReportMetric(float64(plain.Microseconds())/float64(b.N), "plain-µs/op")
+	b.ReportMetric(float64(contained.Microseconds())/float64(b.N), "contained-µs/op")
+	b.ReportMetric(float64(contained)/float64(plain), "contained-x-plain")
 }
