@@ -69,7 +69,9 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 
 Checks what joule needs, one line each with ok, warn or fail and a hint:
 the key and store in $JOULE_HOME, the active grant and its remaining
-budget, the configuration (config.json, meter.json), the L2 index of the
+budget, the configuration (config.json, meter.json), how each recorded
+install contains shell commands and what the kernel gives a contained one
+(Landlock, user namespaces), the L2 index of the
 workspace (DIR, default the current directory) and its embedding model,
 the L3 model, the L4 command, joule proxy, go and gopls on PATH, the
 language servers L1 drives (typescript-language-server, pyright-langserver,
