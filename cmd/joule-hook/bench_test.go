@@ -47,6 +47,11 @@ func main() {
 //   - first: joule-hook with no gate running: it decides in-process and
 //     starts the gate (target ≤ 1.2× joule hook, first-x-hook);
 //   - hook: today's `joule hook claude-code`, a whole joule per decision;
+//   - contained: the same steady call and joule hook with --contain, the
+//     default install's line, which the gate answers with a rewrite to
+//     joule-exec and its policy (steady-contain-x-steady: what containment
+//     adds to the thin client's path; steady-contain-x-hook-contain: the
+//     thin client against a whole joule per contained decision);
 //   - 64 concurrent clients against one gate, in decisions per second,
 //     beside 64 concurrent joule hook processes (target ≥ 5×,
 //     concurrent-x-process) and 64 Go floor processes, the ceiling of
@@ -101,7 +106,7 @@ func BenchmarkHookClient(b *testing.B) {
 	// runs every path once, in turn, and the figures are medians, so the
 	// ratios compare paths under the same load.
 	n := b.N
-	var pyD, floorD, hookD, firstD, steadyD []time.Duration
+	var pyD, floorD, hookD, firstD, steadyD, containD, hookContainD []time.Duration
 	f.serveGate()
 	steadyGate := sf.serveGate()
 	for range 5 {
@@ -121,6 +126,8 @@ func BenchmarkHookClient(b *testing.B) {
 		// The floor and the steady call one after the other, under the
 		// same load.
 		floorD = append(floorD, clock(func() { run(floor) }))
+		hookContainD = append(hookContainD, clock(func() { run(jouleBin, "hook", "claude-code", "--contain") }))
+		containD = append(containD, clock(func() { runSteady(client, "claude-code", "--contain") }))
 		b.StartTimer()
 		steadyD = append(steadyD, clock(func() { runSteady(client, "claude-code") }))
 	}
@@ -133,6 +140,7 @@ func BenchmarkHookClient(b *testing.B) {
 		return float64(d[len(d)/2].Nanoseconds())
 	}
 	pyNs, floorNs, hookNs, firstNs, steadyNs := median(pyD), median(floorD), median(hookD), median(firstD), median(steadyD)
+	containNs, hookContainNs := median(containD), median(hookContainD)
 	const conc = 64
 	// Bursts of 64 at once, a few per run (one burst is a noisy sample),
 	// the three kinds in turn.
@@ -166,6 +174,10 @@ func BenchmarkHookClient(b *testing.B) {
 	b.ReportMetric(steadyNs/floorNs, "steady-x-gofloor")
 	b.ReportMetric(steadyNs/pyNs, "steady-x-python")
 	b.ReportMetric(firstNs/hookNs, "first-x-hook")
+	b.ReportMetric(containNs/1e6, "steady-contain-ms/op")
+	b.ReportMetric(hookContainNs/1e6, "hook-contain-ms/op")
+	b.ReportMetric(containNs/steadyNs, "steady-contain-x-steady")
+	b.ReportMetric(containNs/hookContainNs, "steady-contain-x-hook-contain")
 	b.ReportMetric(procRate, "process-64-dec/s")
 	b.ReportMetric(clientRate, "client-64-dec/s")
 	b.ReportMetric(clientRate/procRate, "concurrent-x-process")

@@ -1,10 +1,14 @@
 //go:build unix
 
 // Command joule-hook is the thin hook client a host spawns for every tool
-// call: `joule-hook HOST < payload.json`. It forwards the payload to the
+// call: `joule-hook HOST [--contain | --no-contain] < payload.json`. It
+// forwards the payload, with the containment mode of its flag, to the
 // resident gate of $JOULE_HOME (joule gate serve) over its Unix socket and
-// writes back exactly what the gate answers: stdout, stderr, exit status.
-// When no gate answers it runs `joule hook HOST` itself, so the host gets
+// writes back exactly what the gate answers: stdout, stderr, exit status,
+// the same as `joule hook HOST` with that flag would (the gate rewrites
+// the commands it allows to run under joule-exec, or says in the receipt
+// that they are not contained). When no gate answers it runs
+// `joule hook HOST` (with the flag) itself, so the host gets
 // its decision as fast as without a gate, and that process, once it has
 // answered, stays as the gate for the calls after it (detached, in its own
 // session, logging to $JOULE_HOME/gate.log). Whatever happens the host
@@ -49,8 +53,12 @@ func run(args []string, stdin *os.File, stdout, stderr *os.File) int {
 		}
 	}
 	deadline := start.Add(budget)
-	if len(args) != 1 || args[0] == "" || args[0][0] == '-' {
-		fmt.Fprintln(stderr, "usage: joule-hook HOST < payload.json (HOST as in 'joule hook HOST'); every failure is HOST's deny")
+	mode, ok := "", len(args) == 1
+	if len(args) == 2 {
+		mode, ok = resident.ModeOf(args[1])
+	}
+	if !ok || args[0] == "" || args[0][0] == '-' {
+		fmt.Fprintln(stderr, "usage: joule-hook HOST [--contain | --no-contain] < payload.json (as 'joule hook HOST'); every failure is HOST's deny")
 		return 2
 	}
 	host := args[0]
@@ -61,7 +69,7 @@ func run(args []string, stdin *os.File, stdout, stderr *os.File) int {
 		return code
 	}
 	joule := findJoule()
-	c := &client{host: host, joule: joule, deadline: deadline}
+	c := &client{host: host, mode: mode, joule: joule, deadline: deadline}
 	// The gate gets three quarters of the budget; the in-process
 	// fallback the rest.
 	gateBy := start.Add(budget * 3 / 4)
@@ -88,6 +96,7 @@ func run(args []string, stdin *os.File, stdout, stderr *os.File) int {
 
 type client struct {
 	host, joule string
+	mode        string // the containment mode of the hook line's flag
 	payload     []byte // nil until read: joule hook then reads stdin itself
 	deadline    time.Time
 	home, dir   string
@@ -122,8 +131,8 @@ func (c *client) viaGate(stdin io.Reader, by time.Time) (*resident.Response, boo
 	store, storeSet := os.LookupEnv("JOULE_STORE")
 	cwd, _ := os.Getwd()
 	userHome, _ := os.UserHomeDir()
-	req := &resident.Request{Op: resident.OpHook, Host: c.host, Cwd: cwd, Home: home, UserHome: userHome,
-		Store: store, StoreSet: storeSet, Joule: c.joule, Payload: c.payload}
+	req := &resident.Request{Op: resident.OpHook, Host: c.host, Contain: c.mode, Cwd: cwd, Home: home, UserHome: userHome,
+		Store: store, StoreSet: storeSet, Joule: c.joule, ExecEnv: resident.ExecEnvOf(os.Getenv), Payload: c.payload}
 	resp, err := resident.Exchange(conn, req, by)
 	switch {
 	case err == nil && resp.Kind == resident.Answer:
@@ -138,7 +147,8 @@ func (c *client) viaGate(stdin io.Reader, by time.Time) (*resident.Response, boo
 	return nil, false, nil
 }
 
-// inProcess runs `joule hook --answer-fd 3 HOST` on the host's stdin when
+// inProcess runs `joule hook --answer-fd 3 HOST` (with the mode's flag) on
+// the host's stdin when
 // the payload is still unread, else on the payload read: the path that
 // needs no gate. With c.spawn it adds --then-serve, in a session of its
 // own: once it has answered, that process stays as the resident gate, so
@@ -182,6 +192,9 @@ func (c *client) inProcess(stdin *os.File, by time.Time) (*resident.Response, er
 	args := []string{c.joule, "hook", "--answer-fd", "3"}
 	if c.spawn {
 		args = append(args, "--then-serve")
+	}
+	if c.mode != "" {
+		args = append(args, "--"+c.mode)
 	}
 	pid, err := syscall.ForkExec(c.joule, append(args, c.host), &syscall.ProcAttr{
 		Env:   os.Environ(),

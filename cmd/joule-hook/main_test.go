@@ -22,8 +22,9 @@ import (
 	"github.com/joulehook/joule/plugins/hook/resident"
 )
 
-// binDir holds joule and joule-hook side by side, built as make build
-// builds them: the tests run the real binaries as a host would.
+// binDir holds joule, joule-hook and joule-exec side by side, built as
+// make build builds them: the tests run the real binaries as a host would
+// (a contained line runs under the joule-exec beside joule).
 var binDir string
 
 func TestMain(m *testing.M) {
@@ -32,8 +33,8 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binDir = dir
-	for _, pkg := range []string{"../joule", "."} {
-		name := "joule"
+	for _, pkg := range []string{"../joule", ".", "../joule-exec"} {
+		name := filepath.Base(pkg)
 		if pkg == "." {
 			name = "joule-hook"
 		}

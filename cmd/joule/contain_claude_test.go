@@ -14,9 +14,10 @@ import (
 )
 
 // TestClaudeCodeContainE2E runs the real Claude Code CLI with joule
-// installed by `joule install claude-code --contain`, under a grant whose
-// bare Bash rule lets analysis allow anything: what is then stopped is
-// stopped by the kernel, under joule exec.
+// installed by `joule install claude-code` (contained, the default), under
+// a grant whose bare Bash rule lets analysis allow anything: what is then
+// stopped is stopped by the kernel, under joule exec, through the command
+// hook and through joule serve's http hook alike.
 func TestClaudeCodeContainE2E(t *testing.T) {
 	claude := claudeBin(t)
 	env, ws := initHome(t)
@@ -34,13 +35,13 @@ func TestClaudeCodeContainE2E(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("grant issue: %+v", r)
 	}
-	r = joule(t, nil, env, "install", "claude-code", "--project", ws, "--contain")
+	r = joule(t, nil, env, "install", "claude-code", "--project", ws)
 	if r.code != 0 || !strings.Contains(r.stdout, "ok   containment: allowed Bash commands run under joule exec (landlock ABI") {
-		t.Fatalf("install --contain: %+v", r)
+		t.Fatalf("install: %+v", r)
 	}
 	settings, _ := os.ReadFile(filepath.Join(ws, ".claude", "settings.json"))
-	if !strings.Contains(string(settings), ` hook claude-code --contain"`) {
-		t.Fatalf("settings.json has no --contain hook:\n%s", settings)
+	if !strings.Contains(string(settings), ` claude-code --contain"`) {
+		t.Fatalf("settings.json has no contained hook:\n%s", settings)
 	}
 
 	api := &fakeAnthropic{}
@@ -97,7 +98,8 @@ func TestClaudeCodeContainE2E(t *testing.T) {
 			t.Fatalf("the receipt does not record the rewrite:\n%s", rs)
 		}
 	})
-	t.Run("the kernel refuses what analysis let through", func(t *testing.T) {
+	leak := func(t *testing.T) {
+		t.Helper()
 		key, _ := os.ReadFile(filepath.Join(jouleHome, "steward.key"))
 		// make is granted, and what a Makefile runs is the workspace's,
 		// which the analysis cannot see: only the kernel stands between
@@ -130,7 +132,8 @@ func TestClaudeCodeContainE2E(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(userHome, "outside.txt")); err == nil {
 			t.Fatal("a file was written outside the workspace")
 		}
-	})
+	}
+	t.Run("the kernel refuses what analysis let through", leak)
 	t.Run("the host still asks", func(t *testing.T) {
 		// Without --allowedTools a -p run cannot show Claude Code's prompt:
 		// the rewrite must not have approved the command in its place.
@@ -142,5 +145,29 @@ func TestClaudeCodeContainE2E(t *testing.T) {
 		if res := api.results(); len(res) != 1 || !res[0].IsError {
 			t.Fatalf("tool results %+v", res)
 		}
+	})
+	t.Run("resident", func(t *testing.T) {
+		// joule serve's http hook carries the same updatedInput: the
+		// resident install contains too.
+		r := joule(t, nil, env, "install", "claude-code", "--project", ws, "--resident", "--addr", freeAddr(t))
+		if r.code != 0 || !strings.Contains(r.stdout, "ok   containment: ") {
+			t.Fatalf("install --resident: %+v", r)
+		}
+		local, _ := os.ReadFile(filepath.Join(ws, ".claude", "settings.local.json"))
+		if !strings.Contains(string(local), "/hooks/claude-code/contain") {
+			t.Fatalf("the http hook is not the contained one:\n%s", local)
+		}
+		startServe(t, env)
+		os.Remove(filepath.Join(ws, "src", "sub", "allowed.txt"))
+		api.script("mkdir -p src/sub && echo resident > src/sub/allowed.txt; cat src/sub/allowed.txt")
+		out := run(t, "--allowedTools", "Bash")
+		if b, err := os.ReadFile(filepath.Join(ws, "src", "sub", "allowed.txt")); err != nil || string(b) != "resident\n" {
+			t.Fatalf("the contained command did not run (%v, %q)\n%s\n%+v", err, b, out, api.results())
+		}
+		if rs := receipts(t, out); !strings.Contains(rs, " rewrite ") {
+			t.Fatalf("the receipt does not record the rewrite:\n%s", rs)
+		}
+		settings, _ = os.ReadFile(filepath.Join(ws, ".claude", "settings.json"))
+		leak(t)
 	})
 }

@@ -20,12 +20,15 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 	"mvdan.cc/sh/v3/shell"
 
+	"github.com/joulehook/joule/core/gate"
 	"github.com/joulehook/joule/core/grant"
 	"github.com/joulehook/joule/core/identity"
+	"github.com/joulehook/joule/core/sandbox"
 	storepkg "github.com/joulehook/joule/core/store"
 	"github.com/joulehook/joule/energy"
 	"github.com/joulehook/joule/energy/proxy"
 	"github.com/joulehook/joule/plugins/hook"
+	"github.com/joulehook/joule/plugins/hosts"
 	"github.com/joulehook/joule/tiers/config"
 	"github.com/joulehook/joule/tiers/l1/lsp"
 	"github.com/joulehook/joule/tiers/l2"
@@ -66,7 +69,9 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 
 Checks what joule needs, one line each with ok, warn or fail and a hint:
 the key and store in $JOULE_HOME, the active grant and its remaining
-budget, the configuration (config.json, meter.json), the L2 index of the
+budget, the configuration (config.json, meter.json), how each recorded
+install contains shell commands and what the kernel gives a contained one
+(Landlock, user namespaces), the L2 index of the
 workspace (DIR, default the current directory) and its embedding model,
 the L3 model, the L4 command, joule proxy, go and gopls on PATH, the
 language servers L1 drives (typescript-language-server, pyright-langserver,
@@ -150,12 +155,61 @@ func (d *doctor) run(ctx context.Context, root string, probe bool) {
 	} else {
 		d.add("gate", statusWarn, text, "hooks still decide (joule-hook starts the gate, or falls back to joule hook); 'joule gate status' shows it")
 	}
+	d.contain(home, cfg)
 	d.index(ctx, home, root, tc)
 	d.l3(ctx, home, tc, m.Table)
 	d.l4(tc)
 	d.proxy(home)
 	d.tools(tc)
 	d.counters(ctx, probe)
+}
+
+// contain reports how the shell commands of each install $JOULE_HOME
+// records are contained (its record keeps the mode), and what this
+// machine's kernel gives a contained command: Landlock and the user
+// namespaces joule-exec builds its mounts in.
+func (d *doctor) contain(home string, cfg *config.Config) {
+	recs, err := hook.LoadRecords(home)
+	if err != nil {
+		d.add("install", statusWarn, err.Error(), "the record of installs only lists them: fix or remove it, then run joule install again")
+	}
+	contained := false
+	for _, r := range recs {
+		h, _ := hosts.Lookup(r.Host)
+		where := r.Host + " " + scopeArgs(r)
+		again := "joule install " + where
+		if r.Trusted {
+			again += " --trust"
+		}
+		switch {
+		case r.Contain == hook.Contained:
+			contained = true
+			d.add("install", statusOK, where+": contained (the shell commands joule allows run under joule exec)", "")
+		case r.Contain == hook.NoContain:
+			d.add("install", statusWarn, where+": not contained (installed with --no-contain): the shell commands joule allows run on analysis alone, and each receipt says so", "to contain them: "+again)
+		case r.Contain == hook.AnalysisOnly || !hosts.Contained(h):
+			d.add("install", statusOK, where+": analysis alone ("+r.Host+"'s hook cannot replace a command)", "")
+		default:
+			d.add("install", statusWarn, where+": installed before containment was the default, so its shell commands may run uncontained", "to contain them: "+again)
+		}
+	}
+	abi, namespaces := sandboxState()
+	switch {
+	case abi == 0:
+		st, what := statusWarn, "contained hooks deny every shell command (no-containment)"
+		if cfg.ExecFallback == "unconfined" {
+			what = "contained hooks run shell commands on analysis alone (exec_fallback is \"unconfined\"), and each receipt says so"
+		} else if contained {
+			st = statusFail
+		}
+		d.add("sandbox", st, sandbox.ErrUnavailable.Error()+": "+what,
+			"run joule on a kernel with Landlock (Linux 5.13 or later, landlock in the lsm= boot list); until then set \"exec_fallback\": \"unconfined\" in "+filepath.Join(home, ConfigFile)+", or run each install above again with --no-contain")
+	case !namespaces:
+		d.add("sandbox", statusWarn, fmt.Sprintf("Landlock ABI %d without user namespaces: %s, which leaves open: %s", abi, gate.LandlockOnlyWarning, strings.Join(sandbox.LandlockOnlyGaps(), "; ")),
+			"unset "+sandbox.LandlockOnlyEnv+", or let unprivileged users create user namespaces (sysctl user.max_user_namespaces > 0, kernel.unprivileged_userns_clone=1, kernel.apparmor_restrict_unprivileged_userns=0)")
+	default:
+		d.add("sandbox", statusOK, fmt.Sprintf("Landlock ABI %d and user namespaces: a contained command gets joule-exec's whole confinement", abi), "")
+	}
 }
 
 // files flags a home, store or key that other users can write (fail) or

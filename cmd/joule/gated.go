@@ -10,6 +10,7 @@ import (
 	"github.com/joulehook/joule/core/gate"
 	"github.com/joulehook/joule/core/identity"
 	"github.com/joulehook/joule/plugins/hook"
+	"github.com/joulehook/joule/plugins/hook/resident"
 	"github.com/joulehook/joule/plugins/hook/server"
 	"github.com/joulehook/joule/plugins/hosts"
 )
@@ -89,7 +90,8 @@ func gateConfig(log io.Writer, idle time.Duration) (server.Config, error) {
 	store, set := os.LookupEnv(StoreEnv)
 	return server.Config{Home: home, UserHome: userHome, Store: store, StoreSet: set,
 		Watch:   []string{ConfigFile, IssuersFile, identity.PubKeyFile},
-		Adapter: residentAdapter, Hosts: hostNames(), Version: version(), Idle: idle, Log: log}, nil
+		Adapter: residentAdapter, Contain: gateContainment(home), ExecEnv: resident.ExecEnvOf(os.Getenv),
+		Hosts: hostNames(), Version: version(), Idle: idle, Log: log}, nil
 }
 
 // gateOrigin is the resident gate joule hook --then-serve becomes once it

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/joulehook/joule/core/gate"
@@ -53,21 +54,29 @@ Reads one hook payload from HOST on stdin, decides it with the active grant,
 seals the decision as a receipt and answers in HOST's own format (JSON on
 stdout, stderr, exit status). Every failure is HOST's explicit deny.
 Hosts: `+hostNames()+`.`)
-	contain := fs.Bool("contain", false, "rewrite allowed shell commands to run under 'joule exec', confined by the kernel ("+containHostNames()+")")
+	contain := fs.Bool("contain", false, "rewrite allowed shell commands to run under 'joule exec', confined by the kernel ("+containHostNames()+"; what joule install writes there by default)")
+	noContain := fs.Bool("no-contain", false, "rewrite nothing, and say in each receipt of an allowed shell command that it was not contained (the hook of 'joule install --no-contain')")
 	answerFD := fs.Int("answer-fd", 0, "write the whole answer (stdout, stderr, exit status) as one joule-hook frame on this file descriptor instead (joule-hook's fallback)")
 	thenServe := fs.Bool("then-serve", false, "with --answer-fd: once the answer is written, stay as the resident gate of $JOULE_HOME (joule-hook's first call)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if *contain && *noContain {
+		return usagef("hook: --contain or --no-contain, not both")
+	}
+	mode := ""
+	switch {
+	case *contain:
+		mode = resident.ModeContain
+	case *noContain:
+		mode = resident.ModeNoContain
+	}
 	if *answerFD <= 2 {
 		if *thenServe {
 			return usagef("hook: --then-serve needs --answer-fd above 2")
 		}
-		_, _, err := hookCommand(ctx, e, fs, *contain)
+		_, _, err := hookCommand(ctx, e, fs, mode)
 		return err
-	}
-	if *thenServe && *contain {
-		return usagef("hook: --then-serve serves as 'joule gate serve' does, without --contain")
 	}
 	var origin *server.Gate
 	if *thenServe {
@@ -78,7 +87,7 @@ Hosts: `+hostNames()+`.`)
 	// all.
 	var stdout, stderr bytes.Buffer
 	buffered := &env{stdin: e.stdin, stdout: &stdout, stderr: &stderr}
-	ep, g, err := hookCommand(ctx, buffered, fs, *contain)
+	ep, g, err := hookCommand(ctx, buffered, fs, mode)
 	code := report(buffered, err)
 	f := os.NewFile(uintptr(*answerFD), "answer")
 	werr := resident.WriteResponse(f, &resident.Response{Kind: resident.Answer, Exit: code, Stdout: stdout.Bytes(), Stderr: stderr.Bytes()})
@@ -93,6 +102,7 @@ Hosts: `+hostNames()+`.`)
 	// resident gate of $JOULE_HOME instead of exiting, so a first call
 	// costs one joule start, not two, and the gate's start does not compete
 	// with the decision. Serve returns at once when another gate serves.
+	// It serves every mode (the mode of this call was the call's own).
 	server.Detach()
 	if err := origin.Serve(ctx, func() (*gate.Gate, error) { return g, nil }); err != nil {
 		fmt.Fprintf(e.stderr, "%s joule gate[%d]: not serving: %v\n", time.Now().UTC().Format(time.RFC3339), os.Getpid(), err)
@@ -100,9 +110,10 @@ Hosts: `+hostNames()+`.`)
 	return nil
 }
 
-// hookCommand is joule hook HOST on e; ep and g are the store and gate it
-// decided with (nil when it could not open them).
-func hookCommand(ctx context.Context, e *env, fs *flag.FlagSet, contain bool) (*endpoint, *gate.Gate, error) {
+// hookCommand is joule hook HOST on e, with the containment mode of its
+// flag; ep and g are the store and gate it decided with (nil when it could
+// not open them).
+func hookCommand(ctx context.Context, e *env, fs *flag.FlagSet, mode string) (*endpoint, *gate.Gate, error) {
 	if fs.NArg() != 1 {
 		return nil, nil, usagef("hook: want exactly one HOST (%s)", hostNames())
 	}
@@ -110,10 +121,10 @@ func hookCommand(ctx context.Context, e *env, fs *flag.FlagSet, contain bool) (*
 	if !ok {
 		return nil, nil, usagef("hook: unknown host %q (hosts: %s)", fs.Arg(0), hostNames())
 	}
-	if h, _ := hosts.Lookup(a.Host()); contain && !hosts.Contained(h) {
-		return nil, nil, usagef("hook: --contain is for %s, the hosts whose rewrite keeps their own prompts (docs/hosts.md)", containHostNames())
+	if err := hookModeError(a.Host(), mode); err != nil {
+		return nil, nil, err
 	}
-	out, ep, g := answerHook(ctx, e, a, contain)
+	out, ep, g := answerHook(ctx, e, a, mode)
 	e.stdout.Write(out.Stdout)
 	fmt.Fprint(e.stderr, out.Stderr)
 	if out.Exit != 0 {
@@ -122,9 +133,20 @@ func hookCommand(ctx context.Context, e *env, fs *flag.FlagSet, contain bool) (*
 	return ep, g, nil
 }
 
+// hookModeError is the usage error of a containment mode host cannot have
+// (nil when it can): joule hook's, which the resident gate answers too.
+func hookModeError(host, mode string) error {
+	if h, _ := hosts.Lookup(host); mode != "" && !hosts.Contained(h) {
+		return usagef("hook: --%s is for %s, the hosts whose rewrite keeps their own prompts (docs/hosts.md)", mode, containHostNames())
+	}
+	return nil
+}
+
 // answerHook reads the payload and decides it, failing closed on anything,
-// including failures before a gate exists. ep and g are set once opened.
-func answerHook(ctx context.Context, e *env, a hook.Adapter, contain bool) (out hook.Output, ep *endpoint, g *gate.Gate) {
+// including failures before a gate exists. ep and g are set once opened;
+// g has no containment of its own (it may go on as the resident gate,
+// which serves every mode): the call's mode is given to this decision.
+func answerHook(ctx context.Context, e *env, a hook.Adapter, mode string) (out hook.Output, ep *endpoint, g *gate.Gate) {
 	defer func() {
 		if p := recover(); p != nil {
 			out = hook.Fallback(a, nil, hook.Deny(gate.CodeInternal, fmt.Sprintf("internal error: %v", p)))
@@ -149,19 +171,31 @@ func answerHook(ctx context.Context, e *env, a hook.Adapter, contain bool) (out 
 	if err != nil {
 		return hook.Fallback(a, nil, hook.Deny(gate.CodeGrantInvalid, err.Error())), ep, nil
 	}
-	if contain {
-		c, err := containment(ep)
+	var d hook.Decider = g
+	if mode != "" {
+		c, err := containment(ep.home, mode)
 		if err != nil {
 			return hook.Fallback(a, nil, hook.Deny(gate.CodeInternal, err.Error())), ep, g
 		}
-		g.Contain = c
+		d = gate.Contained{Gate: g, C: c}
 	}
-	return hook.Run(ctx, a, g, b), ep, g
+	return hook.Run(ctx, a, d, b), ep, g
 }
 
-// containment is what joule hook --contain rewrites with: this binary, the
-// kernel's Landlock ABI and the configured fallback.
-func containment(ep *endpoint) (*gate.Containment, error) {
+// notContained is the containment of a hook installed with --no-contain.
+var notContained = &gate.Containment{Off: "installed with --no-contain"}
+
+// containment is what joule hook rewrites with in mode: for --contain this
+// binary, the kernel's Landlock ABI, the construction joule-exec will use
+// and the configured fallback of $JOULE_HOME home.
+func containment(home, mode string) (*gate.Containment, error) {
+	switch mode {
+	case resident.ModeNoContain:
+		return notContained, nil
+	case resident.ModeContain:
+	default:
+		return nil, fmt.Errorf("unknown containment mode %q", mode)
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -169,21 +203,48 @@ func containment(ep *endpoint) (*gate.Containment, error) {
 	if r, err := filepath.EvalSymlinks(self); err == nil {
 		self = r
 	}
-	cfg, err := config.Load(ep.home)
+	cfg, err := config.Load(home)
 	if err != nil {
 		return nil, err
 	}
-	abi := sandbox.ABI()
-	if os.Getenv(simulateNoLandlock) == "1" {
-		abi = 0
-	}
-	c := &gate.Containment{Exe: self, ABI: abi, Fallback: cfg.ExecFallback == "unconfined"}
+	abi, namespaces := sandboxState()
+	c := &gate.Containment{Exe: self, ABI: abi, Fallback: cfg.ExecFallback == "unconfined", LandlockOnly: !namespaces}
 	// joule-exec beside this binary (make build puts it there) confines
 	// without opening the store; without it lines run under joule exec.
 	if runner := filepath.Join(filepath.Dir(self), "joule-exec"); isExecutable(runner) {
-		c.Runner, c.PolicyDir = runner, filepath.Join(ep.home, sandbox.PolicyDir)
+		c.Runner, c.PolicyDir = runner, filepath.Join(home, sandbox.PolicyDir)
 	}
 	return c, nil
+}
+
+// gateContainment is the resident gate's Contain (server.Config): the
+// containment of each mode, built once, as joule hook builds it.
+func gateContainment(home string) func(host, mode string) (*gate.Containment, error) {
+	var once sync.Once
+	var c *gate.Containment
+	var err error
+	return func(host, mode string) (*gate.Containment, error) {
+		if err := hookModeError(host, mode); err != nil {
+			return nil, &server.ModeError{Text: err.Error()}
+		}
+		if mode != resident.ModeContain {
+			return containment(home, mode)
+		}
+		once.Do(func() { c, err = containment(home, mode) })
+		return c, err
+	}
+}
+
+// sandboxState is what a contained command gets on this machine: the
+// kernel's Landlock ABI (0 under JOULE_EXEC_SIMULATE_NO_LANDLOCK=1) and
+// whether joule-exec builds its user, mount and PID namespaces (not where
+// they are off, nor under JOULE_EXEC_LANDLOCK_ONLY=1).
+func sandboxState() (abi int, namespaces bool) {
+	abi = sandbox.ABI()
+	if os.Getenv(simulateNoLandlock) == "1" {
+		abi = 0
+	}
+	return abi, sandbox.NamespacesAvailable() && os.Getenv(sandbox.LandlockOnlyEnv) != "1"
 }
 
 func isExecutable(p string) bool {

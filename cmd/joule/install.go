@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/joulehook/joule/core/gate"
 	"github.com/joulehook/joule/core/home"
 	"github.com/joulehook/joule/core/identity"
 	"github.com/joulehook/joule/core/rule"
@@ -66,7 +67,7 @@ func trustNames(why bool) string {
 }
 
 func runInstall(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "install", `install HOST [--project [DIR] | --user] [--resident] [--contain] [--trust] [--dry-run] [--uninstall]
+	fs := newFlags(e, "install", `install HOST [--project [DIR] | --user] [--resident] [--no-contain] [--trust] [--dry-run] [--uninstall]
 
 Writes HOST's configuration so every tool call goes through joule's gate
 (with the host's own fail-closed option), registers joule's MCP server and
@@ -76,6 +77,9 @@ nothing. Afterwards it checks that the hook is really armed and says what
 is left to do. Each install is recorded in $JOULE_HOME/installs.json, so
 --uninstall without --project or --user removes the one recorded for HOST
 (when there are several it asks which on a terminal, else lists them).
+On `+containHostNames()+`, whose hooks can replace a command, the shell
+commands joule allows run contained by the kernel (joule exec) unless
+--no-contain; elsewhere the analysis alone judges them.
 Hosts: `+installerNames()+`.`)
 	var project projectFlag
 	fs.Var(&project, "project", "install into the project DIR (default: the current directory)")
@@ -84,7 +88,8 @@ Hosts: `+installerNames()+`.`)
 	uninstall := fs.Bool("uninstall", false, "remove joule's entries (and nothing else); without --project or --user, from where $JOULE_HOME/installs.json says HOST was installed")
 	resident := fs.Bool("resident", false, "answer hooks from 'joule serve' over loopback http instead of a process per call ("+residentNames()+")")
 	addr := fs.String("addr", "", "with --resident: the loopback address joule serve listens on (default "+config.DefaultServeAddr+", or the one installed before)")
-	contain := fs.Bool("contain", false, "run the shell commands joule allows under 'joule exec', confined by the kernel to the grant ("+containHostNames()+"; docs/gate.md, Containment)")
+	contain := fs.Bool("contain", false, "contain, as without it: the default on "+containHostNames()+" (kept for older scripts)")
+	noContain := fs.Bool("no-contain", false, "do not run the shell commands joule allows under 'joule exec': a weaker install, which the armed check, joule doctor, the status line and every receipt say is not contained (docs/gate.md, Containment)")
 	trust := fs.Bool("trust", false, "also perform the host's trust steps for the project and joule's hooks, as its own dialogs would ("+trustNames(false)+")")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -132,8 +137,9 @@ Hosts: `+installerNames()+`.`)
 	if *resident && !h.Resident {
 		return usagef("install: --resident is for %s, whose http hooks joule serve answers", residentNames())
 	}
-	if *contain && (!hosts.Contained(h) || *resident) {
-		return usagef("install: --contain is for the command hooks and plugins of %s: docs/hosts.md says, per host, whether it can rewrite a command without skipping its own prompt", containHostNames())
+	mode, err := installMode(h, *contain, *noContain)
+	if err != nil {
+		return err
 	}
 	if *trust && h.Trust == "" {
 		return usagef("install: --trust is for %s; for %s see docs/hosts.md", trustNames(true), host)
@@ -152,7 +158,7 @@ Hosts: `+installerNames()+`.`)
 	if err != nil {
 		return err
 	}
-	s := hook.Scope{Home: userHome, Joule: self, Client: hookClient(self), Contain: *contain, Trust: *trust}
+	s := hook.Scope{Home: userHome, Joule: self, Client: hookClient(self), Contain: mode, Trust: *trust}
 	if s.JouleHome, err = customHome(); err != nil {
 		return err
 	}
@@ -177,7 +183,7 @@ Hosts: `+installerNames()+`.`)
 		if err != nil {
 			return err
 		}
-		s.Resident = &hook.Resident{URL: "http://" + cfg.Addr + "/hooks/" + host, Token: cfg.Token}
+		s.Resident = &hook.Resident{URL: "http://" + cfg.Addr + hook.ResidentPath(host, mode), Token: cfg.Token}
 	}
 	home, err := identity.Home()
 	if err != nil {
@@ -203,6 +209,7 @@ Hosts: `+installerNames()+`.`)
 	} else if !*uninstall {
 		held = hook.Held(inst, s)
 	}
+	prevMode, reinstall := previousMode(rec, changes, held)
 	if *dry {
 		for _, c := range changes {
 			switch {
@@ -231,7 +238,9 @@ Hosts: `+installerNames()+`.`)
 		}
 		err = hook.ForgetRecord(home, host, s.Project)
 	} else {
-		err = hook.SaveRecord(home, hook.NextRecord(rec, host, s.Project, changes, applied, held, time.Now()))
+		next := hook.NextRecord(rec, host, s.Project, changes, applied, held, time.Now())
+		next.Contain = mode
+		err = hook.SaveRecord(home, next)
 	}
 	if err != nil {
 		fmt.Fprintf(e.stderr, "joule: could not update the record of installs (%v); --uninstall will need --project or --user\n", err)
@@ -241,28 +250,149 @@ Hosts: `+installerNames()+`.`)
 		return nil
 	}
 	findings := append(inst.Check(s), clientFinding(s), grantFinding(ctx, s.Project))
-	if *contain {
-		abi := sandbox.ABI()
-		text := fmt.Sprintf(h.Contain, sandbox.Mode(abi, false))
-		if abi == 0 {
-			text = "containment: Landlock is missing from this kernel, so contained commands are denied unless exec_fallback is \"unconfined\" in $JOULE_HOME/config.json"
-		}
-		findings = append(findings, hook.Finding{OK: abi > 0, Text: text})
+	c := containState(mode, home)
+	again := scopeFlags(s.Project)
+	if s.Resident != nil {
+		again += " --resident"
+	}
+	if s.Trust {
+		// The hook line changes with the mode, and so the hash Codex
+		// trusts it by.
+		again += " --trust"
+	}
+	findings = append(findings, c.finding(h, again))
+	if f, ok := switchFinding(prevMode, reinstall, mode); ok {
+		findings = append(findings, f)
 	}
 	missing := 0
 	for _, f := range findings {
 		mark := "ok  "
-		if !f.OK {
+		switch {
+		case !f.OK:
 			mark, missing = "todo", missing+1 // the checklist's label for a step left to the user
+		case f.Weak:
+			mark = "warn"
 		}
 		fmt.Fprintf(e.stdout, "%s %s\n", mark, f.Text)
 	}
 	if missing == 0 {
-		fmt.Fprintf(e.stdout, "armed: every %s tool call is decided by joule\n", host)
+		fmt.Fprintln(e.stdout, c.armed(host))
 	} else {
 		fmt.Fprintf(e.stdout, "not armed yet: %d thing(s) to do above\n", missing)
 	}
 	return nil
+}
+
+// installMode is the containment mode of an install of h: contained where
+// its hook can replace a command, unless the user opted out.
+func installMode(h hook.Host, contain, noContain bool) (hook.ContainMode, error) {
+	if contain && noContain {
+		return "", usagef("install: --contain or --no-contain, not both (containment is the default: give --no-contain alone to opt out)")
+	}
+	if hosts.Contained(h) {
+		if noContain {
+			return hook.NoContain, nil
+		}
+		return hook.Contained, nil
+	}
+	if contain || noContain {
+		flag := map[bool]string{true: "--contain", false: "--no-contain"}[contain]
+		return "", usagef("install: %s's hook cannot replace a command, so joule judges its shell commands by analysis alone and %s does not apply: leave it out (the hosts joule contains: %s; docs/hosts.md, \"Containment on the other hosts\")", h.Name, flag, containHostNames())
+	}
+	return hook.AnalysisOnly, nil
+}
+
+// scopeFlags are the flags that name an install's scope on a command line.
+func scopeFlags(project string) string { return scopeArgs(hook.Record{Project: project}) }
+
+// previousMode is the containment of the install this one replaces: the
+// mode its record keeps or, for one recorded before the mode was (or not
+// recorded at all), what the files that held joule's entries say. found is
+// false when joule was not installed there before.
+func previousMode(rec *hook.Record, changes []hook.Change, held map[string]bool) (m hook.ContainMode, found bool) {
+	if rec != nil && rec.Contain != "" {
+		return rec.Contain, true
+	}
+	for _, c := range changes {
+		if held[c.Path] {
+			found = true
+			if hook.ModeInBytes(c.Before) == hook.Contained {
+				return hook.Contained, true
+			}
+		}
+	}
+	return "", found
+}
+
+// switchFinding says when an install changes whether commands are
+// contained: ok when it switches containment on, a warning when off.
+func switchFinding(prev hook.ContainMode, found bool, now hook.ContainMode) (hook.Finding, bool) {
+	switch {
+	case !found || prev == now:
+		return hook.Finding{}, false
+	case now == hook.Contained && prev == hook.NoContain:
+		return hook.Finding{OK: true, Text: "now contained: the install before ran with --no-contain"}, true
+	case now == hook.Contained:
+		return hook.Finding{OK: true, Text: "now contained: the install before (from before containment was the default) judged shell commands by analysis alone"}, true
+	case now == hook.NoContain && prev == hook.Contained:
+		return hook.Finding{OK: true, Weak: true, Text: "containment switched off (--no-contain): the install before ran the shell commands joule allows contained"}, true
+	}
+	return hook.Finding{}, false
+}
+
+// contained is what contains an install's commands on this machine.
+type contained struct {
+	mode       hook.ContainMode
+	abi        int
+	namespaces bool
+	fallback   bool // exec_fallback is "unconfined"
+}
+
+// containState is the containment an install in mode gets here, with the
+// configuration of $JOULE_HOME home.
+func containState(mode hook.ContainMode, home string) contained {
+	c := contained{mode: mode}
+	c.abi, c.namespaces = sandboxState()
+	if cfg, err := config.Load(home); err == nil {
+		c.fallback = cfg.ExecFallback == "unconfined"
+	}
+	return c
+}
+
+// finding is the armed check's line on containment: ok when the kernel
+// contains the commands fully, a warning when less, todo when every
+// shell command would be denied. args are the install's own flags but
+// the mode's, for the commands it suggests.
+func (c contained) finding(h hook.Host, args string) hook.Finding {
+	switch {
+	case c.mode == hook.AnalysisOnly:
+		return hook.Finding{OK: true, Weak: true, Text: "not contained: " + h.Name + "'s hook cannot replace a command, so joule judges its shell commands by analysis alone (docs/hosts.md, \"Containment on the other hosts\")"}
+	case c.mode == hook.NoContain:
+		return hook.Finding{OK: true, Weak: true, Text: "not contained (--no-contain): the shell commands joule allows run as " + h.Name + " sent them, judged by analysis alone, and each receipt says so; to contain them: joule install " + h.Name + " " + args}
+	case c.abi == 0 && c.fallback:
+		return hook.Finding{OK: true, Weak: true, Text: "not contained: " + sandbox.ErrUnavailable.Error() + ", so the shell commands joule allows run on analysis alone (exec_fallback is \"unconfined\"), and each receipt says so"}
+	case c.abi == 0:
+		return hook.Finding{Text: "containment: " + sandbox.ErrUnavailable.Error() + ", so every shell command is denied (no-containment); to run them on analysis alone set \"exec_fallback\": \"unconfined\" in $JOULE_HOME/" + ConfigFile + ", or install with: joule install " + h.Name + " " + args + " --no-contain"}
+	case !c.namespaces:
+		return hook.Finding{OK: true, Weak: true, Text: fmt.Sprintf(h.Contain, sandbox.ModeOf(c.abi, false, false)) + "; warning: " + gate.LandlockOnlyWarning + ", and each receipt says so"}
+	}
+	return hook.Finding{OK: true, Text: fmt.Sprintf(h.Contain, sandbox.ModeOf(c.abi, false, true))}
+}
+
+// armed is the armed check's last line, once nothing is left to do: it
+// says how the shell commands are contained when less than fully.
+func (c contained) armed(host string) string {
+	switch {
+	case c.mode == hook.AnalysisOnly:
+		return fmt.Sprintf("armed: every %s tool call is decided by joule; its shell commands by analysis alone, as %s's hook cannot replace a command", host, host)
+	case c.mode == hook.NoContain:
+		return fmt.Sprintf("armed, but weaker than joule's default: every %s tool call is decided by joule, and the shell commands it allows run uncontained (--no-contain)", host)
+	case c.abi == 0:
+		return fmt.Sprintf("armed, but weaker than joule's default: every %s tool call is decided by joule, and the shell commands it allows run uncontained (no Landlock here)", host)
+	case !c.namespaces:
+		return fmt.Sprintf("armed, but weaker than joule's default: every %s tool call is decided by joule, and the shell commands it allows run confined by Landlock alone (no user namespaces here)", host)
+	}
+	return fmt.Sprintf("armed: every %s tool call is decided by joule, and the shell commands it allows run contained by the kernel", host)
 }
 
 // customHome is the $JOULE_HOME an install records in the hooks it

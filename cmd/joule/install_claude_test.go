@@ -223,6 +223,10 @@ func TestClaudeCodeE2E(t *testing.T) {
 	claudeEnv := []string{
 		"HOME=" + userHome, "PATH=" + filepath.Dir(jouleBin) + ":/usr/local/bin:/usr/bin:/bin",
 		"JOULE_HOME=" + jouleHome,
+		// A temp dir of its own: the workspace lies below /tmp, and a
+		// contained command finds the workspace read-only when it lies
+		// inside the temp tree joule-exec makes writable.
+		"TMPDIR=" + t.TempDir(),
 		"ANTHROPIC_BASE_URL=http://" + ln.Addr().String(), "ANTHROPIC_API_KEY=sk-ant-test-dummy-key-0000000000",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "DISABLE_ERROR_REPORTING=1",
 	}
@@ -282,16 +286,19 @@ func TestClaudeCodeE2E(t *testing.T) {
 		sealed(t, out, "deny", "Bash: dd if=/dev/null of=denied.txt")
 	})
 	t.Run("allowed", func(t *testing.T) {
-		api.script("touch allowed.txt && echo ran > allowed.txt")
+		// Contained (the default), in src: while a protected name is
+		// absent at the workspace root, no entry can be created there
+		// inside containment (core/sandbox, docs/gate.md "Containment").
+		api.script("touch src/allowed.txt && echo ran > src/allowed.txt")
 		out := runClaude(t, nil, "write the file", "--allowedTools", "Bash")
-		b, err := os.ReadFile(filepath.Join(ws, "allowed.txt"))
+		b, err := os.ReadFile(filepath.Join(ws, "src", "allowed.txt"))
 		if err != nil || strings.TrimSpace(string(b)) != "ran" {
 			t.Fatalf("the allowed command did not run (%v, %q)\n%s\n%+v", err, b, out, api.results())
 		}
 		if res := api.results(); len(res) != 1 || res[0].IsError {
 			t.Fatalf("tool result %+v", res)
 		}
-		sealed(t, out, "allow", "Bash: touch allowed.txt")
+		sealed(t, out, "rewrite", "Bash: touch src/allowed.txt")
 	})
 	// The committed settings.json names joule by a variable and PATH; the
 	// uncommitted settings.local.json's env carries this user's binary
@@ -402,14 +409,14 @@ func TestClaudeCodeE2E(t *testing.T) {
 				t.Fatalf("grant issue: %+v", r)
 			}
 			proxyURL, stop := startDaemon(t, env, "proxy", "--listen", "127.0.0.1:0", "--anthropic", "http://"+ln.Addr().String())
-			os.Remove(filepath.Join(ws, "metered.txt"))
-			api.script("touch metered.txt")
+			os.Remove(filepath.Join(ws, "src", "metered.txt"))
+			api.script("touch src/metered.txt") // in src, as "allowed" above
 			api.mu.Lock()
 			api.calls, api.inTokens, api.outTokens = 0, 0, 0
 			api.mu.Unlock()
 			started := time.Now()
 			out := runClaude(t, []string{"ANTHROPIC_BASE_URL=" + proxyURL}, "--model", "claude-opus-4-5", "make the file", "--allowedTools", "Bash")
-			if _, err := os.Stat(filepath.Join(ws, "metered.txt")); err != nil {
+			if _, err := os.Stat(filepath.Join(ws, "src", "metered.txt")); err != nil {
 				t.Fatalf("the session through the proxy did not run its command: %v\n%s", err, out)
 			}
 			logs := stop()

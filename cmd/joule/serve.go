@@ -30,8 +30,12 @@ const serveHeaderTimeout = time.Minute
 func runServe(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "serve", `serve [--addr 127.0.0.1:PORT]
 
-Answers Claude Code's http hooks at POST /hooks/claude-code on a loopback
-address, so a decision costs no process start. Every request must carry the
+Answers Claude Code's http hooks at POST /hooks/claude-code/contain on a
+loopback address, so a decision costs no process start: as 'joule hook
+claude-code --contain' does, the Bash commands it allows come back
+rewritten to run under joule exec. /hooks/claude-code/no-contain answers
+as --no-contain does, /hooks/claude-code as joule hook does without
+either. Every request must carry the
 bearer token that 'joule install claude-code --resident' wrote to
 $JOULE_HOME/`+config.ServeFile+`. GET /healthz answers 200. Decisions are the same
 as joule hook's, sealed the same way.`)
@@ -80,7 +84,7 @@ as joule hook's, sealed the same way.`)
 	// request's first byte, but a goroutine that reads it late on a loaded
 	// machine (hundreds of hooks at once) still times out: it is generous,
 	// a bound on a client that never finishes its header, not a deadline.
-	srv := &http.Server{Handler: hookHandler(g, cfg.Token), ReadHeaderTimeout: serveHeaderTimeout}
+	srv := &http.Server{Handler: hookHandler(g, gateContainment(ep.home), cfg.Token), ReadHeaderTimeout: serveHeaderTimeout}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -88,7 +92,7 @@ as joule hook's, sealed the same way.`)
 		srv.Shutdown(sctx)
 	}()
 	for _, h := range hosts.Names(isResident) {
-		fmt.Fprintf(e.stderr, "joule: serving http://%s/hooks/%s\n", ln.Addr(), h)
+		fmt.Fprintf(e.stderr, "joule: serving http://%s%s\n", ln.Addr(), hook.ResidentPath(h, hook.Contained))
 	}
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
@@ -115,11 +119,13 @@ func checkLoopback(addr string) error {
 // isResident reports a host whose http hooks joule serve answers.
 func isResident(h hook.Host) bool { return h.Resident && h.Adapter != nil }
 
-// hookHandler answers /hooks/HOST for each resident host (Claude Code). A
+// hookHandler answers /hooks/HOST for each resident host (Claude Code),
+// and /hooks/HOST/contain and /hooks/HOST/no-contain in those modes, with
+// contain's containment (as joule hook --contain, --no-contain). A
 // request without the token is 401 (Claude Code counts that as a failed
 // hook, which onFailure: block turns into a block); every request with it
 // gets the host's decision.
-func hookHandler(d hook.Decider, token string) http.Handler {
+func hookHandler(g *gate.Gate, contain func(host, mode string) (*gate.Containment, error), token string) http.Handler {
 	mux := http.NewServeMux()
 	want := []byte("Bearer " + token)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
@@ -127,26 +133,39 @@ func hookHandler(d hook.Decider, token string) http.Handler {
 		if !isResident(h) {
 			continue
 		}
-		mux.HandleFunc("POST /hooks/"+h.Name, func(w http.ResponseWriter, r *http.Request) {
-			if token == "" || subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
-				http.Error(w, "joule: missing or wrong bearer token", http.StatusUnauthorized)
-				return
-			}
-			a := h.Adapter("")
-			var out hook.Output
-			b, err := io.ReadAll(io.LimitReader(r.Body, hook.MaxPayload+1))
-			if err != nil {
-				out = hook.Fallback(a, nil, hook.Deny(gate.CodeMalformed, "joule cannot read this "+h.Name+" hook request: "+err.Error()))
-			} else {
-				out = hook.Run(r.Context(), a, d, b)
-			}
-			w.Header().Set("Content-Type", "application/json")
-			body := out.Stdout
-			if len(strings.TrimSpace(string(body))) == 0 {
-				body = []byte("{}\n")
-			}
-			w.Write(body)
-		})
+		for _, mode := range []hook.ContainMode{"", hook.Contained, hook.NoContain} {
+			mux.HandleFunc("POST "+hook.ResidentPath(h.Name, mode), func(w http.ResponseWriter, r *http.Request) {
+				if token == "" || subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+					http.Error(w, "joule: missing or wrong bearer token", http.StatusUnauthorized)
+					return
+				}
+				out := answerHTTP(r, h, g, contain, string(mode))
+				w.Header().Set("Content-Type", "application/json")
+				body := out.Stdout
+				if len(strings.TrimSpace(string(body))) == 0 {
+					body = []byte("{}\n")
+				}
+				w.Write(body)
+			})
+		}
 	}
 	return mux
+}
+
+// answerHTTP decides one http hook request for h in mode, failing closed.
+func answerHTTP(r *http.Request, h hook.Host, g *gate.Gate, contain func(host, mode string) (*gate.Containment, error), mode string) hook.Output {
+	a := h.Adapter("")
+	var d hook.Decider = g
+	if mode != "" {
+		c, err := contain(h.Name, mode)
+		if err != nil {
+			return hook.Fallback(a, nil, hook.Deny(gate.CodeInternal, err.Error()))
+		}
+		d = gate.Contained{Gate: g, C: c}
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, hook.MaxPayload+1))
+	if err != nil {
+		return hook.Fallback(a, nil, hook.Deny(gate.CodeMalformed, "joule cannot read this "+h.Name+" hook request: "+err.Error()))
+	}
+	return hook.Run(r.Context(), a, d, b)
 }

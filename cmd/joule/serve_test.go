@@ -68,7 +68,8 @@ func TestServeResident(t *testing.T) {
 	}
 	json.Unmarshal(b, &settings)
 	h := settings.Hooks["PreToolUse"][0].Hooks[0]
-	if h.Type != "http" || h.URL != "http://"+addr+"/hooks/claude-code" || h.OnFailure != "block" || !strings.HasPrefix(h.Headers["Authorization"], "Bearer ") {
+	// Contained, as every install of a host that can rewrite.
+	if h.Type != "http" || h.URL != "http://"+addr+"/hooks/claude-code/contain" || h.OnFailure != "block" || !strings.HasPrefix(h.Headers["Authorization"], "Bearer ") {
 		t.Fatalf("resident hook: %+v", h)
 	}
 	if shared, _ := os.ReadFile(filepath.Join(ws, ".claude", "settings.json")); strings.Contains(string(shared), "Bearer") {
@@ -94,6 +95,9 @@ func TestServeResident(t *testing.T) {
 	event := func(cmd string) string {
 		return fmt.Sprintf(`{"session_id":"r1","cwd":%q,"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":%q},"tool_use_id":"t1"}`, ws, cmd)
 	}
+	contained := func(out string) bool {
+		return strings.Contains(jsonPath(out, "hookSpecificOutput", "updatedInput", "command"), "joule-exec' --policy ")
+	}
 	tok := h.Headers["Authorization"]
 	tests := []struct {
 		auth, body string
@@ -112,6 +116,9 @@ func TestServeResident(t *testing.T) {
 		status, out := post(tt.auth, tt.body)
 		if status != tt.status || jsonPath(out, "hookSpecificOutput", "permissionDecision") != tt.decision {
 			t.Errorf("%.60q with %.12q: %d %s", tt.body, tt.auth, status, out)
+		}
+		if allowed := status == 200 && tt.decision == ""; allowed != contained(out) {
+			t.Errorf("%.60q: allowed %v, but contained %v: %s", tt.body, allowed, contained(out), out)
 		}
 	}
 	// A hook whose header reaches the server late (a loaded machine, a
@@ -133,6 +140,22 @@ func TestServeResident(t *testing.T) {
 	}
 	if r := joule(t, nil, env, "receipts", "verify"); r.code != 0 {
 		t.Fatalf("verify: %+v", r)
+	}
+	// Opted out: the same server answers the --no-contain hook, which
+	// rewrites nothing and says so in the receipt.
+	r = jouleIn(t, ws, nil, env, "install", "claude-code", "--project", "--resident", "--no-contain")
+	b, _ = os.ReadFile(filepath.Join(ws, ".claude", "settings.local.json"))
+	json.Unmarshal(b, &settings)
+	h = settings.Hooks["PreToolUse"][0].Hooks[0]
+	if h.URL != "http://"+addr+"/hooks/claude-code/no-contain" || !strings.Contains(r.stdout, "warn not contained (--no-contain)") ||
+		!strings.Contains(r.stdout, "to contain them: joule install claude-code --project "+ws+" --resident\n") {
+		t.Fatalf("install --resident --no-contain: %s\n%+v", h.URL, r)
+	}
+	if status, out := post(tok, strings.Replace(event("go test ./..."), `"r1"`, `"r2"`, 1)); status != 200 || strings.TrimSpace(out) != "{}" {
+		t.Fatalf("--no-contain answered %d %s", status, out)
+	}
+	if r := joule(t, nil, env, "receipts", "show", "r2", "1"); !strings.Contains(r.stdout, "not contained: installed with --no-contain") {
+		t.Fatalf("the receipt of an uncontained allow does not say so:\n%s", r.stdout)
 	}
 	// Only loopback.
 	if r := joule(t, nil, env, "serve", "--addr", "0.0.0.0:7411"); r.code != 2 || !strings.Contains(r.stderr, "loopback") {

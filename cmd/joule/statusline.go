@@ -13,7 +13,10 @@ import (
 	"github.com/joulehook/joule/core/grant"
 	"github.com/joulehook/joule/core/identity"
 	"github.com/joulehook/joule/core/receipts"
+	"github.com/joulehook/joule/core/rule"
 	"github.com/joulehook/joule/core/store"
+	"github.com/joulehook/joule/plugins/claudecode"
+	"github.com/joulehook/joule/plugins/hook"
 )
 
 func init() {
@@ -33,9 +36,13 @@ func runStatusline(ctx context.Context, e *env, args []string) error {
 
 Reads Claude Code's status-line JSON on stdin and prints one short line for
 its session: the joules its receipts account for (split into measured,
-modelled and estimated), the gate's decisions allowed / denied, and the
-budget left on the active grant. It never fails loudly: a problem is printed
-as the line itself, since it runs on every refresh.`)
+modelled and estimated), the gate's decisions allowed / denied, the
+budget left on the active grant, and a warning when the install of
+Claude Code for its workspace does not contain the shell commands joule
+allows (--no-contain, an install from before containment was the
+default, a kernel without Landlock or user namespaces). It never fails
+loudly: a problem is printed as the line itself, since it runs on every
+refresh.`)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -54,6 +61,10 @@ func statusLine(ctx context.Context, r io.Reader) (line string) {
 	}()
 	var in struct {
 		SessionID string `json:"session_id"`
+		Cwd       string `json:"cwd"`
+		Workspace struct {
+			ProjectDir string `json:"project_dir"`
+		} `json:"workspace"`
 	}
 	b, err := io.ReadAll(io.LimitReader(r, 1<<20))
 	if err != nil || json.Unmarshal(b, &in) != nil || in.SessionID == "" {
@@ -96,7 +107,58 @@ func statusLine(ctx context.Context, r io.Reader) (line string) {
 		parts = append(parts, fmt.Sprintf("%d of %d calls fitted to the budget", st.fitted, st.calls))
 	}
 	parts = append(parts, budgetLeft(ctx, ep, in.SessionID))
+	dir := in.Workspace.ProjectDir
+	if dir == "" {
+		dir = in.Cwd
+	}
+	if w := containWarning(ep.home, dir); w != "" {
+		parts = append(parts, w)
+	}
 	return "joule " + strings.Join(parts, " │ ")
+}
+
+// containWarning is the status line's warning when the install of Claude
+// Code that serves dir (the innermost project install around it, else the
+// user's), as $JOULE_HOME's record of installs has it, leaves the shell
+// commands joule allows less than fully contained; "" when it does not,
+// or when there is no record to go by.
+func containWarning(home, dir string) string {
+	recs, err := hook.LoadRecords(home)
+	if err != nil {
+		return ""
+	}
+	var rec *hook.Record
+	for i, r := range recs {
+		if r.Host != claudecode.Host {
+			continue
+		}
+		switch {
+		case r.Project == "":
+			if rec == nil {
+				rec = &recs[i]
+			}
+		case dir != "" && rule.Within(dir, r.Project) && (rec == nil || len(r.Project) > len(rec.Project)):
+			rec = &recs[i]
+		}
+	}
+	if rec == nil {
+		return ""
+	}
+	switch rec.Contain {
+	case hook.NoContain:
+		return "⚠ not contained (--no-contain)"
+	case hook.Contained:
+	default:
+		return "⚠ not contained (an install from before containment: joule doctor)"
+	}
+	abi, namespaces := sandboxState()
+	switch {
+	case abi == 0:
+		return "⚠ not contained: no Landlock here"
+	case !namespaces:
+		return "⚠ Landlock alone: no user namespaces"
+	}
+	return ""
 }
 
 func sessionStatsOf(ctx context.Context, ep *endpoint, session string) (sessionStats, error) {

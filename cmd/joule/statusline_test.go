@@ -37,3 +37,56 @@ func TestStatusline(t *testing.T) {
 		}
 	}
 }
+
+// TestStatuslineContainment: the status line warns when the install of
+// Claude Code for its workspace, as the record of installs has it, does
+// not contain the shell commands joule allows, or contains them less than
+// fully on this machine; a contained install adds nothing.
+func TestStatuslineContainment(t *testing.T) {
+	env, ws := initHome(t)
+	status := []byte(fmt.Sprintf(`{"session_id":"sc","cwd":%q,"workspace":{"current_dir":%q,"project_dir":%q}}`, ws+"/src", ws+"/src", ws))
+	line := func(env []string) string {
+		r := joule(t, status, env, "statusline")
+		if r.code != 0 || strings.Count(r.stdout, "\n") != 1 {
+			t.Fatalf("%+v", r)
+		}
+		return r.stdout
+	}
+	if got := line(env); strings.Contains(got, "⚠") {
+		t.Errorf("no install: %q", got)
+	}
+	home := strings.TrimPrefix(env[0], "JOULE_HOME=")
+	for _, tc := range []struct {
+		flags []string
+		env   []string
+		want  string
+	}{
+		{nil, nil, ""},
+		{nil, []string{"JOULE_EXEC_LANDLOCK_ONLY=1"}, "⚠ Landlock alone: no user namespaces"},
+		{nil, []string{"JOULE_EXEC_SIMULATE_NO_LANDLOCK=1"}, "⚠ not contained: no Landlock here"},
+		{[]string{"--no-contain"}, nil, "⚠ not contained (--no-contain)"},
+		{[]string{"legacy"}, nil, "⚠ not contained (an install from before containment: joule doctor)"},
+	} {
+		if len(tc.flags) == 1 && tc.flags[0] == "legacy" {
+			jouleIn(t, ws, nil, env, "install", "claude-code", "--project", "--no-contain")
+			legacy(t, home, "claude-code", ws)
+		} else if r := jouleIn(t, ws, nil, env, append([]string{"install", "claude-code", "--project"}, tc.flags...)...); r.code != 0 {
+			t.Fatalf("install %v: %+v", tc.flags, r)
+		}
+		got := line(append(env[:len(env):len(env)], tc.env...))
+		if tc.want == "" && strings.Contains(got, "⚠") || tc.want != "" && !strings.HasSuffix(strings.TrimSpace(got), "│ "+tc.want) {
+			t.Errorf("%v %v: %q, want %q", tc.flags, tc.env, got, tc.want)
+		}
+	}
+	// A user install serves a workspace no project install covers.
+	other := t.TempDir()
+	jouleIn(t, other, nil, env, "install", "claude-code", "--user", "--no-contain")
+	elsewhere := []byte(fmt.Sprintf(`{"session_id":"sc","cwd":%q}`, other))
+	if got := joule(t, elsewhere, env, "statusline").stdout; !strings.Contains(got, "⚠ not contained (--no-contain)") {
+		t.Errorf("user install: %q", got)
+	}
+	jouleIn(t, ws, nil, env, "install", "claude-code", "--project")
+	if got := line(env); strings.Contains(got, "⚠") {
+		t.Errorf("the contained project install does not win over the user's: %q", got)
+	}
+}

@@ -28,6 +28,16 @@ type Containment struct {
 	// which loads the grant itself.
 	Runner    string
 	PolicyDir string
+	// LandlockOnly says contained commands get Landlock alone, without the
+	// user, mount and PID namespaces (they are off here, or
+	// sandbox.LandlockOnlyEnv chooses it): each contained verdict's reason
+	// says so, with what that leaves open.
+	LandlockOnly bool
+	// Off, when set, says why this install's commands are not contained
+	// although its host could rewrite them ("installed with --no-contain"):
+	// nothing is rewritten, and each allowed Bash verdict's reason says
+	// "not contained: " and Off.
+	Off string
 }
 
 // contain rewrites an allowed Bash verdict. Without Landlock the verdict
@@ -42,6 +52,10 @@ func (c *Containment) contain(ev *Event, v Verdict) (Verdict, json.RawMessage) {
 // PolicyDir.
 func (c *Containment) rewrite(ev *Event, v Verdict, p *Policy) (Verdict, json.RawMessage) {
 	if c == nil || ev.Tool != "Bash" || v.Decision != Allow {
+		return v, nil
+	}
+	if c.Off != "" {
+		v.Reason += "; not contained: " + c.Off + ", so analysis alone decided"
 		return v, nil
 	}
 	if c.ABI <= 0 {
@@ -85,9 +99,16 @@ func (c *Containment) rewrite(ev *Event, v Verdict, p *Policy) (Verdict, json.Ra
 		return v, nil
 	}
 	v.Decision = Rewrite
-	v.Reason = fmt.Sprintf("%s; contained: runs under joule exec (%s)", v.Reason, sandbox.Mode(c.ABI, net))
+	v.Reason = fmt.Sprintf("%s; contained: runs under joule exec (%s)", v.Reason, sandbox.ModeOf(c.ABI, net, !c.LandlockOnly))
+	if c.LandlockOnly {
+		v.Reason += "; warning: " + LandlockOnlyWarning
+	}
 	return v, in
 }
+
+// LandlockOnlyWarning is what a receipt, joule install and joule doctor say
+// where contained commands get Landlock alone.
+const LandlockOnlyWarning = "weaker containment: no user namespaces here (or " + sandbox.LandlockOnlyEnv + "=1), so Landlock alone confines the command"
 
 // wrapperPrefix is how contain starts a rewritten line, up to the flags.
 func (c *Containment) wrapperPrefix(session string) string {
@@ -165,7 +186,7 @@ func (c *Containment) unwrapPolicy(line string) (string, bool) {
 // what the line does, and a line that arrives wrapped is wrapped afresh,
 // with the gate's own flags. Anything else is returned as it is.
 func (c *Containment) unwrap(ev *Event) *Event {
-	if c == nil || ev.Tool != "Bash" {
+	if c == nil || c.Off != "" || ev.Tool != "Bash" {
 		return ev
 	}
 	m, err := ev.inputFields()

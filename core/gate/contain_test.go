@@ -1,11 +1,14 @@
 package gate
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/joulehook/joule/core/grant"
 	"github.com/joulehook/joule/core/sandbox"
@@ -154,4 +157,111 @@ func TestContainPolicy(t *testing.T) {
 	if l := commandOf(t, in); !strings.HasPrefix(l, `'/opt/joule/joule' exec --session 's' -- `) {
 		t.Fatalf("with an unwritable policy directory: %s", l)
 	}
+}
+
+// TestContainNotices: a contained verdict says in its reason (so its
+// receipt) when Landlock alone confines the command, and an install that
+// opted out says it is not contained, rewriting nothing and leaving the
+// rest as it is.
+func TestContainNotices(t *testing.T) {
+	allow := Verdict{Decision: Allow, Code: CodeAllowed, Reason: "granted"}
+	for _, tc := range []struct {
+		name       string
+		c          *Containment
+		decision   string
+		says, not  string
+		unwrapsOwn bool
+	}{
+		{"namespaces", &Containment{Exe: "/j", ABI: 7}, Rewrite, "; contained: runs under joule exec (landlock ABI 7 and user, mount and PID namespaces, network off", "warning", true},
+		{"landlock only", &Containment{Exe: "/j", ABI: 7, LandlockOnly: true}, Rewrite,
+			"; contained: runs under joule exec (landlock ABI 7, network off (best effort: file modes, owners and times outside the writable trees can be changed", "namespaces, network", true},
+		{"no-contain", &Containment{Off: "installed with --no-contain"}, Allow, "granted; not contained: installed with --no-contain, so analysis alone decided", "contained: runs", false},
+		{"no-contain beats no landlock", &Containment{Off: "installed with --no-contain", Fallback: false}, Allow, "not contained: installed with --no-contain", "Landlock", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, in := tc.c.contain(bashEvent("s", "ls"), allow)
+			if v.Decision != tc.decision || !strings.Contains(v.Reason, tc.says) || strings.Contains(v.Reason, tc.not) {
+				t.Fatalf("%+v", v)
+			}
+			if (in != nil) != (tc.decision == Rewrite) {
+				t.Fatalf("input %s for a %s", in, v.Decision)
+			}
+			if tc.c.LandlockOnly && !strings.HasSuffix(v.Reason, "; warning: "+LandlockOnlyWarning) {
+				t.Errorf("no warning: %s", v.Reason)
+			}
+			// A line in the form containment writes is judged as it is
+			// when this install does not contain.
+			line := `'/j' exec --session 's' -- /bin/bash -c 'ls'`
+			if got := commandOf(t, tc.c.unwrap(bashEvent("s", line)).Input); (got == "ls") != tc.unwrapsOwn {
+				t.Errorf("unwrap of %q: %q", line, got)
+			}
+			// Denies stay denies, with nothing added.
+			if d, _ := tc.c.contain(bashEvent("s", "ls"), deny(CodeNotGranted, "no")); d.Reason != "no" {
+				t.Errorf("a deny's reason became %q", d.Reason)
+			}
+		})
+	}
+}
+
+// TestContainedDecider: gate.Contained decides with its own containment,
+// the gate's own left as it was, so that one resident gate serves hooks of
+// every mode at once.
+func TestContainedDecider(t *testing.T) {
+	ctx := context.Background()
+	big := liveGrant()
+	big.BudgetUJ = 1_000_000
+	g, ws := storeGate(t, big, nil)
+	ev := func(seq int) *Event {
+		e := bashEvent(fmt.Sprint("c", seq), "go test ./...")
+		e.Cwd = ws
+		return e
+	}
+	plain := g.Decide(ctx, ev(1))
+	contained := Contained{Gate: g, C: &Containment{Exe: "/j", ABI: 7}}.Decide(ctx, ev(2))
+	off := Contained{Gate: g, C: &Containment{Off: "installed with --no-contain"}}.DecideNoAsk(ctx, ev(3), "host")
+	again := g.Decide(ctx, ev(4))
+	if g.Contain != nil || plain.Decision != Allow || again.Decision != Allow || again.Reason != plain.Reason {
+		t.Errorf("the gate's own decisions changed: %+v %+v", plain, again)
+	}
+	if contained.Decision != Rewrite || !strings.Contains(string(contained.UpdatedInput), `'/j' exec --session 'c2'`) {
+		t.Errorf("contained: %+v", contained)
+	}
+	if off.Decision != Allow || off.Reason != plain.Reason+"; not contained: installed with --no-contain, so analysis alone decided" {
+		t.Errorf("opted out: %+v", off)
+	}
+}
+
+// BenchmarkGateContained is BenchmarkGateFiveCommands' whole decision,
+// sealed, with the default install's containment (the rewrite to
+// joule-exec with the decision's policy, written once, content-addressed)
+// beside the same decision without, interleaved in one loop:
+// contained-x-plain is what containment adds to a decision.
+func BenchmarkGateContained(b *testing.B) {
+	g := liveGrant()
+	g.Allow = testAllow
+	g.Ask, g.Deny = testAsk, testDeny
+	g.BudgetUJ = 1 << 60
+	gt, ws := storeGate(b, g, nil)
+	c := Contained{Gate: gt, C: &Containment{Exe: "/opt/joule/joule", ABI: 7, Runner: "/opt/joule/joule-exec", PolicyDir: filepath.Join(b.TempDir(), "policy")}}
+	raw, _ := json.Marshal(map[string]any{"session_id": "s", "tool": "Bash", "cwd": ws,
+		"input": map[string]any{"command": "go build ./... && go test ./... | grep -v ok; git status; echo done"}})
+	ctx := context.Background()
+	var plain, contained time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		ev, _ := ParseEvent(raw)
+		if r := gt.Decide(ctx, ev); r.Decision != Allow {
+			b.Fatalf("%+v", r)
+		}
+		mid := time.Now()
+		ev, _ = ParseEvent(raw)
+		if r := c.Decide(ctx, ev); r.Decision != Rewrite || !strings.Contains(string(r.UpdatedInput), "joule-exec' --policy ") {
+			b.Fatalf("%+v", r)
+		}
+		plain, contained = plain+mid.Sub(start), contained+time.Since(mid)
+	}
+	b.ReportMetric(float64(plain.Microseconds())/float64(b.N), "plain-µs/op")
+	b.ReportMetric(float64(contained.Microseconds())/float64(b.N), "contained-µs/op")
+	b.ReportMetric(float64(contained)/float64(plain), "contained-x-plain")
 }

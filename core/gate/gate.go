@@ -95,7 +95,7 @@ func (g *Gate) DecideJSON(ctx context.Context, b []byte) Result {
 }
 
 // Decide decides one parsed event and seals the decision.
-func (g *Gate) Decide(ctx context.Context, ev *Event) Result { return g.decide(ctx, ev, "") }
+func (g *Gate) Decide(ctx context.Context, ev *Event) Result { return g.decide(ctx, ev, "", g.Contain) }
 
 // DecideNoAsk is Decide for a host that cannot put an ask to a person for
 // this call (JouleHook §3.2): an ask verdict is sealed as the deny the host
@@ -104,10 +104,31 @@ func (g *Gate) DecideNoAsk(ctx context.Context, ev *Event, host string) Result {
 	if host == "" {
 		host = "this host"
 	}
-	return g.decide(ctx, ev, host)
+	return g.decide(ctx, ev, host, g.Contain)
 }
 
-func (g *Gate) decide(ctx context.Context, ev *Event, cannotAsk string) Result {
+// Contained is a Gate deciding with C as its containment in place of the
+// Gate's own: one resident gate serves hooks installed with and without
+// it, each request in its own mode.
+type Contained struct {
+	*Gate
+	C *Containment
+}
+
+// Decide is Gate.Decide with c.C.
+func (c Contained) Decide(ctx context.Context, ev *Event) Result {
+	return c.Gate.decide(ctx, ev, "", c.C)
+}
+
+// DecideNoAsk is Gate.DecideNoAsk with c.C.
+func (c Contained) DecideNoAsk(ctx context.Context, ev *Event, host string) Result {
+	if host == "" {
+		host = "this host"
+	}
+	return c.Gate.decide(ctx, ev, host, c.C)
+}
+
+func (g *Gate) decide(ctx context.Context, ev *Event, cannotAsk string, contain *Containment) Result {
 	chain, err := g.ActiveChain(ctx, ev.SessionID)
 	if err != nil {
 		code := CodeNoActiveGrant
@@ -129,12 +150,12 @@ func (g *Gate) decide(ctx context.Context, ev *Event, cannotAsk string) Result {
 		return g.seal(ctx, ev, ev.Input, deny(CodeGrantInvalid, "%v", err), chain)
 	}
 	sent := ev.Input // the receipt digests what the host sent
-	ev = g.Contain.unwrap(ev)
+	ev = contain.unwrap(ev)
 	v := Decide(ev, policy)
 	if v.Decision == Ask && cannotAsk != "" {
 		v = deny(v.Code, "the grant says to ask a person, but %s cannot ask from a hook, so joule denies: %s", cannotAsk, v.Reason)
 	}
-	v, updated := g.Contain.rewrite(ev, v, policy)
+	v, updated := contain.rewrite(ev, v, policy)
 	res := g.seal(ctx, ev, sent, v, chain)
 	if res.Decision == Rewrite {
 		res.UpdatedInput = updated

@@ -49,13 +49,18 @@ const rootGap = "the number of processes is not bounded (the kernel does not app
 
 // Mode describes the containment a command gets, for receipts and
 // messages: "landlock ABI 7, network off", or "none" without Landlock.
-func Mode(abi int, net bool) string {
+func Mode(abi int, net bool) string { return ModeOf(abi, net, NamespacesAvailable()) }
+
+// ModeOf is Mode for the construction the caller knows a command gets:
+// with namespaces, or by Landlock alone (where user namespaces are off, or
+// LandlockOnlyEnv chooses it).
+func ModeOf(abi int, net, namespaces bool) string {
 	if abi <= 0 {
 		return "none"
 	}
 	s := fmt.Sprintf("landlock ABI %d, network %s", abi, map[bool]string{true: "on", false: "off"}[net])
 	m := Missing(abi, net)
-	if NamespacesAvailable() {
+	if namespaces {
 		s = fmt.Sprintf("landlock ABI %d and user, mount and PID namespaces, network %s", abi, map[bool]string{true: "on", false: "off"}[net])
 		if os.Getuid() == 0 {
 			m = append(m, rootGap)

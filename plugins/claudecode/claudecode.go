@@ -73,7 +73,7 @@ func (Adapter) Answer(call *hook.Call, res gate.Result) hook.Output {
 		switch {
 		case res.Decision == gate.Allow, res.Decision == gate.Ask:
 			return hook.Output{} // the dialog is shown as usual
-		case res.Decision == gate.Rewrite && sameCommand(call.Input, res.UpdatedInput):
+		case res.Decision == gate.Rewrite && hook.SameCommand(call.Input, res.UpdatedInput):
 			// The contained command PreToolUse handed back, judged again
 			// by its inner line: the user approves what will run.
 			return hook.Output{}
@@ -101,15 +101,4 @@ func (Adapter) Answer(call *hook.Call, res gate.Result) hook.Output {
 		res = hook.Deny(gate.CodeInternal, "unknown gate decision "+res.Decision)
 	}
 	return hook.Output{Stdout: hook.Marshal(hookOutput{&specific{HookEventName: PreToolUse, PermissionDecision: gate.Deny, PermissionDecisionReason: hook.Reason(res)}})}
-}
-
-// sameCommand reports whether two Bash inputs run the same command line.
-func sameCommand(a, b json.RawMessage) bool {
-	var x, y struct {
-		Command *string `json:"command"`
-	}
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil || x.Command == nil || y.Command == nil {
-		return false
-	}
-	return *x.Command == *y.Command
 }

@@ -73,21 +73,12 @@ const (
 // onFailure: block (sh: not found, exit 127), never let through.
 func Command(s hook.Scope) string {
 	if s.Project != "" {
-		switch {
-		case s.Contain:
-			return `"${` + EnvJoule + `:-joule}" hook ` + Host + " --contain"
-		case s.Client != "":
-			return `"${` + EnvClient + `:-joule-hook}" ` + Host
+		if s.Client != "" {
+			return `"${` + EnvClient + `:-joule-hook}" ` + Host + s.Contain.Flag()
 		}
-		return `"${` + EnvJoule + `:-joule}" hook ` + Host
+		return `"${` + EnvJoule + `:-joule}" hook ` + Host + s.Contain.Flag()
 	}
-	cmd := hook.Command(s, Host)
-	if s.Contain {
-		// Containment is decided in-process: the thin client carries no
-		// flags to the resident gate.
-		cmd = hook.ShellQuote(s.Joule) + " hook " + Host + " --contain"
-	}
-	return guard.Line(s, Host, cmd)
+	return guard.Line(s, Host, hook.Command(s, Host))
 }
 
 // guard adds only the JOULE_HOME: with onFailure: block Claude Code blocks
@@ -169,7 +160,7 @@ func isOurs(h any) bool {
 	}
 	cmd, _ := m["command"].(string)
 	url, _ := m["url"].(string)
-	return hook.IsJouleLine(strings.TrimSuffix(cmd, " --contain"), Host) || strings.HasSuffix(url, "/hooks/"+Host)
+	return hook.IsJouleLine(cmd, Host) || hook.IsResidentURL(url, Host)
 }
 
 func statusCommand(s hook.Scope) string {
@@ -408,7 +399,8 @@ func (Installer) Check(s hook.Scope) []hook.Finding {
 	}
 	if s.Resident != nil {
 		client := http.Client{Timeout: 2 * time.Second}
-		resp, err := client.Get(strings.TrimSuffix(s.Resident.URL, "/hooks/"+Host) + "/healthz")
+		base, _, _ := strings.Cut(s.Resident.URL, "/hooks/")
+		resp, err := client.Get(base + "/healthz")
 		if err == nil {
 			resp.Body.Close()
 		}

@@ -333,6 +333,14 @@ func rewritten(call *hook.Call, res gate.Result) (json.RawMessage, bool) {
 	return in, err == nil
 }
 
+// CanRewrite implements hook.RewriteLimiter: only the SDK's run_commands
+// (tool_call) takes a replaced command back; a shell call of the VS Code
+// extension's shape is decided without containment, and its receipt says
+// so.
+func (Adapter) CanRewrite(call *hook.Call) bool {
+	return call.Event == nil || call.Event.Tool != "Bash" || call.Input != nil
+}
+
 // CanAsk implements hook.AskLimiter: Cline's review flag has no effect on
 // file hooks, so it never asks.
 func (Adapter) CanAsk(*hook.Call) bool { return false }

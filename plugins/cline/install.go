@@ -82,13 +82,7 @@ func guard() hook.Guard {
 // process that outlives the CLI and keeps another environment, so the
 // script carries the JOULE_HOME it was installed with (Scope.JouleHome).
 func script(s hook.Scope) []byte {
-	run := hook.Command(s, Host)
-	if s.Contain {
-		// Containment is decided in-process: the thin client carries no
-		// --contain.
-		run = hook.ShellQuote(s.Joule) + " hook " + Host + " --contain"
-	}
-	return guard().Script(s, Host, run, "joule gate: decides every Cline tool call from the active grant (joule install cline)")
+	return guard().Script(s, Host, hook.Command(s, Host), "joule gate: decides every Cline tool call from the active grant (joule install cline)")
 }
 
 func isOurs(b []byte) bool {

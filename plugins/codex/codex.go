@@ -108,6 +108,11 @@ func (Adapter) Answer(call *hook.Call, res gate.Result) hook.Output {
 		if res.Decision == gate.Allow || res.Decision == gate.Ask {
 			return hook.Output{} // Codex shows its own approval prompt
 		}
+		if res.Decision == gate.Rewrite && hook.SameCommand(call.Input, res.UpdatedInput) {
+			// The contained line PreToolUse handed back, judged again by
+			// its inner line: the user approves what will run.
+			return hook.Output{}
+		}
 		res = hook.NoRewrite(Host, res)
 		return hook.Output{Stdout: hook.Marshal(output{specific{HookEventName: PermissionRequest, Decision: &behavior{Behavior: gate.Deny, Message: hook.Reason(res)}}})}
 	}

@@ -60,13 +60,7 @@ const limit = "25"
 
 // Command is the hook command line an install writes for s.
 func Command(s hook.Scope) string {
-	target := hook.Command(s, Host)
-	if s.Contain {
-		// Containment is decided in-process: the thin client carries no
-		// flags to the resident gate.
-		target = hook.ShellQuote(s.Joule) + " hook " + Host + " --contain"
-	}
-	return guard.Line(s, Host, target)
+	return guard.Line(s, Host, hook.Command(s, Host))
 }
 
 // handler is the command handler an install writes for s.
@@ -75,11 +69,11 @@ func handler(s hook.Scope) map[string]any {
 }
 
 // isOurs recognises a handler joule wrote, with or without the fail-closed
-// wrapper and --contain, wherever the binary lived.
+// wrapper, in any containment mode, wherever the binary lived.
 func isOurs(h any) bool {
 	m, _ := h.(map[string]any)
 	cmd, _ := m["command"].(string)
-	return hook.IsJouleLine(strings.TrimSuffix(strings.TrimSpace(cmd), " --contain"), Host)
+	return hook.IsJouleLine(cmd, Host)
 }
 
 // Plan implements hook.Installer.

@@ -22,7 +22,7 @@ func TestCheckTrust(t *testing.T) {
 	os.MkdirAll(proj, 0o755)
 	joule := filepath.Join(dir, "joule")
 	os.WriteFile(joule, []byte("#!/bin/sh\n"), 0o755)
-	s := hook.Scope{Project: proj, Home: dir, Joule: joule}
+	s := hook.Scope{Project: proj, Home: dir, Joule: joule, Contain: hook.NoContain}
 	todos := func() []string {
 		var out []string
 		for _, f := range (Installer{}).Check(s) {
@@ -56,9 +56,9 @@ func TestCheckTrust(t *testing.T) {
 	if !strings.Contains(string(cfg), `[projects."`+proj+`"]`) || strings.Count(string(cfg), "trusted_hash") != 2 {
 		t.Fatalf("config.toml:\n%s", cfg)
 	}
-	// --contain changes the command, so the hash: the old trust is stale
-	// until --trust runs again.
-	s.Trust, s.Contain = false, true
+	// Switching containment on changes the command, so the hash: the old
+	// trust is stale until --trust runs again.
+	s.Trust, s.Contain = false, hook.Contained
 	apply(s, false)
 	if got := strings.Join(todos(), "\n"); strings.Count(got, "for an older command") != 2 {
 		t.Fatalf("a changed command should make the trust stale:\n%s", got)
@@ -66,7 +66,7 @@ func TestCheckTrust(t *testing.T) {
 	s.Trust = true
 	apply(s, false)
 	if got := todos(); len(got) != 0 {
-		t.Fatalf("after --contain --trust: %q", got)
+		t.Fatalf("after a contained --trust: %q", got)
 	}
 	// A handler written before the wrapper is found, replaced on install,
 	// and flagged until then.
@@ -99,7 +99,7 @@ func TestHungJouleIsABlock(t *testing.T) {
 	dir := t.TempDir()
 	joule := filepath.Join(dir, "joule")
 	os.WriteFile(joule, []byte("#!/bin/sh\nexec sleep 60\n"), 0o755)
-	for _, s := range []hook.Scope{{Joule: joule}, {Joule: joule, Contain: true}} {
+	for _, s := range []hook.Scope{{Joule: joule}, {Joule: joule, Contain: hook.Contained}, {Joule: joule, Contain: hook.NoContain}} {
 		line := Command(s)
 		bound := " -k 2 " + limit + " "
 		if !strings.Contains(line, bound) || !guard.Guarded(Host, line) {
@@ -111,7 +111,7 @@ func TestHungJouleIsABlock(t *testing.T) {
 		start := time.Now()
 		out, _ := cmd.CombinedOutput()
 		if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), "joule deny (hook-failed)") {
-			t.Errorf("contain=%v: a hung joule gave (%d) %q, not Codex's block", s.Contain, code, out)
+			t.Errorf("contain=%q: a hung joule gave (%d) %q, not Codex's block", s.Contain, code, out)
 		}
 		if d := time.Since(start); d > 10*time.Second {
 			t.Errorf("the line took %v to give up", d)

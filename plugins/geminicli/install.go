@@ -46,13 +46,7 @@ func TrustedFoldersPath(home string) string {
 }
 
 // inner is the joule command the wrapper runs.
-func inner(s hook.Scope) string {
-	if s.Contain {
-		// Containment is decided in-process, as for Claude Code.
-		return hook.ShellQuote(s.Joule) + " hook " + Host + " --contain"
-	}
-	return hook.Command(s, Host)
-}
+func inner(s hook.Scope) string { return hook.Command(s, Host) }
 
 // Wrapper is the hook command joule install writes: Gemini CLI runs the
 // tool when a hook crashes, exits 1, prints nothing or garbage, or times
@@ -72,11 +66,12 @@ var guard = func() hook.Guard {
 func isJoule(v any) bool {
 	m, _ := v.(map[string]any)
 	cmd, _ := m["command"].(string)
-	if hook.IsJouleLine(strings.TrimSuffix(cmd, " --contain"), Host) {
+	if hook.IsJouleLine(cmd, Host) {
 		return true
 	}
 	return m["name"] == "joule" && strings.HasPrefix(cmd, "out=$(") && strings.Contains(cmd, "joule") &&
-		(strings.Contains(cmd, " "+Host+")") || strings.Contains(cmd, " "+Host+" --contain)"))
+		(strings.Contains(cmd, " "+Host+")") || strings.Contains(cmd, " "+Host+hook.Contained.Flag()+")") ||
+			strings.Contains(cmd, " "+Host+hook.NoContain.Flag()+")"))
 }
 
 // Plan implements hook.Installer.

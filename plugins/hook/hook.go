@@ -49,6 +49,15 @@ type AskLimiter interface {
 	CanAsk(call *Call) bool
 }
 
+// RewriteLimiter is implemented by adapters whose host can replace the
+// input of some calls only (Cline: its SDK's run_commands, not the VS Code
+// extension's execute_command). Run decides such a call without the
+// containment it could not carry, the receipt saying why, instead of
+// denying every command the gate allows.
+type RewriteLimiter interface {
+	CanRewrite(call *Call) bool
+}
+
 // Decider is the gate as an adapter needs it; *gate.Gate implements it.
 type Decider interface {
 	Decide(ctx context.Context, ev *gate.Event) gate.Result
@@ -83,6 +92,11 @@ func Run(ctx context.Context, a Adapter, d Decider, payload []byte) (out Output)
 	if err := call.Event.Validate(); err != nil {
 		ev := call.Event
 		return a.Answer(call, d.Refuse(ctx, ev.SessionID, ev.Tool, ev.Cwd, payload, gate.CodeMalformed, "joule cannot read this "+a.Host()+" hook payload: "+err.Error()))
+	}
+	if l, ok := a.(RewriteLimiter); ok && !l.CanRewrite(call) {
+		if c, ok := d.(gate.Contained); ok && c.C != nil && c.C.Off == "" {
+			d = gate.Contained{Gate: c.Gate, C: &gate.Containment{Off: a.Host() + " cannot replace this call's input from its hook"}}
+		}
 	}
 	if l, ok := a.(AskLimiter); ok && !l.CanAsk(call) {
 		return a.Answer(call, d.DecideNoAsk(ctx, call.Event, a.Host()))
@@ -214,6 +228,19 @@ func NoRewrite(host string, res gate.Result) gate.Result {
 	res.Decision = gate.Deny
 	res.Reason = fmt.Sprintf("the grant allows this action only rewritten, but %s cannot replace a tool's input from this hook, so joule denies: %s", host, res.Reason)
 	return res
+}
+
+// SameCommand reports whether two tool inputs carry the same command: a
+// permission request for the line a contained rewrite handed back, judged
+// again by its inner line, which the host's own dialog may then show.
+func SameCommand(a, b json.RawMessage) bool {
+	var x, y struct {
+		Command *string `json:"command"`
+	}
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil || x.Command == nil || y.Command == nil {
+		return false
+	}
+	return *x.Command == *y.Command
 }
 
 // Rename returns input with keys renamed (old → new), every other key kept:

@@ -27,9 +27,13 @@ type Scope struct {
 	// Resident, when set, wires the host's http hook to joule serve instead
 	// of a process per call (hosts that have one).
 	Resident *Resident
-	// Contain makes the hook rewrite allowed shell commands to run under
-	// joule exec, confined by the kernel (hosts that can rewrite).
-	Contain bool
+	// Contain is how the hook treats the shell commands the gate allows:
+	// Contain (the default where the host can rewrite them) runs them
+	// under joule exec, confined by the kernel; NoContain is an install
+	// that opted out; AnalysisOnly a host whose hook cannot replace a
+	// command. The hook line carries it (ContainMode.Flag), and the
+	// record of the install keeps it (Record.Contain).
+	Contain ContainMode
 	// Trust makes the install also perform the host's trust steps, where
 	// the host keeps them in a file a user may write: Gemini CLI's folder
 	// trust, Codex's project and per-hook trust.
@@ -65,6 +69,10 @@ type Change struct {
 type Finding struct {
 	OK   bool
 	Text string // what holds, or what the user still has to do
+	// Weak marks an OK finding that holds, but leaves the install weaker
+	// than joule's default (commands not contained, or contained by
+	// Landlock alone): it is printed as a warning, not as ok.
+	Weak bool
 }
 
 // Installer writes and checks one host's configuration.
@@ -501,9 +509,10 @@ func IsJouleCommand(host string) func(any) bool {
 }
 
 // IsJouleLine reports whether a hook command line runs joule for host,
-// through joule itself or through the thin client.
+// through joule itself or through the thin client, in any containment
+// mode.
 func IsJouleLine(cmd, host string) bool {
-	cmd = strings.TrimSpace(cmd)
+	cmd, _ = CutMode(strings.TrimSpace(cmd))
 	return strings.Contains(cmd, "joule") && (strings.HasSuffix(cmd, " hook "+host) ||
 		strings.HasSuffix(cmd, "joule-hook "+host) || strings.HasSuffix(cmd, "joule-hook' "+host) ||
 		strings.HasSuffix(cmd, `joule-hook" `+host) || strings.HasSuffix(cmd, `joule-hook}" `+host))
@@ -519,12 +528,14 @@ func ShellQuote(p string) string {
 }
 
 // Command is the hook command line that runs joule for host: the thin
-// client when it is installed, else joule hook itself.
+// client when it is installed, else joule hook itself, with the flag of
+// the install's containment mode (the thin client forwards it to the
+// resident gate).
 func Command(s Scope, host string) string {
 	if s.Client != "" {
-		return ShellQuote(s.Client) + " " + host
+		return ShellQuote(s.Client) + " " + host + s.Contain.Flag()
 	}
-	return ShellQuote(s.Joule) + " hook " + host
+	return ShellQuote(s.Joule) + " hook " + host + s.Contain.Flag()
 }
 
 // Executable checks that the joule binary a hook runs is there.

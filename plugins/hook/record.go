@@ -33,6 +33,10 @@ type Record struct {
 	// Trusted says an install performed the host's trust steps (--trust),
 	// which the uninstall takes back.
 	Trusted bool `json:"trusted,omitempty"`
+	// Contain is how the install's hook treats the shell commands the gate
+	// allows: the one record of it that the armed check, joule doctor and
+	// the status line read. "" is a record from before it was kept.
+	Contain ContainMode `json:"contain,omitempty"`
 }
 
 // FileState is one file as an install found it, and a digest of what it

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/joulehook/joule/plugins/hook"
 )
@@ -34,10 +35,9 @@ func PluginFor(joule string) []byte {
 // s has one.
 func pluginFor(s hook.Scope) []byte {
 	b := PluginFor(s.Joule)
-	if s.Contain {
-		// Containment is decided in-process: the thin client carries no
-		// flags to the resident gate.
-		return bytes.Replace(b, []byte("const CONTAIN = false"), []byte("const CONTAIN = true"), 1)
+	if f := strings.TrimSpace(s.Contain.Flag()); f != "" {
+		q, _ := json.Marshal(f)
+		b = bytes.Replace(b, []byte(`const MODE: string = ""`), []byte(`const MODE: string = `+string(q)), 1)
 	}
 	if s.Client == "" {
 		return b
@@ -94,10 +94,7 @@ func (Installer) Check(s hook.Scope) []hook.Finding {
 	b, err := os.ReadFile(pp)
 	switch {
 	case err == nil && bytes.Equal(b, pluginFor(s)):
-		text := "plugin " + pp + " runs " + s.Joule
-		if s.Contain {
-			text += " hook opencode --contain"
-		}
+		text := "plugin " + pp + " runs " + hook.Command(s, Host)
 		out = append(out, hook.Finding{OK: true, Text: text})
 	case err == nil && bytes.Contains(b, []byte(strconv.Quote(s.Joule))):
 		out = append(out, hook.Finding{Text: "the plugin at " + pp + " is not the one this install writes: run joule install again"})

@@ -10,9 +10,11 @@ import { spawn } from "node:child_process"
 // and of the thin hook client beside it (joule-hook) when it is installed.
 const JOULE_BIN = process.env.JOULE_BIN ?? "joule"
 const JOULE_HOOK = process.env.JOULE_HOOK_CLIENT ?? ""
-// joule install opencode --contain sets this: joule then rewrites the shell
-// commands it allows to run under joule exec, which only joule hook does.
-const CONTAIN = false
+// joule install opencode sets this to the install's containment flag: by
+// default the one that makes joule rewrite the shell commands it allows to
+// run under joule exec, or, for an install that opted out, the one that
+// makes every receipt say they were not contained.
+const MODE: string = ""
 const TIMEOUT_MS = Number(process.env.JOULE_HOOK_TIMEOUT_MS) > 0 ? Number(process.env.JOULE_HOOK_TIMEOUT_MS) : 30_000
 
 interface Answer {
@@ -23,12 +25,10 @@ interface Answer {
 
 function decide(payload: string): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const child =
-      JOULE_HOOK && !CONTAIN
-        ? spawn(JOULE_HOOK, ["opencode"], { stdio: ["pipe", "pipe", "pipe"] })
-        : spawn(JOULE_BIN, CONTAIN ? ["hook", "opencode", "--contain"] : ["hook", "opencode"], {
-            stdio: ["pipe", "pipe", "pipe"],
-          })
+    const mode = MODE ? [MODE] : []
+    const child = JOULE_HOOK
+      ? spawn(JOULE_HOOK, ["opencode", ...mode], { stdio: ["pipe", "pipe", "pipe"] })
+      : spawn(JOULE_BIN, ["hook", "opencode", ...mode], { stdio: ["pipe", "pipe", "pipe"] })
     let stdout = ""
     let stderr = ""
     const timer = setTimeout(() => {
@@ -62,8 +62,8 @@ export const JoulePlugin: Plugin = async ({ directory, worktree }) => ({
       throw new Error(answer.reason ?? "joule denied this call")
     }
     if (answer.args && typeof answer.args === "object") {
-      // A rewrite replaces the arguments (with --contain: the command, to
-      // run under joule exec): delete what is gone, set the rest. OpenCode
+      // A rewrite replaces the arguments (contained: the command, to run
+      // under joule exec): delete what is gone, set the rest. OpenCode
       // then checks its own permissions on what runs.
       for (const key of Object.keys(output.args ?? {})) delete output.args[key]
       Object.assign(output.args, answer.args)

@@ -201,7 +201,10 @@ func TestClineE2E(t *testing.T) {
 	}
 	w.api.Script(
 		runCommands("dd if=/dev/null of=denied.txt"),
-		runCommands("touch allowed.txt && echo ran > allowed.txt"),
+		// Contained (the default), in src: while a protected name is absent
+		// at the workspace root, no entry can be created there inside
+		// containment (docs/gate.md, "Containment").
+		runCommands("touch src/allowed.txt && echo ran > src/allowed.txt"),
 		hosttest.Turn{Calls: []hosttest.Call{{Name: "editor", Args: map[string]any{"path": "src/written.txt", "new_text": "written by the model\n"}}}},
 		// Shapes of run_commands input Cline runs (TestClineFailures shows
 		// it): an argv entry, and a command key that a valid commands
@@ -248,11 +251,11 @@ func TestClineE2E(t *testing.T) {
 		}
 	})
 	t.Run("allowed after the deny, same task", func(t *testing.T) {
-		b, err := os.ReadFile(filepath.Join(w.ws, "allowed.txt"))
+		b, err := os.ReadFile(filepath.Join(w.ws, "src", "allowed.txt"))
 		if err != nil || strings.TrimSpace(string(b)) != "ran" {
 			t.Fatalf("the allowed command did not run (%v, %q)", err, b)
 		}
-		if !strings.Contains(rs, "Bash: touch allowed.txt") {
+		if !strings.Contains(rs, "Bash: touch src/allowed.txt") || !strings.Contains(rs, " rewrite ") {
 			t.Fatal("the allow is not sealed")
 		}
 	})
@@ -460,16 +463,16 @@ func TestClineHookTimeout(t *testing.T) {
 	})
 }
 
-// TestClineContain: with joule install cline --contain an allowed
+// TestClineContain: with joule install cline (contained, the default) an allowed
 // run_commands call runs under joule exec (overrideInput carries the
 // rewritten command), so a grant with a bare Bash rule still has the
 // kernel refuse reading the steward key, changing the hook and writing
 // outside the workspace, while ordinary work runs.
 func TestClineContain(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, "--contain")
+	w := newWorld(t)
 	if !strings.Contains(w.installOut, "ok   containment: allowed run_commands calls run under joule exec (landlock ABI") {
-		t.Fatalf("install --contain:\n%s", w.installOut)
+		t.Fatalf("install:\n%s", w.installOut)
 	}
 	if r := w.run(w.joule, "grant", "issue", "--allow", "Read", "--allow", "Write", "--allow", "Bash", "--budget", "50J", "--workspace", w.ws, "--use"); r.code != 0 {
 		t.Fatalf("grant issue: %+v", r)

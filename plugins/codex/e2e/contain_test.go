@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// TestCodexContain runs joule install codex --contain against the real
-// CLI: an allowed shell command comes back from the hook as allow +
+// TestCodexContain runs joule install codex (contained, the default)
+// against the real CLI: an allowed shell command comes back from the hook as allow +
 // updatedInput running it under joule exec, so with a grant that lets
 // every command through analysis (Bash allowed outright: the analyser
 // switched off) the kernel still refuses what the grant does not cover,
@@ -22,14 +22,14 @@ func TestCodexContain(t *testing.T) {
 	if res := r.joule("grant", "issue", "--allow", "Read", "--allow", "Write", "--allow", "Bash", "--budget", "50J", "--workspace", r.ws, "--use"); res.code != 0 {
 		t.Fatalf("grant issue: %+v", res)
 	}
-	res := r.joule("install", "codex", "--project", r.ws, "--trust", "--contain")
+	res := r.joule("install", "codex", "--project", r.ws, "--trust")
 	if res.code != 0 || !strings.Contains(res.stdout, "ok   containment: allowed shell commands run under joule exec (landlock ABI") ||
-		!strings.Contains(res.stdout, "armed: every codex tool call") {
-		t.Fatalf("install --contain: %+v", res)
+		!strings.Contains(res.stdout, "armed: every codex tool call is decided by joule, and the shell commands it allows run contained by the kernel") {
+		t.Fatalf("install: %+v", res)
 	}
 	hooksJSON, _ := os.ReadFile(filepath.Join(r.ws, ".codex", "hooks.json"))
-	if !strings.Contains(string(hooksJSON), ` hook codex --contain"`) {
-		t.Fatalf("hooks.json has no --contain hook:\n%s", hooksJSON)
+	if !strings.Contains(string(hooksJSON), ` codex --contain"`) {
+		t.Fatalf("hooks.json has no contained hook:\n%s", hooksJSON)
 	}
 
 	t.Run("ordinary work runs contained", func(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 )
 
 // TestGeminiContainE2E runs the real Gemini CLI with joule installed by
-// `joule install gemini-cli --contain`, under a grant whose bare Bash rule
+// `joule install gemini-cli` (contained, the default), under a grant whose bare Bash rule
 // lets analysis allow any command: what is then stopped is stopped by the
 // kernel, under joule exec, inside the CLI's own run.
 func TestGeminiContainE2E(t *testing.T) {
@@ -18,14 +18,14 @@ func TestGeminiContainE2E(t *testing.T) {
 	if r := f.joule("grant", "issue", "--allow", "Read", "--allow", "Write", "--allow", "Bash", "--budget", "50J", "--workspace", f.ws, "--use"); r.code != 0 {
 		t.Fatalf("grant issue: %+v", r)
 	}
-	r := f.joule("install", "gemini-cli", "--project", "--trust", "--contain")
+	r := f.joule("install", "gemini-cli", "--project", "--trust")
 	if r.code != 0 || !strings.Contains(r.stdout, "ok   containment: allowed shell commands run under joule exec (landlock ABI") ||
-		!strings.Contains(r.stdout, "armed:") {
-		t.Fatalf("install --contain: %+v", r)
+		!strings.Contains(r.stdout, "armed: every gemini-cli tool call is decided by joule, and the shell commands it allows run contained by the kernel") {
+		t.Fatalf("install: %+v", r)
 	}
 	settings, _ := os.ReadFile(filepath.Join(f.ws, ".gemini", "settings.json"))
-	if !strings.Contains(string(settings), " hook gemini-cli --contain)") {
-		t.Fatalf("settings.json has no --contain hook:\n%s", settings)
+	if !strings.Contains(string(settings), " gemini-cli --contain)") {
+		t.Fatalf("settings.json has no contained hook:\n%s", settings)
 	}
 	key, _ := os.ReadFile(filepath.Join(f.jhome, "steward.key"))
 	// make is granted, and what a Makefile runs is the workspace's, which
@@ -111,9 +111,10 @@ func TestGeminiContainE2E(t *testing.T) {
 			t.Fatalf("joule was not asked first:\n%s", rs)
 		}
 
-		// The control: the same run uncontained, where the rule matches.
-		if r := f.joule("install", "gemini-cli", "--project", "--trust"); r.code != 0 {
-			t.Fatalf("install: %+v", r)
+		// The control: the same run uncontained (--no-contain), where the
+		// rule matches; the receipt says it was not contained.
+		if r := f.joule("install", "gemini-cli", "--project", "--trust", "--no-contain"); r.code != 0 || !strings.Contains(r.stdout, "warn not contained (--no-contain)") {
+			t.Fatalf("install --no-contain: %+v", r)
 		}
 		f.api.play(call{"run_shell_command", map[string]any{"command": "touch asked.txt"}})
 		g = f.gemini(nil, "-p", "do it")

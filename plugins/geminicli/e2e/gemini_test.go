@@ -60,7 +60,10 @@ func TestGeminiE2E(t *testing.T) {
 	}
 	f.api.play(
 		call{"run_shell_command", map[string]any{"command": "dd if=/dev/null of=denied.txt"}},
-		call{"run_shell_command", map[string]any{"command": "touch allowed.txt && echo ran > allowed.txt"}},
+		// Contained (the default), in src: while a protected name is absent
+		// at the workspace root, no entry can be created there inside
+		// containment (docs/gate.md, "Containment").
+		call{"run_shell_command", map[string]any{"command": "touch src/allowed.txt && echo ran > src/allowed.txt"}},
 		call{"write_file", map[string]any{"file_path": filepath.Join(f.ws, "src", "written.txt"), "content": "hi\n"}},
 		call{"mcp_joule_write_file", map[string]any{"path": "src/mcp.txt", "content": "via mcp\n"}},
 		call{"mcp_joule_run_command", map[string]any{"command": "dd if=/dev/null of=mcp-denied.txt"}},
@@ -85,7 +88,7 @@ func TestGeminiE2E(t *testing.T) {
 		}
 	})
 	t.Run("allowed", func(t *testing.T) {
-		if b, err := os.ReadFile(filepath.Join(f.ws, "allowed.txt")); err != nil || string(b) != "ran\n" {
+		if b, err := os.ReadFile(filepath.Join(f.ws, "src", "allowed.txt")); err != nil || string(b) != "ran\n" {
 			t.Fatalf("the allowed command did not run: %v %q; %s", err, b, res[1].text())
 		}
 	})
@@ -113,7 +116,7 @@ func TestGeminiE2E(t *testing.T) {
 	})
 	t.Run("sealed", func(t *testing.T) {
 		rs := f.receipts(t)
-		for _, want := range []string{"deny", "Bash: dd if=/dev/null of=denied.txt", "Bash: touch allowed.txt", "Write: " + filepath.Join(f.ws, "src", "written.txt"), "mcp__joule__write_file"} {
+		for _, want := range []string{"deny", "Bash: dd if=/dev/null of=denied.txt", " rewrite ", "Bash: touch src/allowed.txt", "Write: " + filepath.Join(f.ws, "src", "written.txt"), "mcp__joule__write_file"} {
 			if !strings.Contains(rs, want) {
 				t.Errorf("the receipts do not show %q", want)
 			}

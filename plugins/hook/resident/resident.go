@@ -115,18 +115,59 @@ const (
 	OpStop   = "stop"   // exit after answering
 )
 
+// Containment modes a hook line carries as a flag (joule-hook HOST
+// --contain, joule hook HOST --no-contain) and a request forwards: the
+// gate rewrites the shell commands it allows to run under joule-exec
+// (ModeContain), or says in each receipt that the install opted out
+// (ModeNoContain). "" is a line with neither flag.
+const (
+	ModeContain   = "contain"
+	ModeNoContain = "no-contain"
+)
+
+// ModeOf is the mode of a hook line's flag (--contain, --no-contain);
+// false for anything else.
+func ModeOf(flag string) (string, bool) {
+	switch flag {
+	case "--" + ModeContain:
+		return ModeContain, true
+	case "--" + ModeNoContain:
+		return ModeNoContain, true
+	}
+	return "", false
+}
+
+// ExecEnv are the variables that change what a contained command gets
+// (sandbox.LandlockOnlyEnv; joule exec's simulation of a kernel without
+// Landlock), and so what a contained decision's receipt says: a gate
+// whose own differ from the client's answers Mismatch. A test keeps them
+// equal to the names joule and joule-exec read.
+var ExecEnv = []string{"JOULE_EXEC_LANDLOCK_ONLY", "JOULE_EXEC_SIMULATE_NO_LANDLOCK"}
+
+// ExecEnvOf is the values of ExecEnv in one string, as getenv has them.
+func ExecEnvOf(getenv func(string) string) string {
+	var b []byte
+	for _, k := range ExecEnv {
+		b = append(b, getenv(k)...)
+		b = append(b, 0)
+	}
+	return string(b)
+}
+
 // Request is one frame from client to gate. The identity fields say which
 // store and configuration the client's environment selects; a gate whose
 // own differ answers Mismatch instead of deciding.
 type Request struct {
 	Op       string
 	Host     string
+	Contain  string // the hook line's containment mode (ModeContain, ModeNoContain or "")
 	Cwd      string // the hook's working directory (hosts that send none)
 	Home     string // $JOULE_HOME as resolved by the client
 	UserHome string // $HOME: the gate protects paths under it
 	Store    string // $JOULE_STORE
 	StoreSet bool   // whether $JOULE_STORE is set at all
 	Joule    string // the joule binary the client would fall back to ("" unknown)
+	ExecEnv  string // ExecEnvOf the client's environment
 	Payload  []byte
 }
 
@@ -146,7 +187,9 @@ type Response struct {
 }
 
 var (
-	reqMagic  = []byte("JHQ1")
+	// The request's magic names its fields: a gate or client of another
+	// version refuses the frame (the client then decides in-process).
+	reqMagic  = []byte("JHQ2")
 	respMagic = []byte("JHA1")
 )
 
@@ -181,7 +224,7 @@ func WriteRequest(w io.Writer, q *Request) error {
 	if q.StoreSet {
 		set = "1"
 	}
-	for _, f := range []string{q.Op, q.Host, q.Cwd, q.Home, q.UserHome, set, q.Store, q.Joule} {
+	for _, f := range []string{q.Op, q.Host, q.Contain, q.Cwd, q.Home, q.UserHome, set, q.Store, q.Joule, q.ExecEnv} {
 		putField(bw, []byte(f))
 	}
 	putField(bw, q.Payload)
@@ -197,8 +240,8 @@ func ReadRequest(r io.Reader) (*Request, error) {
 	if string(m[:]) != string(reqMagic) {
 		return nil, errors.New("not a joule-hook request (bad magic)")
 	}
-	var fs [8]string
-	names := [8]string{"op", "host", "cwd", "home", "user home", "store flag", "store", "joule"}
+	var fs [10]string
+	names := [10]string{"op", "host", "contain", "cwd", "home", "user home", "store flag", "store", "joule", "exec env"}
 	for i := range fs {
 		b, err := getField(r, maxField, names[i])
 		if err != nil {
@@ -210,7 +253,7 @@ func ReadRequest(r io.Reader) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Request{Op: fs[0], Host: fs[1], Cwd: fs[2], Home: fs[3], UserHome: fs[4], StoreSet: fs[5] == "1", Store: fs[6], Joule: fs[7], Payload: p}, nil
+	return &Request{Op: fs[0], Host: fs[1], Contain: fs[2], Cwd: fs[3], Home: fs[4], UserHome: fs[5], StoreSet: fs[6] == "1", Store: fs[7], Joule: fs[8], ExecEnv: fs[9], Payload: p}, nil
 }
 
 // WriteResponse frames a onto w.

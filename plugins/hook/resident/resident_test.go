@@ -48,14 +48,14 @@ newlines, ünïcode, ` + "\x01\u2028"} {
 }
 
 func TestFramesRoundTrip(t *testing.T) {
-	q := &resident.Request{Op: resident.OpHook, Host: "claude-code", Cwd: "/w", Home: "/h", UserHome: "/u", Store: "", StoreSet: true, Joule: "/bin/joule", Payload: []byte(`{"a":1}`)}
+	q := &resident.Request{Op: resident.OpHook, Host: "claude-code", Contain: resident.ModeContain, Cwd: "/w", Home: "/h", UserHome: "/u", Store: "", StoreSet: true, Joule: "/bin/joule", ExecEnv: "1\x00\x00", Payload: []byte(`{"a":1}`)}
 	var b bytes.Buffer
 	if err := resident.WriteRequest(&b, q); err != nil {
 		t.Fatal(err)
 	}
 	got, err := resident.ReadRequest(&b)
-	if err != nil || got.Op != q.Op || got.Host != q.Host || got.Cwd != q.Cwd || got.Home != q.Home || got.UserHome != q.UserHome ||
-		got.StoreSet != true || got.Joule != q.Joule || string(got.Payload) != string(q.Payload) {
+	if err != nil || (got.Op != q.Op || got.Host != q.Host || got.Contain != q.Contain || got.ExecEnv != q.ExecEnv || got.Cwd != q.Cwd || got.Home != q.Home || got.UserHome != q.UserHome ||
+		got.StoreSet != true || got.Joule != q.Joule || string(got.Payload) != string(q.Payload)) {
 		t.Fatalf("%+v %v", got, err)
 	}
 	a := &resident.Response{Kind: resident.Answer, Exit: 2, Stdout: []byte("out"), Stderr: []byte("err")}
@@ -71,8 +71,8 @@ func TestFrameErrors(t *testing.T) {
 	for name, in := range map[string][]byte{
 		"empty":     nil,
 		"bad magic": []byte("HTTP/1.1 GET /"),
-		"huge":      append([]byte("JHQ1"), 0xff, 0xff, 0xff, 0xff),
-		"truncated": []byte("JHQ1\x00\x00\x00\x05ho"),
+		"huge":      append([]byte("JHQ2"), 0xff, 0xff, 0xff, 0xff),
+		"truncated": []byte("JHQ2\x00\x00\x00\x05ho"),
 	} {
 		if _, err := resident.ReadRequest(bytes.NewReader(in)); err == nil {
 			t.Errorf("%s: accepted", name)
@@ -87,7 +87,7 @@ func FuzzReadRequest(f *testing.F) {
 	var b bytes.Buffer
 	resident.WriteRequest(&b, &resident.Request{Op: "hook", Host: "codex", Payload: []byte("{}")})
 	f.Add(b.Bytes())
-	f.Add([]byte("JHQ1"))
+	f.Add([]byte("JHQ2"))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		q, err := resident.ReadRequest(bytes.NewReader(in))
 		if err != nil {

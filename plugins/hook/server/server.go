@@ -61,6 +61,16 @@ type Config struct {
 	// Adapter is the hook adapter for host with the hook's working
 	// directory cwd; false for a host it does not know.
 	Adapter func(host, cwd string) (hook.Adapter, bool)
+	// Contain is the containment a request in mode (resident.ModeContain,
+	// resident.ModeNoContain) for host decides with, as joule hook HOST
+	// --contain or --no-contain would. A *ModeError is that command's
+	// usage error (a host that cannot rewrite); any other error is the
+	// host's deny. nil serves only requests of no mode.
+	Contain func(host, mode string) (*gate.Containment, error)
+	// ExecEnv is resident.ExecEnvOf the gate's environment: a hook request
+	// whose own differs is answered Mismatch, since what a contained
+	// command gets, and its receipt says, depends on it.
+	ExecEnv string
 	// Hosts lists the known hosts, for the answer to an unknown one.
 	Hosts string
 	// Version is what a status request reports as the gate's version.
@@ -433,14 +443,39 @@ func (r *Gate) answer(ctx context.Context, q *resident.Request) *resident.Respon
 	default:
 		return &resident.Response{Kind: resident.Answer, Exit: 2, Stderr: fmt.Appendf(nil, "joule gate: unknown request %q\n", q.Op)}
 	}
+	if q.ExecEnv != r.cfg.ExecEnv {
+		return &resident.Response{Kind: resident.Mismatch}
+	}
 	a, ok := r.cfg.Adapter(q.Host, q.Cwd)
 	if !ok {
 		return &resident.Response{Kind: resident.Answer, Exit: 2,
 			Stderr: fmt.Appendf(nil, "joule: hook: unknown host %q (hosts: %s)\n", q.Host, r.cfg.Hosts)}
 	}
-	out := decide(ctx, a, r.g, q.Payload)
+	var d hook.Decider = r.g
+	if q.Contain != "" {
+		if r.cfg.Contain == nil {
+			return &resident.Response{Kind: resident.Mismatch}
+		}
+		c, err := r.cfg.Contain(q.Host, q.Contain)
+		var bad *ModeError
+		switch {
+		case errors.As(err, &bad):
+			return &resident.Response{Kind: resident.Answer, Exit: 2, Stderr: fmt.Appendf(nil, "joule: %s\n", bad.Text)}
+		case err != nil:
+			out := hook.Fallback(a, nil, hook.Deny(gate.CodeInternal, err.Error()))
+			return &resident.Response{Kind: resident.Answer, Exit: out.Exit, Stdout: out.Stdout, Stderr: []byte(out.Stderr)}
+		}
+		d = gate.Contained{Gate: r.g, C: c}
+	}
+	out := decide(ctx, a, d, q.Payload)
 	return &resident.Response{Kind: resident.Answer, Exit: out.Exit, Stdout: out.Stdout, Stderr: []byte(out.Stderr)}
 }
+
+// ModeError is a request's containment mode that its host cannot have:
+// Text is the usage error joule hook prints for it.
+type ModeError struct{ Text string }
+
+func (e *ModeError) Error() string { return e.Text }
 
 // decide is hook.Run behind the same recover as joule hook.
 func decide(ctx context.Context, a hook.Adapter, d hook.Decider, payload []byte) (out hook.Output) {

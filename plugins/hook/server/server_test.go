@@ -327,7 +327,7 @@ func TestServeBadFrame(t *testing.T) {
 	h.start(t, h.config(log))
 	sock := filepath.Join(resident.Dir(h.dir), resident.SocketName)
 	var oversized bytes.Buffer
-	oversized.WriteString("JHQ1")
+	oversized.WriteString("JHQ2")
 	oversized.Write([]byte{0x7f, 0xff, 0xff, 0xff})
 	var cut bytes.Buffer
 	resident.WriteRequest(&cut, h.request(resident.OpHook, h.bash("s", "go test ./...")))

@@ -19,7 +19,9 @@ import (
 	"github.com/joulehook/joule/plugins/hook/hosttest"
 )
 
-func TestMain(m *testing.M) { os.Exit(hosttest.Main(m, "../../..")) }
+// joule-hook beside joule, as make build puts it: the plugin runs the thin
+// client, which forwards the install's containment mode to the resident gate.
+func TestMain(m *testing.M) { os.Exit(hosttest.Main(m, "../../..", "joule-hook")) }
 
 // opencodeBin finds the pinned CLI, asking its version once per run (a
 // start of the CLI is slow).
@@ -80,6 +82,8 @@ func newWorld(t *testing.T, installArgs ...string) *world {
 	if r := w.run("init", "--steward", "test.example", "--workspace", w.ws); r.code != 0 {
 		t.Fatalf("init: %+v", r)
 	}
+	// The resident gate joule-hook starts for this home.
+	t.Cleanup(func() { w.run("gate", "stop") })
 	// joule's own MCP tools are gated too: this grant lets one through.
 	if r := w.run("grant", "issue", "--template", "dev", "--allow", "mcp__joule__read_file", "--workspace", w.ws, "--use"); r.code != 0 {
 		t.Fatalf("grant issue: %+v", r)
@@ -227,7 +231,10 @@ func TestOpenCodeE2E(t *testing.T) {
 	os.WriteFile(filepath.Join(w.ws, "src", "hello.txt"), []byte("hello from the workspace\n"), 0o644)
 	w.api.Script(
 		bash("dd if=/dev/null of=denied.txt"),
-		bash("touch allowed.txt && echo ran > allowed.txt"),
+		// Contained (the default), in src: while a protected name is absent
+		// at the workspace root, no entry can be created there inside
+		// containment (docs/gate.md, "Containment").
+		bash("touch src/allowed.txt && echo ran > src/allowed.txt"),
 		hosttest.Turn{Calls: []hosttest.Call{{Name: "write", Args: map[string]any{"filePath": filepath.Join(w.ws, "src", "written.txt"), "content": "written by the model\n"}}}},
 		hosttest.Turn{Calls: []hosttest.Call{{Name: "joule_read_file", Args: map[string]any{"path": "src/hello.txt"}}}},
 		hosttest.Turn{Text: "all done"},
@@ -265,12 +272,12 @@ func TestOpenCodeE2E(t *testing.T) {
 		}
 	})
 	t.Run("allowed after the deny, same task", func(t *testing.T) {
-		b, err := os.ReadFile(filepath.Join(w.ws, "allowed.txt"))
+		b, err := os.ReadFile(filepath.Join(w.ws, "src", "allowed.txt"))
 		if err != nil || strings.TrimSpace(string(b)) != "ran" {
 			t.Fatalf("the allowed command did not run (%v, %q); tool result %q", err, b, w.toolResult(1))
 		}
-		if !strings.Contains(rs, "Bash: touch allowed.txt") {
-			t.Fatal("the allow is not sealed")
+		if !strings.Contains(rs, "Bash: touch src/allowed.txt") || !strings.Contains(rs, " rewrite ") {
+			t.Fatal("the contained allow is not sealed")
 		}
 	})
 	t.Run("write gated as a write", func(t *testing.T) {
@@ -333,7 +340,8 @@ func TestOpenCodeFailures(t *testing.T) {
 	sh.WriteString("esac\n")
 	os.WriteFile(bin, []byte(sh.String()), 0o755)
 	w.api.Script(append(turns, hosttest.Turn{Text: "all done"})...)
-	w.opencodeRun("JOULE_BIN="+bin, "JOULE_HOOK_TIMEOUT_MS=5000")
+	// The stand-in is both the client the plugin runs first and joule.
+	w.opencodeRun("JOULE_HOOK_CLIENT="+bin, "JOULE_BIN="+bin, "JOULE_HOOK_TIMEOUT_MS=5000")
 	for i, f := range failures {
 		t.Run(f.name, func(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(w.ws, fmt.Sprintf("fail%d.txt", i+1))); err == nil {
@@ -347,8 +355,8 @@ func TestOpenCodeFailures(t *testing.T) {
 	}
 }
 
-// TestOpenCodeContain installs with --contain under a grant whose bare Bash
-// rule lets analysis allow anything: what a Makefile's recipe then does
+// TestOpenCodeContain installs (contained, the default) under a grant whose
+// bare Bash rule lets analysis allow anything: what a Makefile's recipe then does
 // (which analysis cannot see) is stopped by the kernel, under joule exec,
 // while ordinary work runs.
 func TestOpenCodeContain(t *testing.T) {
@@ -357,9 +365,11 @@ func TestOpenCodeContain(t *testing.T) {
 	if r := w.run("grant", "issue", "--allow", "Read", "--allow", "Write", "--allow", "Bash", "--budget", "50J", "--workspace", w.ws, "--use"); r.code != 0 {
 		t.Fatalf("grant issue: %+v", r)
 	}
-	w.install("--contain")
-	if !strings.Contains(w.installOut, "ok   containment: allowed bash commands run under joule exec (landlock ABI") {
-		t.Fatalf("install --contain:\n%s", w.installOut)
+	w.install()
+	// Through the thin client, which forwards --contain to the resident gate.
+	if !strings.Contains(w.installOut, "ok   containment: allowed bash commands run under joule exec (landlock ABI") ||
+		!strings.Contains(w.installOut, "joule-hook opencode --contain\n") {
+		t.Fatalf("install:\n%s", w.installOut)
 	}
 	plugin, _ := os.ReadFile(filepath.Join(w.ws, ".opencode", "plugins", "joule.ts"))
 	key, _ := os.ReadFile(filepath.Join(w.home, "steward.key"))
