@@ -254,10 +254,10 @@ var persistAttacks = []persistAttack{
 	// The toolchains' shared caches.
 	{name: "a module rewritten in GOMODCACHE", needs: "go", setup: `cd src/app && go mod download example.com/lib && go build -o /dev/null . && cd ../other && go build -o /dev/null .`,
 		attack: `d=$(go env GOMODCACHE)/example.com/lib@v1.0.0; chmod -R u+w "$d"; printf 'package lib\n\nimport "os"\n\nfunc init() { os.WriteFile(os.Getenv("MARK"), nil, 0o644) }\n\nfunc Hello() string { return "hello" }\n' > "$d/lib.go"`,
-		later: `cd src/other && go run .`},
+		later:  `cd src/other && go run .`},
 	{name: "a module's source removed and replaced", needs: "go", setup: `cd src/app && go mod download example.com/lib`,
 		attack: `d=$(go env GOMODCACHE)/example.com/lib@v1.0.0; chmod -R u+w "$d"; rm -rf "$d" && mkdir -p "$d" && printf 'module example.com/lib\n' > "$d/go.mod" && printf 'package lib\n\nimport "os"\n\nfunc init() { os.WriteFile(os.Getenv("MARK"), nil, 0o644) }\n\nfunc Hello() string { return "hi" }\n' > "$d/lib.go"`,
-		later: `cd src/other && go run .`},
+		later:  `cd src/other && go run .`},
 	{name: "a script planted in ~/.cache", setup: `mkdir -p ~/.cache/tool`, attack: `hook ~/.cache/tool/run.sh`, later: `[ ! -x ~/.cache/tool/run.sh ] || ~/.cache/tool/run.sh`},
 	{name: "go install into GOPATH/bin on PATH", needs: "go", env: []string{"PATH={home}/go/bin:{path}"}, setup: `mkdir -p src/git && printf 'module example.com/git\n\ngo 1.21\n' > src/git/go.mod && printf 'package main\n\nimport "os"\n\nfunc main() { os.WriteFile(os.Getenv("MARK"), nil, 0o644) }\n' > src/git/main.go`,
 		attack: `cd src/git && go install .`, later: `git --version`},
@@ -374,4 +374,103 @@ func treeHash(t *testing.T, dir string) string {
 		return nil
 	})
 	return fmt.Sprintf("%x", h.Sum(nil))
+}
+
+// raceKinds are the ways a process the command leaves running swaps a
+// path the host is about to write or read for one that leads outside the
+// write set, each a loop body run until $WS/stop appears: the file itself
+// for a link made anew, for one made before and renamed in, or a directory
+// on its way for one holding such a link (renamed, or exchanged with
+// renameat2). prepare is run first, in the foreground.
+var raceKinds = []struct{ name, prepare, loop string }{
+	{"a link made anew", `echo data > file && echo readme > readme`,
+		`ln -sfn "$HOME/.bashrc" file; ln -sfn "$HOME/secret.txt" readme`},
+	{"a link made before, renamed in", `echo data > file && echo readme > readme`,
+		`ln -sfn "$HOME/.bashrc" "$TMPDIR/l1"; ln -sfn "$HOME/secret.txt" "$TMPDIR/l2"; mv -f "$TMPDIR/l1" file; mv -f "$TMPDIR/l2" readme`},
+	{"a directory holding a link, moved in", `mkdir -p d evil && echo data > d/f && echo readme > d/readme && ln -s "$HOME/.bashrc" evil/f && ln -s "$HOME/secret.txt" evil/readme`,
+		`mv d d.old && mv evil d && mv d evil && mv d.old d; [ "$(uname -m)" != x86_64 ] || perl -e 'syscall(316, -100, "d", -100, "evil", 2)'`},
+}
+
+// TestContainBackgroundRace races issue 33's swap: a command the host runs
+// in the background (joule-exec --background) keeps swapping workspace
+// paths (raceKinds) for links to ~/.bashrc and a secret while this
+// process, as the host's own Write and Read tools would, writes and reads
+// those paths, unconfined. Without --background the race is won (the
+// control); with it no link can be made or moved in and no directory
+// moved, so ~/.bashrc is unchanged and the secret never read, while the
+// command's ordinary writes (files, new directories) still work.
+func TestContainBackgroundRace(t *testing.T) {
+	needLandlock(t)
+	for _, construction := range []string{"namespace", "landlock"} {
+		t.Run(construction, func(t *testing.T) {
+			if construction == "namespace" {
+				needNamespaces(t)
+			}
+			var env []string
+			if construction == "landlock" {
+				env = []string{sandbox.LandlockOnlyEnv + "=1"}
+			}
+			b := newPersistBox(t, false)
+			src := filepath.Join(b.ws, "src")
+			for _, k := range raceKinds {
+				won := func(background bool) (bool, string) {
+					b.reset(t)
+					os.WriteFile(filepath.Join(b.home, ".bashrc"), []byte("# rc\n"), 0o644)
+					os.WriteFile(filepath.Join(b.home, "secret.txt"), []byte("the-secret\n"), 0o644)
+					if out := b.run(t, true, "cd src && "+k.prepare+" && echo prepared", env); !strings.Contains(out, "prepared") {
+						t.Fatalf("prepare: %s", out)
+					}
+					var flags []string
+					if background {
+						flags = []string{"--background"}
+					}
+					loop := `cd src; n=0; while [ ! -e "$WS/stop" ]; do n=$((n+1)); echo "$n" > log.txt; mkdir -p made/dir && echo x > made/dir/f; ` + k.loop + `; done 2>/dev/null`
+					c := b.cmd(true, loop, env, flags...)
+					var out bytes.Buffer
+					c.Stdout, c.Stderr = &out, &out
+					if err := c.Start(); err != nil {
+						t.Fatal(err)
+					}
+					defer func() {
+						os.WriteFile(filepath.Join(b.ws, "stop"), nil, 0o644)
+						done := make(chan error, 1)
+						go func() { done <- c.Wait() }()
+						select {
+						case <-done:
+						case <-time.After(10 * time.Second):
+							syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+							<-done
+						}
+					}()
+					// The host's tools: Writes of src/file and src/d/f,
+					// Reads of src/readme and src/d/readme, for 3 s.
+					for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); {
+						os.WriteFile(filepath.Join(src, "file"), []byte("host\n"), 0o644)
+						os.WriteFile(filepath.Join(src, "d", "f"), []byte("host\n"), 0o644)
+						for _, r := range []string{"readme", "d/readme"} {
+							if got, _ := os.ReadFile(filepath.Join(src, r)); strings.Contains(string(got), "the-secret") {
+								return true, "the host read the secret through src/" + r
+							}
+						}
+						if got, _ := os.ReadFile(filepath.Join(b.home, ".bashrc")); string(got) != "# rc\n" {
+							return true, fmt.Sprintf("the host's write made ~/.bashrc %q", got)
+						}
+					}
+					if log, err := os.ReadFile(filepath.Join(src, "log.txt")); err != nil || len(log) == 0 {
+						t.Errorf("%s: the background command's own writes did not work (%v): %s", k.name, err, out.String())
+					}
+					if _, err := os.Stat(filepath.Join(src, "made", "dir", "f")); err != nil {
+						t.Errorf("%s: the background command could not make a directory: %v: %s", k.name, err, out.String())
+					}
+					return false, ""
+				}
+				if ok, _ := won(false); !ok {
+					t.Fatalf("%s: without --background the race was not won in 3 s: the case proves nothing", k.name)
+				}
+				if ok, how := won(true); ok {
+					t.Errorf("%s: a background command redirected the host's own file tools: %s", k.name, how)
+				}
+			}
+		})
+	}
 }
