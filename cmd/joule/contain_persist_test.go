@@ -355,6 +355,66 @@ func TestContainPersistence(t *testing.T) {
 		})
 	}
 	t.Logf("with Landlock alone, %d of the cases run that way got through (LandlockOnlyGaps)", landlockThrough)
+	gaps := strings.Join(sandbox.LandlockOnlyGaps(), "\n")
+	if !testing.Short() && (landlockThrough == 0 || !strings.Contains(gaps, "git's configuration") || !strings.Contains(gaps, "caches")) {
+		t.Errorf("with Landlock alone %d cases got through; LandlockOnlyGaps must say which classes stay open: %q", landlockThrough, gaps)
+	}
+}
+
+// TestContainOrdinaryWorkPersist: with git's metadata, the start-up files
+// and PATH read-only and the caches private, ordinary work still works
+// through the line joule hook --contain writes: git's everyday commands,
+// a fetch (--net), go with its real build cache and a module download
+// (which lands in the session's layer, not in the real module cache, and
+// is there for the session's next command), npm install (node_modules/.bin
+// links), python -m venv, writes at the workspace root and in the temp
+// dir. go install is refused (GOPATH/bin is read-only).
+func TestContainOrdinaryWorkPersist(t *testing.T) {
+	needLandlock(t)
+	needNamespaces(t)
+	b := newPersistBox(t, false)
+	b.reset(t)
+	writeModuleProxy(t, b)
+	if out := b.run(t, false, `set -e; git clone -q --bare . "$ROOT/remote.git" && git remote add origin "$ROOT/remote.git" && git -C "$ROOT/remote.git" branch -q fetched HEAD && mkdir -p src/pkg/dep &&
+printf '{"name":"dep","version":"1.0.0","bin":{"dep-bin":"bin.js"}}' > src/pkg/dep/package.json && printf '#!/usr/bin/env node\nconsole.log("dep-bin ran")\n' > src/pkg/dep/bin.js &&
+printf '{"name":"pkg","version":"1.0.0","dependencies":{"dep":"file:./dep"}}' > src/pkg/package.json && echo ready`, nil); !strings.Contains(out, "ready") {
+		t.Fatalf("setup: %s", out)
+	}
+	steps := []struct {
+		name, line, want string
+		flags            []string
+		needs            string
+	}{
+		{"git", `git switch -q -c feat && echo x > src/f && git add src/f && git commit -qm f && git checkout -q -b feat2 && echo y >> src/f &&
+git stash -q && git stash pop -q && git commit -qam y && git switch -q - && git merge -q --no-edit feat2 && git switch -q -c side HEAD~1 &&
+echo s > src/s && git add src/s && git commit -qm s && git rebase -q feat2 && git log --oneline | wc -l && git status --short`, "4", nil, ""},
+		{"git fetch", `git fetch -q origin && git branch -r`, "origin/fetched", []string{"--net"}, ""},
+		{"go", `cd src/app && go mod download && go build -o app . && ./app && go vet ./... && go test ./... 2>&1 | tail -1`, "hello", nil, "go"},
+		{"the download is the session's", `cd src/other && GOPROXY=off go build -o /dev/null . && echo built`, "built", nil, "go"},
+		{"npm install", `cd src/pkg && npm install --offline --no-audit --no-fund >/dev/null 2>&1; ./node_modules/.bin/dep-bin`, "dep-bin ran", nil, "npm"},
+		{"python -m venv", `/usr/bin/python3 -m venv src/.venv && src/.venv/bin/python -c 'print("venv", 1+1)'`, "venv 2", nil, "/usr/bin/python3"},
+		{"the workspace root and the temp dir", `touch new.txt && mkdir newdir && mv new.txt newdir/ && f=$(mktemp) && echo t > "$f" && cat "$f" && rm -r "$f" newdir`, "t", nil, ""},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			if s.needs != "" {
+				if _, err := exec.LookPath(s.needs); err != nil {
+					t.Skipf("%s is not installed", s.needs)
+				}
+			}
+			out := b.run(t, true, "set -e; "+s.line, nil, s.flags...)
+			if !strings.Contains(out, s.want) {
+				t.Fatalf("%s: want %q in:\n%s", s.line, s.want, out)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(b.home, "go", "pkg", "mod", "example.com", "lib@v1.0.0")); err == nil {
+		t.Error("the contained download reached the real module cache")
+	}
+	out := b.run(t, true, `cd src/app && go install . && echo installed`, nil)
+	if strings.Contains(out, "installed") || !strings.Contains(out, "read-only file system") {
+		t.Errorf("go install inside containment: %s", out)
+	}
 }
 
 // treeHash hashes the names, modes and contents of every file below dir.

@@ -20,12 +20,23 @@ import (
 // construction mounts each cache as an overlay (unprivileged overlayfs in
 // a user namespace, Linux 5.11, with user.* extended attributes:
 // userxattr): the real cache is the lower layer, read-only, and the upper
-// and work directories are the session's own, below
-// $JOULE_HOME/layers/<session hash>/<cache hash>/. A contained command
-// sees the real cache with what its session wrote on top, and its
-// writes, removals and mode changes land in the upper layer only.
-// $JOULE_HOME is hidden inside the sandbox, so confined code reaches the
-// layer only through the overlay.
+// directory is the session's own, below $JOULE_HOME/layers/<session
+// hash>/<cache hash>/upper. A contained command sees the real cache with
+// what its session wrote on top, and its writes, removals and mode changes
+// land in the upper layer only. $JOULE_HOME is hidden inside the sandbox,
+// so confined code reaches the layer only through the overlay.
+//
+// The overlays are volatile: unmounting one (when the command's namespace
+// ends) does not sync the whole file system the layer is on, which every
+// command would otherwise pay for. A volatile upper layer is not to be
+// trusted after a crash of the machine, so each layer remembers the boot it
+// was written in (.boot, the kernel's boot_id) and starts empty after a
+// reboot (the old one is set aside, old.*, and removed by the collection
+// below). Within a boot every mount of a layer was unmounted before the
+// next (its command's namespace ended), so the marker a volatile mount
+// leaves in its work directory, which would refuse the next mount, is
+// removed before it. Each mount costs overlayfs a few inodes (its work
+// directory, the check that the upper file system makes whiteouts).
 //
 // One command of a session holds its layer (an exclusive flock on the
 // session's directory, released when joule-exec exits); a command of the
@@ -50,15 +61,24 @@ type Overlay struct {
 	Path, Upper, Work string
 }
 
-// overlayOptions is the mount data of o, false where one of its paths
-// holds a character the option syntax would read as a separator.
+// options is the mount data of o, false where one of its paths holds a
+// character the option syntax would read as a separator.
 func (o Overlay) options() (string, bool) {
 	for _, p := range []string{o.Path, o.Upper, o.Work} {
 		if strings.ContainsAny(p, ",:\\\n") {
 			return "", false
 		}
 	}
-	return "lowerdir=" + o.Path + ",upperdir=" + o.Upper + ",workdir=" + o.Work + ",userxattr", true
+	return "lowerdir=" + o.Path + ",upperdir=" + o.Upper + ",workdir=" + o.Work + ",userxattr,volatile", true
+}
+
+// bootID is the kernel's id of this boot, "" if unknown.
+func bootID() string {
+	b, err := readProcFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // prepareLayers makes the session's layer for each cache, below the
@@ -74,6 +94,7 @@ func prepareLayers(dir string, caches []string, now time.Time) ([]Overlay, int, 
 		return nil, -1, err
 	}
 	gcLayers(root, now)
+	boot := bootID()
 	for i := 0; i < layerSlots; i++ {
 		slot := dir
 		if i > 0 {
@@ -93,12 +114,25 @@ func prepareLayers(dir string, caches []string, now time.Time) ([]Overlay, int, 
 		// Its time says when it was last used, for gcLayers.
 		t := []syscall.Timespec{syscall.NsecToTimespec(now.UnixNano()), syscall.NsecToTimespec(now.UnixNano())}
 		syscall.UtimesNano(slot, t)
+		b, ok := readSmall(filepath.Join(slot, ".boot"), 64)
+		stale := !ok || string(b) != boot
 		var out []Overlay
 		for _, c := range caches {
 			sum := sha256.Sum256([]byte(c))
 			base := filepath.Join(slot, hex.EncodeToString(sum[:8]))
 			o := Overlay{Path: c, Upper: filepath.Join(base, "upper"), Work: filepath.Join(base, "work")}
-			for _, d := range []string{base, o.Upper, o.Work} {
+			if err := syscall.Mkdir(base, 0o700); err != nil && err != syscall.EEXIST {
+				syscall.Close(fd)
+				return nil, -1, fmt.Errorf("mkdir %s: %w", base, err)
+			}
+			if stale {
+				syscall.Rename(o.Upper, filepath.Join(base, "old."+itoa(int(now.UnixNano()&0x7fffffffffff))))
+			}
+			// A volatile mount leaves work/work/incompat/volatile/dirty
+			// (work/work of mode 000); overlayfs empties work/work on the
+			// next mount itself, unless it finds that.
+			clearVolatile(filepath.Join(o.Work, "work"))
+			for _, d := range []string{o.Upper, o.Work} {
 				if err := syscall.Mkdir(d, 0o700); err != nil && err != syscall.EEXIST {
 					syscall.Close(fd)
 					return nil, -1, fmt.Errorf("mkdir %s: %w", d, err)
@@ -106,9 +140,26 @@ func prepareLayers(dir string, caches []string, now time.Time) ([]Overlay, int, 
 			}
 			out = append(out, o)
 		}
+		if stale {
+			os.WriteFile(filepath.Join(slot, ".boot"), []byte(boot), 0o600)
+		}
 		return out, fd, nil
 	}
 	return nil, -1, fmt.Errorf("the session's %d layers are all in use", layerSlots)
+}
+
+// clearVolatile removes the marker a volatile overlay mount left in its
+// work directory's work/work.
+func clearVolatile(ww string) {
+	if syscall.Chmod(ww, 0o700) != nil {
+		return // none: the first mount
+	}
+	v := filepath.Join(ww, "incompat", "volatile")
+	syscall.Chmod(filepath.Join(ww, "incompat"), 0o700)
+	syscall.Chmod(v, 0o700)
+	syscall.Unlink(filepath.Join(v, "dirty"))
+	syscall.Rmdir(v)
+	syscall.Rmdir(filepath.Join(ww, "incompat"))
 }
 
 // openLayer opens a layer directory, refusing a link or one that is not
@@ -156,15 +207,23 @@ func gcLayers(root string, now time.Time) {
 	}
 	slices.SortFunc(all, func(a, b layer) int { return b.used.Compare(a.used) })
 	for i, l := range all {
-		if i < layerKeep && now.Sub(l.used) < layerMaxAge {
-			continue
-		}
 		fd, err := openLayer(l.path)
 		if err != nil {
 			continue
 		}
 		if syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB) == nil {
-			removeLayer(l.path)
+			if i >= layerKeep || now.Sub(l.used) >= layerMaxAge {
+				removeLayer(l.path)
+			} else {
+				// The upper layers of an earlier boot, set aside.
+				for _, c := range listDir(l.path) {
+					for _, e := range listDir(filepath.Join(l.path, c.name)) {
+						if strings.HasPrefix(e.name, "old.") {
+							removeLayer(filepath.Join(l.path, c.name, e.name))
+						}
+					}
+				}
+			}
 		}
 		syscall.Close(fd)
 	}

@@ -45,6 +45,26 @@ func TestPrepareLayers(t *testing.T) {
 	}
 	syscall.Close(fd3)
 	syscall.Close(fd)
+	// Written in another boot, the layer is set aside and starts empty;
+	// the collection removes what was set aside.
+	os.WriteFile(filepath.Join(ovs[0].Upper, "entry"), []byte("x"), 0o600)
+	os.WriteFile(filepath.Join(dir, ".boot"), []byte("another boot"), 0o600)
+	ovs4, fd4, err := prepareLayers(dir, caches, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syscall.Close(fd4)
+	if _, err := os.Stat(filepath.Join(ovs4[0].Upper, "entry")); err == nil {
+		t.Error("a layer of another boot was kept")
+	}
+	old, _ := filepath.Glob(filepath.Join(filepath.Dir(ovs4[0].Upper), "old.*"))
+	if len(old) != 1 {
+		t.Fatalf("set aside: %v", old)
+	}
+	gcLayers(filepath.Dir(dir), now.Add(2*layerGCEach))
+	if _, err := os.Stat(old[0]); err == nil {
+		t.Error("the collection left a layer of another boot")
+	}
 	if _, _, err := prepareLayers("", caches, now); err == nil {
 		t.Error("no layer directory: no error")
 	}
@@ -56,7 +76,7 @@ func TestPrepareLayers(t *testing.T) {
 	if _, ok := (Overlay{Path: "/a,b", Upper: "/u", Work: "/w"}).options(); ok {
 		t.Error("a comma in a path: accepted in the overlay's options")
 	}
-	if o, ok := (Overlay{Path: "/a", Upper: "/u", Work: "/w"}).options(); !ok || o != "lowerdir=/a,upperdir=/u,workdir=/w,userxattr" {
+	if o, ok := (Overlay{Path: "/a", Upper: "/u", Work: "/w"}).options(); !ok || o != "lowerdir=/a,upperdir=/u,workdir=/w,userxattr,volatile" {
 		t.Errorf("options %q", o)
 	}
 }

@@ -177,25 +177,39 @@ func execNamespace(spec Spec, abi int, path string, argv, env []string, warn io.
 	if spec.stats == nil {
 		spec.stats = stats{}
 	}
-	var caches []string
+	// An absent cache is made, empty, as its toolchain would make it on
+	// first use (an overlay needs a directory to cover; the command's own
+	// writes go to its layer), once the layer is ready.
+	var caches, absent []string
 	for _, c := range spec.Caches {
-		// An absent cache is not writable, as an absent tree is not.
-		if st := spec.stats.lstat(c); st.dir && !st.link {
+		switch st := spec.stats.lstat(c); {
+		case !st.exists:
+			absent = append(absent, c)
+			fallthrough
+		case st.dir && !st.link:
 			caches = append(caches, c)
 		}
 	}
 	if len(caches) > 0 {
 		ovs, lock, err := prepareLayers(spec.LayerDir, caches, time.Now())
-		if err != nil && warn != nil {
-			fmt.Fprintf(warn, "joule-exec: the toolchains' caches (%s) are read-only for this command: %v\n", strings.Join(caches, ", "), err)
+		if present := slices.DeleteFunc(slices.Clone(caches), func(c string) bool { return slices.Contains(absent, c) }); err != nil && warn != nil && len(present) > 0 {
+			fmt.Fprintf(warn, "joule-exec: the toolchains' caches (%s) are read-only for this command: %v\n", strings.Join(present, ", "), err)
 		}
 		_ = lock // held (its flock) until joule-exec exits; closed on exec
 		for _, o := range ovs {
-			if _, ok := o.options(); ok {
-				spec.overlays = append(spec.overlays, o)
-			} else if warn != nil {
-				fmt.Fprintf(warn, "joule-exec: %s is read-only for this command: its path holds a character overlayfs options cannot carry (, : \\)\n", o.Path)
+			if _, ok := o.options(); !ok {
+				if warn != nil {
+					fmt.Fprintf(warn, "joule-exec: %s is read-only for this command: its path holds a character overlayfs options cannot carry (, : \\)\n", o.Path)
+				}
+				continue
 			}
+			if slices.Contains(absent, o.Path) {
+				if os.MkdirAll(o.Path, 0o755) != nil {
+					continue
+				}
+				delete(spec.stats, o.Path)
+			}
+			spec.overlays = append(spec.overlays, o)
 		}
 	}
 	plan, err := spec.Plan()
@@ -405,6 +419,7 @@ func execNamespace(spec Spec, abi int, path string, argv, env []string, warn io.
 	// stack, so no collection may start meanwhile: the time-triggered one
 	// would wait for it, waking every 100µs for the command's whole run.
 	debug.SetGCPercent(-1)
+
 	runtime.LockOSThread() // kept: PDEATHSIG follows the thread that cloned
 	syscall.ForkLock.Lock()
 	unix.RawSyscall6(unix.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&all)), uintptr(unsafe.Pointer(&orig)), 8, 0, 0)

@@ -207,8 +207,16 @@ func (spec *Spec) guards() []guard {
 }
 
 // add guards p (resolved) if it lies inside a writable tree that is not a
-// private layer.
+// private layer. Where p itself is a symbolic link, the link is guarded
+// too: a mount covers what it points to, and the link could be replaced;
+// Plan refuses it as an absent path (its directory read-only, or carved).
+// A link on the way to p is not (it is rare; docs/gate.md).
 func (d *discovery) add(p string, make placeholder) {
+	p = filepath.Clean(p)
+	if st := d.spec.stats.lstat(p); st.link && !d.seen[p] && d.inTrees(p) {
+		d.seen[p] = true
+		d.out = append(d.out, guard{path: p})
+	}
 	p = d.res.resolve(p)
 	if d.seen[p] || !d.inTrees(p) {
 		return
@@ -248,7 +256,7 @@ func (d *discovery) scan(t string) {
 		for _, e := range ents {
 			switch e.name {
 			case ".git":
-				dotgit = !e.link
+				dotgit = true
 			case "HEAD":
 				head = !e.dir
 			case "objects":
@@ -302,7 +310,15 @@ func (d *discovery) list(dir string) []dirent {
 // names.
 func (d *discovery) worktree(wt string, depth int) {
 	dotgit := filepath.Join(wt, ".git")
-	switch st := d.spec.stats.lstat(dotgit); {
+	st := d.spec.stats.lstat(dotgit)
+	if st.link {
+		// A .git that links to the git directory: the link is guarded,
+		// and what it names followed.
+		d.add(dotgit, placeholder{})
+		st = d.spec.stats.lstat(d.res.resolve(dotgit))
+		dotgit = d.res.resolve(dotgit)
+	}
+	switch {
 	case !st.exists || st.link:
 	case st.dir:
 		d.gitdir(dotgit, wt, depth)
