@@ -375,7 +375,9 @@ func TestContainOrdinaryWorkPersist(t *testing.T) {
 	b := newPersistBox(t, false)
 	b.reset(t)
 	writeModuleProxy(t, b)
-	if out := b.run(t, false, `set -e; git clone -q --bare . "$ROOT/remote.git" && git remote add origin "$ROOT/remote.git" && git -C "$ROOT/remote.git" branch -q fetched HEAD && mkdir -p src/pkg/dep &&
+	// The module cache exists, as where go ran before: an absent cache is
+	// not made inside containment.
+	if out := b.run(t, false, `set -e; mkdir -p ~/go/pkg/mod && git clone -q --bare . "$ROOT/remote.git" && git remote add origin "$ROOT/remote.git" && git -C "$ROOT/remote.git" branch -q fetched HEAD && mkdir -p src/pkg/dep &&
 printf '{"name":"dep","version":"1.0.0","bin":{"dep-bin":"bin.js"}}' > src/pkg/dep/package.json && printf '#!/usr/bin/env node\nconsole.log("dep-bin ran")\n' > src/pkg/dep/bin.js &&
 printf '{"name":"pkg","version":"1.0.0","dependencies":{"dep":"file:./dep"}}' > src/pkg/package.json && echo ready`, nil); !strings.Contains(out, "ready") {
 		t.Fatalf("setup: %s", out)

@@ -177,39 +177,26 @@ func execNamespace(spec Spec, abi int, path string, argv, env []string, warn io.
 	if spec.stats == nil {
 		spec.stats = stats{}
 	}
-	// An absent cache is made, empty, as its toolchain would make it on
-	// first use (an overlay needs a directory to cover; the command's own
-	// writes go to its layer), once the layer is ready.
-	var caches, absent []string
+	// An absent cache is not made: it stays absent, and unwritable, until
+	// its toolchain makes it outside (as before there were layers).
+	var caches []string
 	for _, c := range spec.Caches {
-		switch st := spec.stats.lstat(c); {
-		case !st.exists:
-			absent = append(absent, c)
-			fallthrough
-		case st.dir && !st.link:
+		if st := spec.stats.lstat(c); st.dir && !st.link {
 			caches = append(caches, c)
 		}
 	}
 	if len(caches) > 0 {
 		ovs, lock, err := prepareLayers(spec.LayerDir, caches, time.Now())
-		if present := slices.DeleteFunc(slices.Clone(caches), func(c string) bool { return slices.Contains(absent, c) }); err != nil && warn != nil && len(present) > 0 {
-			fmt.Fprintf(warn, "joule-exec: the toolchains' caches (%s) are read-only for this command: %v\n", strings.Join(present, ", "), err)
+		if err != nil && warn != nil {
+			fmt.Fprintf(warn, "joule-exec: the toolchains' caches (%s) are read-only for this command: %v\n", strings.Join(caches, ", "), err)
 		}
 		_ = lock // held (its flock) until joule-exec exits; closed on exec
 		for _, o := range ovs {
-			if _, ok := o.options(); !ok {
-				if warn != nil {
-					fmt.Fprintf(warn, "joule-exec: %s is read-only for this command: its path holds a character overlayfs options cannot carry (, : \\)\n", o.Path)
-				}
-				continue
+			if _, ok := o.options(); ok {
+				spec.overlays = append(spec.overlays, o)
+			} else if warn != nil {
+				fmt.Fprintf(warn, "joule-exec: %s is read-only for this command: its path holds a character overlayfs options cannot carry (, : \\)\n", o.Path)
 			}
-			if slices.Contains(absent, o.Path) {
-				if os.MkdirAll(o.Path, 0o755) != nil {
-					continue
-				}
-				delete(spec.stats, o.Path)
-			}
-			spec.overlays = append(spec.overlays, o)
 		}
 	}
 	plan, err := spec.Plan()
