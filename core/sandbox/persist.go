@@ -247,6 +247,14 @@ func (d *discovery) scan(t string) {
 		depth int
 	}
 	queue := []item{{t, 0}}
+	// Bare repositories are followed once the listing is done: one may be
+	// the git directory a work tree's .git names, listed before it.
+	var bares []string
+	defer func() {
+		for _, b := range bares {
+			d.bare(b)
+		}
+	}()
 	for len(queue) > 0 && len(d.gitdirs) < maxRepos && d.listings < maxListings {
 		it := queue[0]
 		queue = queue[1:]
@@ -278,7 +286,7 @@ func (d *discovery) scan(t string) {
 				}
 				d.gitdir(it.dir, wt, 0)
 			} else {
-				d.bare(it.dir)
+				bares = append(bares, it.dir)
 			}
 			continue
 		}

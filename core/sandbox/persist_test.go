@@ -107,6 +107,11 @@ func TestGuards(t *testing.T) {
 			p.git(t, "worktree", "add", "-q", "../outside")
 		}, map[string]byte{"{ws}/deep/er/wt/.git": 0, "{ws}/.git/worktrees/wt/commondir": 0, "{ws}/.git/worktrees/outside/commondir": 0},
 			[]string{"{home}/outside/.git", "{ws}/.git/worktrees/wt/config.worktree"}},
+		{"a .git that links to the git directory", func(t *testing.T, p *persistTree) {
+			p.git(t, "init", "-q", "x/real")
+			os.Rename(filepath.Join(p.ws, "x/real/.git"), filepath.Join(p.ws, "x/gd"))
+			os.Symlink("../gd", filepath.Join(p.ws, "x/real/.git"))
+		}, map[string]byte{"{ws}/x/real/.git": 0, "{ws}/x/gd/config": 'f', "{ws}/x/gd/hooks": 'd'}, nil},
 		{"GIT_DIR and the global configuration", func(t *testing.T, p *persistTree) {
 			p.git(t, "init", "-q", "--bare", "x/y/g.git")
 			p.env["GIT_DIR"] = filepath.Join(p.ws, "x/y/g.git")

@@ -68,12 +68,25 @@
 // while /proc is still the host's.
 //
 // Symbolic links are not refused (LANDLOCK_ACCESS_FS_MAKE_SYM stays granted
-// in the writable trees): git checks out repositories that hold links and
-// npm install links node_modules/.bin, and a link is no way out of the
-// sandbox, which judges what a link points to as its target. A link the
-// command leaves in the workspace is the gate's to judge when a host tool
-// later opens the path; the PID namespace makes sure no process of the
-// command can plant one after the call returned.
+// in the writable trees): git checks out repositories that hold links, npm
+// install links node_modules/.bin, python -m venv links lib64, and a link is
+// no way out of the sandbox, which judges what a link points to as its
+// target. A link the command leaves in the workspace is the gate's to judge
+// when a host tool later opens the path; the PID namespace makes sure no
+// process of a foreground command can plant one after the call returned.
+// A command the host runs in the background (Spec.Background) keeps
+// running while the host's own tools act: it gets neither MAKE_SYM nor
+// REMOVE_DIR, so it can neither make a link, move one into place, nor move
+// a directory holding one into a path's place.
+//
+// What runs later. In the namespace construction, what programs run later
+// outside the sandbox read as configuration or code inside the writable
+// trees (git's metadata of the repositories found there, the home's dot
+// entries where the home is writable, shell start-up files, PATH
+// directories) is read-only (persist.go), and the toolchains' shared caches
+// are overlays whose upper layer is the session's own (layers.go), so that
+// nothing the command writes runs, or is followed, unconfined afterwards.
+// Landlock alone cannot do either (LandlockOnlyGaps).
 //
 // The network (Landlock ABI 4): TCP connect and bind are refused unless
 // Spec.Net. With the network off a seccomp filter refuses every other
