@@ -4,6 +4,7 @@ package main
 
 import (
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -14,7 +15,9 @@ import (
 
 // BenchmarkVsBwrap times `/bin/bash -c true` under joule-exec (the
 // namespace construction: read-only root, writable workspace and temp,
-// network off, PID namespace, the default limits) and under bubblewrap
+// network off, PID namespace, the default limits, the toolchains' caches
+// each an overlay with the session's layer: jexec; the same with the
+// caches read-only, no layer: nolayer) and under bubblewrap
 // doing the same confinement (--ro-bind / /, the workspace and temp dir
 // bound writable, /dev, new user, PID and network namespaces,
 // --die-with-parent), interleaved in one loop so that both see the same
@@ -32,6 +35,19 @@ func BenchmarkVsBwrap(b *testing.B) {
 	}
 	bx := newBox(b, nil, false)
 	jexec := bx.cmd("true").Args
+	// The same policy without a private layer: the caches stay read-only
+	// (no overlay), as bubblewrap's --ro-bind / / leaves them.
+	p, err := sandbox.ReadPolicy(bx.policy)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p.Layer = ""
+	noLayer, err := p.Write(filepath.Dir(bx.policy))
+	if err != nil {
+		b.Fatal(err)
+	}
+	jexecNoLayer := slices.Clone(jexec)
+	jexecNoLayer[2] = noLayer
 	bw := []string{bwrap, "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--bind", bx.ws, bx.ws, "--bind", bx.tmp, bx.tmp,
 		"--unshare-user", "--unshare-pid", "--unshare-net", "--die-with-parent", "--", "/bin/bash", "-c", "true"}
 	env := bx.cmd("true").Env
@@ -66,13 +82,16 @@ func BenchmarkVsBwrap(b *testing.B) {
 		}
 		return wall, cpu() - before
 	}
-	var jw, jc, bwW, bwC []time.Duration
+	var jw, jc, nw, nc, bwW, bwC []time.Duration
 	run(jexec)
+	run(jexecNoLayer)
 	run(bw)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		w, c := run(jexec)
 		jw, jc = append(jw, w), append(jc, c)
+		w, c = run(jexecNoLayer)
+		nw, nc = append(nw, w), append(nc, c)
 		w, c = run(bw)
 		bwW, bwC = append(bwW, w), append(bwC, c)
 	}
@@ -87,4 +106,8 @@ func BenchmarkVsBwrap(b *testing.B) {
 	b.ReportMetric(med(bwC), "bwrap-cpu-ms")
 	b.ReportMetric(med(jw)/med(bwW), "wall-x-bwrap")
 	b.ReportMetric(med(jc)/max(med(bwC), 0.001), "cpu-x-bwrap")
+	b.ReportMetric(med(nw), "nolayer-wall-ms")
+	b.ReportMetric(med(nc), "nolayer-cpu-ms")
+	b.ReportMetric(med(nw)/med(bwW), "nolayer-wall-x-bwrap")
+	b.ReportMetric(med(nc)/max(med(bwC), 0.001), "nolayer-cpu-x-bwrap")
 }

@@ -3,13 +3,17 @@
 // Command joule-exec runs one command confined by the kernel to a policy
 // the gate already decided:
 //
-//	joule-exec --policy $JOULE_HOME/policy/<sha256>.json [--net] -- PROGRAM [ARGS...]
+//	joule-exec --policy $JOULE_HOME/policy/<sha256>.json [--background] [--net] -- PROGRAM [ARGS...]
 //
 // It is what `joule hook --contain` rewrites an allowed Bash line to run
 // under. It reads the policy file (a regular file of this user, mode 0600,
 // whose SHA-256 is its name), builds the Landlock rules from it (deny globs
 // expanded over the files that exist now, the temp dir and the
-// toolchains' caches writable) and runs PROGRAM confined (with the network
+// toolchains' caches writable through the session's private layer, what
+// programs run later outside read as configuration read-only; with
+// --background, which the gate adds for a command the host runs in the
+// background, no symbolic link made and no directory removed or renamed)
+// and runs PROGRAM confined (with the network
 // off, under the seccomp filter too), with the policy's resource limits:
 // in a user, mount and PID namespace whose mounts make all but the
 // writable trees read-only and hide the refused paths, waiting for it,
@@ -38,7 +42,7 @@ import (
 	"github.com/joulehook/joule/core/sandbox"
 )
 
-const usage = "usage: joule-exec --policy FILE [--net] -- PROGRAM [ARGS...] (the line joule hook --contain writes; to type one, use 'joule exec')"
+const usage = "usage: joule-exec --policy FILE [--background] [--net] -- PROGRAM [ARGS...] (the line joule hook --contain writes; to type one, use 'joule exec')"
 
 // simulateNoLandlock is joule exec's test switch: it can only make
 // joule-exec refuse.
@@ -52,7 +56,7 @@ func run(args []string, stderr io.Writer) int {
 		return 126
 	}
 	var policy string
-	var net bool
+	var net, background bool
 	i := 0
 	for ; i < len(args); i++ {
 		switch a := args[i]; {
@@ -61,6 +65,8 @@ func run(args []string, stderr io.Writer) int {
 			goto done
 		case a == "--net":
 			net = true
+		case a == "--background":
+			background = true
 		case a == "--policy" && i+1 < len(args):
 			i++
 			policy = args[i]
@@ -107,5 +113,6 @@ done:
 		fmt.Fprintf(stderr, "joule-exec: Landlock ABI %d enforces less than joule asks for: %s\n", abi, strings.Join(m, "; "))
 	}
 	spec.LandlockOnly = os.Getenv(sandbox.LandlockOnlyEnv) == "1"
+	spec.Background = background
 	return refuse("%v", sandbox.Exec(spec, path, argv, os.Environ(), stderr))
 }

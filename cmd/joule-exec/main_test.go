@@ -79,7 +79,8 @@ func newBox(t testing.TB, limits *sandbox.Limits, asNobody bool) *box {
 	}
 	os.WriteFile(filepath.Join(b.ws, ".mcp.json"), []byte("{}\n"), 0o644)
 	p := sandbox.Policy{Links: []sandbox.PolicyLink{{Allow: []string{"Read", "Write"}}}, Roots: []string{b.ws}, Home: b.home,
-		Protected: []string{filepath.Join(b.ws, ".mcp.json"), filepath.Join(b.ws, ".claude", "settings.json")}, Limits: limits}
+		Protected: []string{filepath.Join(b.ws, ".mcp.json"), filepath.Join(b.ws, ".claude", "settings.json")}, Limits: limits,
+		Layer: sandbox.LayerDir(filepath.Join(base, "joule"), "s")}
 	pdir := filepath.Join(base, "policy")
 	if b.policy, err = p.Write(pdir); err != nil {
 		t.Fatal(err)

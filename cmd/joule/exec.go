@@ -27,16 +27,18 @@ func init() {
 const simulateNoLandlock = "JOULE_EXEC_SIMULATE_NO_LANDLOCK"
 
 func runExec(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "exec", `exec [--session ID] [--net] -- PROGRAM [ARGS...]
+	fs := newFlags(e, "exec", `exec [--session ID] [--background] [--net] -- PROGRAM [ARGS...]
        exec [--session ID] --write-policy
 
 Runs PROGRAM confined by the kernel to what the active grant (of session ID,
 else the global one) allows, in a user and mount namespace that hides the
 refused paths where user namespaces work, by Landlock alone in its own place
 elsewhere (JOULE_EXEC_LANDLOCK_ONLY=1 chooses that): writes only in the
-trees the grant's Write rules name and in the temp dir and the toolchains'
-caches; no reads of $JOULE_HOME or of paths Read rules deny; no writes to the
-hosts' hook configuration; no TCP unless --net. What the kernel refuses is
+trees the grant's Write rules name, in the temp dir, and in the toolchains'
+caches through the session's private layer (the real caches stay as they
+were); no reads of $JOULE_HOME or of paths Read rules deny; no writes to the
+hosts' hook configuration, git's configuration and hooks, shell start-up
+files or PATH directories (so go install fails inside); no TCP unless --net. What the kernel refuses is
 the program's own EACCES/EPERM error; the exit status is the program's.
 Without Landlock it refuses to run, unless exec_fallback is "unconfined" in
 $JOULE_HOME/config.json. joule hook --contain rewrites lines to joule-exec
@@ -45,6 +47,7 @@ $JOULE_HOME/config.json. joule hook --contain rewrites lines to joule-exec
 "Containment".`)
 	session := fs.String("session", "", "the session whose active grant applies")
 	net := fs.Bool("net", false, "allow TCP connect and bind")
+	background := fs.Bool("background", false, "the host runs PROGRAM in the background: no symbolic link may be made, and no directory removed or renamed, in the writable trees")
 	writePolicy := fs.Bool("write-policy", false, "run nothing: write the policy joule-exec would confine the session's commands to into $JOULE_HOME/policy and print its path")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -104,10 +107,13 @@ $JOULE_HOME/config.json. joule hook --contain rewrites lines to joule-exec
 		return refuse("%v", err)
 	}
 	// The same policy the gate hands joule-exec, built into a Spec here.
-	spec, err := gate.SandboxPolicy(policy).Spec(*net, os.Getenv)
+	sp := gate.SandboxPolicy(policy)
+	sp.Layer = sandbox.LayerDir(ep.home, *session)
+	spec, err := sp.Spec(*net, os.Getenv)
 	if err != nil {
 		return refuse("%v", err)
 	}
+	spec.Background = *background
 	if m := sandbox.Missing(abi, *net); len(m) > 0 {
 		fmt.Fprintf(e.stderr, "joule exec: Landlock ABI %d enforces less than joule asks for: %s\n", abi, strings.Join(m, "; "))
 	}
@@ -146,7 +152,9 @@ func execWritePolicy(ctx context.Context, e *env, session string, nargs int) err
 	if err != nil {
 		return err
 	}
-	path, err := gate.SandboxPolicy(policy).Write(filepath.Join(ep.home, sandbox.PolicyDir))
+	sp := gate.SandboxPolicy(policy)
+	sp.Layer = sandbox.LayerDir(ep.home, session)
+	path, err := sp.Write(filepath.Join(ep.home, sandbox.PolicyDir))
 	if err != nil {
 		return err
 	}

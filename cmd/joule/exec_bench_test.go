@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/joulehook/joule/core/sandbox"
+	"golang.org/x/sys/unix"
 )
 
 // BenchmarkExec times a contained `/bin/sh -c true` beside `/bin/sh -c
@@ -219,3 +220,121 @@ func heavyPolicy(tb testing.TB, prefix, ws string) string {
 }
 
 func sandboxABI() int { return sandbox.ABI() }
+
+// goTestModules are modules of the Go module cache without dependencies,
+// the first one found is the workload of BenchmarkGoTestWarm.
+var goTestModules = []string{"github.com/google/uuid@v1.6.0", "github.com/dustin/go-humanize@v1.1.0", "github.com/dustin/go-humanize@v1.0.1", "github.com/google/go-cmp@v0.7.0"}
+
+// BenchmarkGoTestWarm times a warm `go test ./...` of a real module (one
+// of goTestModules, copied from the Go module cache into a workspace that
+// is a git repository) run directly and under the line joule hook
+// --contain writes, interleaved in one loop so that both see the same
+// load: the real Go caches, which the contained run reads through the
+// session's private layer. Two forms: `go test ./...` (the results come
+// from the test cache) and `go test -count=1 ./...` (the packages come
+// from the build cache, the tests run). It reports the median wall and CPU
+// time of each and the ratios contained/direct; it asserts nothing.
+func BenchmarkGoTestWarm(b *testing.B) {
+	if sandboxABI() == 0 {
+		b.Skip("no Landlock here")
+	}
+	out, err := exec.Command("go", "env", "GOMODCACHE", "GOCACHE").Output()
+	if err != nil {
+		b.Fatal(err)
+	}
+	caches := strings.Fields(string(out))
+	src := ""
+	for _, m := range goTestModules {
+		if _, err := os.Stat(filepath.Join(caches[0], m, "go.mod")); err == nil {
+			src = filepath.Join(caches[0], m)
+			break
+		}
+	}
+	if src == "" {
+		b.Skipf("none of %v is in the module cache", goTestModules)
+	}
+	env, ws := initHome(b)
+	env = append(env, "TMPDIR="+b.TempDir(), "GOCACHE="+caches[1], "GOMODCACHE="+caches[0], "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local",
+		"GOPROXY=off", "GOTELEMETRY=off", "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@e", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@e")
+	mod := filepath.Join(ws, "src", "mod")
+	if err := os.CopyFS(mod, os.DirFS(src)); err != nil {
+		b.Fatal(err)
+	}
+	filepath.WalkDir(mod, func(p string, d os.DirEntry, err error) error {
+		if err == nil {
+			os.Chmod(p, map[bool]os.FileMode{true: 0o755, false: 0o644}[d.IsDir()])
+		}
+		return nil
+	})
+	git := exec.Command("sh", "-c", "git init -q && git add -A && git commit -qm mod")
+	git.Dir, git.Env = ws, append(os.Environ(), env...)
+	if out, err := git.CombinedOutput(); err != nil {
+		b.Fatalf("git: %v\n%s", err, out)
+	}
+	// joule-exec returns when the command's init has reaped every process
+	// of it, without waiting for the init itself: as a subreaper this
+	// process inherits and reaps it, so that the CPU time of everything
+	// either run started is counted (RUSAGE_CHILDREN, before and after).
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		b.Fatal(err)
+	}
+	defer unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+	cpu := func() time.Duration {
+		var ru unix.Rusage
+		unix.Getrusage(unix.RUSAGE_CHILDREN, &ru)
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	run := func(line string) (float64, float64) {
+		cmd := exec.Command("/bin/bash", "-c", line)
+		cmd.Dir = mod
+		cmd.Env = append(os.Environ(), env...)
+		before := cpu()
+		start := time.Now()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%s: %v\n%s", line, err, out)
+		}
+		wall := time.Since(start)
+		for {
+			var ws unix.WaitStatus
+			if _, err := unix.Wait4(-1, &ws, unix.WALL, nil); err == unix.ECHILD {
+				break
+			}
+		}
+		return float64(wall.Microseconds()) / 1e3, float64((cpu() - before).Microseconds()) / 1e3
+	}
+	median := func(x []float64) float64 {
+		y := slices.Clone(x)
+		slices.Sort(y)
+		return y[len(y)/2]
+	}
+	forms := []struct{ name, line string }{{"cached", "go test ./..."}, {"count1", "go test -count=1 ./..."}}
+	type series struct{ dw, dc, cw, cc []float64 }
+	results := make([]series, len(forms))
+	lines := make([][2]string, len(forms))
+	for i, f := range forms {
+		prefix := containPrefix(b, env, ws, f.line)
+		if !strings.Contains(prefix, "joule-exec") {
+			b.Fatalf("%q was not rewritten to joule-exec: %q", f.line, prefix)
+		}
+		lines[i] = [2]string{f.line, prefix + " -- /bin/bash -c '" + f.line + "'"}
+		run(lines[i][0]) // warm: the real caches, then the session's layer
+		run(lines[i][1])
+	}
+	b.ResetTimer()
+	for n := 0; n < b.N; n++ {
+		for i := range forms {
+			w, c := run(lines[i][0])
+			results[i].dw, results[i].dc = append(results[i].dw, w), append(results[i].dc, c)
+			w, c = run(lines[i][1])
+			results[i].cw, results[i].cc = append(results[i].cw, w), append(results[i].cc, c)
+		}
+	}
+	b.StopTimer()
+	for i, f := range forms {
+		r := results[i]
+		b.ReportMetric(median(r.dw), f.name+"-direct-ms")
+		b.ReportMetric(median(r.cw), f.name+"-contained-ms")
+		b.ReportMetric(median(r.cw)/median(r.dw), f.name+"-x-direct")
+		b.ReportMetric(median(r.cc)/median(r.dc), f.name+"-cpu-x-direct")
+	}
+}

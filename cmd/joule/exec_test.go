@@ -256,6 +256,24 @@ func TestHookContainRewrites(t *testing.T) {
 	if a := hook("go mod download"); !strings.Contains(a.HookSpecificOutput.UpdatedInput["command"], " --net -- ") {
 		t.Fatalf("a network command gets --net: %+v", a)
 	}
+	// A call the host runs in the background gets --background (no link
+	// made, no directory moved), and comes back unwrapped the same way.
+	payload, _ := json.Marshal(map[string]any{"session_id": "s1", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+		"tool_input": map[string]any{"command": "go test ./...", "run_in_background": true}, "cwd": ws})
+	r := joule(t, payload, env, "hook", "claude-code", "--contain")
+	var bg struct {
+		HookSpecificOutput struct {
+			UpdatedInput map[string]any `json:"updatedInput"`
+		} `json:"hookSpecificOutput"`
+	}
+	json.Unmarshal([]byte(r.stdout), &bg)
+	bgLine, _ := bg.HookSpecificOutput.UpdatedInput["command"].(string)
+	if !strings.HasSuffix(bgLine, `.json' --background -- /bin/bash -c 'go test ./...'`) || bg.HookSpecificOutput.UpdatedInput["run_in_background"] != true {
+		t.Fatalf("a background call: %+v", r)
+	}
+	if a := hook(bgLine); !strings.HasSuffix(a.HookSpecificOutput.UpdatedInput["command"], `.json' -- /bin/bash -c 'go test ./...'`) {
+		t.Fatalf("a line wrapped with --background is judged by its inner line: %+v", a)
+	}
 	if a := hook(want); a.HookSpecificOutput.UpdatedInput["command"] != want {
 		t.Fatalf("the wrapped line is judged by its inner line and wrapped the same: %+v", a)
 	}

@@ -75,11 +75,14 @@ func (c *Containment) rewrite(ev *Event, v Verdict, p *Policy) (Verdict, json.Ra
 	}
 	net := lineUsesNetwork(line)
 	var b strings.Builder
-	if path, ok := c.writePolicy(p); ok {
+	if path, ok := c.writePolicy(p, ev.SessionID); ok {
 		b.WriteString(c.runnerPrefix())
 		b.WriteString(shellQuote(path))
 	} else {
 		b.WriteString(c.wrapperPrefix(ev.SessionID))
+	}
+	if runsInBackground(m) {
+		b.WriteString(" --background")
 	}
 	if net {
 		b.WriteString(" --net")
@@ -121,14 +124,29 @@ func (c *Containment) runnerPrefix() string {
 	return shellQuote(c.Runner) + " --policy "
 }
 
-// writePolicy writes the sandbox policy of p for joule-exec and returns
-// its path; false when there is no Runner or it cannot be written (the
-// line then runs under joule exec, which reads the grant itself).
-func (c *Containment) writePolicy(p *Policy) (string, bool) {
+// runsInBackground reports whether the host runs the call in the
+// background, where it can still run while the host's own file tools act
+// on the workspace: Claude Code's run_in_background, Gemini CLI's (and
+// Qwen Code's) is_background.
+func runsInBackground(input map[string]json.RawMessage) bool {
+	for _, k := range []string{"run_in_background", "is_background"} {
+		if string(input[k]) == "true" {
+			return true
+		}
+	}
+	return false
+}
+
+// writePolicy writes the sandbox policy of p for joule-exec, with the
+// private layer of session over the toolchains' caches, and returns its
+// path; false when there is no Runner or it cannot be written (the line
+// then runs under joule exec, which reads the grant itself).
+func (c *Containment) writePolicy(p *Policy, session string) (string, bool) {
 	if c.Runner == "" || c.PolicyDir == "" || p == nil || len(p.Chain) == 0 {
 		return "", false
 	}
 	sp := SandboxPolicy(p)
+	sp.Layer = sandbox.LayerDir(filepath.Dir(c.PolicyDir), session)
 	path, err := sp.Write(c.PolicyDir)
 	if err != nil {
 		return "", false
@@ -203,6 +221,7 @@ func (c *Containment) unwrap(ev *Event) *Event {
 			return ev
 		}
 	}
+	rest = strings.TrimPrefix(rest, " --background")
 	rest = strings.TrimPrefix(rest, " --net")
 	quoted, ok := strings.CutPrefix(rest, " -- /bin/bash -c ")
 	if !ok {

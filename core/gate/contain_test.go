@@ -265,3 +265,54 @@ func BenchmarkGateContained(b *testing.B) {
 	b.ReportMetric(float64(contained.Microseconds())/float64(b.N), "contained-µs/op")
 	b.ReportMetric(float64(contained)/float64(plain), "contained-x-plain")
 }
+
+// TestContainBackground: a call the host runs in the background (Claude
+// Code's run_in_background, Gemini CLI's and Qwen Code's is_background)
+// is rewritten with --background, in both forms of the line, and comes
+// back unwrapped to its line; the policy names the session's private layer.
+func TestContainBackground(t *testing.T) {
+	dir := t.TempDir()
+	jh := filepath.Dir(dir)
+	allow := Verdict{Decision: Allow, Code: CodeAllowed, Reason: "granted"}
+	g := &grant.Grant{Roots: []string{t.TempDir()}, Allow: []string{"Read", "Write"}}
+	p := &Policy{Chain: grant.Chain{{Grant: g}}, Home: "/home/u"}
+	for _, c := range []*Containment{
+		{Exe: "/opt/joule/joule", ABI: 7},
+		{Exe: "/opt/joule/joule", ABI: 7, Runner: "/opt/joule/joule-exec", PolicyDir: dir},
+	} {
+		for _, tc := range []struct {
+			input map[string]any
+			bg    bool
+		}{
+			{map[string]any{"command": "npm run dev", "description": "d", "run_in_background": true}, true},
+			{map[string]any{"command": "npm run dev", "description": "d", "is_background": true}, true},
+			{map[string]any{"command": "npm run dev", "description": "d", "run_in_background": false}, false},
+			{map[string]any{"command": "npm run dev", "description": "d", "run_in_background": "true"}, false},
+			{map[string]any{"command": "npm run dev", "description": "d"}, false},
+		} {
+			in, _ := json.Marshal(tc.input)
+			ev := &Event{SessionID: "s", Tool: "Bash", Input: in, Cwd: "/ws"}
+			v, out := c.rewrite(ev, allow, p)
+			if v.Decision != Rewrite {
+				t.Fatalf("%v: %+v", tc.input, v)
+			}
+			var m map[string]any
+			json.Unmarshal(out, &m)
+			line, _ := m["command"].(string)
+			if strings.Contains(line, " --background -- /bin/bash -c ") != tc.bg {
+				t.Errorf("%v: %s", tc.input, line)
+			}
+			if back := commandOf(t, c.unwrap(bashEvent("s", line)).Input); back != "npm run dev" {
+				t.Errorf("unwrap %s: %q", line, back)
+			}
+		}
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Fatalf("policies %v", entries)
+	}
+	sp, err := sandbox.ReadPolicy(filepath.Join(dir, entries[0].Name()))
+	if err != nil || sp.Layer != sandbox.LayerDir(jh, "s") {
+		t.Errorf("layer %q, want %q (%v)", sp.Layer, sandbox.LayerDir(jh, "s"), err)
+	}
+}

@@ -49,19 +49,20 @@ var devFiles = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/
 // Rules computes the rules of one layer: "/" readable and each tree of
 // l.Write writable, each with its refused paths carved out.
 func (l Layer) Rules() ([]PathRule, error) {
-	return l.rules(stats{})
+	return l.rules(stats{}, writeRights)
 }
 
-// rules is Rules with what is known of the paths already (Spec.stats).
-func (l Layer) rules(st stats) ([]PathRule, error) {
+// rules is Rules with what is known of the paths already (Spec.stats),
+// granting access (Spec.writeAccess) on the writable trees.
+func (l Layer) rules(st stats, access uint64) ([]PathRule, error) {
 	c := carver{st: st}
 	c.carve("/", readRights, l.ReadDeny, listRights)
 	writeDeny := append(append([]string(nil), l.WriteDeny...), l.ReadDeny...)
 	for _, t := range l.Write {
-		c.carve(t, writeRights, writeDeny, 0)
+		c.carve(t, access, writeDeny, 0)
 	}
 	for _, d := range devFiles {
-		c.carve(d, writeRights, writeDeny, 0)
+		c.carve(d, access, writeDeny, 0)
 	}
 	if c.n > maxRules {
 		return nil, fmt.Errorf("the sandbox needs more than %d rules to carve the refused paths out of the writable trees", maxRules)

@@ -54,7 +54,7 @@ func Exec(spec Spec, path string, argv, env []string, warn io.Writer) error {
 		return ErrUnavailable
 	}
 	if !spec.LandlockOnly && NamespacesAvailable() {
-		err := execNamespace(spec, abi, path, argv, env)
+		err := execNamespace(spec, abi, path, argv, env, warn)
 		var ns errNamespace
 		if !errors.As(err, &ns) {
 			return err
@@ -93,7 +93,7 @@ func confineThread(spec Spec, abi int) error {
 		st = stats{}
 	}
 	for i, l := range spec.Layers {
-		rules, err := l.rules(st)
+		rules, err := l.rules(st, spec.writeAccess())
 		if err != nil {
 			return err
 		}

@@ -5,12 +5,16 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 	"unsafe"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -72,9 +76,13 @@ func readProcFile(p string) ([]byte, error) {
 type rawCall struct {
 	trap   uintptr
 	a      [6]uintptr
-	setFD  bool // the result is an fd the following calls use
-	useFD  bool // a[0] is that fd
-	ignore bool // a failure is not one
+	setFD  bool   // the result is an fd the following calls use
+	fdTo   *int32 // with setFD, the fd is also stored here (a struct a later call reads)
+	useFD  bool   // a[0] is that fd
+	ignore bool   // a failure is not one
+	// skipOnSuccess calls after this one are not made if it succeeds: the
+	// ones that report its failure.
+	skipOnSuccess int
 }
 
 // nsStep names the calls of a child for the message when one fails.
@@ -117,6 +125,43 @@ func remountFlags(p string) uintptr {
 	return f
 }
 
+// pathBeneath is struct landlock_path_beneath_attr (packed: the access
+// rights, then the descriptor), which a child fills in with the
+// descriptor it opened.
+type pathBeneath struct {
+	access uint64
+	fd     int32
+	_      int32
+}
+
+// makePlaceholders creates the guards' absent paths that git reads as it
+// reads none (persist.go), so that a read-only mount can cover them, and
+// forgets what st knew of them.
+func makePlaceholders(gs []guard, st stats) {
+	for _, g := range gs {
+		if g.make.kind == 0 || st.lstat(g.path).exists {
+			continue
+		}
+		for d := g.path; d != "/" && d != "."; d = filepath.Dir(d) {
+			delete(st, d)
+		}
+		switch g.make.kind {
+		case 'd':
+			os.MkdirAll(g.path, 0o755)
+		case 'f':
+			if os.MkdirAll(filepath.Dir(g.path), 0o755) != nil {
+				continue
+			}
+			fd, err := syscall.Open(g.path, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o644)
+			if err != nil {
+				continue
+			}
+			syscall.Write(fd, []byte(g.make.content))
+			syscall.Close(fd)
+		}
+	}
+}
+
 // errNamespace is the namespace construction failing before the program
 // ran; Exec then confines with Landlock alone.
 type errNamespace struct{ err error }
@@ -126,7 +171,34 @@ func (e errNamespace) Error() string { return e.err.Error() }
 // execNamespace runs the program in the namespace construction (see
 // plan.go) and, once it has started, waits for it and exits with its
 // status: it returns only when the program did not start.
-func execNamespace(spec Spec, abi int, path string, argv, env []string) error {
+func execNamespace(spec Spec, abi int, path string, argv, env []string, warn io.Writer) error {
+	spec.guarded = spec.guards()
+	makePlaceholders(spec.guarded, spec.stats)
+	if spec.stats == nil {
+		spec.stats = stats{}
+	}
+	// An absent cache is not made: it stays absent, and unwritable, until
+	// its toolchain makes it outside (as before there were layers).
+	var caches []string
+	for _, c := range spec.Caches {
+		if st := spec.stats.lstat(c); st.dir && !st.link {
+			caches = append(caches, c)
+		}
+	}
+	if len(caches) > 0 {
+		ovs, lock, err := prepareLayers(spec.LayerDir, caches, time.Now())
+		if err != nil && warn != nil {
+			fmt.Fprintf(warn, "joule-exec: the toolchains' caches (%s) are read-only for this command: %v\n", strings.Join(caches, ", "), err)
+		}
+		_ = lock // held (its flock) until joule-exec exits; closed on exec
+		for _, o := range ovs {
+			if _, ok := o.options(); ok {
+				spec.overlays = append(spec.overlays, o)
+			} else if warn != nil {
+				fmt.Fprintf(warn, "joule-exec: %s is read-only for this command: its path holds a character overlayfs options cannot carry (, : \\)\n", o.Path)
+			}
+		}
+	}
 	plan, err := spec.Plan()
 	if err != nil {
 		return err
@@ -178,6 +250,25 @@ func execNamespace(spec Spec, abi int, path string, argv, env []string) error {
 		setattr("mount_setattr(writable, recursive)", t, unix.AT_RECURSIVE, rdwr, true)
 		setattr("mount_setattr(writable)", t, 0, rdwr, false)
 	}
+	// The caches' overlays: each session layer's directory is bound
+	// writable first (overlayfs refuses an upper layer on a read-only
+	// mount; $JOULE_HOME, which holds it, is hidden below), then each
+	// cache is mounted over itself. One that fails stays read-only, as
+	// everything outside the writable trees is, and says so.
+	slots := map[string]bool{}
+	for _, o := range plan.Overlays {
+		slot := filepath.Dir(filepath.Dir(o.Upper))
+		if !slots[slot] {
+			slots[slot] = true
+			mount("bind", slot, slot, "", unix.MS_BIND, "")
+			setattr("mount_setattr(writable)", slot, 0, rdwr, true)
+		}
+		data, _ := o.options()
+		s.add("mount overlay "+o.Path, rawCall{trap: unix.SYS_MOUNT, a: [6]uintptr{cstr(&keep, "overlay"), cstr(&keep, o.Path), cstr(&keep, "overlay"),
+			unix.MS_NOSUID | unix.MS_NODEV, cstr(&keep, data)}, ignore: true, skipOnSuccess: 1})
+		msg := "joule-exec: " + o.Path + " is read-only for this command: the overlay with the session's private layer could not be mounted\n"
+		s.add("write", rawCall{trap: unix.SYS_WRITE, a: [6]uintptr{2, ptr(&keep, []byte(msg)), uintptr(len(msg))}, ignore: true})
+	}
 	for _, m := range plan.Mounts {
 		switch m.Kind {
 		case MountPin:
@@ -192,19 +283,10 @@ func execNamespace(spec Spec, abi int, path string, argv, env []string) error {
 			mount("remount read-only", "", m.Path, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC|remountFlags("/dev/null"), "")
 		}
 	}
-	// The working directory is looked up again: the one inherited is on
-	// the mount below the ones just made, now read-only.
-	if wd, err := syscall.Getwd(); err == nil {
-		s.add("chdir "+wd, rawCall{trap: unix.SYS_CHDIR, a: [6]uintptr{cstr(&keep, wd)}, ignore: true})
-	}
-	// Here the child, the init of the new PID namespace, forks the
-	// program and waits for it (initLoop): when the program ends, so does
-	// every process it left behind, killed by the kernel with its init.
-	// The program itself is not the init, which would ignore the signals
-	// it has no handler for (SIGINT, SIGPIPE, SIGXCPU).
-	s.add("clone (the program)", rawCall{trap: trapInit})
-	s.add("prctl(PR_SET_NO_NEW_PRIVS)", rawCall{trap: unix.SYS_PRCTL, a: [6]uintptr{unix.PR_SET_NO_NEW_PRIVS, 1}})
-	// The rulesets are made here, in the parent; the child only enforces them.
+	// The rulesets are made here, in the parent; the child only enforces
+	// them. A rule on an overlay's path is added in the child once the
+	// overlay is mounted: a rule holds the inode it was opened on, and the
+	// real directory's is hidden below the overlay.
 	fs := handledFS(abi)
 	var fds []int
 	defer func() {
@@ -212,6 +294,7 @@ func execNamespace(spec Spec, abi int, path string, argv, env []string) error {
 			syscall.Close(fd)
 		}
 	}()
+	var attrs []*pathBeneath
 	for i, rules := range plan.Rules {
 		attr := ll.RulesetAttr{HandledAccessFS: fs}
 		if abi >= 4 && !spec.Net {
@@ -226,10 +309,34 @@ func execNamespace(spec Spec, abi int, path string, argv, env []string) error {
 		}
 		fds = append(fds, fd)
 		for _, r := range rules {
-			if err := addRule(fd, r, fs); err != nil {
-				return fmt.Errorf("layer %d: %w", i, err)
+			if !slices.ContainsFunc(plan.Overlays, func(o Overlay) bool { return o.Path == r.Path }) {
+				if err := addRule(fd, r, fs); err != nil {
+					return fmt.Errorf("layer %d: %w", i, err)
+				}
+				continue
 			}
+			// Failing, it grants nothing: the overlay stays unwritable.
+			pb := &pathBeneath{access: r.Access & fs, fd: -1}
+			attrs = append(attrs, pb)
+			s.add("open "+r.Path, rawCall{trap: unix.SYS_OPENAT, a: [6]uintptr{uintptr(cwd), cstr(&keep, r.Path), unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW | unix.O_DIRECTORY},
+				setFD: true, fdTo: &pb.fd, ignore: true})
+			s.add("landlock_add_rule "+r.Path, rawCall{trap: unix.SYS_LANDLOCK_ADD_RULE, a: [6]uintptr{uintptr(fd), unix.LANDLOCK_RULE_PATH_BENEATH, uintptr(unsafe.Pointer(pb))}, ignore: true})
+			s.add("close "+r.Path, rawCall{trap: unix.SYS_CLOSE, useFD: true, ignore: true})
 		}
+	}
+	// The working directory is looked up again: the one inherited is on
+	// the mount below the ones just made, now read-only.
+	if wd, err := syscall.Getwd(); err == nil {
+		s.add("chdir "+wd, rawCall{trap: unix.SYS_CHDIR, a: [6]uintptr{cstr(&keep, wd)}, ignore: true})
+	}
+	// Here the child, the init of the new PID namespace, forks the
+	// program and waits for it (initLoop): when the program ends, so does
+	// every process it left behind, killed by the kernel with its init.
+	// The program itself is not the init, which would ignore the signals
+	// it has no handler for (SIGINT, SIGPIPE, SIGXCPU).
+	s.add("clone (the program)", rawCall{trap: trapInit})
+	s.add("prctl(PR_SET_NO_NEW_PRIVS)", rawCall{trap: unix.SYS_PRCTL, a: [6]uintptr{unix.PR_SET_NO_NEW_PRIVS, 1}})
+	for _, fd := range fds {
 		s.add("landlock_restrict_self", rawCall{trap: unix.SYS_LANDLOCK_RESTRICT_SELF, a: [6]uintptr{uintptr(fd)}})
 	}
 	var fprog *unix.SockFprog
@@ -299,6 +406,7 @@ func execNamespace(spec Spec, abi int, path string, argv, env []string) error {
 	// stack, so no collection may start meanwhile: the time-triggered one
 	// would wait for it, waking every 100µs for the command's whole run.
 	debug.SetGCPercent(-1)
+
 	runtime.LockOSThread() // kept: PDEATHSIG follows the thread that cloned
 	syscall.ForkLock.Lock()
 	unix.RawSyscall6(unix.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&all)), uintptr(unsafe.Pointer(&orig)), 8, 0, 0)
@@ -316,6 +424,7 @@ func execNamespace(spec Spec, abi int, path string, argv, env []string) error {
 	runtime.KeepAlive(zero)
 	runtime.KeepAlive(argvp)
 	runtime.KeepAlive(envp)
+	runtime.KeepAlive(attrs)
 	if errno != 0 {
 		syscall.Close(p[0])
 		return errNamespace{fmt.Errorf("clone(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID): %w", errno)}
@@ -440,6 +549,12 @@ func forkChild(calls []rawCall, pipe int, report, status *[2]uint32) (uintptr, s
 		}
 		if c.setFD {
 			fd = r1
+			if c.fdTo != nil {
+				*c.fdTo = int32(r1)
+			}
+		}
+		if e1 == 0 {
+			i += c.skipOnSuccess
 		}
 	}
 	syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 126, 0, 0)

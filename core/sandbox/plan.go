@@ -74,6 +74,12 @@ type Plan struct {
 	// rest of the file system is made read-only, these are bound onto
 	// themselves and made writable again before Mounts are made.
 	Writable []string
+	// Overlays are the caches mounted over their real directories with
+	// the session's private layer (layers.go), after Writable and before
+	// Mounts; the rules for their paths are added once they are mounted
+	// (a Landlock rule holds an inode: the real directory's would not
+	// reach through the overlay).
+	Overlays []Overlay
 	Mounts   []Mount
 	Rules    [][]PathRule
 }
@@ -149,7 +155,12 @@ func (spec Spec) Plan() (Plan, error) {
 	}
 	var writable []string
 	for _, l := range spec.Layers {
-		writable = append(writable, l.Write...)
+		for _, t := range l.Write {
+			// A cache is an overlay, or read-only: not a tree of its own.
+			if !spec.layered(t) {
+				writable = append(writable, t)
+			}
+		}
 	}
 	trees := slices.Clone(writable)
 	writable = append(writable, devFiles...)
@@ -180,8 +191,27 @@ func (spec Spec) Plan() (Plan, error) {
 			plan.Writable = append(plan.Writable, t)
 		}
 	}
+	plan.Overlays = spec.overlays
+	// What programs run later outside read as configuration or code
+	// (persist.go): read-only; where absent (no placeholder could be
+	// made), refused as an absent protected path is below.
+	var absentGuards []string
+	for _, g := range spec.guarded {
+		if s := st.lstat(g.path); s.exists && !s.link {
+			set(g.path, MountReadOnly)
+			pinChain(g.path)
+			continue
+		}
+		if a, ok := st.existingAncestor(g.path); ok && insideTree(a, plan.Writable) {
+			set(a, MountReadOnly)
+			pinChain(a)
+			continue
+		}
+		absentGuards = append(absentGuards, g.path)
+	}
+	access := spec.writeAccess()
 	for _, l := range spec.Layers {
-		var absent []string
+		absent := slices.Clone(absentGuards)
 		for _, p := range l.ReadDeny {
 			switch s := st.lstat(p); {
 			case !s.exists:
@@ -214,10 +244,16 @@ func (spec Spec) Plan() (Plan, error) {
 		c := carver{st: st}
 		c.carve("/", readRights, nil, 0)
 		for _, t := range l.Write {
-			c.carve(t, writeRights, absent, 0)
+			if spec.layered(t) {
+				continue
+			}
+			c.carve(t, access, absent, 0)
+		}
+		for _, o := range spec.overlays {
+			c.add(o.Path, access, true)
 		}
 		for _, d := range devFiles {
-			c.carve(d, writeRights, nil, 0)
+			c.carve(d, access, nil, 0)
 		}
 		if c.err != nil {
 			return Plan{}, c.err

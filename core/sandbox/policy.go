@@ -40,6 +40,10 @@ type Policy struct {
 	// Limits bound each process of the command; a 0 (or no limits) is
 	// DefaultLimits'.
 	Limits *Limits `json:"limits,omitempty"`
+	// Layer is the directory of the session's private layers over the
+	// toolchains' caches (Spec.LayerDir: LayerDir($JOULE_HOME, session)).
+	// Without one the caches are read-only in the namespace construction.
+	Layer string `json:"layer,omitempty"`
 }
 
 // PolicyLink is the rules of one link of the grant, as the grant writes them.
@@ -51,6 +55,17 @@ type PolicyLink struct {
 
 // PolicyDir is where the gate writes policies, below $JOULE_HOME.
 const PolicyDir = "policy"
+
+// LayersDir is where the sessions' private layers over the toolchains'
+// caches live, below $JOULE_HOME (layers.go).
+const LayersDir = "layers"
+
+// LayerDir is the directory of session's private layers below jouleHome:
+// named by a hash of the session's id, which may hold anything.
+func LayerDir(jouleHome, session string) string {
+	sum := sha256.Sum256([]byte("joule layer\x00" + session))
+	return filepath.Join(jouleHome, LayersDir, hex.EncodeToString(sum[:16]))
+}
 
 // maxPolicy bounds a policy file joule-exec reads.
 const maxPolicy = 4 << 20
@@ -196,8 +211,15 @@ func (p Policy) Spec(net bool, getenv func(string) string) (Spec, error) {
 	// One resolver for the toolchains' trees and the rules: they share
 	// the home directory and the workspace's parents.
 	res := &resolver{}
+	temp, caches := toolTrees(res, p.Home, getenv)
 	in := Inputs{Roots: p.Roots, Home: p.Home, Protected: p.Protected, Private: p.Private,
-		Extra: toolTrees(res, p.Home, getenv), Net: net}
+		Extra: temp, Caches: caches, Net: net, Getenv: getenv}
+	if p.Layer != "" {
+		if !filepath.IsAbs(p.Layer) || filepath.Clean(p.Layer) != p.Layer {
+			return Spec{}, fmt.Errorf("the policy's layer %q is not a clean absolute path", p.Layer)
+		}
+		in.LayerDir = p.Layer
+	}
 	if p.Limits != nil {
 		in.Limits = *p.Limits
 	}

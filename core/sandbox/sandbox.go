@@ -68,12 +68,25 @@
 // while /proc is still the host's.
 //
 // Symbolic links are not refused (LANDLOCK_ACCESS_FS_MAKE_SYM stays granted
-// in the writable trees): git checks out repositories that hold links and
-// npm install links node_modules/.bin, and a link is no way out of the
-// sandbox, which judges what a link points to as its target. A link the
-// command leaves in the workspace is the gate's to judge when a host tool
-// later opens the path; the PID namespace makes sure no process of the
-// command can plant one after the call returned.
+// in the writable trees): git checks out repositories that hold links, npm
+// install links node_modules/.bin, python -m venv links lib64, and a link is
+// no way out of the sandbox, which judges what a link points to as its
+// target. A link the command leaves in the workspace is the gate's to judge
+// when a host tool later opens the path; the PID namespace makes sure no
+// process of a foreground command can plant one after the call returned.
+// A command the host runs in the background (Spec.Background) keeps
+// running while the host's own tools act: it gets neither MAKE_SYM nor
+// REMOVE_DIR, so it can neither make a link, move one into place, nor move
+// a directory holding one into a path's place.
+//
+// What runs later. In the namespace construction, what programs run later
+// outside the sandbox read as configuration or code inside the writable
+// trees (git's metadata of the repositories found there, the home's dot
+// entries where the home is writable, shell start-up files, PATH
+// directories) is read-only (persist.go), and the toolchains' shared caches
+// are overlays whose upper layer is the session's own (layers.go), so that
+// nothing the command writes runs, or is followed, unconfined afterwards.
+// Landlock alone cannot do either (LandlockOnlyGaps).
 //
 // The network (Landlock ABI 4): TCP connect and bind are refused unless
 // Spec.Net. With the network off a seccomp filter refuses every other
@@ -109,8 +122,57 @@ type Spec struct {
 	// Limits bound each process of the command (DefaultLimits unless the
 	// policy says others).
 	Limits Limits
+	// Caches are the toolchains' shared caches among the writable trees
+	// (ToolTrees). The namespace construction mounts each as an overlay
+	// whose lower layer is the real cache and whose upper layer is the
+	// session's own, below LayerDir (layers.go): what the command writes
+	// there never reaches the real cache, which programs run later outside
+	// the sandbox read. Without a LayerDir, or where the layer cannot be
+	// made, they are read-only. Landlock alone leaves them writable in
+	// place (LandlockOnlyGaps).
+	Caches   []string
+	LayerDir string
+	// Background is a command the host runs in the background, which can
+	// still run while the host's own file tools act on the workspace: no
+	// symbolic link may be made (or moved into place) and no directory
+	// removed or renamed in the writable trees, so that it cannot swap a
+	// path the host is about to write or read for one that leads outside
+	// (see Spec.writeAccess).
+	Background bool
 	// stats is what Build learnt of the paths it resolved, for Plan.
 	stats stats
+	// persist is what the discovery of guards reads (persist.go).
+	persist persistIn
+	// overlays are the caches' overlays Exec prepared, and guarded what it
+	// found of persist.go's paths (their placeholders made), for Plan.
+	overlays []Overlay
+	guarded  []guard
+}
+
+// backgroundWithheld are the rights a background command does not get on
+// the writable trees: making a symbolic link (or moving or linking one
+// into a directory: Landlock asks for the right to make the entry's type
+// at the destination), and removing or renaming a directory, which would
+// move a directory holding a link made earlier into a path's place.
+const backgroundWithheld = fsMakeSym | fsRemoveDir
+
+// writeAccess is the rights each writable tree is granted.
+func (spec Spec) writeAccess() uint64 {
+	if spec.Background {
+		return writeRights &^ backgroundWithheld
+	}
+	return writeRights
+}
+
+// layered reports whether p lies in one of the caches, which are not
+// writable in place in the namespace construction.
+func (spec Spec) layered(p string) bool {
+	for _, c := range spec.Caches {
+		if within(p, c) {
+			return true
+		}
+	}
+	return false
 }
 
 // Layer is one ruleset: everything is readable except ReadDeny, and the
@@ -127,11 +189,13 @@ type Layer struct {
 	Frozen []string
 }
 
-// kernelProtected is the protected paths the kernel refuses writes to:
-// all but those inside a .git directory (.git/config, .git/hooks), since
-// refusing them means no entry can be created in .git itself, where git
-// writes its index lock on every commit. The gate's analysis still
-// refuses writes there by any tool.
+// kernelProtected is the protected paths the kernel refuses writes to as
+// the hosts' configuration: all but those inside a .git directory
+// (.git/config, .git/hooks), since carving them out with Landlock means no
+// entry can be created in .git itself, where git writes its index lock on
+// every commit. The namespace construction makes them read-only with the
+// rest of git's metadata it finds (guards, persist.go); the gate's
+// analysis refuses writes there by any tool.
 func kernelProtected(protected []string) []string {
 	var out []string
 	for _, p := range protected {
@@ -153,9 +217,15 @@ type Inputs struct {
 	Home      string
 	Protected []string
 	Private   []string
-	Extra     []string
+	Extra     []string // the temp dirs
+	Caches    []string // the toolchains' caches (Spec.Caches)
+	LayerDir  string   // Spec.LayerDir
 	Net       bool
 	Limits    Limits // 0s are DefaultLimits'
+	// Getenv is the environment the command runs with, for the discovery
+	// of what programs run later read in the writable trees (PATH, GIT_DIR,
+	// ZDOTDIR, ...: persist.go); nil reads none.
+	Getenv func(string) string
 }
 
 // HomeSecrets are the places below the home directory where credentials
@@ -201,7 +271,8 @@ func Build(in Inputs) (Spec, error) {
 }
 
 func build(res *resolver, in Inputs) (Spec, error) {
-	spec := Spec{Net: in.Net, Limits: in.Limits.merged(DefaultLimits())}
+	spec := Spec{Net: in.Net, Limits: in.Limits.merged(DefaultLimits()), LayerDir: in.LayerDir,
+		persist: persistIn{home: in.Home, getenv: in.Getenv}}
 	if len(in.Roots) == 0 {
 		return Spec{}, errors.New("the grant names no workspace root")
 	}
@@ -214,6 +285,7 @@ func build(res *resolver, in Inputs) (Spec, error) {
 				if s, ok := r.Scope(roots); ok && s.Access == rule.Write {
 					if _, err := os.Lstat(s.Base); err == nil {
 						l.Write = append(l.Write, res.resolve(s.Base))
+						spec.persist.grant = append(spec.persist.grant, res.resolve(s.Base))
 					}
 				}
 			}
@@ -251,14 +323,36 @@ func build(res *resolver, in Inputs) (Spec, error) {
 			}
 		}
 		l.Write = append(l.Write, in.Extra...)
+		l.Write = append(l.Write, in.Caches...)
 		l.Write, l.ReadDeny, l.WriteDeny, l.Frozen = compact(l.Write), compact(l.ReadDeny), compact(l.WriteDeny), compact(l.Frozen)
 		spec.Layers = append(spec.Layers, l)
 	}
 	if len(spec.Layers) == 0 {
 		return Spec{}, errors.New("the grant has no links")
 	}
+	spec.persist.grant = compact(spec.persist.grant)
+	spec.Caches = layeredCaches(in.Caches, append(slices.Clone(spec.persist.grant), in.Extra...))
 	spec.stats = res.stats
 	return spec, nil
+}
+
+// layeredCaches are the caches that get a private layer: each once, the
+// outermost of those that hold others. A cache that holds (or is) one of
+// the other writable trees is not one: an overlay there would keep the
+// workspace's own writes from the workspace; it stays writable in place.
+func layeredCaches(caches, others []string) []string {
+	var out []string
+	for _, c := range compact(slices.Clone(caches)) {
+		if slices.ContainsFunc(others, func(o string) bool { return within(o, c) }) {
+			continue
+		}
+		if slices.ContainsFunc(out, func(o string) bool { return within(c, o) }) {
+			continue
+		}
+		out = slices.DeleteFunc(out, func(o string) bool { return within(o, c) })
+		out = append(out, c)
+	}
+	return out
 }
 
 // globRule is a deny or ask rule whose pattern does not cover its whole
@@ -345,33 +439,33 @@ func compact(ps []string) []string {
 }
 
 // ToolTrees are the directories ordinary work writes outside the workspace:
-// the temp dir, the user's cache directory (which holds Go's build cache by
-// default), Go's GOCACHE, GOMODCACHE and GOPATH/pkg when set elsewhere, and
-// npm's cache. It reads the environment and Go's own env file (go env -w),
-// never runs go: that would cost more than the whole confinement.
-func ToolTrees(home string, getenv func(string) string) []string {
+// the temp dirs (the temp dir, /var/tmp, /dev/shm), and the toolchains'
+// shared caches: the user's cache directory (which holds Go's build cache
+// by default), Go's GOCACHE, GOMODCACHE and GOPATH/pkg when set elsewhere,
+// and npm's cache. It reads the environment and Go's own env file (go env
+// -w), never runs go: that would cost more than the whole confinement.
+func ToolTrees(home string, getenv func(string) string) (temp, caches []string) {
 	return toolTrees(&resolver{}, home, getenv)
 }
 
-func toolTrees(res *resolver, home string, getenv func(string) string) []string {
-	var out []string
-	add := func(p string) {
+func toolTrees(res *resolver, home string, getenv func(string) string) (temp, caches []string) {
+	add := func(out *[]string, p string) {
 		if p != "" && filepath.IsAbs(p) {
-			out = append(out, res.resolve(p))
+			*out = append(*out, res.resolve(p))
 		}
 	}
 	tmp := getenv("TMPDIR")
 	if tmp == "" {
 		tmp = "/tmp"
 	}
-	add(tmp)
-	add("/var/tmp")
-	add("/dev/shm")
+	add(&temp, tmp)
+	add(&temp, "/var/tmp")
+	add(&temp, "/dev/shm")
 	cache := getenv("XDG_CACHE_HOME")
 	if cache == "" && home != "" {
 		cache = filepath.Join(home, ".cache")
 	}
-	add(cache)
+	add(&caches, cache)
 	goenv := goEnvFile(home, getenv)
 	get := func(k string) string {
 		if v := getenv(k); v != "" {
@@ -379,21 +473,21 @@ func toolTrees(res *resolver, home string, getenv func(string) string) []string 
 		}
 		return goenv[k]
 	}
-	add(get("GOCACHE"))
-	add(get("GOMODCACHE"))
+	add(&caches, get("GOCACHE"))
+	add(&caches, get("GOMODCACHE"))
 	if gp := get("GOPATH"); gp != "" {
 		for _, p := range filepath.SplitList(gp) {
-			add(filepath.Join(p, "pkg"))
+			add(&caches, filepath.Join(p, "pkg"))
 		}
 	} else if home != "" {
-		add(filepath.Join(home, "go", "pkg"))
+		add(&caches, filepath.Join(home, "go", "pkg"))
 	}
 	if c := getenv("npm_config_cache"); c != "" {
-		add(c)
+		add(&caches, c)
 	} else if home != "" {
-		add(filepath.Join(home, ".npm"))
+		add(&caches, filepath.Join(home, ".npm"))
 	}
-	return out
+	return temp, caches
 }
 
 // goEnvFile reads the file `go env -w` writes ($XDG_CONFIG_HOME/go/env or

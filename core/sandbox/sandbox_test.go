@@ -109,9 +109,10 @@ func BenchmarkRules(b *testing.B) {
 	}
 	set, _ := rule.ParseSet([]string{"Read", "Write"}, nil, nil)
 	jh := filepath.Join(home, ".local", "share", "joule")
+	temp, caches := ToolTrees(home, func(string) string { return "" })
 	in := Inputs{Sets: []rule.Set{set}, Roots: []string{ws}, Home: home, Private: []string{jh},
 		Protected: append([]string{jh}, filepath.Join(ws, ".claude", "settings.json"), filepath.Join(ws, ".mcp.json")),
-		Extra:     ToolTrees(home, func(string) string { return "" })}
+		Extra:     temp, Caches: caches}
 	n := 0
 	for i := 0; i < b.N; i++ {
 		spec, err := Build(in)
