@@ -23,6 +23,9 @@ type word struct {
 	prefix string
 	// procSubst is true when the word contains <(…) or >(…).
 	procSubst bool
+	// ifs is true when an unquoted expansion makes the shell split the
+	// word on blanks: one of its words may then start with anything.
+	ifs bool
 	// expands is true when the word has a parameter, command, arithmetic
 	// or process expansion, or quoting whose result is not certain; decoded
 	// is then empty. Otherwise decoded is the text after quote removal,
@@ -42,6 +45,33 @@ func literalWord(s string) word {
 // opaqueWord is a word known only by its source text.
 func opaqueWord(src string) word {
 	return word{Word: Word{Text: src}, split: true, expands: true}
+}
+
+// after returns the part of w after its first n bytes of literal prefix
+// (the value in --name=$X or if=~/x): literal when w is, otherwise known
+// by its source text, which the gate expands as far as it can. When the
+// source spells the prefix otherwise (with quotes), the value starts with
+// what the gate cannot see.
+func (w word) after(n int) word {
+	if w.Literal {
+		return literalWord(w.Text[n:])
+	}
+	v := word{Word: Word{Text: w.Text}, expands: true, ifs: w.ifs, split: w.split, procSubst: w.procSubst}
+	if !strings.HasPrefix(w.Text, w.prefix[:n]) {
+		return v // lead 0: a value the gate cannot see
+	}
+	src := w.Text[n:]
+	v.Text, v.prefix = src, w.prefix[n:]
+	switch {
+	case src == "":
+	case src[0] == '~' || src[0] == '/':
+		v.lead = '/'
+	case strings.IndexByte("$`\\'\"", src[0]) >= 0:
+		v.lead = 0
+	default:
+		v.lead = src[0]
+	}
+	return v
 }
 
 // optionLike reports whether the word may expand to something starting
@@ -70,6 +100,7 @@ type wordBuilder struct {
 	leadKnown bool
 	lead      byte
 	procSubst bool
+	ifs       bool
 }
 
 func (b *wordBuilder) lit(text string, quoted bool) {
@@ -106,7 +137,7 @@ func (a *analyzer) word(w *syntax.Word, fr frame) word {
 	for _, s := range b.segs {
 		text.WriteString(s.text)
 	}
-	res := word{lead: b.lead, prefix: b.prefix.String(), procSubst: b.procSubst, expands: !b.literal}
+	res := word{lead: b.lead, prefix: b.prefix.String(), procSubst: b.procSubst, expands: !b.literal, ifs: b.ifs}
 	if !b.leadKnown {
 		res.lead = 0
 	}
@@ -122,6 +153,9 @@ func (a *analyzer) word(w *syntax.Word, fr frame) word {
 	if globIn(b.segs) || braces(w) {
 		b.literal = false
 		b.split = true
+		if n := braceWords(w); n > maxBraceWords {
+			a.fail(CodeResourceBomb, "the brace expansion %s makes more than %d words, which bash builds in memory", quote(fr.src.slice(w)), maxBraceWords)
+		}
 	}
 	res.split = b.split
 	res.Literal = b.literal
@@ -165,12 +199,17 @@ func (a *analyzer) wordPart(part syntax.WordPart, b *wordBuilder, quoted bool, f
 			b.leadKnown, b.lead = true, '/' // an absolute path
 		}
 		b.expansion(!quoted || multiField(p))
+		// $HOME and $PWD hold paths the gate knows; it judges a line that
+		// assigns PWD by itself.
+		b.ifs = b.ifs || !quoted && !isHomeOrPWD(p) || multiField(p)
 		a.param(p, fr)
 	case *syntax.CmdSubst:
 		b.expansion(!quoted)
+		b.ifs = b.ifs || !quoted
 		a.stmts(p.Stmts, fr.subshell())
 	case *syntax.ArithmExp:
 		b.expansion(!quoted)
+		b.ifs = b.ifs || !quoted
 		a.arith(p.X, fr)
 	case *syntax.ProcSubst:
 		if !b.leadKnown {

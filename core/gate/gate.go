@@ -129,6 +129,7 @@ func (g *Gate) decide(ctx context.Context, ev *Event, cannotAsk string) Result {
 	}
 	sent := ev.Input // the receipt digests what the host sent
 	ev = g.Contain.unwrap(ev)
+	policy.Contained = ev.Tool == "Bash" && g.Contain.confines()
 	v := Decide(ev, policy)
 	if v.Decision == Ask && cannotAsk != "" {
 		v = deny(v.Code, "the grant says to ask a person, but %s cannot ask from a hook, so joule denies: %s", cannotAsk, v.Reason)

@@ -128,7 +128,8 @@ func TestReaderOperands(t *testing.T) {
 	}{
 		{"sed -n '/^func/,/^}/p' src/a.go", Allow, CodeAllowed},
 		{"grep -n '/usr/local' src/a.go", Allow, CodeAllowed},
-		{"grep -A 3 /etc src/a.go", Deny, CodeOutside}, // with -A 3 first, /etc is a file operand
+		{"grep -A 3 /etc src/a.go", Allow, CodeAllowed}, // -A takes 3: /etc is the pattern
+		{"grep -A 3 x /etc src/a.go", Deny, CodeOutside},
 		{"grep -e /x/ /etc/passwd", Deny, CodeOutside},
 		{"sed -n -e p /etc/passwd", Deny, CodeOutside},
 		{"sed -n 1p ~/.local/share/joule/steward.key", Deny, CodeSelfTamper},
