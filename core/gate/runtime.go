@@ -6,6 +6,8 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/joulehook/joule/core/command"
 	"github.com/joulehook/joule/core/rule"
@@ -82,6 +84,11 @@ func (j *judge) placeVerdict(what, abs string) Verdict {
 	if slices.ContainsFunc(j.p.Private, func(p string) bool { return within(abs, p) }) {
 		return deny(CodeSelfTamper, "%s works in %s: the gate's keys, grants and store are never readable by an agent", what, abs)
 	}
+	if abs == j.cwd {
+		// The directory the event runs in lies in the workspace (Decide
+		// checked it): working there is what a Bash rule grants.
+		return Verdict{Decision: Allow, Code: CodeAllowed}
+	}
 	o := j.fold(func(s rule.Set) rule.Verdict { return s.CheckPath(rule.Read, abs, j.rootsFor(abs)) })
 	if o.denyBy == "" && o.askBy == "" && j.inRoots(abs) {
 		// Working in the workspace needs no Read rule (a grant of go test
@@ -136,31 +143,80 @@ type gitRepo struct {
 
 // discoverGit finds the repository git uses in dir, as git does: dir/.git
 // (a directory, or a file naming one), else dir itself when it is a
-// repository (bare), then the same in each parent. ok is false when there
-// is none.
-func discoverGit(dir string) (gitRepo, bool) {
+// repository (bare), then the same in each parent. Above the workspace
+// (inside reports whether a directory lies in it) only .git is looked
+// for, no one but the person puts a bare repository there, and the answer
+// is remembered for pathsTTL, like the protected paths: those directories
+// are the person's, outside any workspace a grant opens. ok is false when
+// there is none.
+func discoverGit(dir string, inside func(string) bool, now time.Time) (gitRepo, bool) {
 	for d := dir; ; d = path.Dir(d) {
-		dot := d + "/.git"
-		if d == "/" {
-			dot = "/.git"
+		if !inside(d) {
+			return discoverAbove(d, now)
 		}
-		if fi, err := os.Lstat(dot); err == nil {
-			switch {
-			case fi.IsDir() && isGitDir(dot):
-				return gitRepo{top: d, gitdir: dot, common: dot}, true
-			case fi.Mode().IsRegular():
-				if g, ok := gitFile(d, dot); ok {
-					return g, true
-				}
-			}
-		}
-		if isGitDir(d) {
-			return gitRepo{gitdir: d, common: d}, true
+		if g, ok := gitAt(d, true); ok {
+			return g, true
 		}
 		if d == "/" || d == "." || d == "" {
 			return gitRepo{}, false
 		}
 	}
+}
+
+// gitAt looks for the repository of d itself: d/.git, or d when bare.
+func gitAt(d string, bare bool) (gitRepo, bool) {
+	dot := d + "/.git"
+	if d == "/" {
+		dot = "/.git"
+	}
+	if fi, err := os.Lstat(dot); err == nil {
+		switch {
+		case fi.IsDir() && hasHEAD(dot):
+			return gitRepo{top: d, gitdir: dot, common: dot}, true
+		case fi.Mode().IsRegular():
+			if g, ok := gitFile(d, dot); ok {
+				return g, true
+			}
+		}
+	}
+	if bare && isGitDir(d) {
+		return gitRepo{gitdir: d, common: d}, true
+	}
+	return gitRepo{}, false
+}
+
+type aboveRepo struct {
+	repo gitRepo
+	ok   bool
+	at   time.Time
+}
+
+var aboveCache sync.Map // directory → aboveRepo
+
+// discoverAbove is discoverGit from a directory above the workspace.
+func discoverAbove(dir string, now time.Time) (gitRepo, bool) {
+	if v, ok := aboveCache.Load(dir); ok {
+		r := v.(aboveRepo)
+		if d := now.Sub(r.at); d >= 0 && d < pathsTTL {
+			return r.repo, r.ok
+		}
+	}
+	var r aboveRepo
+	for d := dir; ; d = path.Dir(d) {
+		if r.repo, r.ok = gitAt(d, false); r.ok || d == "/" || d == "." || d == "" {
+			break
+		}
+	}
+	r.at = now
+	aboveCache.Store(dir, r)
+	return r.repo, r.ok
+}
+
+// hasHEAD reports a .git directory with a HEAD: git's own test adds
+// objects and refs, which a .git directory in use always has.
+func hasHEAD(d string) bool {
+	_, err := os.Lstat(d + "/HEAD")
+	return err == nil
 }
 
 // isGitDir reports a directory git takes for a repository: HEAD, objects
@@ -330,14 +386,17 @@ func (j *judge) gitRepoVerdict(c command.Command) (Verdict, bool) {
 				d = d + "/" + cd
 			}
 		}
-		abs, err := j.resolve(d)
-		if err != nil {
-			return deny(CodeMalformed, "%s: %v", quoteArgs(c.Args), err), true
+		abs := j.cwd // resolved, and a directory, when the event arrived
+		if d != j.cwd {
+			var err error
+			if abs, err = j.resolve(d); err != nil {
+				return deny(CodeMalformed, "%s: %v", quoteArgs(c.Args), err), true
+			}
+			if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+				return unknownPath("%s runs in %s, which does not exist when the gate decides: the repository git finds there is known only when the line runs", quoteArgs(c.Args), abs), true
+			}
 		}
-		if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
-			return unknownPath("%s runs in %s, which does not exist when the gate decides: the repository git finds there is known only when the line runs", quoteArgs(c.Args), abs), true
-		}
-		repo, ok := discoverGit(abs)
+		repo, ok := discoverGit(abs, j.inRoots, time.Now())
 		if !ok {
 			continue
 		}
