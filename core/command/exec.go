@@ -161,7 +161,7 @@ func (a *analyzer) exec(words []word, s *syntax.Stmt, fr frame, mode execMode) {
 		return
 	}
 	if known && !raw {
-		words = a.programOptions(base, words, fr)
+		words = a.programOptions(base, words, &fr)
 		if a.err != nil {
 			return
 		}

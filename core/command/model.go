@@ -143,6 +143,9 @@ func (a *analyzer) apply(name string, m *model, words []word, fr frame) {
 			a.refuseOption(name, "is given %s, which is computed when the line runs and may be an option such as %s", quote(p.computed), d)
 			return
 		}
+		if m.pattern {
+			name += " (a computed pattern is safe after -e)"
+		}
 		// The word may be any option the model knows, or an operand:
 		// every path the program may derive is known only at run time.
 		if m.optionEffect(readsFile, readsList) {
@@ -191,8 +194,12 @@ func (a *analyzer) apply(name string, m *model, words []word, fr frame) {
 		if w.Literal && w.Text == "-" && m.operands != writesFile {
 			continue // standard input
 		}
-		if m.operands == writesFile {
+		switch m.operands {
+		case writesFile:
 			a.writeTree(w, false, tree, fr)
+			continue
+		case readsPlace:
+			a.readPlace(w, fr)
 			continue
 		}
 		a.effect(name, "", m.operands, w, fr)

@@ -167,27 +167,27 @@ func buildModels() {
 		"indicator-style=", "inode", "ignore=", "kibibytes", "dereference", "numeric-uid-gid", "literal",
 		"hide-control-chars", "show-control-chars", "quote-name", "quoting-style=", "reverse", "recursive", "size",
 		"sort=", "time=", "time-style=", "tabsize=", "width=", "context", "zero")...).permuting(),
-		operands: readsFile, bare: bareList}
+		operands: readsPlace, bare: bareList}
 	add(lsM, "ls", "dir", "vdir")
 	add(&model{opts: spec("0aB:bcDd:HhkLlmPSst:X:x", long("null", "all", "apparent-size", "block-size=", "bytes",
 		"total", "dereference-args", "max-depth=", "files0-from=", "human-readable", "inodes", "dereference",
 		"count-links", "no-dereference", "separate-dirs", "si", "summarize", "threshold=", "time?", "time-style=",
-		"exclude-from=", "exclude=", "one-file-system")...).permuting(), operands: readsFile, bare: bareList,
+		"exclude-from=", "exclude=", "one-file-system")...).permuting(), operands: readsPlace, bare: bareList,
 		values: merge(on(readsList, "--files0-from"), on(readsFile, "-X", "--exclude-from"))}, "du")
 	add(&model{opts: spec("adlfxL:RP:I:qNQpugshDFvtcUriASnCXJH:T:o:", "noreport", "charset=", "filelimit=",
 		"timefmt=", "dirsfirst", "filesfirst", "gitignore", "gitfile=", "ignore-case", "matchdirs", "metafirst",
 		"prune", "info", "infofile=", "si", "du", "inodes", "device", "sort=", "nolinks", "fromfile", "fromtabfile",
-		"fflinks", "hintro=", "houtro=", "help", "version").permuting(), operands: readsFile, bare: bareList,
+		"fflinks", "hintro=", "houtro=", "help", "version").permuting(), operands: readsPlace, bare: bareList,
 		values: merge(on(writesFile, "-o"), on(readsFile, "--gitfile", "--infofile", "--hintro", "--houtro")),
 		refuse: map[string]string{"--fromfile": "reads the listing from files that name other paths",
 			"--fromtabfile": "reads the listing from files that name other paths"}}, "tree")
 	add(&model{opts: spec("Lfct", long("dereference", "file-system", "cached=", "format=", "printf=", "terse")...).permuting(),
-		operands: readsFile}, "stat")
+		operands: readsPlace}, "stat")
 	add(&model{opts: spec("femnqsvz", long("canonicalize", "canonicalize-existing", "canonicalize-missing",
-		"no-newline", "quiet", "silent", "verbose", "zero")...).permuting(), operands: readsFile}, "readlink")
+		"no-newline", "quiet", "silent", "verbose", "zero")...).permuting(), operands: readsPlace}, "readlink")
 	add(&model{opts: spec("emLPqsz", long("canonicalize-existing", "canonicalize-missing", "logical", "physical",
 		"quiet", "relative-to=", "relative-base=", "strip", "no-symlinks", "zero")...).permuting(),
-		operands: readsFile, values: on(readsFile, "--relative-to", "--relative-base")}, "realpath")
+		operands: readsPlace, values: on(readsPlace, "--relative-to", "--relative-base")}, "realpath")
 	add(&model{opts: spec("bcCdEe:f:F:hiklLm:nNprsSvzZ0P:", long("brief", "checking-printout", "exclude=",
 		"exclude-quiet=", "files-from=", "separator=", "mime", "apple", "extension", "mime-type", "mime-encoding",
 		"keep-going", "list", "dereference", "no-dereference", "magic-file=", "no-buffer", "no-pad", "print0",

@@ -214,7 +214,7 @@ func gitSpec(sub string) *optSpec {
 
 func gitModel() *model {
 	return &model{handler: func(a *analyzer, name string, words []word, fr frame) []word {
-		return a.gitOptions(words, fr)
+		return a.gitOptions(words, &fr)
 	}}
 }
 

@@ -8,18 +8,21 @@ import (
 // programOptions judges a known program's arguments by its model
 // (model.go and the tables beside it) and returns the words to list for
 // it: git -C DIR status is listed without -C DIR (see gitOptions).
-func (a *analyzer) programOptions(base string, words []word, fr frame) []word {
+func (a *analyzer) programOptions(base string, words []word, fr *frame) []word {
+	if base == "git" {
+		return a.gitOptions(words, fr) // -C DIR moves the command itself
+	}
 	m := modelFor(base)
 	if m == nil {
 		return words
 	}
 	if m.handler != nil {
-		if out := m.handler(a, base, words, fr); out != nil {
+		if out := m.handler(a, base, words, *fr); out != nil {
 			return out
 		}
 		return words
 	}
-	a.apply(base, m, words, fr)
+	a.apply(base, m, words, *fr)
 	return words
 }
 
@@ -86,7 +89,7 @@ var gitValueGlobals = map[string]bool{"C": true, "c": true, "git-dir": true, "wo
 // allow rule matches it. Options that change only output or locking (-c
 // with a key of gitSafeConfig, --no-pager, -p, --no-optional-locks, the
 // pathspec options) are dropped from the listed words too.
-func (a *analyzer) gitOptions(words []word, fr frame) []word {
+func (a *analyzer) gitOptions(words []word, fr *frame) []word {
 	args := words[1:]
 	out := words // a line without global options is listed as it is
 	globals := len(args) > 0 && (!args[0].Literal || strings.HasPrefix(args[0].Text, "-"))
@@ -162,7 +165,8 @@ func (a *analyzer) gitOptions(words []word, fr frame) []word {
 			if !rel {
 				out = append(out, raw...)
 			}
-			// What the subcommand names is relative to DIR, which it reads.
+			// git runs in DIR: what the subcommand names is relative to it,
+			// and the command is listed as running there.
 			fr.shell = fr.shell.clone()
 			fr.shell.chdir(literalWord(value))
 		default:
@@ -181,8 +185,8 @@ func (a *analyzer) gitOptions(words []word, fr frame) []word {
 		return out
 	}
 	// git works in the repository of the directory it runs in.
-	a.readPlace(literalWord("."), fr)
-	a.gitSub(rest[0].Text, rest, fr)
+	a.readPlace(literalWord("."), *fr)
+	a.gitSub(rest[0].Text, rest, *fr)
 	return out
 }
 

@@ -92,7 +92,7 @@ func TestProgramOptions(t *testing.T) {
 		{line: "gofmt -l .", commands: cmds("gofmt -l ."), reads: cmds("<.")},
 		{line: "head -n 5 a.txt", commands: cmds("head -n 5 a.txt"), reads: cmds("<a.txt")},
 		{line: "cat ~/.ssh/id_rsa", commands: cmds("cat ⟨~/.ssh/id_rsa⟩"), reads: cmds("<⟨~/.ssh/id_rsa⟩")},
-		{line: "diff <(ls a) b", commands: cmds("ls a", "diff ⟨<(ls a)⟩ b"), reads: cmds("<a", "<b")},
+		{line: "diff <(ls a) b", commands: cmds("ls a", "diff ⟨<(ls a)⟩ b"), reads: cmds("<dir:a", "<b")},
 		{line: "cd sub && cat x", commands: cmds("cd sub", "cat x"), reads: cmds("<x", "<sub/x")},
 		{line: "grep -f pats.txt -r src", commands: cmds("grep -f pats.txt -r src"), reads: cmds("<pats.txt", "<src")},
 		{line: "grep -n main f", commands: cmds("grep -n main f"), reads: cmds("<f")},
@@ -115,9 +115,9 @@ func TestProgramOptions(t *testing.T) {
 		{line: "tar --checkpoint-action=exec=id -cf a.tar .", code: CodeProgramOption},
 		{line: "tar -czf a.tgz src", commands: cmds("tar -czf a.tgz src"), writes: cmds(">a.tgz"), reads: cmds("<src")},
 		// find -delete writes below its starting points
-		{line: "find build -name '*.o' -delete", commands: cmds("find build -name *.o -delete"), writes: cmds(">build"), reads: cmds("<build")},
+		{line: "find build -name '*.o' -delete", commands: cmds("find build -name *.o -delete"), writes: cmds(">build"), reads: cmds("<dir:build")},
 		{line: "find -delete", commands: cmds("find -delete"), writes: cmds(">."), reads: cmds("<dir:.")},
-		{line: "find /etc tmp -delete", commands: cmds("find /etc tmp -delete"), writes: cmds(">/etc", ">tmp"), reads: cmds("</etc", "<tmp")},
+		{line: "find /etc tmp -delete", commands: cmds("find /etc tmp -delete"), writes: cmds(">/etc", ">tmp"), reads: cmds("<dir:/etc", "<dir:tmp")},
 		// a script of someone's own is not the program of the table
 		{line: "./sed -n '1e id' f", commands: cmds("./sed -n 1e id f")},
 	}

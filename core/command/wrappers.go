@@ -467,7 +467,7 @@ func (a *analyzer) find(words []word, fr frame) {
 		if deletes {
 			a.writeTree(p, false, true, fr)
 		}
-		a.read(p, fr)
+		a.readPlace(p, fr) // names below it; what -exec reads is its command's
 	}
 	type execution struct {
 		words  []word

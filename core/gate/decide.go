@@ -156,6 +156,7 @@ type judge struct {
 	seen    []resolution
 	dotglob bool // the line may make wildcards match dotfiles
 	pwdSet  bool // the line may assign PWD, so $PWD is a value like any other
+	writes  bool // the line writes files (it may create a directory a later command runs in)
 	// kernel lists the first reasons the kernel, not the analysis, bounds
 	// a path of the line (under containment); kernelN counts them all.
 	kernel      []string
@@ -423,6 +424,7 @@ func (j *judge) bash(line string) Verdict {
 		return Verdict{Decision: Allow, Code: CodeAllowed, Reason: "the line runs no command"}
 	}
 	j.dotglob = globsDotfiles(line)
+	j.writes = len(a.Writes) > 0
 	j.pwdSet = strings.Count(line, "PWD") != strings.Count(line, "$PWD")+strings.Count(line, "${PWD}")
 	st := newStrictest()
 	words := make([]rule.Word, 0, argCount(a.Commands))

@@ -724,7 +724,8 @@ var treeWriters = map[string]bool{
 }
 
 // gitSubcommand returns a git command's subcommand and its arguments after
-// the global options, with the -C directories it names.
+// the global options. The directories of -C are in the command's Dirs
+// already; chdirs is always empty.
 func gitSubcommand(c command.Command) (sub string, args []command.Word, chdirs []string) {
 	if path.Base(c.Args[0].Text) != "git" {
 		return "", nil, nil
@@ -733,12 +734,8 @@ func gitSubcommand(c command.Command) (sub string, args []command.Word, chdirs [
 	i := 0
 	for ; i < len(rest) && strings.HasPrefix(rest[i].Text, "-"); i++ {
 		switch rest[i].Text {
-		case "-C":
-			if i+1 < len(rest) {
-				chdirs = append(chdirs, rest[i+1].Text)
-			}
-			i++
-		case "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env":
+		case "-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env":
+			// the analysis lists git -C DIR as running in DIR (Command.Dirs)
 			i++
 		}
 	}

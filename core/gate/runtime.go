@@ -393,7 +393,10 @@ func (j *judge) gitRepoVerdict(c command.Command) (Verdict, bool) {
 				return deny(CodeMalformed, "%s: %v", quoteArgs(c.Args), err), true
 			}
 			if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
-				return unknownPath("%s runs in %s, which does not exist when the gate decides: the repository git finds there is known only when the line runs", quoteArgs(c.Args), abs), true
+				if !j.writes {
+					continue // git fails there: nothing the line writes can make it
+				}
+				return unknownPath("%s runs in %s, which does not exist when the gate decides and which the line may create: the repository git finds there is known only when the line runs", quoteArgs(c.Args), abs), true
 			}
 		}
 		repo, ok := discoverGit(abs, j.inRoots, time.Now())
