@@ -198,7 +198,7 @@ func buildModels() {
 	add(&model{opts: spec("s:n:e:f:vbcCdox", "help", "version").permuting(), operands: readsFile,
 		values: on(readsFile, "-f")}, "hexdump", "hd")
 	// xxd [-r] [INFILE [OUTFILE]] writes its second operand.
-	add(&model{opts: spec("ac:Eg:hi:l:o:pr:s:uvCRbdn:e", "autoskip", "bits", "cols=", "capitalize", "EBCDIC",
+	add(&model{opts: spec("ac:Eg:hi:l:o:prs:uvCR:bdn:e", "autoskip", "bits", "cols=", "capitalize", "EBCDIC",
 		"groupsize=", "help", "include", "len=", "name=", "offset=", "postscript", "plain", "ps", "revert",
 		"seek=", "uppercase", "version").permuting(), custom: inputOutput}, "xxd")
 

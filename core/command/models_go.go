@@ -32,7 +32,10 @@ var goValueFlags = map[string]bool{
 	"fuzztime": true, "list": true, "memprofile": true, "memprofilerate": true, "mutexprofile": true,
 	"mutexprofilefraction": true, "outputdir": true, "parallel": true, "run": true, "skip": true,
 	"timeout": true, "trace": true, "vet": true, "f": true, "reuse": true, "go": true, "compat": true,
-	"fix": true, "c": false, "shuffle": true,
+	"fix": true, "c": false, "shuffle": true, "module": true, "toolchain": true, "require": true,
+	"droprequire": true, "exclude": true, "dropexclude": true, "replace": true, "dropreplace": true,
+	"retract": true, "dropretract": true, "godebug": true, "dropgodebug": true, "tool": true, "droptool": true,
+	"ignore": true, "dropignore": true, "use": true, "dropuse": true, "json": false,
 }
 
 // goTestFlags are go test's own flags and the testing package's
@@ -98,11 +101,12 @@ func goModel() *model {
 	}}
 }
 
-// goArgs parses a go subcommand's flags: flags may follow operands, as go
-// test and go vet allow; a flag outside known is unknown unless pass
-// accepts it.
-func goArgs(args []word, known map[string]effect, build bool, pass func(string) bool) (parsedArgs, bool) {
-	var p parsedArgs
+// goArgs parses a go subcommand's flags. With permute, flags may follow
+// operands, as go test and go vet allow; otherwise the first operand ends
+// them (go run . -flag passes -flag to the program). A flag outside known
+// is unknown unless pass accepts it. rest reports -args (or --): what
+// follows belongs to the test binary or the program.
+func goArgs(args []word, known map[string]effect, build, permute bool, pass func(string) bool) (p parsedArgs, rest bool) {
 	for i := 0; i < len(args); i++ {
 		w := args[i]
 		if !w.Literal {
@@ -110,6 +114,10 @@ func goArgs(args []word, known map[string]effect, build bool, pass func(string) 
 				p.computed = w.Text
 			}
 			p.operands = append(p.operands, w)
+			if !permute {
+				p.operands = append(p.operands, args[i+1:]...)
+				return p, false
+			}
 			continue
 		}
 		t := w.Text
@@ -118,9 +126,18 @@ func goArgs(args []word, known map[string]effect, build bool, pass func(string) 
 		}
 		if len(t) < 2 || t[0] != '-' {
 			p.operands = append(p.operands, w)
+			if !permute {
+				p.operands = append(p.operands, args[i+1:]...)
+				return p, false
+			}
 			continue
 		}
 		n, value, hasValue := strings.Cut(strings.TrimPrefix(t[1:], "-"), "=")
+		if _, ok := known[n]; !ok && strings.HasPrefix(n, "test.") {
+			if _, ok := known[strings.TrimPrefix(n, "test.")]; ok {
+				n = strings.TrimPrefix(n, "test.") // go test -test.v is -v
+			}
+		}
 		_, own := known[n]
 		_, shared := goBuildFlags[n]
 		switch {
@@ -227,7 +244,8 @@ func (a *analyzer) goCommand(words []word, fr frame) {
 			}
 		}
 	}
-	p, rest := goArgs(args[1:], flags, build, pass)
+	permute := sub.Text == "test" || sub.Text == "vet"
+	p, rest := goArgs(args[1:], flags, build, permute, pass)
 	switch {
 	case p.unknown != "":
 		a.fail(CodeUnknownOption, "%s is given the flag %s, which the gate does not model", name, quote(p.unknown))
@@ -503,7 +521,7 @@ func (a *analyzer) goModWork(sub string, args []word, fr frame) {
 		return
 	}
 	name := "go " + sub + " " + verb.Text
-	p, _ := goArgs(args[1:], flags, false, nil)
+	p, _ := goArgs(args[1:], flags, false, true, nil)
 	switch {
 	case p.unknown != "":
 		a.fail(CodeUnknownOption, "%s is given the flag %s, which the gate does not model", name, quote(p.unknown))

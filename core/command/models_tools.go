@@ -617,7 +617,7 @@ func (a *analyzer) tar(name string, words []word, fr frame) {
 	}
 	switch {
 	case extract && !p.has("-O", "--to-stdout"):
-		a.writeTree(dir, false, true, fr)
+		a.write(dir, false, fr)
 		a.unknownWrite(name+" extracts the members its archive names", fr)
 	case create:
 		if p.has("--remove-files") {

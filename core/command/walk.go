@@ -612,6 +612,9 @@ func (a *analyzer) placed(path word, fr frame) []Read {
 	sh := fr.shell
 	moved := sh.unknownDir || len(sh.dirs) != 1 || sh.dirs[0] != ""
 	switch {
+	case path.input:
+		// filled in by xargs or find when the line runs
+		return []Read{{Path: path.Text, Unknown: true}}
 	case !path.Literal && path.lead == 0:
 		// It starts with a value: absolute or relative, only the line
 		// knows. $PWD after a cd is no longer the starting directory.

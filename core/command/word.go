@@ -26,6 +26,9 @@ type word struct {
 	// ifs is true when an unquoted expansion makes the shell split the
 	// word on blanks: one of its words may then start with anything.
 	ifs bool
+	// input is true for a word another program fills in when it runs
+	// (xargs' input, find's {}): any path it names is known only then.
+	input bool
 	// expands is true when the word has a parameter, command, arithmetic
 	// or process expansion, or quoting whose result is not certain; decoded
 	// is then empty. Otherwise decoded is the text after quote removal,

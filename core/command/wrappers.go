@@ -213,7 +213,7 @@ func xargs(a *analyzer, name string, args []word) (unwrapped, bool) {
 // starts with a starting point, which find never takes from a word
 // starting with '-'.
 func foundWord(text string) word {
-	w := word{Word: Word{Text: text}, expands: true, lead: text[0]}
+	w := word{Word: Word{Text: text}, expands: true, lead: text[0], input: true}
 	if w.lead == '{' {
 		w.lead = '.'
 	}
@@ -222,7 +222,7 @@ func foundWord(text string) word {
 
 // inputWord stands for words a wrapper fills in from its input.
 func inputWord(text string) word {
-	return word{Word: Word{Text: text}, split: true, expands: true}
+	return word{Word: Word{Text: text}, split: true, expands: true, input: true}
 }
 
 var sudoSpec = spec("Aa:BbC:c:D:Eeg:Hh::iKklNnPp:R:r:SsT:t:U:u:Vv", "askpass", "auth-type=", "background", "bell",

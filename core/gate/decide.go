@@ -536,6 +536,11 @@ func (j *judge) lineRead(r command.Read) (v Verdict, stop bool) {
 	case isNetworkPath(r.Path) || !r.Literal && strings.Contains(r.Path, "/dev/"):
 		return j.network(r.Path, r.Literal), false
 	case !r.Literal:
+		if prefix, next, known := j.expandPrefixNext(r.Path, j.cwd); r.Names && known && next == 0 &&
+			!(j.pwdSet && strings.Contains(r.Path, "PWD")) {
+			r.Path = prefix // cd ~ && ls: a place the gate knows
+			break
+		}
 		if v, bad := j.readExpanded("the line", command.Word{Text: r.Path}, []string{j.cwd}); bad {
 			return v, v.Code == CodeSelfTamper
 		}
@@ -572,12 +577,16 @@ func (j *judge) lineWrite(w command.Write) (Verdict, bool) {
 		if p, ok := j.reachesAny(command.Word{Text: w.Path}, []string{j.cwd}, j.p.Protected); ok {
 			return deny(CodeSelfTamper, "writing %q can expand onto %s, which holds the gate's own files", truncate(w.Path), p), true
 		}
-		if prefix, known := j.expandPrefix(w.Path, j.cwd); known {
+		prefix, next, known := j.expandPrefixNext(w.Path, j.cwd)
+		if known {
 			if v, bad := j.nestedGitWrite(cleanPrefix(prefix)); bad {
 				return v, true
 			}
 		}
-		return unknownPath("writing %q: the target is computed when the line runs", truncate(w.Path)), false
+		if !known || next != 0 || j.pwdSet && strings.Contains(w.Path, "PWD") {
+			return unknownPath("writing %q: the target is computed when the line runs", truncate(w.Path)), false
+		}
+		w.Path = prefix // ~/x, $HOME/x, $PWD/x: a path the gate knows
 	}
 	abs, err := j.resolve(w.Path)
 	if err != nil {

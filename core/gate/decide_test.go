@@ -169,7 +169,7 @@ func TestBashBypassTable(t *testing.T) {
 		// 9. redirections as writes
 		{"echo hi > src/out.txt", Allow, ""},
 		{"echo hi > README.md", Deny, CodeNotGranted},
-		{"echo hi >> ~/.bashrc", Deny, CodeUnanalyzable},
+		{"echo hi >> ~/.bashrc", Deny, CodeOutside},
 		{"echo hi > /etc/passwd", Deny, CodeOutside},
 		{"echo hi 2>&1 > /dev/null", Allow, ""},
 		{"cd src && echo hi > /etc/x", Deny, CodeOutside},

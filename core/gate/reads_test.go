@@ -140,7 +140,8 @@ func TestReaderOperands(t *testing.T) {
 		{"dd if=~/.ssh/id_rsa", Deny, CodeOutside},
 		{"dd if=/dev/zero of=.claude/settings.json", Deny, CodeSelfTamper},
 		{"dd if=/dev/zero of=" + f.outside + "/x", Deny, CodeOutside},
-		{"dd if=/dev/zero of=$HOME/x", Deny, CodeUnanalyzable},
+		{"dd if=/dev/zero of=$HOME/x", Deny, CodeOutside},
+		{"dd if=/dev/zero of=$HOME/$X", Deny, CodeUnanalyzable},
 	}
 	for _, tt := range tests {
 		v := Decide(f.event("Bash", map[string]any{"command": tt.line}), f.policy)
