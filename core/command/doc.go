@@ -32,7 +32,7 @@
 // [Word.Text]: parameter, command, arithmetic and process expansions, $"…",
 // an unquoted ~ at the start of a word or after = or :, brace expansion
 // ({a,b}, {1..3}), unquoted glob characters (* ? and [ with a later ]), and
-// a stray unquoted $ (which zsh may expand). Text is then the word's source
+// a stray unquoted $ before more text (which zsh may expand: $~x, $=x). Text is then the word's source
 // text. $'…' is decoded when every escape has a certain meaning. A rule can
 // match a non-literal word only as a wildcard; a program name (Args[0]) is
 // always literal.

@@ -372,10 +372,9 @@ func remoteCopy(a *analyzer, name string, ops []word, recursive bool, fr frame) 
 		}
 	}
 	if last.Text != "" && !remote(last) {
+		// below the destination: what it copies, refused where a protected
+		// path lies below (Write.Tree)
 		a.writeTree(last, false, recursive, fr)
-		if recursive {
-			a.unknownWrite(name+" writes the files it copies below "+quote(last.Text), fr)
-		}
 	}
 }
 

@@ -288,7 +288,7 @@ func TestProgramChannels(t *testing.T) {
 		{line: "ssh -S ctl host", writes: cmds(">ctl")},
 		{line: "scp host:f .", writes: cmds(">.")},
 		{line: "scp -r host:d local", writes: cmds(">tree:local")},
-		{line: "rsync -a src/ dst/", reads: cmds("<src/"), writes: cmds(">tree:dst/", "?write")},
+		{line: "rsync -a src/ dst/", reads: cmds("<src/"), writes: cmds(">tree:dst/")},
 		{line: "rsync --log-file=l a h:b", writes: cmds(">l")},
 		{line: "awk '{ print > \"out\" }' f", writes: cmds(">out")},
 		{line: "awk '{ print >> \"log\" }' f", writes: cmds(">>log")},

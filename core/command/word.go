@@ -104,6 +104,7 @@ type wordBuilder struct {
 	lead      byte
 	procSubst bool
 	ifs       bool
+	last      bool // the part being added is the word's last
 }
 
 func (b *wordBuilder) lit(text string, quoted bool) {
@@ -133,7 +134,8 @@ func (a *analyzer) word(w *syntax.Word, fr frame) word {
 		return word{}
 	}
 	b := &wordBuilder{literal: true}
-	for _, part := range w.Parts {
+	for i, part := range w.Parts {
+		b.last = i == len(w.Parts)-1
 		a.wordPart(part, b, false, fr)
 	}
 	text := strings.Builder{}
@@ -177,7 +179,7 @@ func (a *analyzer) wordPart(part syntax.WordPart, b *wordBuilder, quoted bool, f
 			b.lit(unescapeDouble(p.Value), true)
 			return
 		}
-		unescapeBare(p.Value, b)
+		unescapeBare(p.Value, b, b.last)
 	case *syntax.SglQuoted:
 		if !p.Dollar {
 			b.lit(p.Value, true)
@@ -256,8 +258,9 @@ func multiField(p *syntax.ParamExp) bool {
 // unescapeBare removes backslash quoting from an unquoted literal; an
 // escaped character becomes a quoted segment, so it is never a glob. A
 // leftover '$' is something bash reads literally but another shell (zsh:
-// $~x, $=x) may expand, so it makes the word non-literal.
-func unescapeBare(s string, b *wordBuilder) {
+// $~x, $=x) may expand, so it makes the word non-literal, unless it ends
+// the word (-run=^$), where no shell expands it.
+func unescapeBare(s string, b *wordBuilder, last bool) {
 	start := 0
 	for i := 0; i < len(s); i++ {
 		switch s[i] {
@@ -273,7 +276,9 @@ func unescapeBare(s string, b *wordBuilder) {
 			i += size
 			start = i + 1
 		case '$':
-			b.literal = false
+			if !(last && i == len(s)-1) {
+				b.literal = false
+			}
 		}
 	}
 	b.lit(s[start:], false)
