@@ -599,8 +599,10 @@ func (j *judge) lineWrite(w command.Write) (Verdict, bool) {
 		return v, true
 	}
 	if w.Tree {
+		// offered, not final: a deny rule on the command (rm -rf /) says
+		// it first
 		if v, bad := j.treeVerdict(abs); bad {
-			return v, true
+			return v, false
 		}
 	}
 	o := j.fold(func(s rule.Set) rule.Verdict { return s.CheckPath(rule.Write, abs, j.rootsFor(abs)) })

@@ -320,8 +320,9 @@ func TestTreeWrites(t *testing.T) {
 		{"rm -rf ./", Deny, CodeSelfTamper},
 		{"rm -rf .claude", Deny, CodeSelfTamper},
 		{"cp -r src dst", Allow, ""},
-		{"cp -rT " + f.outside + " .", Deny, CodeSelfTamper},
-		{"cp -r " + f.outside + "/. .", Deny, CodeSelfTamper},
+		{"cp -rT src .", Deny, CodeSelfTamper},
+		{"cp -r src/. .", Deny, CodeSelfTamper},
+		{"cp -rT " + f.outside + " .", Deny, CodeOutside}, // the read outside says it first
 		{"git rm -r .", Deny, CodeSelfTamper},
 		{"git rm -r src", Allow, ""},
 		{"chmod -R 777 .", Deny, CodeSelfTamper},
