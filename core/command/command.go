@@ -38,6 +38,16 @@ type Read struct {
 	// Literal is false when the path has expansions or is relative to a
 	// directory the line changed to in a way that cannot be followed.
 	Literal bool `json:"literal"`
+	// Unknown is set when the path is known only when the line runs: a
+	// relative path in a directory the line changed to in a way that
+	// cannot be followed, or files a program derives itself (the files
+	// sort --files0-from F lists). Path then says where they come from.
+	Unknown bool `json:"unknown,omitempty"`
+	// Names is set when the program lists the directory or works in it
+	// (ls, find, go build, git status in the directory it runs in) rather
+	// than reading every file below it (grep -r, tar c): the directory
+	// itself is what a rule judges.
+	Names bool `json:"names,omitempty"`
 }
 
 // Command is one program run with its argument words.
@@ -78,6 +88,12 @@ type Write struct {
 	Literal bool `json:"literal"`
 	// Append is true for >> and &>>, which do not truncate the file.
 	Append bool `json:"append"`
+	// Tree is set when the program writes, replaces or removes everything
+	// below Path too (rm -r, cp -r into it, rsync, chmod -R).
+	Tree bool `json:"tree,omitempty"`
+	// Unknown is set when the path is known only when the line runs (see
+	// Read.Unknown); Path then says where the writes come from.
+	Unknown bool `json:"unknown,omitempty"`
 }
 
 // Codes of [UnanalyzableError]. Each names one reason a line cannot be
@@ -101,6 +117,8 @@ const (
 	CodeExtGlob          = "extglob"           // an extended glob such as *(…), which zsh reads as a glob qualifier that can run code
 	CodeShellOption      = "shell-option"      // a shell option or dialect that loads files or changes how code is read
 	CodeProgramOption    = "program-option"    // a granted program's option runs code or loads settings the gate cannot see
+	CodeUnknownOption    = "unknown-option"    // a modeled program is given an option or subcommand its model does not list
+	CodeResourceBomb     = "resource-bomb"     // the line loops or recurses without end (a fork bomb, a CPU or memory burn)
 	CodeUnsupported      = "unsupported"       // a construct this package does not model
 )
 
@@ -141,6 +159,9 @@ func Analyze(line string) (analysis *Analysis, err error) {
 		}
 	}()
 	a.script(line, newFrame(), "")
+	if a.err == nil {
+		a.checkRecursion()
+	}
 	if a.err == nil {
 		a.vars.check(a)
 	}
@@ -212,6 +233,8 @@ type analyzer struct {
 	// args is where the listed commands' argument vectors are cut from:
 	// one allocation for a typical line rather than one per command.
 	args []Word
+	// graph records the functions the line defines and what they call.
+	graph callGraph
 }
 
 // minArgs is the least the argument arena grows by once the line's own

@@ -32,7 +32,7 @@
 // [Word.Text]: parameter, command, arithmetic and process expansions, $"…",
 // an unquoted ~ at the start of a word or after = or :, brace expansion
 // ({a,b}, {1..3}), unquoted glob characters (* ? and [ with a later ]), and
-// a stray unquoted $ (which zsh may expand). Text is then the word's source
+// a stray unquoted $ before more text (which zsh may expand: $~x, $=x). Text is then the word's source
 // text. $'…' is decoded when every escape has a certain meaning. A rule can
 // match a non-literal word only as a wildcard; a program name (Args[0]) is
 // always literal.
@@ -91,43 +91,96 @@
 // /usr/local/sbin, /opt/homebrew/bin): ./timeout is someone's script and
 // is listed as itself, arguments and all.
 //
-// # Granted programs
+// # Program models
 //
-// The programs joule's templates grant have option tables (programs.go),
-// built from each program's documentation: an option that runs another
-// program lists it as a command (go -exec/-toolexec/-vettool, sort
-// --compress-program, rg --pre), or makes the line unanalyzable when it is
-// computed or cannot be listed (program-option: go generate, go env -w,
-// go tool with a tool outside the distribution, go -C, git -c with a key
-// that can run a program or load files, git --config-env, --exec-path=DIR,
-// --git-dir, --work-tree, sed's e command and s///e flag, sed -f without
-// --sandbox, make --eval, npm and npx options that name a shell, node
-// options or a config file, cargo --config and -Z, pytest -p, -c and -o,
-// tar --to-command, -I, -F and --checkpoint-action); an option or operand
-// that writes a file records a [Write] (go -o and profile flags, git
-// --output, sed -i and w, sort -o and -T, touch, mkdir, gofmt -w, cargo
-// --target-dir, pytest --junitxml and --basetemp); one that reads a file
-// records a [Read] (sed r and R, grep -f, go -modfile, git commit -F, make
-// -f, and the file operands of cat, head, tail, wc, diff, ls, sort, grep,
-// sed and gofmt). Arguments of the form NAME=value given to make are judged
-// like assignments. git -C DIR with a literal relative DIR that does not
-// climb out is listed without -C DIR (and DIR recorded as a read), as are
-// git's options that change only output (-c color.ui=…, --no-pager), so
-// that git -C sub status matches Bash(git status:*).
+// Each program the gate judges by its arguments has a model (model.go,
+// models*.go): its options and subcommands as getopt, Go's flag package or
+// git's parse-options read them, what each option's value and each operand
+// is to the program (a file it reads or writes, a directory it works in or
+// lists, a program it runs, shell code, or no file), and what it reads when
+// no operand names a file. [ModeledPrograms] lists them; [Modeled] reports
+// one. A model is an allow-list: an option or subcommand it does not list
+// makes the line unanalyzable (unknown-option), since the gate cannot tell
+// what it does. go test passes flags the testing package does not define to
+// the package's tests, and go vet the flags of its analyzers.
+//
+// An option that runs another program lists that program as a command,
+// wrapped by the first (go -exec, -toolexec, -vettool, sort
+// --compress-program, rg --pre, rsync -e, install --strip-program, git bisect
+// run, diff3 --diff-program); its arguments are the program's choice, so its
+// own model does not apply. git rebase -x and split --filter give shell code,
+// judged like sh -c. An option that runs a program the analysis cannot list,
+// or loads settings it cannot see, makes the line unanalyzable
+// (program-option): go generate, go env -w, go bug, go tool with a tool the
+// model does not know, go -ldflags naming -extld, -extldflags or -extar, git
+// -c or git config with a key that can run a program or load files,
+// --config-env, --exec-path=DIR, --git-dir, --work-tree, --upload-pack,
+// --receive-pack, --exec, clone and init --template, a merge strategy outside
+// the distribution's, git grep -O, git help -w, sed's e command and s///e
+// flag, sed -f without --sandbox, awk's system(), pipes, @load, @include and
+// -f without gawk's --sandbox, make --eval, npm and npx options that name a
+// shell, node options, a prefix, a settings file or a package to run, npm
+// config set, cargo --config, -Z and rustc, pytest -p (but -p no:NAME), -c,
+// -o, --pyargs and --tx, tar --to-command, -I, -F, --checkpoint-action and a
+// remote archive, curl -K and --engine, wget -e and --config, ssh -F, -I, -A
+// and -o with a key that runs a program or loads files, rsync --rsync-path
+// and -M. A word computed when the line runs that may be an option is refused
+// when the program has such an option (sort "$X").
+//
+// git -C DIR with a literal relative DIR that does not climb out is listed
+// without -C DIR, so git -C sub status matches Bash(git status:*), as are
+// git's options that change only output (-c color.ui=…, --no-pager); the
+// command is listed as running in DIR (Command.Dirs).
 //
 // # Writes
 //
 // Each redirection that can write (>, >>, >|, &>, &>>, <>, and >&word when
 // word is not a descriptor number) records a [Write]; descriptor
 // duplications (2>&1, >&-), > >(…) and the targets /dev/null, /dev/stdout,
-// /dev/stderr, /dev/tty and /dev/fd/N do not. find -fprint, -fprint0,
-// -fls and -fprintf, time -o, and history -a and -w record writes too. A relative path is
-// joined onto each directory the shell may be in after cd, pushd and popd
-// earlier in the line; since cd may fail, the starting directory stays
-// possible. When a directory change cannot be followed (cd $X, cd ~, cd -,
-// popd, a loop or a function that changes directory) relative writes after
-// it are non-literal, as are relative writes in function bodies of a line
-// that changes directory anywhere.
+// /dev/stderr, /dev/tty and /dev/fd/N do not. An option or operand a model
+// says is written records a Write too (go build -o, the profile flags
+// before and after go test -args, go tool cover -o, sed -i and w, awk's
+// print > "file", sort -o, uniq IN OUT, tee, dd of=, the destination of cp,
+// mv, ln and install and each source's name in a destination directory,
+// touch, mkdir, rm, chmod, gofmt -w, curl -o, wget -O, pytest --junitxml),
+// with Tree set for a program that writes or removes everything below it
+// (rm -r, cp -r, mv, chmod -R, git rm -r, find -delete, rsync), and Unknown
+// for files whose names only the program knows (go install, go clean
+// -modcache, go telemetry on, tar x, patch, git apply, split, curl -O, wget,
+// cargo install, npm link). time -o and history -a and -w record writes too.
+// A relative path is joined onto each directory the shell may be in after
+// cd, pushd and popd earlier in the line; since cd may fail, the starting
+// directory stays possible. cd ~/x and cd alone are followed to a path
+// below the home directory, which the gate expands. When a directory change
+// cannot be followed (cd $X, cd -, popd, a loop or a function that changes
+// directory) relative writes after it are Unknown, as are relative writes
+// in function bodies of a line that changes directory anywhere.
+//
+// # Reads
+//
+// Reads are recorded like writes: input redirections (<, <>, $(<file)),
+// and the operands and option values a model says are read (cat, head,
+// grep after its pattern, sort, diff, jq after its filter, grep -f, diff
+// --from-file, jq --rawfile, curl -T and -d @file, a file: URL given to
+// curl, wget -i, ssh -i, touch -r, git commit -F, make -f, go -modfile).
+// What a program reads when it names nothing is recorded as a read of "."
+// in the directory it runs in: a listing or a place it works in, with
+// Read.Names set (ls, du, tree, find, git, go, make, npm, cargo, pytest),
+// or every file below it (grep -r, rg). Paths a program derives are
+// Unknown reads: the files a list names (sort, wc and du --files0-from, tar
+// -T, rsync --files-from, find -files0-from, sha256sum -c, file -f, go
+// -overlay), the paths xargs and find -exec fill in, awk's getline, the
+// modules a jq filter imports, and any path of a program given a computed
+// word that may be one of its options.
+//
+// # Resource bombs
+//
+// A line made only of builtins and functions needs no rule, so lines that
+// never end are refused (resource-bomb): a function that calls itself,
+// directly or through other functions of the line (:(){ :|:& };:), a while,
+// until or for ((;;)) loop whose condition is always true and whose body
+// holds no break, return, exit, exec or kill, and a brace expansion of more
+// than 2^20 words.
 //
 // # Unanalyzable lines
 //
@@ -188,7 +241,10 @@
 //     as a glob qualifier that can run code (extglob);
 //   - a shell's options or dialect load files or change how its string is
 //     read (shell-option), or a granted program's option runs code or loads
-//     settings the gate cannot see (program-option), as described above.
+//     settings the gate cannot see (program-option), as described above;
+//   - a modeled program is given an option or subcommand its model does not
+//     list (unknown-option);
+//   - the line never ends (resource-bomb), as described above.
 //
 // Other plain assignments (FOO=bar go test), exec with only redirections,
 // and arithmetic over numbers and variables that hold plain text are fine.
@@ -203,7 +259,7 @@
 // defined, exported variables such as CDPATH, and the files commands read
 // (scripts, Makefiles, configuration). Relative program paths are reported
 // as written, not joined onto a directory the line changed to. Programs
-// that run code from their own arguments (ssh host cmd, git -c alias.x=!cmd,
-// make, docker exec, script -c, python -c) are listed as themselves: a rule
-// that allows them allows what they run.
+// that run code from their own arguments or files (ssh host cmd, make,
+// go test, docker exec, script -c, python -c) are listed as themselves: a
+// rule that allows them allows what they run, which containment bounds.
 package command

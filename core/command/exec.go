@@ -130,6 +130,8 @@ func (a *analyzer) exec(words []word, s *syntax.Stmt, fr frame, mode execMode) {
 	if len(words) == 0 || !a.enter(&fr) {
 		return
 	}
+	raw := fr.raw
+	fr.raw = false
 	name := words[0]
 	if !name.Literal {
 		a.fail(CodeDynamicCommand, "the program name %s is computed when the line runs", quote(name.Text))
@@ -137,6 +139,9 @@ func (a *analyzer) exec(words []word, s *syntax.Stmt, fr frame, mode execMode) {
 	}
 	prog := name.Text
 	bare := !strings.Contains(prog, "/")
+	if bare && mode == byShell {
+		a.graph.call(fr.fn, prog)
+	}
 	if bare && mode == byShell && fr.funcs.lookup(prog) {
 		return // a function defined earlier in the line: its body is listed
 	}
@@ -155,8 +160,8 @@ func (a *analyzer) exec(words []word, s *syntax.Stmt, fr frame, mode execMode) {
 		a.find(words, fr)
 		return
 	}
-	if known {
-		words = a.programOptions(base, words, fr)
+	if known && !raw {
+		words = a.programOptions(base, words, &fr)
 		if a.err != nil {
 			return
 		}
@@ -461,15 +466,34 @@ func (a *analyzer) changeDir(prog string, args []word, fr frame) {
 		}
 	}
 	switch {
+	case prog == "cd" && i >= len(args):
+		fr.shell.cd("~", true) // cd with no argument goes home
 	case prog == "popd", i >= len(args):
-		fr.shell.cd("", false) // popd, cd with no argument: $HOME, pushd: swap
+		fr.shell.cd("", false) // popd, pushd with no argument: swap
 	case args[i].Literal && args[i].Text == "":
 		// cd "" stays where it is
+	case homePath(args[i]) != "":
+		fr.shell.cd(homePath(args[i]), true)
 	case !args[i].Literal || args[i].Text == "-" || (prog == "pushd" && strings.IndexAny(args[i].Text, "+-") == 0):
 		fr.shell.cd("", false)
+	case strings.HasPrefix(args[i].Text, "~"):
+		fr.shell.cd("./"+args[i].Text, true) // a quoted ~ names a directory called ~
 	default:
 		fr.shell.cd(args[i].Text, true)
 	}
+}
+
+// homePath returns the directory a word names below the home directory
+// (~ or ~/x, the tilde unquoted, nothing else to expand), which the gate
+// knows; "" for any other word.
+func homePath(w word) string {
+	if w.Literal || w.expands || w.split || w.lead != '/' {
+		return ""
+	}
+	if t := w.decoded; t == "~" || strings.HasPrefix(t, "~/") {
+		return t
+	}
+	return ""
 }
 
 // unset forgets functions, so a later call of that name runs a program.

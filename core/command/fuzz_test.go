@@ -16,7 +16,7 @@ import (
 var codes = []string{
 	CodeParse, CodeInvalidUTF8, CodeControlChar, CodeTooComplex, CodeEval, CodeSource, CodeAlias, CodeTrap,
 	CodeBuiltin, CodeDynamicCommand, CodeDynamicCode, CodeInterpreterStdin, CodeRiskyEnv, CodeValueAsCode,
-	CodeWrapperOptions, CodeExtGlob, CodeShellOption, CodeProgramOption, CodeUnsupported,
+	CodeWrapperOptions, CodeExtGlob, CodeShellOption, CodeProgramOption, CodeUnknownOption, CodeResourceBomb, CodeUnsupported,
 }
 
 // FuzzAnalyze checks that Analyze never panics, always returns either an

@@ -13,6 +13,7 @@ const (
 	requiredArg         // the rest of the word, or the next word
 	optionalArg         // the rest of the word only (getopt "::", --name=value)
 	digitsArg           // the digits that follow in the same word (perl -l, -0)
+	twoArgs             // the next two words (jq --arg NAME VALUE); the second is the value
 )
 
 // optSpec describes a program's options the way getopt does. The tables
@@ -63,6 +64,8 @@ func (s *optSpec) build() {
 		}
 		for _, l := range s.longSpec {
 			switch {
+			case strings.HasSuffix(l, "=="):
+				s.long[strings.TrimSuffix(l, "==")] = twoArgs
 			case strings.HasSuffix(l, "="):
 				s.long[strings.TrimSuffix(l, "=")] = requiredArg
 			case strings.HasSuffix(l, "?"):
@@ -102,6 +105,11 @@ type parsedArgs struct {
 	// uncertain explains why the options could not be parsed with
 	// certainty; operands are then incomplete.
 	uncertain string
+	// unknown is an option the program's model does not list (parseStrict).
+	unknown string
+	// computed is a word computed when the line runs that may be an
+	// option, or a value that may split into several words (parseStrict).
+	computed string
 }
 
 func (p *parsedArgs) has(names ...string) bool {

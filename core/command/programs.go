@@ -5,49 +5,24 @@ import (
 	"strings"
 )
 
-// The option tables of the programs joule's templates grant (see
-// core/grant/template.go): for each, the options and arguments that run
-// another program (listed as a command of its own, or refused when it is
-// computed or cannot be listed), write a file (a Write, judged like a
-// redirection) or read one (a Read). Sources: go help build / test / vet /
-// env / generate / tool, git(1) and git-diff(1), sed(1) and the GNU sed
-// manual, sort(1), make(1), npm-run-script(1) and npm-config(7), npx(1),
-// cargo(1), pytest --help, grep(1), rg(1), tar(1), find(1), gofmt, touch(1),
-// mkdir(1).
-
-// programOptions judges a known program's options and returns the words
-// to list for it (git -C DIR is listed without -C DIR; see gitOptions).
-func (a *analyzer) programOptions(base string, words []word, fr frame) []word {
-	switch base {
-	case "go":
-		a.goOptions(words, fr)
-	case "git":
-		return a.gitOptions(words, fr)
-	case "sed":
-		a.sedOptions(words, fr)
-	case "sort":
-		a.sortOptions(words, fr)
-	case "make", "gmake":
-		a.makeOptions(words, fr)
-	case "touch", "mkdir":
-		a.createOptions(base, words, fr)
-	case "gofmt":
-		a.gofmtOptions(words, fr)
-	case "cat", "head", "tail", "wc", "diff", "ls":
-		a.readerOptions(base, words, fr)
-	case "grep", "egrep", "fgrep":
-		a.grepOptions(words, fr)
-	case "rg":
-		a.rgOptions(words, fr)
-	case "npm", "npx", "pnpm", "yarn":
-		a.npmOptions(base, words)
-	case "cargo":
-		a.cargoOptions(words, fr)
-	case "pytest", "py.test":
-		a.pytestOptions(words, fr)
-	case "tar", "gtar", "bsdtar":
-		a.tarOptions(words)
+// programOptions judges a known program's arguments by its model
+// (model.go and the tables beside it) and returns the words to list for
+// it: git -C DIR status is listed without -C DIR (see gitOptions).
+func (a *analyzer) programOptions(base string, words []word, fr *frame) []word {
+	if base == "git" {
+		return a.gitOptions(words, fr) // -C DIR moves the command itself
 	}
+	m := modelFor(base)
+	if m == nil {
+		return words
+	}
+	if m.handler != nil {
+		if out := m.handler(a, base, words, *fr); out != nil {
+			return out
+		}
+		return words
+	}
+	a.apply(base, m, words, *fr)
 	return words
 }
 
@@ -79,131 +54,6 @@ func optionValue(args []word, i *int, value string, hasValue bool) (word, bool) 
 	return args[*i], true
 }
 
-// goValueFlags are the go command's flags that take a value (go help
-// build, go help testflag).
-var goValueFlags = map[string]bool{
-	"C": true, "o": true, "p": true, "exec": true, "toolexec": true, "vettool": true, "ldflags": true,
-	"gcflags": true, "asmflags": true, "gccgoflags": true, "tags": true, "mod": true, "modfile": true,
-	"overlay": true, "pgo": true, "pkgdir": true, "installsuffix": true, "buildmode": true, "compiler": true,
-	"coverpkg": true, "covermode": true, "coverprofile": true, "cpuprofile": true, "memprofile": true,
-	"memprofilerate": true, "blockprofile": true, "blockprofilerate": true, "mutexprofile": true,
-	"mutexprofilefraction": true, "trace": true, "outputdir": true, "run": true, "bench": true,
-	"benchtime": true, "count": true, "cpu": true, "parallel": true, "timeout": true, "list": true,
-	"skip": true, "shuffle": true, "fuzz": true, "fuzztime": true, "fuzzminimizetime": true, "vet": true,
-	"fuzzcachedir": true, "test.coverprofile": true, "test.cpuprofile": true, "test.memprofile": true,
-	"test.blockprofile": true, "test.mutexprofile": true, "test.trace": true, "test.outputdir": true,
-	"test.run": true, "test.count": true, "test.timeout": true, "test.bench": true, "test.v": false,
-	"json": false, "modcacherw": false, "reqs": false, "f": true, "debug-actiongraph": true,
-	"debug-runtime-trace": true, "debug-trace": true, "benchmem": false,
-}
-
-// goWrites are go flags whose value is a file or directory go writes.
-var goWrites = map[string]bool{
-	"o": true, "coverprofile": true, "cpuprofile": true, "memprofile": true, "blockprofile": true,
-	"mutexprofile": true, "trace": true, "outputdir": true, "pkgdir": true, "test.coverprofile": true,
-	"test.cpuprofile": true, "test.memprofile": true, "test.blockprofile": true, "test.mutexprofile": true,
-	"test.trace": true, "test.outputdir": true, "debug-actiongraph": true, "debug-runtime-trace": true,
-	"debug-trace": true, "fuzzcachedir": true,
-}
-
-// goReads are go flags whose value is a file go reads.
-var goReads = map[string]bool{"modfile": true, "overlay": true, "pgo": true}
-
-// goTools are the tools of the Go distribution that go tool runs.
-var goTools = map[string]bool{
-	"addr2line": true, "asm": true, "buildid": true, "cgo": true, "compile": true, "covdata": true,
-	"cover": true, "doc": true, "fix": true, "link": true, "nm": true, "objdump": true, "pack": true,
-	"pprof": true, "preprofile": true, "test2json": true, "trace": true, "vet": true,
-}
-
-// goOptions judges go's subcommand and flags: -exec, -toolexec and
-// -vettool run the program they name (listed as a command), -o and the
-// profile flags write files, -modfile, -overlay and -pgo read them. go
-// generate runs the commands of //go:generate comments and go env -w
-// changes go's settings for later runs: both are refused, as are -C (go
-// runs elsewhere), external linkers in -ldflags and -compiler.
-func (a *analyzer) goOptions(words []word, fr frame) {
-	args := words[1:]
-	sub := ""
-	for i := 0; i < len(args) && a.err == nil; i++ {
-		w := args[i]
-		if !w.Literal {
-			if sub == "" || w.optionLike() {
-				a.refuseOption("go", "is given %s, which is computed when the line runs and may be an option such as -toolexec", quote(w.Text))
-				return
-			}
-			continue
-		}
-		if w.Text == "--" || (sub == "test" && w.Text == "-args") {
-			break
-		}
-		name, value, hasValue, isFlag := flagWord(w)
-		if !isFlag {
-			if sub == "" {
-				sub = w.Text
-				switch sub {
-				case "generate":
-					a.refuseOption("go", "generate runs the commands in //go:generate comments, which the gate cannot see")
-				case "tool":
-					if i+1 < len(args) && args[i+1].Literal && !goTools[args[i+1].Text] {
-						a.refuseOption("go", "tool %s runs a tool that is not part of the Go distribution", quote(args[i+1].Text))
-					} else if i+1 < len(args) && !args[i+1].Literal {
-						a.refuseOption("go", "tool is given %s, which is computed when the line runs", quote(args[i+1].Text))
-					}
-					return
-				}
-			}
-			continue
-		}
-		takes, known := goValueFlags[name]
-		if sub == "env" && (name == "w" || name == "u") {
-			a.refuseOption("go", "env -%s changes go's settings (GOFLAGS, GOTOOLCHAIN …) for every later go command", name)
-			return
-		}
-		if !known || !takes || hasValue {
-			if !known && hasValue {
-				continue
-			}
-		} else if i+1 < len(args) {
-			i++
-			value, hasValue = args[i].Text, true
-			if !args[i].Literal {
-				if name == "exec" || name == "toolexec" || name == "vettool" || goWrites[name] || goReads[name] || name == "ldflags" || name == "C" {
-					a.refuseOption("go", "-%s is given %s, which is computed when the line runs", name, quote(value))
-					return
-				}
-				continue
-			}
-		}
-		if !hasValue {
-			continue
-		}
-		switch {
-		case name == "exec" || name == "toolexec" || name == "vettool":
-			prog := strings.Fields(value)
-			if len(prog) == 0 {
-				continue
-			}
-			cmd := make([]word, 0, len(prog)+1)
-			for _, f := range prog {
-				cmd = append(cmd, literalWord(f))
-			}
-			cmd = append(cmd, inputWord("{}"))
-			a.exec(cmd, nil, fr.wrapped("go"), byProgram)
-		case goWrites[name]:
-			a.write(literalWord(value), false, fr)
-		case goReads[name]:
-			a.read(literalWord(value), fr)
-		case name == "C":
-			a.refuseOption("go", "-C %s runs go in another directory, whose go.mod and settings the gate does not judge", quote(value))
-		case name == "ldflags" && (strings.Contains(value, "extld") || strings.Contains(value, "extar")):
-			a.refuseOption("go", "-ldflags %s names an external linker program", quote(value))
-		case name == "compiler" && value != "gc":
-			a.refuseOption("go", "-compiler %s runs another compiler", quote(value))
-		}
-	}
-}
-
 // gitSafeConfig are the configuration keys git -c may set: they change
 // output only. Every other key may run a program (core.fsmonitor,
 // core.pager, alias.*, diff.external, *.textconv, credential.helper …) or
@@ -230,29 +80,16 @@ func gitSafeKey(kv string) bool {
 var gitValueGlobals = map[string]bool{"C": true, "c": true, "git-dir": true, "work-tree": true, "namespace": true,
 	"config-env": true, "super-prefix": true, "exec-path": false, "list-cmds": true, "attr-source": true}
 
-// gitValueOptions are options of git commit, diff, log and show that take
-// the next word as their value (git-commit(1), git-log(1)).
-var gitValueOptions = map[string]bool{
-	"m": true, "message": true, "F": true, "file": true, "C": true, "c": true, "reuse-message": true,
-	"reedit-message": true, "author": true, "date": true, "t": true, "template": true, "fixup": true,
-	"squash": true, "trailer": true, "cleanup": true, "S": true, "G": true, "L": true, "O": true, "n": true,
-	"max-count": true, "skip": true, "since": true, "until": true, "after": true, "before": true, "grep": true,
-	"format": true, "pretty": true, "U": true, "unified": true, "diff-filter": true, "relative": true,
-	"encoding": true, "output": true, "committer": true,
-}
-
-// gitOptions judges git's global options and the subcommand's file
-// options. -c with a key that can run a program, --config-env, --exec-path=
+// gitOptions judges git's global options, then the subcommand by its
+// model (gitSub). -c with a key that can run a program, --config-env, --exec-path=
 // DIR, --git-dir and --work-tree are refused. -C DIR with a literal
 // relative DIR that does not climb out (no ..) is dropped from the listed
 // words, so git -C sub status matches Bash(git status:*), and DIR is
 // recorded as a read; any other -C stays in the words, where no narrow
 // allow rule matches it. Options that change only output or locking (-c
 // with a key of gitSafeConfig, --no-pager, -p, --no-optional-locks, the
-// pathspec options) are dropped from the listed words too. diff, log, show
-// and format-patch --output FILE write FILE; commit -F FILE, --template
-// FILE and diff --no-index FILE read.
-func (a *analyzer) gitOptions(words []word, fr frame) []word {
+// pathspec options) are dropped from the listed words too.
+func (a *analyzer) gitOptions(words []word, fr *frame) []word {
 	args := words[1:]
 	out := words // a line without global options is listed as it is
 	globals := len(args) > 0 && (!args[0].Literal || strings.HasPrefix(args[0].Text, "-"))
@@ -325,10 +162,13 @@ func (a *analyzer) gitOptions(words []word, fr frame) []word {
 		case "C":
 			rel := value != "" && !strings.HasPrefix(value, "/") && !strings.HasPrefix(value, "~") &&
 				!slices.Contains(strings.Split(value, "/"), "..")
-			a.read(literalWord(value), fr)
 			if !rel {
 				out = append(out, raw...)
 			}
+			// git runs in DIR: what the subcommand names is relative to it,
+			// and the command is listed as running there.
+			fr.shell = fr.shell.clone()
+			fr.shell.chdir(literalWord(value))
 		default:
 			out = append(out, raw...)
 		}
@@ -337,59 +177,16 @@ func (a *analyzer) gitOptions(words []word, fr frame) []word {
 	if globals {
 		out = append(out, rest...)
 	}
-	if len(rest) == 0 || !rest[0].Literal {
+	if a.err != nil || len(rest) == 0 {
 		return out
 	}
-	sub, subArgs := rest[0].Text, rest[1:]
-	for j := 0; j < len(subArgs) && a.err == nil; j++ {
-		w := subArgs[j]
-		if w.Literal && w.Text == "--" {
-			break
-		}
-		name, value, hasValue, isFlag := flagWord(w)
-		if !isFlag {
-			prev, _, prevHasValue, prevFlag := flagWord(word{})
-			if j > 0 {
-				prev, _, prevHasValue, prevFlag = flagWord(subArgs[j-1])
-			}
-			isValue := prevFlag && !prevHasValue && gitValueOptions[prev]
-			if !w.Literal && w.optionLike() && !isValue && (sub == "diff" || sub == "log" || sub == "show" || sub == "commit") {
-				a.refuseOption("git", "%s is given %s, which is computed when the line runs and may be an option such as --output", sub, quote(w.Text))
-			}
-			continue
-		}
-		next := func() (word, bool) {
-			if hasValue {
-				return literalWord(value), true
-			}
-			if j+1 < len(subArgs) {
-				j++
-				return subArgs[j], true
-			}
-			return word{}, false
-		}
-		switch {
-		case name == "output" && slices.Contains([]string{"diff", "log", "show", "format-patch", "whatchanged", "range-diff"}, sub):
-			if f, ok := next(); ok {
-				a.write(f, false, fr)
-			}
-		case name == "o" && sub == "format-patch" || name == "output-directory" && sub == "format-patch":
-			if f, ok := next(); ok {
-				a.write(f, false, fr)
-			}
-		case (name == "F" || name == "file" || name == "t" || name == "template") && sub == "commit":
-			if f, ok := next(); ok {
-				a.read(f, fr)
-			}
-		case name == "no-index" && sub == "diff":
-			for _, op := range subArgs[j+1:] {
-				if !op.Literal || !strings.HasPrefix(op.Text, "-") {
-					a.read(op, fr)
-				}
-			}
-		case (name == "ext-diff" || name == "textconv") && sub == "diff":
-		}
+	if !rest[0].Literal {
+		a.refuseOption("git", "is given the subcommand %s, which is computed when the line runs", quote(rest[0].Text))
+		return out
 	}
+	// git works in the repository of the directory it runs in.
+	a.readPlace(literalWord("."), *fr)
+	a.gitSub(rest[0].Text, rest, *fr)
 	return out
 }
 
@@ -447,7 +244,7 @@ func (a *analyzer) sedOptions(words []word, fr frame) {
 			case "quiet", "silent", "debug", "posix", "regexp-extended", "separate", "unbuffered", "null-data",
 				"zero-terminated", "follow-symlinks", "binary", "help", "version":
 			default:
-				a.refuseOption("sed", "has the unknown option %s", quote(t))
+				a.fail(CodeUnknownOption, "sed is given the option %s, which the gate does not model", quote(t))
 				return
 			}
 		case len(t) > 1 && t[0] == '-':
@@ -483,7 +280,7 @@ func (a *analyzer) sedOptions(words []word, fr frame) {
 					}
 					j = len(t)
 				default:
-					a.refuseOption("sed", "has the unknown option -%c in %s", c, quote(t))
+					a.fail(CodeUnknownOption, "sed is given the option -%c (in %s), which the gate does not model", c, quote(t))
 					return
 				}
 			}
@@ -713,416 +510,6 @@ func sedScript(s string) (sedEffects, string) {
 		}
 	}
 	return eff, ""
-}
-
-// sortOptions: -o FILE writes, --compress-program runs a program (listed),
-// -T DIR writes temporary files there, --files0-from and --random-source
-// read; the other operands are read.
-func (a *analyzer) sortOptions(words []word, fr frame) {
-	p := sortSpec.parse(words[1:])
-	if p.uncertain != "" {
-		a.refuseOption("sort", "options cannot be parsed with certainty: %s", p.uncertain)
-		return
-	}
-	for _, o := range p.opts {
-		switch o.name {
-		case "-o", "--output", "-T", "--temporary-directory":
-			a.write(o.arg, false, fr)
-		case "--files0-from", "--random-source":
-			a.read(o.arg, fr)
-		case "--compress-program":
-			if !o.arg.Literal {
-				a.refuseOption("sort", "--compress-program is given %s, which is computed when the line runs", quote(o.arg.Text))
-				return
-			}
-			a.exec([]word{o.arg}, nil, fr.wrapped("sort"), byProgram)
-		}
-	}
-	for _, f := range p.operands {
-		a.read(f, fr)
-	}
-}
-
-var sortSpec = spec("bcCdfghik:mMno:rRsS:t:T:uVz", "ignore-leading-blanks", "dictionary-order", "ignore-case",
-	"general-numeric-sort", "ignore-nonprinting", "month-sort", "human-numeric-sort", "numeric-sort", "random-sort",
-	"random-source=", "reverse", "sort=", "version-sort", "batch-size=", "check?", "compress-program=", "debug",
-	"files0-from=", "key=", "merge", "output=", "stable", "buffer-size=", "field-separator=",
-	"temporary-directory=", "parallel=", "unique", "zero-terminated", "help", "version").permuting()
-
-// makeOptions: --eval runs make code given on the line (refused), -f reads
-// and runs a makefile (recorded as a read), -C runs in another directory
-// (a read of it), and VAR=value arguments are judged like assignments:
-// SHELL=…, MAKEFLAGS=…, CC=… are risky.
-func (a *analyzer) makeOptions(words []word, fr frame) {
-	args := words[1:]
-	for i := 0; i < len(args) && a.err == nil; i++ {
-		w := args[i]
-		if !w.Literal {
-			if w.optionLike() || strings.Contains(w.prefix, "=") {
-				a.refuseOption("make", "is given %s, which is computed when the line runs and may be an option or an assignment", quote(w.Text))
-				return
-			}
-			continue
-		}
-		t := w.Text
-		if name, _, isAssign := strings.Cut(t, "="); isAssign && !strings.HasPrefix(t, "-") {
-			name = strings.TrimRight(name, ":+?!")
-			if isRiskyEnv(name) {
-				a.fail(CodeRiskyEnv, "make %s assigns %s, which can make make run code the gate cannot see", quote(t), name)
-				return
-			}
-			continue
-		}
-		value := func(short string, long ...string) (word, bool) {
-			for _, l := range long {
-				if v, ok := strings.CutPrefix(t, "--"+l+"="); ok {
-					return literalWord(v), true
-				}
-				if t == "--"+l && i+1 < len(args) {
-					i++
-					return args[i], true
-				}
-			}
-			if strings.HasPrefix(t, short) && !strings.HasPrefix(t, "--") {
-				if len(t) > len(short) {
-					return literalWord(t[len(short):]), true
-				}
-				if i+1 < len(args) {
-					i++
-					return args[i], true
-				}
-			}
-			return word{}, false
-		}
-		if _, ok := value("-E", "eval"); ok {
-			a.refuseOption("make", "--eval runs make code given on the line, which the gate does not read")
-			return
-		}
-		if f, ok := value("-f", "file", "makefile"); ok {
-			a.read(f, fr)
-			continue
-		}
-		if d, ok := value("-C", "directory"); ok {
-			a.read(d, fr)
-			continue
-		}
-		if f, ok := value("-I", "include-dir"); ok {
-			a.read(f, fr)
-		}
-	}
-}
-
-// createOptions: touch and mkdir write every operand; touch -r reads.
-func (a *analyzer) createOptions(base string, words []word, fr frame) {
-	sp := touchSpec
-	if base == "mkdir" {
-		sp = mkdirSpec
-	}
-	// A computed word is taken for a file: none of their options runs
-	// anything, and the computed write is judged as such.
-	var literal, computed []word
-	for _, w := range words[1:] {
-		if w.Literal {
-			literal = append(literal, w)
-		} else {
-			computed = append(computed, w)
-		}
-	}
-	p := sp.parse(literal)
-	if p.uncertain != "" {
-		a.refuseOption(base, "options cannot be parsed with certainty: %s", p.uncertain)
-		return
-	}
-	p.operands = append(p.operands, computed...)
-	if o := p.get("-r", "--reference"); o != nil {
-		a.read(o.arg, fr)
-	}
-	for _, f := range p.operands {
-		a.write(f, base == "touch", fr)
-	}
-}
-
-var (
-	touchSpec = spec("acd:fhmr:t:", "no-create", "date=", "no-dereference", "reference=", "time=", "help", "version").permuting()
-	mkdirSpec = spec("m:pvZ", "mode=", "parents", "verbose", "context?", "help", "version").permuting()
-	gofmtSpec = spec("cdelr:sw", "cpuprofile=").permuting()
-)
-
-// gofmtOptions: -w rewrites every file operand; otherwise they are read.
-func (a *analyzer) gofmtOptions(words []word, fr frame) {
-	p := gofmtSpec.parse(words[1:])
-	if p.uncertain != "" {
-		a.refuseOption("gofmt", "options cannot be parsed with certainty: %s", p.uncertain)
-		return
-	}
-	if o := p.get("--cpuprofile"); o != nil {
-		a.write(o.arg, false, fr)
-	}
-	for _, f := range p.operands {
-		if p.has("-w") {
-			a.write(f, false, fr)
-		} else {
-			a.read(f, fr)
-		}
-	}
-}
-
-// readerOptions records the file operands of cat, head, tail, wc, diff and
-// ls as reads. Their options run nothing; an option's value that looks
-// like an operand (head -n 5) is skipped.
-func (a *analyzer) readerOptions(base string, words []word, fr frame) {
-	args := words[1:]
-	values := map[string]string{"head": "nc", "tail": "ncsF", "diff": "CFDIStUWxXL", "ls": "ITw", "wc": "", "cat": ""}[base]
-	ended := false
-	for i := 0; i < len(args); i++ {
-		w := args[i]
-		switch {
-		case ended:
-			a.read(w, fr)
-		case w.Literal && w.Text == "--":
-			ended = true
-		case w.Literal && strings.HasPrefix(w.Text, "--"):
-			name, value, hasValue := strings.Cut(w.Text[2:], "=")
-			switch {
-			case name == "files0-from" || name == "from-file" || name == "to-file" || name == "exclude-from":
-				if hasValue {
-					a.read(literalWord(value), fr)
-				} else if i+1 < len(args) {
-					i++
-					a.read(args[i], fr)
-				}
-			case !hasValue && slices.Contains([]string{"lines", "bytes", "sleep-interval", "pid", "max-unchanged-stats",
-				"label", "ignore-matching-lines", "show-function-line", "width", "tabsize", "ignore", "hide",
-				"format", "time-style", "block-size", "sort", "color", "quoting-style", "indicator-style",
-				"line-format", "horizon-lines", "palette"}, name):
-				i++
-			}
-		case w.Literal && len(w.Text) > 1 && w.Text[0] == '-':
-			last := w.Text[len(w.Text)-1]
-			if strings.IndexByte(values, last) >= 0 && strings.IndexByte(values, w.Text[1]) >= 0 && len(w.Text) == 2 {
-				i++
-			}
-		default:
-			a.read(w, fr)
-		}
-	}
-}
-
-// grepOptions: -f FILE and --exclude-from read files; the operands after
-// the pattern are read.
-func (a *analyzer) grepOptions(words []word, fr frame) {
-	p := grepSpec.parse(words[1:])
-	if p.uncertain != "" {
-		return // listed as written; rules match it or not
-	}
-	patternGiven := false
-	for _, o := range p.opts {
-		switch o.name {
-		case "-f", "--file", "--exclude-from":
-			a.read(o.arg, fr)
-			patternGiven = patternGiven || o.name != "--exclude-from"
-		case "-e", "--regexp":
-			patternGiven = true
-		}
-	}
-	ops := p.operands
-	if !patternGiven && len(ops) > 0 {
-		ops = ops[1:]
-	}
-	for _, f := range ops {
-		a.read(f, fr)
-	}
-}
-
-var grepSpec = spec("A:B:C:D:EFGHIJLPRTUVZabcd:e:f:hilm:noqrsuvwxyz", "after-context=", "before-context=",
-	"context=", "devices=", "extended-regexp", "fixed-strings", "basic-regexp", "with-filename", "perl-regexp",
-	"files-without-match", "initial-tab", "binary", "null", "text", "byte-offset", "count", "directories=",
-	"regexp=", "file=", "no-filename", "ignore-case", "no-ignore-case", "files-with-matches", "max-count=",
-	"only-matching", "quiet", "silent", "recursive", "dereference-recursive", "no-messages", "invert-match",
-	"word-regexp", "line-regexp", "null-data", "color?", "colour?", "exclude=", "exclude-from=",
-	"exclude-dir=", "include=", "label=", "line-buffered", "line-number", "help", "version", "binary-files=").permuting()
-
-// rgOptions: --pre and --hostname-bin run the program they name (listed,
-// with the searched file as a computed argument); --pre with a computed
-// value, and --config-path… no: ripgrep's config comes from
-// RIPGREP_CONFIG_PATH (risky); -f and --ignore-file read.
-func (a *analyzer) rgOptions(words []word, fr frame) {
-	args := words[1:]
-	for i := 0; i < len(args) && a.err == nil; i++ {
-		w := args[i]
-		if !w.Literal {
-			if w.optionLike() {
-				a.refuseOption("rg", "is given %s, which is computed when the line runs and may be --pre", quote(w.Text))
-				return
-			}
-			continue
-		}
-		if w.Text == "--" {
-			return
-		}
-		name, value, hasValue, isFlag := flagWord(w)
-		if !isFlag || strings.HasPrefix(w.Text, "-") && !strings.HasPrefix(w.Text, "--") && name != "f" {
-			continue
-		}
-		switch name {
-		case "pre", "hostname-bin", "f", "file", "ignore-file":
-			v, ok := optionValue(args, &i, value, hasValue)
-			if !ok {
-				return
-			}
-			if name == "pre" || name == "hostname-bin" {
-				if !v.Literal {
-					a.refuseOption("rg", "--%s is given %s, which is computed when the line runs", name, quote(v.Text))
-					return
-				}
-				if v.Text != "" {
-					a.exec([]word{v, inputWord("{}")}, nil, fr.wrapped("rg"), byProgram)
-				}
-				continue
-			}
-			a.read(v, fr)
-		}
-	}
-}
-
-// npmConfigRunners are npm configuration keys (npm-config(7)) that name a
-// program npm runs or a file it loads settings from.
-var npmConfigRunners = []string{"script-shell", "node-options", "userconfig", "globalconfig", "prefix", "shell",
-	"editor", "git", "browser", "viewer", "init-module", "onload-script", "call", "package", "node-gyp",
-	"cache", "workspace", "workspaces", "w", "c", "p"}
-
-// npmOptions refuses the options that make npm, npx, pnpm or yarn run a
-// program the gate does not see: --script-shell, --node-options, another
-// config file, npx --package and --call.
-func (a *analyzer) npmOptions(base string, words []word) {
-	for _, w := range words[1:] {
-		if w.Literal && w.Text == "--" {
-			return
-		}
-		if !w.Literal {
-			if w.optionLike() && w.lead == '-' {
-				a.refuseOption(base, "is given %s, which is computed when the line runs and may be an option such as --script-shell", quote(w.Text))
-				return
-			}
-			continue
-		}
-		name, _, _, isFlag := flagWord(w)
-		if !isFlag {
-			continue
-		}
-		if strings.HasPrefix(w.Text, "--") && slices.Contains(npmConfigRunners, name) ||
-			!strings.HasPrefix(w.Text, "--") && (name == "c" || name == "p" || strings.HasPrefix(name, "c") || strings.HasPrefix(name, "p")) && base == "npx" {
-			a.refuseOption(base, "%s names a program or a settings file it runs", quote(w.Text))
-			return
-		}
-	}
-}
-
-// cargoOptions: --config sets any configuration key (build.rustc-wrapper,
-// target runners) and -Z unstable flags are refused; --target-dir and
-// --artifact-dir write, --manifest-path reads.
-func (a *analyzer) cargoOptions(words []word, fr frame) {
-	args := words[1:]
-	for i := 0; i < len(args) && a.err == nil; i++ {
-		w := args[i]
-		if w.Literal && w.Text == "--" {
-			return
-		}
-		if !w.Literal {
-			if w.optionLike() && w.lead == '-' {
-				a.refuseOption("cargo", "is given %s, which is computed when the line runs and may be --config", quote(w.Text))
-				return
-			}
-			continue
-		}
-		name, value, hasValue, isFlag := flagWord(w)
-		if !isFlag {
-			continue
-		}
-		if !strings.HasPrefix(w.Text, "--") && strings.HasPrefix(name, "Z") {
-			a.refuseOption("cargo", "-Z enables unstable options that can run other programs")
-			return
-		}
-		switch name {
-		case "config":
-			a.refuseOption("cargo", "--config sets configuration keys, which can name a compiler wrapper or a runner")
-			return
-		case "target-dir", "artifact-dir", "out-dir", "manifest-path", "lockfile-path":
-			v, ok := optionValue(args, &i, value, hasValue)
-			if !ok {
-				return
-			}
-			if name == "manifest-path" {
-				a.read(v, fr)
-			} else {
-				a.write(v, false, fr)
-			}
-		}
-	}
-}
-
-// pytestOptions: -p loads a plugin module, -c and --config-file load
-// settings, -o overrides them and --pdbcls imports a class: refused.
-// --basetemp (which pytest empties), --junitxml and --junit-xml write.
-func (a *analyzer) pytestOptions(words []word, fr frame) {
-	args := words[1:]
-	for i := 0; i < len(args) && a.err == nil; i++ {
-		w := args[i]
-		if !w.Literal {
-			if w.optionLike() && w.lead == '-' {
-				a.refuseOption("pytest", "is given %s, which is computed when the line runs and may be -p", quote(w.Text))
-				return
-			}
-			continue
-		}
-		name, value, hasValue, isFlag := flagWord(w)
-		if !isFlag {
-			continue
-		}
-		short := !strings.HasPrefix(w.Text, "--")
-		switch {
-		case short && (strings.HasPrefix(name, "p") || strings.HasPrefix(name, "c") || strings.HasPrefix(name, "o")),
-			!short && (name == "config-file" || name == "override-ini" || name == "pdbcls" || name == "rootdir" || name == "confcutdir" || name == "pyargs"):
-			a.refuseOption("pytest", "%s loads plugins, modules or settings the gate cannot see", quote(w.Text))
-			return
-		case !short && (name == "basetemp" || name == "junitxml" || name == "junit-xml" || name == "resultlog" || name == "debug"):
-			if name == "debug" && !hasValue {
-				continue // --debug's file is optional and never the next argument
-			}
-			if v, ok := optionValue(args, &i, value, hasValue); ok {
-				a.write(v, false, fr)
-			}
-		}
-	}
-}
-
-// tarOptions refuses tar's options that run programs: --to-command,
-// --use-compress-program / -I, --checkpoint-action=exec, --info-script /
-// --new-volume-script / -F, --rsh-command, --rmt-command.
-func (a *analyzer) tarOptions(words []word) {
-	for i, w := range words[1:] {
-		if !w.Literal {
-			if w.optionLike() {
-				a.refuseOption("tar", "is given %s, which is computed when the line runs and may be --to-command", quote(w.Text))
-				return
-			}
-			continue
-		}
-		t := w.Text
-		for _, bad := range []string{"--to-command", "--use-compress-program", "--checkpoint-action", "--info-script",
-			"--new-volume-script", "--rsh-command", "--rmt-command", "--use-compress", "--to-com", "--info", "--new-vol"} {
-			if strings.HasPrefix(t, bad) {
-				a.refuseOption("tar", "%s runs a program", quote(t))
-				return
-			}
-		}
-		short := strings.HasPrefix(t, "-") && !strings.HasPrefix(t, "--")
-		bundled := i == 0 && !strings.HasPrefix(t, "-") // tar xIf: the first word is old-style options
-		if (short || bundled) && strings.ContainsAny(strings.TrimPrefix(t, "-"), "IF") {
-			a.refuseOption("tar", "%s may run a program (-I, -F)", quote(t))
-			return
-		}
-	}
 }
 
 // addRead lists one read, once.

@@ -204,7 +204,7 @@ func (s *shellState) chdir(dir word) {
 // joinPath joins a relative or absolute path onto dir without cleaning it:
 // the gate canonicalises paths itself.
 func joinPath(dir, p string) string {
-	if dir == "" || strings.HasPrefix(p, "/") {
+	if dir == "" || strings.HasPrefix(p, "/") || strings.HasPrefix(p, "~") {
 		return p
 	}
 	return strings.TrimSuffix(dir, "/") + "/" + p
@@ -216,6 +216,8 @@ type frame struct {
 	funcs      *funcScope
 	shell      *shellState
 	fed        bool     // stdin comes from a pipe or redirection in the line
+	raw        bool     // the command is run by another program's option with arguments of its choosing: no model applies
+	fn         string   // the function whose body this is, if any
 	wrappers   []string // wrappers around the commands run here
 	depth      int      // nesting of statements and words
 	shellDepth int      // nesting of sh -c
@@ -336,11 +338,13 @@ func (a *analyzer) command(cmd syntax.Command, s *syntax.Stmt, fr frame) {
 			a.command(c.Else, s, fr.conditional())
 		}
 	case *syntax.WhileClause:
+		a.endlessLoop(c, fr)
 		a.loop(c, fr)
 		body := fr.conditional()
 		a.stmts(c.Cond, body)
 		a.stmts(c.Do, body)
 	case *syntax.ForClause:
+		a.endlessLoop(c, fr)
 		a.loop(c, fr)
 		a.forClause(c, fr)
 	case *syntax.CaseClause:
@@ -455,6 +459,10 @@ func (a *analyzer) funcDecl(c *syntax.FuncDecl, fr frame) {
 	}
 	for _, n := range names {
 		body.funcs.set(n.Value, true)
+		a.graph.define(n.Value)
+	}
+	if len(names) > 0 {
+		body.fn = names[0].Value
 	}
 	a.stmt(c.Body, body)
 	for _, n := range names {
@@ -559,17 +567,16 @@ func isFD(s string) bool {
 // write records a file written at path, resolved against the directories
 // the shell may be in.
 func (a *analyzer) write(path word, appends bool, fr frame) {
+	a.writeTree(path, appends, false, fr)
+}
+
+// writeTree is write for a program that may write below path too.
+func (a *analyzer) writeTree(path word, appends, tree bool, fr frame) {
 	switch {
-	case !path.Literal:
-		a.addWrite(Write{Path: path.Text, Append: appends})
-	case harmlessTarget(path.Text):
-	case strings.HasPrefix(path.Text, "/"):
-		a.addWrite(Write{Path: path.Text, Literal: true, Append: appends})
-	case fr.shell.unknownDir:
-		a.addWrite(Write{Path: path.Text, Append: appends})
+	case path.Literal && harmlessTarget(path.Text):
 	default:
-		for _, d := range fr.shell.dirs {
-			a.addWrite(Write{Path: joinPath(d, path.Text), Literal: true, Append: appends})
+		for _, p := range a.placed(path, fr) {
+			a.addWrite(Write{Path: p.Path, Literal: p.Literal, Unknown: p.Unknown, Append: appends, Tree: tree})
 		}
 	}
 }
@@ -580,18 +587,59 @@ func (a *analyzer) read(path word, fr frame) {
 	switch {
 	case path.procSubst && strings.HasPrefix(path.Text, "<(") && strings.HasSuffix(path.Text, ")"):
 		// <(cmd) is a pipe from cmd, which is listed
-	case !path.Literal:
-		a.addRead(Read{Path: path.Text})
-	case harmlessTarget(path.Text) || harmlessSource(path.Text):
-	case strings.HasPrefix(path.Text, "/"):
-		a.addRead(Read{Path: path.Text, Literal: true})
-	case fr.shell.unknownDir:
-		a.addRead(Read{Path: path.Text})
+	case path.Literal && (harmlessTarget(path.Text) || harmlessSource(path.Text)):
 	default:
-		for _, d := range fr.shell.dirs {
-			a.addRead(Read{Path: joinPath(d, path.Text), Literal: true})
+		for _, p := range a.placed(path, fr) {
+			a.addRead(p)
 		}
 	}
+}
+
+// readPlace records that a program lists or works in a directory (see
+// Read.Names): "." is the directory the command runs in.
+func (a *analyzer) readPlace(path word, fr frame) {
+	for _, p := range a.placed(path, fr) {
+		p.Names = true
+		a.addRead(p)
+	}
+}
+
+// placed is where a path word lands: joined onto each directory the
+// shell may be in when it is relative, as the source text when it is
+// computed, and unknown when it is relative to a directory the line
+// changed to in a way that cannot be followed.
+func (a *analyzer) placed(path word, fr frame) []Read {
+	sh := fr.shell
+	moved := sh.unknownDir || len(sh.dirs) != 1 || sh.dirs[0] != ""
+	switch {
+	case path.input:
+		// filled in by xargs or find when the line runs
+		return []Read{{Path: path.Text, Unknown: true}}
+	case !path.Literal && path.lead == 0:
+		// It starts with a value: absolute or relative, only the line
+		// knows. $PWD after a cd is no longer the starting directory.
+		if moved && strings.Contains(path.Text, "PWD") {
+			return []Read{{Path: path.Text, Unknown: true}}
+		}
+		return []Read{{Path: path.Text}}
+	case path.lead == '/' || strings.HasPrefix(path.Text, "/"):
+		return []Read{{Path: path.Text, Literal: path.Literal}}
+	case sh.unknownDir:
+		// Literal stays: a relative path in an unknown directory, whose
+		// name the gate still checks.
+		return []Read{{Path: path.Text, Unknown: true, Literal: path.Literal}}
+	}
+	text := path.Text
+	if path.Literal && strings.HasPrefix(text, "~") {
+		text = "./" + text // a quoted ~ names a directory called ~
+	}
+	out := make([]Read, 0, len(sh.dirs))
+	for _, d := range sh.dirs {
+		p := joinPath(d, text)
+		// A directory reached with cd ~/… is the gate's to expand.
+		out = append(out, Read{Path: p, Literal: path.Literal && !strings.HasPrefix(p, "~")})
+	}
+	return out
 }
 
 // harmlessSource reports input redirection targets that hold no one's data.

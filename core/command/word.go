@@ -23,6 +23,12 @@ type word struct {
 	prefix string
 	// procSubst is true when the word contains <(…) or >(…).
 	procSubst bool
+	// ifs is true when an unquoted expansion makes the shell split the
+	// word on blanks: one of its words may then start with anything.
+	ifs bool
+	// input is true for a word another program fills in when it runs
+	// (xargs' input, find's {}): any path it names is known only then.
+	input bool
 	// expands is true when the word has a parameter, command, arithmetic
 	// or process expansion, or quoting whose result is not certain; decoded
 	// is then empty. Otherwise decoded is the text after quote removal,
@@ -42,6 +48,33 @@ func literalWord(s string) word {
 // opaqueWord is a word known only by its source text.
 func opaqueWord(src string) word {
 	return word{Word: Word{Text: src}, split: true, expands: true}
+}
+
+// after returns the part of w after its first n bytes of literal prefix
+// (the value in --name=$X or if=~/x): literal when w is, otherwise known
+// by its source text, which the gate expands as far as it can. When the
+// source spells the prefix otherwise (with quotes), the value starts with
+// what the gate cannot see.
+func (w word) after(n int) word {
+	if w.Literal {
+		return literalWord(w.Text[n:])
+	}
+	v := word{Word: Word{Text: w.Text}, expands: true, ifs: w.ifs, split: w.split, procSubst: w.procSubst}
+	if !strings.HasPrefix(w.Text, w.prefix[:n]) {
+		return v // lead 0: a value the gate cannot see
+	}
+	src := w.Text[n:]
+	v.Text, v.prefix = src, w.prefix[n:]
+	switch {
+	case src == "":
+	case src[0] == '~' || src[0] == '/':
+		v.lead = '/'
+	case strings.IndexByte("$`\\'\"", src[0]) >= 0:
+		v.lead = 0
+	default:
+		v.lead = src[0]
+	}
+	return v
 }
 
 // optionLike reports whether the word may expand to something starting
@@ -70,6 +103,8 @@ type wordBuilder struct {
 	leadKnown bool
 	lead      byte
 	procSubst bool
+	ifs       bool
+	last      bool // the part being added is the word's last
 }
 
 func (b *wordBuilder) lit(text string, quoted bool) {
@@ -99,14 +134,15 @@ func (a *analyzer) word(w *syntax.Word, fr frame) word {
 		return word{}
 	}
 	b := &wordBuilder{literal: true}
-	for _, part := range w.Parts {
+	for i, part := range w.Parts {
+		b.last = i == len(w.Parts)-1
 		a.wordPart(part, b, false, fr)
 	}
 	text := strings.Builder{}
 	for _, s := range b.segs {
 		text.WriteString(s.text)
 	}
-	res := word{lead: b.lead, prefix: b.prefix.String(), procSubst: b.procSubst, expands: !b.literal}
+	res := word{lead: b.lead, prefix: b.prefix.String(), procSubst: b.procSubst, expands: !b.literal, ifs: b.ifs}
 	if !b.leadKnown {
 		res.lead = 0
 	}
@@ -122,6 +158,9 @@ func (a *analyzer) word(w *syntax.Word, fr frame) word {
 	if globIn(b.segs) || braces(w) {
 		b.literal = false
 		b.split = true
+		if n := braceWords(w); n > maxBraceWords {
+			a.fail(CodeResourceBomb, "the brace expansion %s makes more than %d words, which bash builds in memory", quote(fr.src.slice(w)), maxBraceWords)
+		}
 	}
 	res.split = b.split
 	res.Literal = b.literal
@@ -140,7 +179,7 @@ func (a *analyzer) wordPart(part syntax.WordPart, b *wordBuilder, quoted bool, f
 			b.lit(unescapeDouble(p.Value), true)
 			return
 		}
-		unescapeBare(p.Value, b)
+		unescapeBare(p.Value, b, b.last)
 	case *syntax.SglQuoted:
 		if !p.Dollar {
 			b.lit(p.Value, true)
@@ -165,12 +204,17 @@ func (a *analyzer) wordPart(part syntax.WordPart, b *wordBuilder, quoted bool, f
 			b.leadKnown, b.lead = true, '/' // an absolute path
 		}
 		b.expansion(!quoted || multiField(p))
+		// $HOME and $PWD hold paths the gate knows; it judges a line that
+		// assigns PWD by itself.
+		b.ifs = b.ifs || !quoted && !isHomeOrPWD(p) || multiField(p)
 		a.param(p, fr)
 	case *syntax.CmdSubst:
 		b.expansion(!quoted)
+		b.ifs = b.ifs || !quoted
 		a.stmts(p.Stmts, fr.subshell())
 	case *syntax.ArithmExp:
 		b.expansion(!quoted)
+		b.ifs = b.ifs || !quoted
 		a.arith(p.X, fr)
 	case *syntax.ProcSubst:
 		if !b.leadKnown {
@@ -214,8 +258,9 @@ func multiField(p *syntax.ParamExp) bool {
 // unescapeBare removes backslash quoting from an unquoted literal; an
 // escaped character becomes a quoted segment, so it is never a glob. A
 // leftover '$' is something bash reads literally but another shell (zsh:
-// $~x, $=x) may expand, so it makes the word non-literal.
-func unescapeBare(s string, b *wordBuilder) {
+// $~x, $=x) may expand, so it makes the word non-literal, unless it ends
+// the word (-run=^$), where no shell expands it.
+func unescapeBare(s string, b *wordBuilder, last bool) {
 	start := 0
 	for i := 0; i < len(s); i++ {
 		switch s[i] {
@@ -231,7 +276,9 @@ func unescapeBare(s string, b *wordBuilder) {
 			i += size
 			start = i + 1
 		case '$':
-			b.literal = false
+			if !(last && i == len(s)-1) {
+				b.literal = false
+			}
 		}
 	}
 	b.lit(s[start:], false)

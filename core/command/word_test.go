@@ -36,7 +36,9 @@ func TestWords(t *testing.T) {
 		{`~ ~/a a=~ b:~ a~ "~" \~`, []Word{src("~"), src("~/a"), src("a=~"), src("b:~"), lit("a~"), lit("~"), lit("~")}},
 		{`* a?b [ab] a[ ] \* "*" '?'`, []Word{src("*"), src("a?b"), src("[ab]"), lit("a["), lit("]"), lit("*"), lit("*"), lit("?")}},
 		{`{a,b} x{1..3} {} {a} \{a,b}`, []Word{src("{a,b}"), src("x{1..3}"), lit("{}"), lit("{a}"), lit("{a,b}")}},
-		{`a$ $ "$"`, []Word{src("a$"), src("$"), lit("$")}},
+		{`a$ $ "$"`, []Word{lit("a$"), lit("$"), lit("$")}}, // a $ that ends the word is literal in every shell
+		{`a$b $~x $=y`, []Word{src("a$b"), src("$~x"), src("$=y")}},
+		{`-run=^$ x$\y`, []Word{lit("-run=^$"), src(`x$\y`)}},
 		{`""`, []Word{lit("")}},
 	}
 	for _, tc := range cases {

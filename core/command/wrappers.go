@@ -13,6 +13,7 @@ type unwrapped struct {
 	script    *word    // shell code it runs with sh -c instead
 	env       []word   // NAME=VALUE words it sets for the command
 	writes    []word   // files it writes itself (time -o)
+	reads     []word   // files it reads itself (xargs -a)
 	appends   bool     // writes append
 	chdir     *word    // the directory the command starts in
 	mode      execMode // how the command's name is looked up
@@ -173,6 +174,9 @@ func xargs(a *analyzer, name string, args []word) (unwrapped, bool) {
 		return unwrapped{}, ok
 	}
 	u := unwrapped{mode: byProgram}
+	if o := p.get("-a", "--arg-file"); o != nil {
+		u.reads = append(u.reads, o.arg)
+	}
 	if o := p.get("--process-slot-var"); o != nil {
 		u.env = append(u.env, word{Word: Word{Text: o.arg.Text + "=0", Literal: o.arg.Literal}, prefix: o.arg.prefix + "=0"})
 	}
@@ -209,7 +213,7 @@ func xargs(a *analyzer, name string, args []word) (unwrapped, bool) {
 // starts with a starting point, which find never takes from a word
 // starting with '-'.
 func foundWord(text string) word {
-	w := word{Word: Word{Text: text}, expands: true, lead: text[0]}
+	w := word{Word: Word{Text: text}, expands: true, lead: text[0], input: true}
 	if w.lead == '{' {
 		w.lead = '.'
 	}
@@ -218,7 +222,7 @@ func foundWord(text string) word {
 
 // inputWord stands for words a wrapper fills in from its input.
 func inputWord(text string) word {
-	return word{Word: Word{Text: text}, split: true, expands: true}
+	return word{Word: Word{Text: text}, split: true, expands: true, input: true}
 }
 
 var sudoSpec = spec("Aa:BbC:c:D:Eeg:Hh::iKklNnPp:R:r:SsT:t:U:u:Vv", "askpass", "auth-type=", "background", "bell",
@@ -376,6 +380,9 @@ func (a *analyzer) wrapper(name string, parse wrapperFunc, words []word, s *synt
 	for _, w := range u.writes {
 		a.write(w, u.appends, fr)
 	}
+	for _, r := range u.reads {
+		a.read(r, fr)
+	}
 	inner := fr.wrapped(name)
 	if u.chdir != nil {
 		inner.shell = fr.shell.clone()
@@ -414,15 +421,19 @@ func (a *analyzer) shellString(code word, fr frame, shell string) {
 	}
 	sub := fr
 	sub.shellDepth++
+	sub.fn = "" // a new shell: the caller's functions are not its own
 	sub.funcs = &funcScope{boundary: true}
 	sub.shell = fr.shell.clone()
 	a.script(code.Text, sub, shell)
 }
 
 // find lists find itself, then the command of every -exec, -execdir, -ok
-// and -okdir, where {} stands for found paths. Its -fprint family writes
-// files. A computed word that could become -exec or end one makes the line
-// unanalyzable.
+// and -okdir, where {} stands for found paths. It reads below its
+// starting points (the working directory when none is given), -newer and
+// the like read the file they name, the -fprint family writes files, and
+// -delete removes what it finds. A primary outside findPrimaries makes the
+// line unanalyzable, and so does a computed word that could become -exec
+// or end one.
 func (a *analyzer) find(words []word, fr frame) {
 	args := words[1:]
 	i := 0
@@ -436,26 +447,34 @@ func (a *analyzer) find(words []word, fr frame) {
 			break
 		}
 	}
-	// -delete removes what is found below the starting points: judged as
-	// writing them.
 	var starts []word
 	for j := i; j < len(args) && !(args[j].Literal && (strings.HasPrefix(args[j].Text, "-") || args[j].Text == "(" || args[j].Text == "!")); j++ {
 		starts = append(starts, args[j])
 	}
-	if len(starts) == 0 {
-		starts = []word{literalWord(".")}
-	}
-	if slices.ContainsFunc(args[i:], func(w word) bool { return w.Literal && w.Text == "-delete" }) {
-		for _, p := range starts {
-			a.write(p, false, fr)
+	fromList := slices.ContainsFunc(args[i:], func(w word) bool { return w.Literal && w.Text == "-files0-from" })
+	if len(starts) == 0 && !fromList {
+		a.readPlace(literalWord("."), fr) // it lists the working directory
+		if slices.ContainsFunc(args[i:], func(w word) bool { return w.Literal && w.Text == "-delete" }) {
+			a.writeTree(literalWord("."), false, true, fr)
 		}
+	}
+	deletes := slices.ContainsFunc(args[i:], func(w word) bool { return w.Literal && w.Text == "-delete" })
+	for _, p := range starts {
+		if !p.Literal && (p.split || p.lead == 0 || strings.IndexByte("-()!,;+", p.lead) >= 0) {
+			a.fail(CodeWrapperOptions, "find is given %s, which is computed when the line runs and could become an action such as -exec", quote(p.Text))
+			return
+		}
+		if deletes {
+			a.writeTree(p, false, true, fr)
+		}
+		a.readPlace(p, fr) // names below it; what -exec reads is its command's
 	}
 	type execution struct {
 		words  []word
 		subdir bool
 	}
 	var runs []execution
-	for ; i < len(args); i++ {
+	for i += len(starts); i < len(args); i++ {
 		w := args[i]
 		if !w.Literal {
 			if w.split || w.lead == 0 || strings.IndexByte("-()!,;+", w.lead) >= 0 {
@@ -490,20 +509,46 @@ func (a *analyzer) find(words []word, fr frame) {
 			}
 			runs = append(runs, execution{cmd, strings.HasSuffix(t, "dir")})
 			i = end
-		case t == "-fprint" || t == "-fprint0" || t == "-fls" || t == "-fprintf":
+		case findNewer(t):
 			if i+1 < len(args) {
-				a.write(args[i+1], false, fr)
+				if args[i+1].split {
+					a.fail(CodeWrapperOptions, "find %s is given %s, which may split into several words", t, quote(args[i+1].Text))
+					return
+				}
+				if t[len(t)-1] != 't' {
+					a.read(args[i+1], fr) // -newerXY with a reference file
+				}
 			}
 			i++
-			if t == "-fprintf" {
-				i++
+		default:
+			n, ok := findPrimaries[t]
+			if !ok {
+				if strings.HasPrefix(t, "-") {
+					a.fail(CodeUnknownOption, "find is given %s, which the gate does not model", quote(t))
+					return
+				}
+				continue // a stray operand: find refuses it
 			}
-		case findValues[t] || findNewer(t):
-			if i+1 < len(args) && args[i+1].split {
-				a.fail(CodeWrapperOptions, "find %s is given %s, which may split into several words", t, quote(args[i+1].Text))
-				return
+			if i+n >= len(args) {
+				n = len(args) - 1 - i
 			}
-			i++
+			for k := 1; k <= n; k++ {
+				if args[i+k].split {
+					a.fail(CodeWrapperOptions, "find %s is given %s, which may split into several words", t, quote(args[i+k].Text))
+					return
+				}
+			}
+			switch {
+			case t == "-fprint" || t == "-fprint0" || t == "-fls" || t == "-fprintf":
+				if n > 0 {
+					a.write(args[i+1], false, fr)
+				}
+			case findReads[t] && n > 0:
+				a.read(args[i+1], fr)
+			case t == "-files0-from" && n > 0:
+				a.effect("find", t, readsList, args[i+1], fr)
+			}
+			i += n
 		}
 	}
 	a.addCommand(words, fr)
@@ -518,17 +563,6 @@ func (a *analyzer) find(words []word, fr frame) {
 		}
 		a.exec(r.words, nil, inner, byProgram)
 	}
-}
-
-// findValues are find's tests and options that take one argument.
-var findValues = map[string]bool{
-	"-name": true, "-iname": true, "-path": true, "-ipath": true, "-wholename": true, "-iwholename": true,
-	"-regex": true, "-iregex": true, "-lname": true, "-ilname": true, "-newer": true, "-anewer": true,
-	"-cnewer": true, "-samefile": true, "-type": true, "-xtype": true, "-user": true, "-group": true,
-	"-uid": true, "-gid": true, "-perm": true, "-size": true, "-maxdepth": true, "-mindepth": true,
-	"-mtime": true, "-mmin": true, "-atime": true, "-amin": true, "-ctime": true, "-cmin": true,
-	"-used": true, "-links": true, "-inum": true, "-fstype": true, "-context": true, "-printf": true,
-	"-regextype": true, "-files0-from": true,
 }
 
 // findNewer reports whether w is find's -newerXY test, which takes a value.

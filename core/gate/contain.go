@@ -40,6 +40,11 @@ type Containment struct {
 	Off string
 }
 
+// confines reports whether an allowed Bash line will run confined by the
+// kernel: the gate then leaves to the kernel the paths a line knows only
+// when it runs (Policy.Contained).
+func (c *Containment) confines() bool { return c != nil && c.Off == "" && c.ABI > 0 }
+
 // contain rewrites an allowed Bash verdict. Without Landlock the verdict
 // stays an allow and its reason (so the receipt) says that analysis alone
 // decided; the input then runs as the host sent it.
@@ -65,13 +70,18 @@ func (c *Containment) rewrite(ev *Event, v Verdict, p *Policy) (Verdict, json.Ra
 		v.Reason += "; not contained: " + sandbox.ErrUnavailable.Error() + ", so analysis alone decided (exec_fallback is unconfined)"
 		return v, nil
 	}
+	// An allow that left paths to the kernel must not run uncontained.
+	uncontained := v
+	if v.Kernel {
+		uncontained = deny(CodeNoContainment, "the line cannot be rewritten to run contained, and the kernel was to bound what it reads or writes: %s", v.Reason)
+	}
 	m, err := ev.inputFields()
 	if err != nil {
-		return v, nil
+		return uncontained, nil
 	}
 	line, err := stringField(m, "command", true)
 	if err != nil {
-		return v, nil
+		return uncontained, nil
 	}
 	net := lineUsesNetwork(line)
 	var b strings.Builder
@@ -99,7 +109,7 @@ func (c *Containment) rewrite(ev *Event, v Verdict, p *Policy) (Verdict, json.Ra
 	out["command"] = cmd
 	in, err := json.Marshal(out)
 	if err != nil {
-		return v, nil
+		return uncontained, nil
 	}
 	v.Decision = Rewrite
 	v.Reason = fmt.Sprintf("%s; contained: runs under joule exec (%s)", v.Reason, sandbox.ModeOf(c.ABI, net, !c.LandlockOnly))

@@ -50,6 +50,7 @@ const (
 	CodeWitnessInvalid  = "witness-invalid"   // the witness outside the store is missing, unreadable or unsigned
 	CodeInternal        = "internal-error"
 	CodeNoContainment   = "containment-unavailable"
+	CodeResourceBomb    = "resource-bomb" // the line loops or recurses without end (command.CodeResourceBomb)
 )
 
 // Verdict is the pure outcome of judging an event against a policy, before
@@ -59,6 +60,12 @@ type Verdict struct {
 	Code     string
 	Reason   string
 	CostUJ   uint64 // what an allow or ask debits from every link
+	// Kernel is set on an allow that leaves paths known only when the line
+	// runs to the kernel: the line must run contained.
+	Kernel bool
+	// runtime marks a deny about a path known only when the line runs,
+	// which the kernel bounds when the line runs contained.
+	runtime bool
 }
 
 func deny(code, format string, args ...any) Verdict {
@@ -75,6 +82,11 @@ type Policy struct {
 	Private   []string   // protected paths no capability can read either ($JOULE_HOME)
 	Costs     Costs
 	Now       time.Time
+	// Contained is set when an allowed Bash line will run confined by the
+	// kernel (the gate's Containment confines it): a read or write of a
+	// path known only when the line runs is then the kernel's to bound
+	// (see runtime.go), and the verdict's reason says so.
+	Contained bool
 }
 
 // NewPolicy parses the chain's rules.
@@ -144,6 +156,12 @@ type judge struct {
 	seen    []resolution
 	dotglob bool // the line may make wildcards match dotfiles
 	pwdSet  bool // the line may assign PWD, so $PWD is a value like any other
+	writes  bool // the line writes files (it may create a directory a later command runs in)
+	// kernel lists the first reasons the kernel, not the analysis, bounds
+	// a path of the line (under containment); kernelN counts them all.
+	kernel      []string
+	kernelN     int
+	runtimeDeny Verdict // the first of them, for a line that is not allowed outright
 }
 
 // resolution is one path resolved against the working directory.
@@ -212,8 +230,10 @@ func (j *judge) fold(check func(rule.Set) rule.Verdict) outcome {
 			}
 		case rule.Allow:
 		default:
-			if o.missing == nil {
+			if o.missing == nil && i < len(j.p.Chain) {
 				o.missing = &j.p.Chain[i].ID
+			} else if o.missing == nil {
+				o.missing = &core.ID{} // a set without its grant: still a link that does not allow
 			}
 		}
 	}
@@ -391,6 +411,9 @@ func (j *judge) bash(line string) Verdict {
 		reason := err.Error()
 		if errors.As(err, &ue) {
 			reason = ue.Reason
+			if ue.Code == command.CodeResourceBomb {
+				return deny(CodeResourceBomb, "the line would not end: %s", reason)
+			}
 		}
 		if j.askAll() {
 			return Verdict{Decision: Ask, Code: CodeUnanalyzable, Reason: "the command cannot be analysed (" + reason + "); a human must approve it"}
@@ -401,6 +424,7 @@ func (j *judge) bash(line string) Verdict {
 		return Verdict{Decision: Allow, Code: CodeAllowed, Reason: "the line runs no command"}
 	}
 	j.dotglob = globsDotfiles(line)
+	j.writes = len(a.Writes) > 0
 	j.pwdSet = strings.Count(line, "PWD") != strings.Count(line, "$PWD")+strings.Count(line, "${PWD}")
 	st := newStrictest()
 	words := make([]rule.Word, 0, argCount(a.Commands))
@@ -408,7 +432,10 @@ func (j *judge) bash(line string) Verdict {
 		if onlyShells(c.Wrappers) && innocuous(c.Args) {
 			continue
 		}
-		for _, w := range c.Args {
+		for i, w := range c.Args {
+			if i == 0 && !strings.Contains(w.Text, "/") {
+				continue // a program looked up in PATH, not a file here
+			}
 			if v, bad := j.protectedWord(w, c); bad {
 				return v
 			}
@@ -425,12 +452,17 @@ func (j *judge) bash(line string) Verdict {
 			}
 			st.offer(v)
 		}
-		if isReader(c) && st.beats(rankOf(Ask)) {
+		if v, bad := j.gitRepoVerdict(c); bad {
+			j.offer(&st, v)
+		}
+		if isReader(c) && !command.Modeled(path.Base(c.Args[0].Text)) && st.beats(rankOf(Ask)) {
+			// A program the analysis does not model: every word may name a
+			// file it reads.
 			if v, bad := j.readerArgs(c); bad {
 				if v.Code == CodeSelfTamper {
 					return v
 				}
-				st.offer(v)
+				j.offer(&st, v)
 			}
 		}
 		start := len(words)
@@ -460,79 +492,128 @@ func (j *judge) bash(line string) Verdict {
 		}
 	}
 	for _, r := range a.Reads {
-		switch {
-		case isNetworkPath(r.Path) || !r.Literal && strings.Contains(r.Path, "/dev/"):
-			if v := j.network(r.Path, r.Literal); st.beats(rankOf(v.Decision)) {
-				st.offer(v)
-			}
-			continue
-		case !r.Literal:
-			if v, bad := j.readExpanded("the line", command.Word{Text: r.Path}, []string{j.cwd}); bad {
-				if v.Code == CodeSelfTamper {
-					return v
-				}
-				if st.beats(rankOf(v.Decision)) {
-					st.offer(v)
-				}
-			}
-			continue
-		}
-		abs, err := j.resolve(r.Path)
-		if err != nil {
-			if st.beats(rankOf(Deny)) {
-				st.offer(deny(CodeMalformed, "reading %q: %v", truncate(r.Path), err))
-			}
-			continue
-		}
-		v := j.readVerdict("the line", abs)
-		if v.Code == CodeSelfTamper {
+		if v, stop := j.lineRead(r); stop {
 			return v
-		}
-		if st.beats(rankOf(v.Decision)) {
-			st.offer(v)
+		} else if v.Decision != "" {
+			j.offer(&st, v)
 		}
 	}
 	for _, w := range a.Writes {
-		if isNetworkPath(w.Path) || !w.Literal && strings.Contains(w.Path, "/dev/") {
-			if v := j.network(w.Path, w.Literal); st.beats(rankOf(v.Decision)) {
-				st.offer(v)
-			}
-			continue
-		}
-		if !w.Literal {
-			if p, ok := j.reachesAny(command.Word{Text: w.Path}, []string{j.cwd}, j.p.Protected); ok {
-				return deny(CodeSelfTamper, "the redirection to %q can expand onto %s, which holds the gate's own files", truncate(w.Path), p)
-			}
-			if st.beats(rankOf(Deny)) {
-				st.offer(deny(CodeUnanalyzable, "redirection to %q: the target is computed when the line runs", truncate(w.Path)))
-			}
-			continue
-		}
-		abs, err := j.resolve(w.Path)
-		if err != nil {
-			if st.beats(rankOf(Deny)) {
-				st.offer(deny(CodeMalformed, "redirection to %q: %v", truncate(w.Path), err))
-			}
-			continue
-		}
-		if v, bad := j.protected(abs); bad {
+		if v, stop := j.lineWrite(w); stop {
 			return v
+		} else if v.Decision != "" {
+			j.offer(&st, v)
 		}
-		o := j.fold(func(s rule.Set) rule.Verdict { return s.CheckPath(rule.Write, abs, j.rootsFor(abs)) })
-		if !st.beats(o.rank()) {
-			continue
-		}
-		v := o.verdict("redirection writing " + abs)
-		if v.Decision == Deny && v.Code == CodeNotGranted && !j.inRoots(abs) {
-			v.Code = CodeOutside
-		}
-		st.offer(v)
 	}
 	v := st.best
-	if v.Decision == Allow {
-		v.Reason = fmt.Sprintf("all %d commands, %d writes and %d reads are granted", len(a.Commands), len(a.Writes), len(a.Reads))
+	switch {
+	case v.Decision == Allow:
+		v.Reason = fmt.Sprintf("all %d commands, %d writes and %d reads are granted", len(a.Commands), len(a.Writes), len(a.Reads)) + j.kernelNote()
+		v.Kernel = j.kernelN > 0
+	case v.Decision == Ask && j.kernelN > 0:
+		// A person's approval runs the line as it is, uncontained: the
+		// paths left to the kernel are refused as they would be alone.
+		v = j.runtimeDeny
+		v.runtime = false
 	}
 	return v
+}
+
+// lineRead judges one read the analysis found. stop is set for a verdict
+// that decides the line at once (self-tamper); an empty verdict is an
+// allow.
+func (j *judge) lineRead(r command.Read) (v Verdict, stop bool) {
+	switch {
+	case r.Unknown && r.Literal:
+		// a relative path in a directory the line changed to in a way the
+		// gate cannot follow: the gate's own files are refused by name
+		if v, bad := j.unknownDirName(r.Path, j.p.Private); bad {
+			return v, true
+		}
+		return unknownPath("reading %q in a directory the line changed to in a way the gate cannot follow", truncate(r.Path)), false
+	case r.Unknown:
+		return unknownPath("%s: the paths it reads are known only when the line runs", truncate(r.Path)), false
+	case isNetworkPath(r.Path) || !r.Literal && strings.Contains(r.Path, "/dev/"):
+		return j.network(r.Path, r.Literal), false
+	case !r.Literal:
+		if prefix, next, known := j.expandPrefixNext(r.Path, j.cwd); r.Names && known && next == 0 &&
+			!(j.pwdSet && strings.Contains(r.Path, "PWD")) {
+			r.Path = prefix // cd ~ && ls: a place the gate knows
+			break
+		}
+		if v, bad := j.readExpanded("the line", command.Word{Text: r.Path}, []string{j.cwd}); bad {
+			return v, v.Code == CodeSelfTamper
+		}
+		return Verdict{}, false
+	}
+	abs, err := j.resolve(r.Path)
+	if err != nil {
+		return deny(CodeMalformed, "reading %q: %v", truncate(r.Path), err), false
+	}
+	if r.Names {
+		v = j.placeVerdict("the line", abs)
+	} else {
+		v = j.readVerdict("the line", abs)
+	}
+	if v.Decision == Allow {
+		return Verdict{}, false
+	}
+	return v, v.Code == CodeSelfTamper
+}
+
+// lineWrite judges one write the analysis found, like lineRead.
+func (j *judge) lineWrite(w command.Write) (Verdict, bool) {
+	switch {
+	case w.Unknown && w.Literal:
+		if v, bad := j.unknownDirName(w.Path, j.p.Protected); bad {
+			return v, true
+		}
+		return unknownPath("writing %q in a directory the line changed to in a way the gate cannot follow", truncate(w.Path)), false
+	case w.Unknown:
+		return unknownPath("%s: the paths it writes are known only when the line runs", truncate(w.Path)), false
+	case isNetworkPath(w.Path) || !w.Literal && strings.Contains(w.Path, "/dev/"):
+		return j.network(w.Path, w.Literal), false
+	case !w.Literal:
+		if p, ok := j.reachesAny(command.Word{Text: w.Path}, []string{j.cwd}, j.p.Protected); ok {
+			return deny(CodeSelfTamper, "writing %q can expand onto %s, which holds the gate's own files", truncate(w.Path), p), true
+		}
+		prefix, next, known := j.expandPrefixNext(w.Path, j.cwd)
+		if known {
+			if v, bad := j.nestedGitWrite(cleanPrefix(prefix)); bad {
+				return v, true
+			}
+		}
+		if !known || next != 0 || j.pwdSet && strings.Contains(w.Path, "PWD") {
+			return unknownPath("writing %q: the target is computed when the line runs", truncate(w.Path)), false
+		}
+		w.Path = prefix // ~/x, $HOME/x, $PWD/x: a path the gate knows
+	}
+	abs, err := j.resolve(w.Path)
+	if err != nil {
+		return deny(CodeMalformed, "writing %q: %v", truncate(w.Path), err), false
+	}
+	if v, bad := j.protected(abs); bad {
+		return v, true
+	}
+	if v, bad := j.nestedGitWrite(abs); bad {
+		return v, true
+	}
+	if w.Tree {
+		// offered, not final: a deny rule on the command (rm -rf /) says
+		// it first
+		if v, bad := j.treeVerdict(abs); bad {
+			return v, false
+		}
+	}
+	o := j.fold(func(s rule.Set) rule.Verdict { return s.CheckPath(rule.Write, abs, j.rootsFor(abs)) })
+	if o.rank() == rankOf(Allow) {
+		return Verdict{}, false
+	}
+	v := o.verdict("writing " + abs)
+	if v.Decision == Deny && v.Code == CodeNotGranted && !j.inRoots(abs) {
+		v.Code = CodeOutside
+	}
+	return v, false
 }
 
 // privilegeWrappers run their command as another user: the wrapper is an
@@ -672,17 +753,7 @@ func (j *judge) protectedWord(w command.Word, c command.Command) (Verdict, bool)
 		if strings.HasPrefix(text, "/") {
 			dirs = []string{j.cwd}
 		} else {
-			clean := path.Clean(text)
-			first, _, _ := strings.Cut(clean, "/")
-			for _, p := range j.p.Protected {
-				if strings.HasSuffix(p, "/"+clean) || strings.Contains(p+"/", "/"+clean+"/") {
-					return deny(CodeSelfTamper, "the command names %q in a directory the gate cannot follow, and %s ends with it", truncate(text), p), true
-				}
-				if _, err := os.Lstat(filepath.Join(p, first)); err == nil && first != "." && first != ".." {
-					return deny(CodeSelfTamper, "the command names %q in a directory the gate cannot follow, and %s holds it", truncate(text), p), true
-				}
-			}
-			return Verdict{}, false
+			return j.unknownDirName(text, j.p.Protected)
 		}
 	}
 	for _, d := range dirs {
@@ -699,6 +770,23 @@ func (j *judge) protectedWord(w command.Word, c command.Command) (Verdict, bool)
 			if within(abs, p) || above {
 				return deny(CodeSelfTamper, "the command names %s, which holds the gate's own files", abs), true
 			}
+		}
+	}
+	return Verdict{}, false
+}
+
+// unknownDirName judges a relative path named in a directory the line
+// changed to in a way the gate cannot follow: it is one of paths if one of
+// them ends with it, or lies inside one.
+func (j *judge) unknownDirName(text string, paths []string) (Verdict, bool) {
+	clean := path.Clean(text)
+	first, _, _ := strings.Cut(clean, "/")
+	for _, p := range paths {
+		if strings.HasSuffix(p, "/"+clean) || strings.Contains(p+"/", "/"+clean+"/") {
+			return deny(CodeSelfTamper, "the line names %q in a directory the gate cannot follow, and %s ends with it", truncate(text), p), true
+		}
+		if _, err := os.Lstat(filepath.Join(p, first)); err == nil && first != "." && first != ".." {
+			return deny(CodeSelfTamper, "the line names %q in a directory the gate cannot follow, and %s holds it", truncate(text), p), true
 		}
 	}
 	return Verdict{}, false

@@ -120,7 +120,7 @@ func TestBashBypassTable(t *testing.T) {
 		{"nice -n 5 curl x", Deny, CodeDenyRule},
 		{"env curl x", Deny, CodeDenyRule},
 		{"nohup curl x", Deny, CodeDenyRule},
-		{"xargs curl < list.txt", Deny, CodeDenyRule},
+		{"xargs curl < list.txt", Deny, CodeUnanalyzable}, // xargs gives curl words that may be -K FILE
 		{"sh -c 'curl x'", Deny, CodeDenyRule},
 		{`bash -c "go test ./..."`, Allow, ""},
 		{"command curl x", Deny, CodeDenyRule},
@@ -169,7 +169,7 @@ func TestBashBypassTable(t *testing.T) {
 		// 9. redirections as writes
 		{"echo hi > src/out.txt", Allow, ""},
 		{"echo hi > README.md", Deny, CodeNotGranted},
-		{"echo hi >> ~/.bashrc", Deny, CodeUnanalyzable},
+		{"echo hi >> ~/.bashrc", Deny, CodeOutside},
 		{"echo hi > /etc/passwd", Deny, CodeOutside},
 		{"echo hi 2>&1 > /dev/null", Allow, ""},
 		{"cd src && echo hi > /etc/x", Deny, CodeOutside},

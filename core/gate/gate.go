@@ -151,6 +151,7 @@ func (g *Gate) decide(ctx context.Context, ev *Event, cannotAsk string, contain 
 	}
 	sent := ev.Input // the receipt digests what the host sent
 	ev = contain.unwrap(ev)
+	policy.Contained = ev.Tool == "Bash" && contain.confines()
 	v := Decide(ev, policy)
 	if v.Decision == Ask && cannotAsk != "" {
 		v = deny(v.Code, "the grant says to ask a person, but %s cannot ask from a hook, so joule denies: %s", cannotAsk, v.Reason)

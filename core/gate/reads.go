@@ -149,6 +149,12 @@ func (j *judge) commandDirs(c command.Command) []string {
 		switch {
 		case d == "":
 			out = append(out, j.cwd)
+		case d == "~" || strings.HasPrefix(d, "~/"):
+			// cd ~/x: the gate knows the home directory
+			if j.p.Home == "" {
+				return nil
+			}
+			out = append(out, j.p.Home+d[1:])
 		case strings.HasPrefix(d, "/"):
 			out = append(out, d)
 		default:
@@ -355,23 +361,8 @@ func (j *judge) readerArgs(c command.Command) (Verdict, bool) {
 			continue // the pattern or script, not a file
 		}
 		text := w.Text
-		if name == "dd" {
-			// dd if=FILE reads FILE; of= is a write, judged as such.
-			k, v, ok := strings.Cut(strings.NewReplacer(`"`, "", `'`, "").Replace(text), "=")
-			if !ok {
-				continue
-			}
-			if k == "of" {
-				if vv, bad := j.ddWrite(v, dirs); bad {
-					return vv, true
-				}
-				continue
-			}
-			if k != "if" {
-				continue
-			}
-			text = v
-			w = command.Word{Text: text, Literal: !strings.ContainsAny(text, "~$`*?[{\\")}
+		if !w.Literal && strings.HasPrefix(text, "<(") && strings.HasSuffix(text, ")") {
+			continue // a pipe from a command the line lists, which is judged
 		}
 		if w.Literal {
 			if strings.HasPrefix(text, "-") {
@@ -388,7 +379,7 @@ func (j *judge) readerArgs(c command.Command) (Verdict, bool) {
 				continue // an ordinary file name to the program: it does not exist
 			}
 			if dirs == nil && !strings.HasPrefix(text, "/") {
-				return deny(CodeUnanalyzable, "%s reads %q in a directory the line changed to in a way the gate cannot follow", name, truncate(text)), true
+				return unknownPath("%s reads %q in a directory the line changed to in a way the gate cannot follow", name, truncate(text)), true
 			}
 			for _, d := range dirsOrUnknown(dirs) {
 				abs, err := j.resolveIn(d, text)
@@ -418,12 +409,12 @@ func (j *judge) readExpanded(name string, w command.Word, dirs []string) (Verdic
 		return deny(CodeSelfTamper, "%s reads %q, which can expand onto %s: the gate's keys, grants and store are never readable by an agent", name, truncate(w.Text), p), true
 	}
 	if dirs == nil && !strings.HasPrefix(w.Text, "~") && !strings.HasPrefix(w.Text, "$HOME") && !strings.HasPrefix(w.Text, "/") {
-		return deny(CodeUnanalyzable, "%s reads %q in a directory the line changed to in a way the gate cannot follow", name, truncate(w.Text)), true
+		return unknownPath("%s reads %q in a directory the line changed to in a way the gate cannot follow", name, truncate(w.Text)), true
 	}
 	for _, d := range dirsOrUnknown(dirs) {
 		prefix, known := j.expandPrefix(w.Text, d)
 		if !known {
-			return deny(CodeUnanalyzable, "%s reads %q, a path computed when the line runs", name, truncate(w.Text)), true
+			return unknownPath("%s reads %q, a path computed when the line runs", name, truncate(w.Text)), true
 		}
 		// Where the word can lead: the directory its literal part names
 		// must be readable; what it matches now is judged file by file,
@@ -443,9 +434,12 @@ func (j *judge) readExpanded(name string, w command.Word, dirs []string) (Verdic
 		}
 		matches, ok := j.expandWord(w.Text, d)
 		if !ok {
-			return deny(CodeUnanalyzable, "%s reads %q, a path computed when the line runs", name, truncate(w.Text)), true
+			return unknownPath("%s reads %q, a path computed when the line runs", name, truncate(w.Text)), true
 		}
 		for _, m := range matches {
+			if strings.HasPrefix(m, "-") {
+				return deny(CodeUnanalyzable, "%s reads %q, which expands to %q: the program takes that for an option", name, truncate(w.Text), truncate(m)), true
+			}
 			if !strings.HasPrefix(m, "/") {
 				m = d + "/" + m
 			}
@@ -718,37 +712,6 @@ func firstOperandIsCode(name string, args []command.Word) int {
 	return -1
 }
 
-// ddWrite judges dd's of=FILE like a redirection that writes FILE.
-func (j *judge) ddWrite(target string, dirs []string) (Verdict, bool) {
-	if target == "" || harmlessDevice(target) {
-		return Verdict{}, false
-	}
-	if strings.HasPrefix(target, "~") || strings.Contains(target, "$") || dirs == nil && !strings.HasPrefix(target, "/") {
-		return deny(CodeUnanalyzable, "dd writes %q, a path the gate cannot name before the line runs", truncate(target)), true
-	}
-	for _, d := range dirs {
-		t := target
-		if !strings.HasPrefix(t, "/") {
-			t = d + "/" + t
-		}
-		abs, err := j.resolve(t)
-		if err != nil {
-			return deny(CodeMalformed, "dd of=%q: %v", truncate(target), err), true
-		}
-		if v, bad := j.protected(abs); bad {
-			return v, true
-		}
-		o := j.fold(func(s rule.Set) rule.Verdict { return s.CheckPath(rule.Write, abs, j.rootsFor(abs)) })
-		if v := o.verdict("dd writing " + abs); v.Decision != Allow {
-			if v.Code == CodeNotGranted && !j.inRoots(abs) {
-				v.Code = CodeOutside
-			}
-			return v, true
-		}
-	}
-	return Verdict{}, false
-}
-
 // treeWriters are git subcommands that rewrite tracked files in the work
 // tree: checking out another commit, restoring, resetting, stashing the
 // uncommitted changes or merging. A hook configuration the team commits
@@ -757,11 +720,12 @@ func (j *judge) ddWrite(target string, dirs []string) (Verdict, bool) {
 var treeWriters = map[string]bool{
 	"checkout": true, "switch": true, "restore": true, "reset": true, "stash": true, "merge": true,
 	"rebase": true, "pull": true, "cherry-pick": true, "revert": true, "am": true, "read-tree": true,
-	"checkout-index": true, "apply": true,
+	"checkout-index": true, "apply": true, "sparse-checkout": true,
 }
 
 // gitSubcommand returns a git command's subcommand and its arguments after
-// the global options, with the -C directories it names.
+// the global options. The directories of -C are in the command's Dirs
+// already; chdirs is always empty.
 func gitSubcommand(c command.Command) (sub string, args []command.Word, chdirs []string) {
 	if path.Base(c.Args[0].Text) != "git" {
 		return "", nil, nil
@@ -770,12 +734,8 @@ func gitSubcommand(c command.Command) (sub string, args []command.Word, chdirs [
 	i := 0
 	for ; i < len(rest) && strings.HasPrefix(rest[i].Text, "-"); i++ {
 		switch rest[i].Text {
-		case "-C":
-			if i+1 < len(rest) {
-				chdirs = append(chdirs, rest[i+1].Text)
-			}
-			i++
-		case "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env":
+		case "-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env":
+			// the analysis lists git -C DIR as running in DIR (Command.Dirs)
 			i++
 		}
 	}
@@ -785,21 +745,44 @@ func gitSubcommand(c command.Command) (sub string, args []command.Word, chdirs [
 	return rest[i].Text, rest[i+1:], chdirs
 }
 
-// branchOnly reports git checkout -b NAME and git switch -c NAME with no
-// start point: a new branch at HEAD, which rewrites no file.
+// branchOnly reports a git checkout or switch that only creates (or
+// resets) a branch at HEAD, or detaches there: no file changes. A start
+// point other than HEAD, paths, --force, --merge, --patch and switch
+// --orphan (which empties the work tree) all rewrite files.
 func branchOnly(sub string, args []command.Word) bool {
-	if len(args) != 2 || !args[1].Literal || strings.HasPrefix(args[1].Text, "-") {
-		return false
+	created := false
+	var ops []string
+	for i := 0; i < len(args); i++ {
+		w := args[i]
+		if !w.Literal {
+			return false
+		}
+		t := w.Text
+		valueNext := sub == "checkout" && (t == "-b" || t == "-B" || t == "--orphan") ||
+			sub == "switch" && (t == "-c" || t == "-C" || t == "--create" || t == "--force-create")
+		switch {
+		case valueNext:
+			if i+1 >= len(args) || !args[i+1].Literal {
+				return false
+			}
+			created = true
+			i++
+		case sub == "checkout" && (strings.HasPrefix(t, "--orphan=") || len(t) > 2 && (strings.HasPrefix(t, "-b") || strings.HasPrefix(t, "-B"))),
+			sub == "switch" && (strings.HasPrefix(t, "--create=") || strings.HasPrefix(t, "--force-create=") ||
+				len(t) > 2 && (strings.HasPrefix(t, "-c") || strings.HasPrefix(t, "-C"))):
+			created = true
+		case t == "--detach" || sub == "switch" && t == "-d":
+			created = true
+		case t == "-q" || t == "--quiet" || t == "--progress" || t == "--no-progress" || t == "--guess" ||
+			t == "--no-guess" || t == "--no-track" || t == "-t" || t == "--track" || strings.HasPrefix(t, "--track=") ||
+			t == "--ignore-other-worktrees" || t == "--no-recurse-submodules":
+		case strings.HasPrefix(t, "-"):
+			return false
+		default:
+			ops = append(ops, t)
+		}
 	}
-	switch sub {
-	case "checkout":
-		return args[0].Text == "-b" || args[0].Text == "-B"
-	case "switch":
-		return args[0].Text == "-c" || args[0].Text == "-C" || args[0].Text == "--create"
-	case "stash":
-		return false
-	}
-	return false
+	return created && (len(ops) == 0 || len(ops) == 1 && (ops[0] == "HEAD" || ops[0] == "@"))
 }
 
 // stashReadOnly reports git stash subcommands that change no file.

@@ -128,7 +128,8 @@ func TestReaderOperands(t *testing.T) {
 	}{
 		{"sed -n '/^func/,/^}/p' src/a.go", Allow, CodeAllowed},
 		{"grep -n '/usr/local' src/a.go", Allow, CodeAllowed},
-		{"grep -A 3 /etc src/a.go", Deny, CodeOutside}, // with -A 3 first, /etc is a file operand
+		{"grep -A 3 /etc src/a.go", Allow, CodeAllowed}, // -A takes 3: /etc is the pattern
+		{"grep -A 3 x /etc src/a.go", Deny, CodeOutside},
 		{"grep -e /x/ /etc/passwd", Deny, CodeOutside},
 		{"sed -n -e p /etc/passwd", Deny, CodeOutside},
 		{"sed -n 1p ~/.local/share/joule/steward.key", Deny, CodeSelfTamper},
@@ -139,7 +140,8 @@ func TestReaderOperands(t *testing.T) {
 		{"dd if=~/.ssh/id_rsa", Deny, CodeOutside},
 		{"dd if=/dev/zero of=.claude/settings.json", Deny, CodeSelfTamper},
 		{"dd if=/dev/zero of=" + f.outside + "/x", Deny, CodeOutside},
-		{"dd if=/dev/zero of=$HOME/x", Deny, CodeUnanalyzable},
+		{"dd if=/dev/zero of=$HOME/x", Deny, CodeOutside},
+		{"dd if=/dev/zero of=$HOME/$X", Deny, CodeUnanalyzable},
 	}
 	for _, tt := range tests {
 		v := Decide(f.event("Bash", map[string]any{"command": tt.line}), f.policy)
