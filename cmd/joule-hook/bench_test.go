@@ -117,6 +117,7 @@ func BenchmarkHookClient(b *testing.B) {
 		b.StopTimer()
 		pyD = append(pyD, clock(func() { run(py, hookPy) }))
 		hookD = append(hookD, clock(func() { run(jouleBin, "hook", "claude-code") }))
+		hookContainD = append(hookContainD, clock(func() { run(jouleBin, "hook", "claude-code", "--contain") }))
 		pid := f.waitGate(0)
 		f.joule(nil, "gate", "stop")
 		waitGone(b, pid)
@@ -124,12 +125,19 @@ func BenchmarkHookClient(b *testing.B) {
 		firstD = append(firstD, clock(func() { run(client, "claude-code") }))
 		f.waitGate(0)
 		// The floor and the steady call one after the other, under the
-		// same load.
+		// same load, and the contained steady call beside them, before or
+		// after in turn.
+		contained := func() { containD = append(containD, clock(func() { runSteady(client, "claude-code", "--contain") })) }
+		if i%2 == 1 {
+			contained()
+		}
 		floorD = append(floorD, clock(func() { run(floor) }))
-		hookContainD = append(hookContainD, clock(func() { run(jouleBin, "hook", "claude-code", "--contain") }))
-		containD = append(containD, clock(func() { runSteady(client, "claude-code", "--contain") }))
 		b.StartTimer()
 		steadyD = append(steadyD, clock(func() { runSteady(client, "claude-code") }))
+		b.StopTimer()
+		if i%2 == 0 {
+			contained()
+		}
 	}
 	b.StopTimer()
 	if p := sf.gatePID(); p != steadyGate {

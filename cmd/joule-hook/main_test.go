@@ -301,7 +301,9 @@ func waitGone(t testing.TB, pid int) {
 }
 
 // TestSameAnswers runs payloads of every host through joule hook and
-// through the client: the host reads the same bytes either way.
+// through the client, with no mode flag, --contain and --no-contain (the
+// lines joule install writes): the host reads the same bytes either way,
+// the contained rewrite and a host's refusal of a mode included.
 func TestSameAnswers(t *testing.T) {
 	f := newFixture(t)
 	ws := f.ws
@@ -321,30 +323,63 @@ func TestSameAnswers(t *testing.T) {
 		{"opencode", fmt.Sprintf(`{"tool":"bash","sessionID":"o1","callID":"c","args":{"command":"go test ./..."},"directory":%q}`, ws)},
 		{"no-such-host", `{}`},
 	}
-	for i, c := range cases {
-		in := f.joule([]byte(c.payload), "hook", c.host)
-		out := f.client(c.host, []byte(c.payload))
-		if in.stdout != out.stdout || in.stderr != out.stderr || in.code != out.code {
-			t.Errorf("%d %s: joule hook answered\n%q %q %d\njoule-hook answered\n%q %q %d", i, c.host, in.stdout, in.stderr, in.code, out.stdout, out.stderr, out.code)
+	rewrites := 0
+	for _, mode := range [][]string{nil, {"--contain"}, {"--no-contain"}} {
+		for i, c := range cases {
+			in := f.joule([]byte(c.payload), append([]string{"hook", c.host}, mode...)...)
+			out := f.run([]byte(c.payload), nil, "joule-hook", append([]string{c.host}, mode...)...)
+			if in.stdout != out.stdout || in.stderr != out.stderr || in.code != out.code {
+				t.Errorf("%d %s %v: joule hook answered\n%q %q %d\njoule-hook answered\n%q %q %d", i, c.host, mode, in.stdout, in.stderr, in.code, out.stdout, out.stderr, out.code)
+			}
+			if out.stdout == "" && out.stderr == "" && out.code == 0 && !strings.Contains(c.payload, "go test") {
+				t.Errorf("%d %s %v: an empty answer to a payload that is not allowed", i, c.host, mode)
+			}
+			if strings.Contains(out.stdout, "joule-exec' --policy ") {
+				rewrites++
+			}
 		}
-		if out.stdout == "" && out.stderr == "" && out.code == 0 && !strings.Contains(c.payload, "go test") {
-			t.Errorf("%d %s: an empty answer to a payload that is not allowed", i, c.host)
-		}
+		f.waitGate(0)
 	}
-	f.waitGate(0)
+	// claude-code and gemini-cli allow go test, contained; Cline's VS Code
+	// shape takes no rewrite (analysis alone); the opencode case is refused.
+	if rewrites != 2 {
+		t.Errorf("%d contained rewrites, want 2", rewrites)
+	}
 }
 
-// TestSameReceipts seals one decision each way, in two sessions: the
-// receipts are equal but for session, nonce and time.
+// TestSameReceipts seals one decision each way, in two sessions, in each
+// mode: the receipts are equal but for session, nonce and time.
 func TestSameReceipts(t *testing.T) {
 	f := newFixture(t)
-	if r := f.joule(f.claude("viahook", "go test ./..."), "hook", "claude-code"); !isClaudeAllow(r) {
+	for _, mode := range []string{"", "--contain", "--no-contain"} {
+		sameReceipts(t, f, mode)
+	}
+}
+
+func sameReceipts(t *testing.T, f *fixture, mode string) {
+	args, want := []string{"claude-code"}, "allow"
+	if mode != "" {
+		args = append(args, mode)
+	}
+	if mode == "--contain" {
+		want = "rewrite"
+	}
+	decided := func(r result) bool {
+		return r.code == 0 && (mode == "--contain") == strings.Contains(r.stdout, "joule-exec' --policy ") && (mode == "--contain" || isClaudeAllow(r))
+	}
+	if r := f.joule(f.claude("viahook"+mode, "go test ./..."), append([]string{"hook"}, args...)...); !decided(r) {
 		t.Fatalf("hook: %+v", r)
 	}
-	if r := f.client("claude-code", f.claude("viaclient", "go test ./...")); !isClaudeAllow(r) {
+	if f.gatePID() == 0 {
+		f.serveGate() // the client's call goes to the resident gate
+	}
+	if r := f.run(f.claude("viaclient"+mode, "go test ./..."), nil, "joule-hook", args...); !decided(r) {
 		t.Fatalf("client: %+v", r)
 	}
-	a, b := receiptPayload(t, f, "viahook"), receiptPayload(t, f, "viaclient")
+	a, b := receiptPayload(t, f, "viahook"+mode), receiptPayload(t, f, "viaclient"+mode)
+	if a["decision"] != want {
+		t.Errorf("%s: decision %v, want %s", mode, a["decision"], want)
+	}
 	for _, k := range []string{"session", "nonce", "time_ms", "content_id"} {
 		if _, ok := a[k]; !ok && k != "content_id" {
 			t.Fatalf("receipt lacks %q: %v", k, a)
@@ -355,7 +390,7 @@ func TestSameReceipts(t *testing.T) {
 	ja, _ := json.Marshal(a)
 	jb, _ := json.Marshal(b)
 	if !bytes.Equal(ja, jb) {
-		t.Fatalf("receipts differ:\njoule hook %s\njoule-hook %s", ja, jb)
+		t.Fatalf("%s: receipts differ:\njoule hook %s\njoule-hook %s", mode, ja, jb)
 	}
 }
 

@@ -18,7 +18,7 @@ var Entry = hook.Host{
 	Name:      Host,
 	Adapter:   func(string) hook.Adapter { return Adapter{} },
 	Installer: Installer{},
-	Contain:   "containment: allowed run_commands calls run under joule exec (%s), as one command; Cline's own approval (--auto-approve false) still applies, to the rewritten joule exec line",
+	Contain:   "containment: allowed run_commands calls run under joule exec (%s), as one command; Cline's own approval (--auto-approve false) still applies, to the rewritten joule exec line (a shell call of the VS Code extension's shape takes no replacement: analysis alone decides it, and its receipt says so)",
 	Config: gate.ConfigPaths{
 		// .clinerules whole (rules, workflows, skills and the hooks it
 		// searches), the hooks in .cline/hooks, and plugins, .js/.ts

@@ -24,9 +24,9 @@ type Host struct {
 	Installer Installer
 	// Contain, when set, says that the host's hook can replace a shell
 	// command's input without approving it past the host's own prompt, so
-	// joule hook --contain serves it (docs/hosts.md, "Containment on the
-	// other hosts"). It is what joule install --contain tells the user,
-	// with %s for the sandbox mode.
+	// joule hook --contain serves it and joule install contains by
+	// default (docs/hosts.md, "Containment on the other hosts"). It is the
+	// armed check's line on containment, with %s for the sandbox mode.
 	Contain string
 	// Resident is set for a host whose http hooks joule serve answers
 	// (joule install --resident).

@@ -99,11 +99,12 @@ func copyRecords(t *testing.T, name string) (home string, want []byte) {
 }
 
 // TestRecordsKeepTheirFormat loads installs.json files as joule wrote them,
-// before states were kept (v1) and since (v2), checks what they say, and
-// rewrites them: the bytes come back unchanged, so neither a field renamed
-// nor one dropped goes unnoticed.
+// before states were kept (v1), since (v2) and since the containment mode
+// was kept (v3), checks what they say, and rewrites them: the bytes come
+// back unchanged, so neither a field renamed nor one dropped goes
+// unnoticed.
 func TestRecordsKeepTheirFormat(t *testing.T) {
-	for _, name := range []string{"installs-v1.json", "installs-v2.json"} {
+	for _, name := range []string{"installs-v1.json", "installs-v2.json", "installs-v3.json"} {
 		t.Run(name, func(t *testing.T) {
 			home, want := copyRecords(t, name)
 			// Forgetting an install it does not hold rewrites the file.
@@ -259,6 +260,26 @@ func TestBrokenRecords(t *testing.T) {
 		}
 		if err := SaveRecord(home, Record{Host: "h"}); err == nil {
 			t.Errorf("%q: saved over a file it could not read", text)
+		}
+	}
+}
+
+// TestRecordsKeepTheMode: the mode each install was made in is what the
+// record says, and a record from before the mode was kept says none.
+func TestRecordsKeepTheMode(t *testing.T) {
+	for _, tc := range []struct {
+		file, host, project string
+		want                ContainMode
+	}{
+		{"installs-v3.json", "claude-code", "/home/ada/src/app", Contained},
+		{"installs-v3.json", "codex", "", NoContain},
+		{"installs-v3.json", "qwen-code", "/home/ada/src/app", AnalysisOnly},
+		{"installs-v2.json", "claude-code", "/home/ada/src/app", ""},
+	} {
+		home, _ := copyRecords(t, tc.file)
+		r, err := FindRecord(home, tc.host, tc.project)
+		if err != nil || r == nil || r.Contain != tc.want {
+			t.Errorf("%s %s: %+v %v, want mode %q", tc.file, tc.host, r, err, tc.want)
 		}
 	}
 }

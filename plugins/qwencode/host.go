@@ -20,7 +20,8 @@ import (
 // It has no Contain: the PreToolUse answer cannot replace a tool's input
 // (measured with 0.24.4), and the PermissionRequest hook that can fires
 // only where Qwen would prompt and approves past that prompt, so joule
-// install --contain refuses Qwen Code and a grant's rewrite is a deny.
+// install judges its commands by analysis alone and says so, refuses
+// --contain and --no-contain, and a grant's rewrite is a deny.
 var Entry = hook.Host{
 	Name:      Host,
 	Adapter:   func(string) hook.Adapter { return Adapter{} },
