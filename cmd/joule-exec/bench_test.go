@@ -3,6 +3,7 @@
 package main
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -15,9 +16,10 @@ import (
 
 // BenchmarkVsBwrap times `/bin/bash -c true` under joule-exec (the
 // namespace construction: read-only root, writable workspace and temp,
-// network off, PID namespace, the default limits, the toolchains' caches
-// each an overlay with the session's layer: jexec; the same with the
-// caches read-only, no layer: nolayer) and under bubblewrap
+// network off, PID namespace, the default limits: jexec, whose home has
+// no toolchain cache, as bubblewrap's box; nolayer, its policy naming no
+// private layer; caches, a home where ~/.cache, ~/go/pkg and ~/.npm exist,
+// each then an overlay with the session's layer) and under bubblewrap
 // doing the same confinement (--ro-bind / /, the workspace and temp dir
 // bound writable, /dev, new user, PID and network namespaces,
 // --die-with-parent), interleaved in one loop so that both see the same
@@ -48,6 +50,14 @@ func BenchmarkVsBwrap(b *testing.B) {
 	}
 	jexecNoLayer := slices.Clone(jexec)
 	jexecNoLayer[2] = noLayer
+	// A home where the toolchains' caches exist (~/.cache, ~/go/pkg,
+	// ~/.npm), as on a machine that has built anything: each is an overlay
+	// with the session's layer, which bubblewrap has no counterpart of.
+	cx := newBox(b, nil, false)
+	for _, d := range []string{".cache", "go/pkg", ".npm"} {
+		os.MkdirAll(filepath.Join(cx.home, d), 0o755)
+	}
+	withCaches := cx.cmd("true")
 	bw := []string{bwrap, "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--bind", bx.ws, bx.ws, "--bind", bx.tmp, bx.tmp,
 		"--unshare-user", "--unshare-pid", "--unshare-net", "--die-with-parent", "--", "/bin/bash", "-c", "true"}
 	env := bx.cmd("true").Env
@@ -68,6 +78,9 @@ func BenchmarkVsBwrap(b *testing.B) {
 	run := func(argv []string) (time.Duration, time.Duration) {
 		c := exec.Command(argv[0], argv[1:]...)
 		c.Dir, c.Env = bx.ws, env
+		if argv[2] == cx.policy {
+			c.Dir, c.Env = cx.ws, withCaches.Env
+		}
 		before := cpu()
 		start := time.Now()
 		if out, err := c.CombinedOutput(); err != nil {
@@ -82,9 +95,10 @@ func BenchmarkVsBwrap(b *testing.B) {
 		}
 		return wall, cpu() - before
 	}
-	var jw, jc, nw, nc, bwW, bwC []time.Duration
+	var jw, jc, nw, nc, cw, cc, bwW, bwC []time.Duration
 	run(jexec)
 	run(jexecNoLayer)
+	run(withCaches.Args)
 	run(bw)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -92,6 +106,8 @@ func BenchmarkVsBwrap(b *testing.B) {
 		jw, jc = append(jw, w), append(jc, c)
 		w, c = run(jexecNoLayer)
 		nw, nc = append(nw, w), append(nc, c)
+		w, c = run(withCaches.Args)
+		cw, cc = append(cw, w), append(cc, c)
 		w, c = run(bw)
 		bwW, bwC = append(bwW, w), append(bwC, c)
 	}
@@ -110,4 +126,8 @@ func BenchmarkVsBwrap(b *testing.B) {
 	b.ReportMetric(med(nc), "nolayer-cpu-ms")
 	b.ReportMetric(med(nw)/med(bwW), "nolayer-wall-x-bwrap")
 	b.ReportMetric(med(nc)/max(med(bwC), 0.001), "nolayer-cpu-x-bwrap")
+	b.ReportMetric(med(cw), "caches-wall-ms")
+	b.ReportMetric(med(cc), "caches-cpu-ms")
+	b.ReportMetric(med(cw)/med(bwW), "caches-wall-x-bwrap")
+	b.ReportMetric(med(cc)/max(med(bwC), 0.001), "caches-cpu-x-bwrap")
 }

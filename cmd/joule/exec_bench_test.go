@@ -307,34 +307,46 @@ func BenchmarkGoTestWarm(b *testing.B) {
 		slices.Sort(y)
 		return y[len(y)/2]
 	}
+	// Each form runs directly, contained (the namespace construction, the
+	// caches through the session's layer) and contained with Landlock
+	// alone (the caches written in place, no mount at all): the
+	// difference between the last two is what the mounts and the layer
+	// cost.
 	forms := []struct{ name, line string }{{"cached", "go test ./..."}, {"count1", "go test -count=1 ./..."}}
-	type series struct{ dw, dc, cw, cc []float64 }
+	variants := []string{"direct", "contained", "landlock"}
+	type series struct{ w, c [][]float64 }
 	results := make([]series, len(forms))
-	lines := make([][2]string, len(forms))
+	lines := make([][]string, len(forms))
 	for i, f := range forms {
 		prefix := containPrefix(b, env, ws, f.line)
 		if !strings.Contains(prefix, "joule-exec") {
 			b.Fatalf("%q was not rewritten to joule-exec: %q", f.line, prefix)
 		}
-		lines[i] = [2]string{f.line, prefix + " -- /bin/bash -c '" + f.line + "'"}
-		run(lines[i][0]) // warm: the real caches, then the session's layer
-		run(lines[i][1])
+		contained := prefix + " -- /bin/bash -c '" + f.line + "'"
+		lines[i] = []string{f.line, contained, sandbox.LandlockOnlyEnv + "=1 " + contained}
+		results[i] = series{make([][]float64, len(variants)), make([][]float64, len(variants))}
+		for _, l := range lines[i] {
+			run(l) // warm: the real caches, then the session's layer
+		}
 	}
 	b.ResetTimer()
 	for n := 0; n < b.N; n++ {
 		for i := range forms {
-			w, c := run(lines[i][0])
-			results[i].dw, results[i].dc = append(results[i].dw, w), append(results[i].dc, c)
-			w, c = run(lines[i][1])
-			results[i].cw, results[i].cc = append(results[i].cw, w), append(results[i].cc, c)
+			for v, l := range lines[i] {
+				w, c := run(l)
+				results[i].w[v], results[i].c[v] = append(results[i].w[v], w), append(results[i].c[v], c)
+			}
 		}
 	}
 	b.StopTimer()
 	for i, f := range forms {
 		r := results[i]
-		b.ReportMetric(median(r.dw), f.name+"-direct-ms")
-		b.ReportMetric(median(r.cw), f.name+"-contained-ms")
-		b.ReportMetric(median(r.cw)/median(r.dw), f.name+"-x-direct")
-		b.ReportMetric(median(r.cc)/median(r.dc), f.name+"-cpu-x-direct")
+		for v, name := range variants {
+			b.ReportMetric(median(r.w[v]), f.name+"-"+name+"-ms")
+			if v > 0 {
+				b.ReportMetric(median(r.w[v])/median(r.w[0]), f.name+"-"+name+"-x-direct")
+				b.ReportMetric(median(r.c[v])/median(r.c[0]), f.name+"-"+name+"-cpu-x-direct")
+			}
+		}
 	}
 }

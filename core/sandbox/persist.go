@@ -55,14 +55,15 @@ import (
 // What the discovery does not find, and what confined code creates anew
 // (a new repository), is listed in docs/gate.md, "Not covered".
 
-// gitScanDepth bounds the directories below each writable tree listed to
-// find repositories, breadth first: 2 lists the tree, its subdirectories
-// and theirs, finding a repository whose top is at most two levels below
-// the tree; maxListings bounds the listings of one command, and
-// node_modules is never listed (npm keeps no repository there, and it
-// holds hundreds of directories). Each listing costs about 10 µs of
-// system calls: this repository's checkout, 41 000 files, has 64
-// directories at this depth.
+// gitScanDepth bounds the directories below each writable tree looked at
+// to find repositories, breadth first: 2 lists the tree and its
+// subdirectories and looks up .git and HEAD in theirs, finding a
+// repository whose top is at most two levels below the tree; maxListings
+// bounds the directories looked at by one command, and node_modules is
+// never entered (npm keeps no repository there, and it holds hundreds of
+// directories). A listing is four system calls, a look-up one or two:
+// this repository's checkout has 15 directories to list and 50 to look
+// into at this depth.
 const (
 	gitScanDepth = 2
 	maxListings  = 128
@@ -72,10 +73,12 @@ const (
 const maxRepos = 256
 
 // maxGitFile bounds the configuration, .git and commondir files read;
-// maxIndex the index.
+// maxIndex the index (read on every command: 8 MiB is a repository of
+// about 80 000 files; a larger one's submodules are found through
+// .gitmodules and the listing only).
 const (
 	maxGitFile = 1 << 20
-	maxIndex   = 64 << 20
+	maxIndex   = 8 << 20
 )
 
 // startupFiles are the files and directories below the home that shells
@@ -259,18 +262,29 @@ func (d *discovery) scan(t string) {
 		it := queue[0]
 		queue = queue[1:]
 		d.listings++
-		ents := d.list(it.dir)
+		var ents []dirent
 		var head, objects, refs, dotgit bool
-		for _, e := range ents {
-			switch e.name {
-			case ".git":
-				dotgit = true
-			case "HEAD":
-				head = !e.dir
-			case "objects":
-				objects = e.dir
-			case "refs":
-				refs = e.dir
+		if it.depth < gitScanDepth {
+			ents = d.list(it.dir)
+			for _, e := range ents {
+				switch e.name {
+				case ".git":
+					dotgit = true
+				case "HEAD":
+					head = !e.dir
+				case "objects":
+					objects = e.dir
+				case "refs":
+					refs = e.dir
+				}
+			}
+		} else {
+			// The last level is not listed, its names are looked up:
+			// one or two system calls instead of four.
+			st := d.spec.stats
+			dotgit = st.lstat(it.dir + "/.git").exists
+			if h := st.lstat(it.dir + "/HEAD"); h.exists && !h.dir {
+				head, objects, refs = true, st.lstat(it.dir+"/objects").dir, st.lstat(it.dir+"/refs").dir
 			}
 		}
 		switch {
@@ -405,7 +419,10 @@ func (d *discovery) gitdir(g, wt string, depth int) {
 			d.add(p, placeholder{kind: 'd'})
 		}
 	}
-	if common == g {
+	// A repository wholly outside the writable trees (the main one of a
+	// linked worktree that is the workspace) is read for what its
+	// configuration names, not searched.
+	if common == g && d.inTrees(g) {
 		for _, e := range d.list(filepath.Join(g, "worktrees")) {
 			if !e.dir || e.link {
 				continue
@@ -420,14 +437,14 @@ func (d *discovery) gitdir(g, wt string, depth int) {
 			// Its gitdir names the linked work tree's .git file, which
 			// points back here: wherever that work tree is.
 			if b, ok := readSmall(w+"/gitdir", maxGitFile); ok {
-				if f, ok := commondirTarget(b, w); ok && filepath.Base(f) == ".git" {
+				if f, ok := commondirTarget(b, w); ok && filepath.Base(f) == ".git" && d.inTrees(f) {
 					d.worktree(filepath.Dir(f), depth+1)
 				}
 			}
 		}
 		d.modules(filepath.Join(g, "modules"), depth, 0)
 	}
-	if wt != "" {
+	if wt != "" && d.inTrees(wt) {
 		d.submodules(g, wt, cfg.sha256, depth)
 	}
 }

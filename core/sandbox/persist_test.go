@@ -213,3 +213,21 @@ func TestPlaceholders(t *testing.T) {
 		t.Errorf(".git is not pinned: %v", plan.Mounts)
 	}
 }
+
+// BenchmarkGuards times the discovery of one command start over the
+// repository the test runs in (its checkout, as a workspace): the listing,
+// the index, the configurations, with nothing learnt beforehand.
+func BenchmarkGuards(b *testing.B) {
+	out, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+	if err != nil {
+		b.Skip("not in a git checkout")
+	}
+	ws, _ := filepath.EvalSymlinks(strings.TrimSpace(string(out)))
+	home := b.TempDir()
+	n := 0
+	for i := 0; i < b.N; i++ {
+		spec := Spec{Layers: []Layer{{Write: []string{ws}}}, persist: persistIn{home: home, getenv: os.Getenv, grant: []string{ws}}}
+		n = len(spec.guards())
+	}
+	b.ReportMetric(float64(n), "guards")
+}
