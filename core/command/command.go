@@ -396,13 +396,23 @@ func (a *analyzer) addCommand(words []word, fr frame) {
 	a.out.Commands = append(a.out.Commands, c)
 }
 
-// addWrite lists one write, once.
+// addWrite lists one write, once, as addRead does.
 func (a *analyzer) addWrite(w Write) {
+	if a.seenWrites == nil {
+		if slices.Contains(a.out.Writes, w) {
+			return
+		}
+		if len(a.out.Writes) < smallSet {
+			a.out.Writes = append(a.out.Writes, w)
+			return
+		}
+		a.seenWrites = make(map[Write]bool, 2*smallSet)
+		for _, x := range a.out.Writes {
+			a.seenWrites[x] = true
+		}
+	}
 	if a.seenWrites[w] {
 		return
-	}
-	if a.seenWrites == nil {
-		a.seenWrites = map[Write]bool{}
 	}
 	if len(a.seenWrites) >= maxCommands {
 		a.fail(CodeTooComplex, "the line writes more than %d files", maxCommands)

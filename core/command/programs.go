@@ -512,13 +512,24 @@ func sedScript(s string) (sedEffects, string) {
 	return eff, ""
 }
 
-// addRead lists one read, once.
+// addRead lists one read, once. A line reads a few files: they are
+// compared one by one until there are many, then through a map.
 func (a *analyzer) addRead(r Read) {
+	if a.seenReads == nil {
+		if slices.Contains(a.out.Reads, r) {
+			return
+		}
+		if len(a.out.Reads) < smallSet {
+			a.out.Reads = append(a.out.Reads, r)
+			return
+		}
+		a.seenReads = make(map[Read]bool, 2*smallSet)
+		for _, x := range a.out.Reads {
+			a.seenReads[x] = true
+		}
+	}
 	if a.seenReads[r] {
 		return
-	}
-	if a.seenReads == nil {
-		a.seenReads = map[Read]bool{}
 	}
 	if len(a.seenReads) >= maxCommands {
 		a.fail(CodeTooComplex, "the line reads more than %d files", maxCommands)
@@ -527,3 +538,6 @@ func (a *analyzer) addRead(r Read) {
 	a.seenReads[r] = true
 	a.out.Reads = append(a.out.Reads, r)
 }
+
+// smallSet is how many reads or writes are compared one by one.
+const smallSet = 16
