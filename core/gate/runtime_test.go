@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/joulehook/joule/core/command"
 	"github.com/joulehook/joule/core/grant"
 )
 
@@ -332,6 +333,21 @@ func TestTreeWrites(t *testing.T) {
 		v := Decide(f.event("Bash", map[string]any{"command": tt.line}), f.policy)
 		if v.Decision != tt.decision || tt.code != "" && v.Code != tt.code {
 			t.Errorf("%q: %s %s (%s), want %s %s", tt.line, v.Decision, v.Code, v.Reason, tt.decision, tt.code)
+		}
+	}
+}
+
+// TestReadersAreUnmodeled: a program has one source of truth, its model
+// or the readers list, never both.
+func TestReadersAreUnmodeled(t *testing.T) {
+	for name := range readers {
+		if command.Modeled(name) {
+			t.Errorf("%s is in readers and modeled: the model says what it reads", name)
+		}
+	}
+	for name := range patternFirst {
+		if !readers[name] {
+			t.Errorf("%s is in patternFirst but not in readers", name)
 		}
 	}
 }
