@@ -91,6 +91,10 @@ type Write struct {
 	// Tree is set when the program writes, replaces or removes everything
 	// below Path too (rm -r, cp -r into it, rsync, chmod -R).
 	Tree bool `json:"tree,omitempty"`
+	// Match narrows a Tree write to the entries whose name matches every
+	// one of these NUL-separated glob patterns (find -name … -delete); an
+	// "i:" prefix matches without regard to case.
+	Match string `json:"match,omitempty"`
 	// Unknown is set when the path is known only when the line runs (see
 	// Read.Unknown); Path then says where the writes come from.
 	Unknown bool `json:"unknown,omitempty"`

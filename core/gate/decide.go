@@ -601,7 +601,7 @@ func (j *judge) lineWrite(w command.Write) (Verdict, bool) {
 	if w.Tree {
 		// offered, not final: a deny rule on the command (rm -rf /) says
 		// it first
-		if v, bad := j.treeVerdict(abs); bad {
+		if v, bad := j.treeVerdict(abs, w.Match); bad {
 			return v, false
 		}
 	}

@@ -517,6 +517,12 @@ func gitSweep(c command.Command) (chdirs []string, sweeps bool) {
 	sub, args, chdirs := gitSubcommand(c)
 	switch sub {
 	case "clean":
+		for _, w := range args {
+			t := w.Text
+			if w.Literal && (t == "--dry-run" || len(t) > 1 && t[0] == '-' && t[1] != '-' && strings.ContainsRune(t, 'n')) {
+				return chdirs, false // git clean -n only lists
+			}
+		}
 		return chdirs, true
 	case "stash":
 	default:

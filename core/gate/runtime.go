@@ -106,15 +106,33 @@ func (j *judge) placeVerdict(what, abs string) Verdict {
 // treeVerdict denies a write that replaces or removes everything below
 // abs when a protected path that exists lies below it (rm -r ., cp -rT
 // evil/ ., tar x).
-func (j *judge) treeVerdict(abs string) (Verdict, bool) {
+func (j *judge) treeVerdict(abs, match string) (Verdict, bool) {
 	for _, p := range j.p.Protected {
-		if within(p, abs) && p != abs {
+		if within(p, abs) && p != abs && namesMatch(match, path.Base(p)) {
 			if _, err := os.Lstat(p); err == nil {
 				return deny(CodeSelfTamper, "writing below %s reaches %s, which holds the gate's own files or the hosts' hook configuration", abs, p), true
 			}
 		}
 	}
 	return Verdict{}, false
+}
+
+// namesMatch reports whether name matches every pattern of a
+// Write.Match ("" matches any name).
+func namesMatch(match, name string) bool {
+	if match == "" {
+		return true
+	}
+	for _, pat := range strings.Split(match, "\x00") {
+		n := name
+		if p, ok := strings.CutPrefix(pat, "i:"); ok {
+			pat, n = p, strings.ToLower(name)
+		}
+		if ok, err := path.Match(pat, n); err == nil && !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // gitMeta are the parts of a git directory git runs or reads as settings.

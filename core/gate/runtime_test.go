@@ -313,7 +313,8 @@ func TestBranchCreation(t *testing.T) {
 // TestTreeWrites: a program that writes or removes everything below a
 // directory is refused when a protected path that exists lies below it.
 func TestTreeWrites(t *testing.T) {
-	f := newFixture(t, []string{"Read", "Write", "Bash(rm:*)", "Bash(cp:*)", "Bash(git rm:*)", "Bash(tar:*)", "Bash(chmod:*)"}, nil, nil)
+	f := newFixture(t, []string{"Read", "Write", "Bash(rm:*)", "Bash(cp:*)", "Bash(git rm:*)", "Bash(tar:*)", "Bash(chmod:*)",
+		"Bash(find:*)", "Bash(git clean:*)"}, nil, nil)
 	os.WriteFile(filepath.Join(f.ws, ".claude", "settings.json"), []byte("{}\n"), 0o600)
 	tests := []struct{ line, decision, code string }{
 		{"rm -rf src", Allow, ""},
@@ -328,6 +329,21 @@ func TestTreeWrites(t *testing.T) {
 		{"git rm -r src", Allow, ""},
 		{"chmod -R 777 .", Deny, CodeSelfTamper},
 		{"tar -xf src/a.tar", Deny, CodeUnanalyzable},
+		{"find . -name '*.orig' -delete", Allow, ""},
+		{"find . -type f -name '*.tmp' -mtime +1 -delete", Allow, ""},
+		{"find -name '*.o' -delete", Allow, ""},
+		{"find . -name settings.json -delete", Deny, CodeSelfTamper},
+		{"find . -name 'set*' -delete", Deny, CodeSelfTamper},
+		{"find . -iname 'SETTINGS.JSON' -delete", Deny, CodeSelfTamper},
+		{"find . ! -name '*.go' -delete", Deny, CodeSelfTamper},
+		{"find . -not -name '*.go' -delete", Deny, CodeSelfTamper},
+		{"find . -name '*.go' -o -name x -delete", Deny, CodeSelfTamper},
+		{"find . -path '*/.claude/*' -delete", Deny, CodeSelfTamper},
+		{"find . -delete", Deny, CodeSelfTamper},
+		{"find src -delete", Allow, ""},
+		{"git clean -n", Allow, ""},
+		{"git clean -fdn", Allow, ""},
+		{"git clean -fd", Deny, CodeSelfTamper},
 	}
 	for _, tt := range tests {
 		v := Decide(f.event("Bash", map[string]any{"command": tt.line}), f.policy)
