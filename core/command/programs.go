@@ -41,18 +41,6 @@ func flagWord(w word) (name, value string, hasValue, ok bool) {
 	return name, value, hasValue, true
 }
 
-// optionValue is the value of the option at args[*i]: given inline after
-// "=", or the next argument, which it consumes; false when there is none.
-func optionValue(args []word, i *int, value string, hasValue bool) (word, bool) {
-	if hasValue {
-		return literalWord(value), true
-	}
-	if *i+1 >= len(args) {
-		return word{}, false
-	}
-	*i++
-	return args[*i], true
-}
 
 // gitSafeConfig are the configuration keys git -c may set: they change
 // output only. Every other key may run a program (core.fsmonitor,
