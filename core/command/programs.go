@@ -41,7 +41,6 @@ func flagWord(w word) (name, value string, hasValue, ok bool) {
 	return name, value, hasValue, true
 }
 
-
 // gitSafeConfig are the configuration keys git -c may set: they change
 // output only. Every other key may run a program (core.fsmonitor,
 // core.pager, alias.*, diff.external, *.textconv, credential.helper …) or

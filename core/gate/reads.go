@@ -183,6 +183,9 @@ func (j *judge) expandPrefixNext(text string, dir string) (prefix string, next b
 			return "", 0, false
 		}
 		t = j.p.Home + trimVar(t, "HOME")
+	case hasVarPrefix(t, "JOULE_HOME") && len(j.p.Private) > 0:
+		// the gate's own directory, by the name the person's shell gives it
+		t = j.p.Private[0] + trimVar(t, "JOULE_HOME")
 	case hasVarPrefix(t, "PWD"):
 		if dir == "" || j.pwdSet {
 			return "", 0, false

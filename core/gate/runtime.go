@@ -31,6 +31,10 @@ import (
 //   - a write of such a path (a redirection to "$OUT", cp into a directory
 //     under a computed name, tar x, patch, wget's downloads).
 //
+// A line that runs a network command runs with TCP open, so its paths known
+// only at run time stay refused: a computed redirection could be
+// /dev/tcp/HOST/PORT to any host.
+//
 // Everything the kernel does not enforce stays refused under containment:
 // a computed program name or program text, eval, source and the rest of
 // command.Analyze's codes; options that run programs or load settings;
@@ -52,7 +56,10 @@ func unknownPath(format string, args ...any) Verdict {
 // line runs and the line runs contained: the kernel bounds that, and the
 // reason will say so.
 func (j *judge) offer(st *strictest, v Verdict) {
-	if v.runtime && j.p.Contained {
+	// With a network command the line runs with TCP open (--net), and a
+	// computed redirection could be /dev/tcp/any-host/port: only the
+	// analysis bounds that.
+	if v.runtime && j.p.Contained && !j.net {
 		if j.kernelN == 0 {
 			j.runtimeDeny = v
 		}

