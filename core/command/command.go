@@ -91,6 +91,10 @@ type Write struct {
 	// Tree is set when the program writes, replaces or removes everything
 	// below Path too (rm -r, cp -r into it, rsync, chmod -R).
 	Tree bool `json:"tree,omitempty"`
+	// Match narrows a Tree write to the entries whose name matches every
+	// one of these NUL-separated glob patterns (find -name … -delete); an
+	// "i:" prefix matches without regard to case.
+	Match string `json:"match,omitempty"`
 	// Unknown is set when the path is known only when the line runs (see
 	// Read.Unknown); Path then says where the writes come from.
 	Unknown bool `json:"unknown,omitempty"`
@@ -396,13 +400,23 @@ func (a *analyzer) addCommand(words []word, fr frame) {
 	a.out.Commands = append(a.out.Commands, c)
 }
 
-// addWrite lists one write, once.
+// addWrite lists one write, once, as addRead does.
 func (a *analyzer) addWrite(w Write) {
+	if a.seenWrites == nil {
+		if slices.Contains(a.out.Writes, w) {
+			return
+		}
+		if len(a.out.Writes) < smallSet {
+			a.out.Writes = append(a.out.Writes, w)
+			return
+		}
+		a.seenWrites = make(map[Write]bool, 2*smallSet)
+		for _, x := range a.out.Writes {
+			a.seenWrites[x] = true
+		}
+	}
 	if a.seenWrites[w] {
 		return
-	}
-	if a.seenWrites == nil {
-		a.seenWrites = map[Write]bool{}
 	}
 	if len(a.seenWrites) >= maxCommands {
 		a.fail(CodeTooComplex, "the line writes more than %d files", maxCommands)

@@ -484,14 +484,23 @@ func (a *analyzer) changeDir(prog string, args []word, fr frame) {
 }
 
 // homePath returns the directory a word names below the home directory
-// (~ or ~/x, the tilde unquoted, nothing else to expand), which the gate
-// knows; "" for any other word.
+// (~ or ~/x, the tilde unquoted, or $HOME, nothing else to expand), which
+// the gate knows; "" for any other word.
 func homePath(w word) string {
-	if w.Literal || w.expands || w.split || w.lead != '/' {
+	if w.Literal || w.lead != '/' {
 		return ""
 	}
-	if t := w.decoded; t == "~" || strings.HasPrefix(t, "~/") {
+	if t := w.decoded; !w.expands && !w.split && (t == "~" || strings.HasPrefix(t, "~/")) {
 		return t
+	}
+	// "$HOME", $HOME/x, "${HOME}/x": the home directory, nothing else
+	// expanded
+	t := strings.ReplaceAll(w.Text, `"`, "")
+	for _, v := range []string{"${HOME}", "$HOME"} {
+		if rest, ok := strings.CutPrefix(t, v); ok && (rest == "" || rest[0] == '/') &&
+			!strings.ContainsAny(rest, "$`'\\*?[{~") {
+			return "~" + rest
+		}
 	}
 	return ""
 }

@@ -244,8 +244,8 @@ func buildModels() {
 	// a symbolic link is followed later).
 	add(&model{opts: spec("bdFfiLnPrsS:t:Tv", long("backup?", "directory", "force", "interactive", "logical",
 		"no-dereference", "physical", "relative", "symbolic", "suffix=", "target-directory=",
-		"no-target-directory", "verbose")...).permuting(), operands: readsFile, dest: true,
-		values: on(writesFile, "-t", "--target-directory"), custom: lnSingle}, "ln")
+		"no-target-directory", "verbose")...).permuting(), dest: true,
+		values: on(writesFile, "-t", "--target-directory"), custom: lnTargets}, "ln")
 	add(&model{opts: spec("bcCdDg:m:o:psS:t:TvZ", long("backup?", "compare", "directory", "group=", "mode=",
 		"owner=", "preserve-timestamps", "strip", "strip-program=", "suffix=", "target-directory=",
 		"no-target-directory", "verbose", "preserve-context", "context?", "debug")...).permuting(),
@@ -367,10 +367,21 @@ func cpParents(a *analyzer, name string, p *parsedArgs, fr frame) {
 	a.unknownWrite("cp --parents writes each source's directories below the destination", fr)
 }
 
-// lnSingle: ln with one operand links it into the working directory.
-func lnSingle(a *analyzer, name string, p *parsedArgs, fr frame) {
-	if len(p.operands) == 1 && !p.has("-t", "--target-directory") {
-		a.intoDir(name, literalWord("."), p.operands, false, fr)
+// lnTargets: ln reads the targets of hard links; with one operand it
+// links it into the working directory.
+func lnTargets(a *analyzer, name string, p *parsedArgs, fr frame) {
+	ops := p.operands
+	if len(ops) == 1 && !p.has("-t", "--target-directory") {
+		a.intoDir(name, literalWord("."), ops, false, fr)
+	}
+	if p.has("-s", "--symbolic") {
+		return
+	}
+	if len(ops) > 1 && !p.has("-t", "--target-directory") {
+		ops = ops[:len(ops)-1]
+	}
+	for _, w := range ops {
+		a.read(w, fr)
 	}
 }
 

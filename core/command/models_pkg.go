@@ -349,7 +349,7 @@ var cargoSubcommands = map[string]string{
 
 var cargoSpec = func() *optSpec {
 	long := strings.Fields(cargoCommon)
-	return spec("vqhrj:p:F:eZ:C:", long...).permuting()
+	return spec("vqhrj:p:F:e:Z:C:di:f:V", long...).permuting()
 }()
 
 // cargoModel: --config sets any configuration key (build.rustc-wrapper,

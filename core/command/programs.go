@@ -41,19 +41,6 @@ func flagWord(w word) (name, value string, hasValue, ok bool) {
 	return name, value, hasValue, true
 }
 
-// optionValue is the value of the option at args[*i]: given inline after
-// "=", or the next argument, which it consumes; false when there is none.
-func optionValue(args []word, i *int, value string, hasValue bool) (word, bool) {
-	if hasValue {
-		return literalWord(value), true
-	}
-	if *i+1 >= len(args) {
-		return word{}, false
-	}
-	*i++
-	return args[*i], true
-}
-
 // gitSafeConfig are the configuration keys git -c may set: they change
 // output only. Every other key may run a program (core.fsmonitor,
 // core.pager, alias.*, diff.external, *.textconv, credential.helper …) or
@@ -512,13 +499,24 @@ func sedScript(s string) (sedEffects, string) {
 	return eff, ""
 }
 
-// addRead lists one read, once.
+// addRead lists one read, once. A line reads a few files: they are
+// compared one by one until there are many, then through a map.
 func (a *analyzer) addRead(r Read) {
+	if a.seenReads == nil {
+		if slices.Contains(a.out.Reads, r) {
+			return
+		}
+		if len(a.out.Reads) < smallSet {
+			a.out.Reads = append(a.out.Reads, r)
+			return
+		}
+		a.seenReads = make(map[Read]bool, 2*smallSet)
+		for _, x := range a.out.Reads {
+			a.seenReads[x] = true
+		}
+	}
 	if a.seenReads[r] {
 		return
-	}
-	if a.seenReads == nil {
-		a.seenReads = map[Read]bool{}
 	}
 	if len(a.seenReads) >= maxCommands {
 		a.fail(CodeTooComplex, "the line reads more than %d files", maxCommands)
@@ -527,3 +525,6 @@ func (a *analyzer) addRead(r Read) {
 	a.seenReads[r] = true
 	a.out.Reads = append(a.out.Reads, r)
 }
+
+// smallSet is how many reads or writes are compared one by one.
+const smallSet = 16

@@ -575,9 +575,9 @@ func (a *analyzer) writeTree(path word, appends, tree bool, fr frame) {
 	switch {
 	case path.Literal && harmlessTarget(path.Text):
 	default:
-		for _, p := range a.placed(path, fr) {
+		a.place(path, fr, func(p Read) {
 			a.addWrite(Write{Path: p.Path, Literal: p.Literal, Unknown: p.Unknown, Append: appends, Tree: tree})
-		}
+		})
 	}
 }
 
@@ -589,57 +589,54 @@ func (a *analyzer) read(path word, fr frame) {
 		// <(cmd) is a pipe from cmd, which is listed
 	case path.Literal && (harmlessTarget(path.Text) || harmlessSource(path.Text)):
 	default:
-		for _, p := range a.placed(path, fr) {
-			a.addRead(p)
-		}
+		a.place(path, fr, a.addRead)
 	}
 }
 
 // readPlace records that a program lists or works in a directory (see
 // Read.Names): "." is the directory the command runs in.
 func (a *analyzer) readPlace(path word, fr frame) {
-	for _, p := range a.placed(path, fr) {
+	a.place(path, fr, func(p Read) {
 		p.Names = true
 		a.addRead(p)
-	}
+	})
 }
 
-// placed is where a path word lands: joined onto each directory the
-// shell may be in when it is relative, as the source text when it is
+// place gives each place a path word lands: joined onto each directory
+// the shell may be in when it is relative, as the source text when it is
 // computed, and unknown when it is relative to a directory the line
 // changed to in a way that cannot be followed.
-func (a *analyzer) placed(path word, fr frame) []Read {
+func (a *analyzer) place(path word, fr frame, each func(Read)) {
 	sh := fr.shell
 	moved := sh.unknownDir || len(sh.dirs) != 1 || sh.dirs[0] != ""
 	switch {
 	case path.input:
 		// filled in by xargs or find when the line runs
-		return []Read{{Path: path.Text, Unknown: true}}
+		each(Read{Path: path.Text, Unknown: true})
+		return
 	case !path.Literal && path.lead == 0:
 		// It starts with a value: absolute or relative, only the line
 		// knows. $PWD after a cd is no longer the starting directory.
-		if moved && strings.Contains(path.Text, "PWD") {
-			return []Read{{Path: path.Text, Unknown: true}}
-		}
-		return []Read{{Path: path.Text}}
+		each(Read{Path: path.Text, Unknown: moved && strings.Contains(path.Text, "PWD")})
+		return
 	case path.lead == '/' || strings.HasPrefix(path.Text, "/"):
-		return []Read{{Path: path.Text, Literal: path.Literal}}
+		each(Read{Path: path.Text, Literal: path.Literal})
+		return
 	case sh.unknownDir:
 		// Literal stays: a relative path in an unknown directory, whose
 		// name the gate still checks.
-		return []Read{{Path: path.Text, Unknown: true, Literal: path.Literal}}
+		each(Read{Path: path.Text, Unknown: true, Literal: path.Literal})
+		return
 	}
 	text := path.Text
 	if path.Literal && strings.HasPrefix(text, "~") {
 		text = "./" + text // a quoted ~ names a directory called ~
 	}
-	out := make([]Read, 0, len(sh.dirs))
 	for _, d := range sh.dirs {
 		p := joinPath(d, text)
 		// A directory reached with cd ~/… is the gate's to expand.
-		out = append(out, Read{Path: p, Literal: path.Literal && !strings.HasPrefix(p, "~")})
+		each(Read{Path: p, Literal: path.Literal && !strings.HasPrefix(p, "~")})
 	}
-	return out
 }
 
 // harmlessSource reports input redirection targets that hold no one's data.

@@ -455,17 +455,23 @@ func (a *analyzer) find(words []word, fr frame) {
 	if len(starts) == 0 && !fromList {
 		a.readPlace(literalWord("."), fr) // it lists the working directory
 		if slices.ContainsFunc(args[i:], func(w word) bool { return w.Literal && w.Text == "-delete" }) {
-			a.writeTree(literalWord("."), false, true, fr)
+			match := findNames(args[i:])
+			a.place(literalWord("."), fr, func(r Read) {
+				a.addWrite(Write{Path: r.Path, Literal: r.Literal, Unknown: r.Unknown, Tree: true, Match: match})
+			})
 		}
 	}
 	deletes := slices.ContainsFunc(args[i:], func(w word) bool { return w.Literal && w.Text == "-delete" })
+	match := findNames(args[i+len(starts):])
 	for _, p := range starts {
 		if !p.Literal && (p.split || p.lead == 0 || strings.IndexByte("-()!,;+", p.lead) >= 0) {
 			a.fail(CodeWrapperOptions, "find is given %s, which is computed when the line runs and could become an action such as -exec", quote(p.Text))
 			return
 		}
 		if deletes {
-			a.writeTree(p, false, true, fr)
+			a.place(p, fr, func(r Read) {
+				a.addWrite(Write{Path: r.Path, Literal: r.Literal, Unknown: r.Unknown, Tree: true, Match: match})
+			})
 		}
 		a.readPlace(p, fr) // names below it; what -exec reads is its command's
 	}
@@ -563,6 +569,40 @@ func (a *analyzer) find(words []word, fr frame) {
 		}
 		a.exec(r.words, nil, inner, byProgram)
 	}
+}
+
+// findNames returns the -name and -iname patterns an expression requires
+// of every entry it acts on, NUL-separated ("i:" marks -iname), when it
+// is a conjunction of those and of tests that narrow further (-type,
+// -mtime, -size, -empty …); "" when it may act on any name (no pattern,
+// or !, -not, -o, -or, a comma, a computed pattern).
+func findNames(expr []word) string {
+	var pats []string
+	for k := 0; k < len(expr); k++ {
+		w := expr[k]
+		if !w.Literal {
+			return ""
+		}
+		switch t := w.Text; t {
+		case "!", "-not", "-o", "-or", ",", "-path", "-ipath", "-wholename", "-iwholename", "-regex", "-iregex", "-lname", "-ilname":
+			return ""
+		case "-name", "-iname":
+			if k+1 >= len(expr) || !expr[k+1].Literal {
+				return ""
+			}
+			p := expr[k+1].Text
+			if t == "-iname" {
+				p = "i:" + strings.ToLower(p)
+			}
+			pats = append(pats, p)
+			k++
+		default:
+			if n, ok := findPrimaries[t]; ok {
+				k += n
+			}
+		}
+	}
+	return strings.Join(pats, "\x00")
 }
 
 // findNewer reports whether w is find's -newerXY test, which takes a value.

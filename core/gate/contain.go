@@ -289,6 +289,11 @@ func lineUsesNetwork(line string) bool {
 	if err != nil {
 		return false
 	}
+	return usesNetwork(a)
+}
+
+// usesNetwork reports whether an analysed line runs a network command.
+func usesNetwork(a *command.Analysis) bool {
 	for _, c := range a.Commands {
 		if len(c.Args) == 0 {
 			continue

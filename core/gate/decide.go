@@ -157,6 +157,7 @@ type judge struct {
 	dotglob bool // the line may make wildcards match dotfiles
 	pwdSet  bool // the line may assign PWD, so $PWD is a value like any other
 	writes  bool // the line writes files (it may create a directory a later command runs in)
+	net     bool // the line runs a network command: contained, it may connect anywhere
 	// kernel lists the first reasons the kernel, not the analysis, bounds
 	// a path of the line (under containment); kernelN counts them all.
 	kernel      []string
@@ -425,6 +426,7 @@ func (j *judge) bash(line string) Verdict {
 	}
 	j.dotglob = globsDotfiles(line)
 	j.writes = len(a.Writes) > 0
+	j.net = j.p.Contained && usesNetwork(a)
 	j.pwdSet = strings.Count(line, "PWD") != strings.Count(line, "$PWD")+strings.Count(line, "${PWD}")
 	st := newStrictest()
 	words := make([]rule.Word, 0, argCount(a.Commands))
@@ -601,7 +603,7 @@ func (j *judge) lineWrite(w command.Write) (Verdict, bool) {
 	if w.Tree {
 		// offered, not final: a deny rule on the command (rm -rf /) says
 		// it first
-		if v, bad := j.treeVerdict(abs); bad {
+		if v, bad := j.treeVerdict(abs, w.Match); bad {
 			return v, false
 		}
 	}

@@ -15,25 +15,16 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 )
 
-// readers are programs whose operands name files they read and print (or
-// hash, compare, count). Each operand, and each option value, is judged as
-// a Read of that path: a word that is not a path (head -n 5, a grep
-// pattern) resolves inside the workspace and reads nothing there.
+// readers are programs the analysis does not model (core/command's
+// models judge the rest, command.Modeled) whose operands name files they
+// read and print (or hash, compare, unpack). Each operand, and each option
+// value, is judged as a Read of that path: a word that is not a path (a
+// pattern, a count) resolves inside the workspace and reads nothing there.
 var readers = map[string]bool{
-	"cat": true, "tac": true, "nl": true, "head": true, "tail": true, "less": true, "more": true, "most": true,
-	"od": true, "xxd": true, "hexdump": true, "hd": true, "strings": true, "base64": true, "base32": true,
-	"basenc": true, "md5sum": true, "sha1sum": true, "sha224sum": true, "sha256sum": true, "sha384sum": true,
-	"sha512sum": true, "b2sum": true, "b3sum": true, "cksum": true, "sum": true, "wc": true, "sort": true,
-	"uniq": true, "cut": true, "paste": true, "join": true, "comm": true, "fold": true, "fmt": true, "pr": true,
-	"column": true, "expand": true, "unexpand": true, "rev": true, "grep": true, "egrep": true, "fgrep": true,
-	"rg": true, "ag": true, "ack": true, "zgrep": true, "zcat": true, "bzcat": true, "xzcat": true,
-	"zstdcat": true, "lzcat": true, "zless": true, "zmore": true, "diff": true, "diff3": true, "sdiff": true,
-	"cmp": true, "jq": true, "yq": true, "sed": true, "iconv": true, "look": true, "split": true,
-	"csplit": true, "shuf": true, "tsort": true, "ptx": true, "numfmt": true, "file": true, "cp": true,
-	"dd": true, "gofmt": true, "bat": true, "batcat": true, "view": true, "xmllint": true, "openssl": true,
-	"gpg": true, "install": true, "rsync": true, "scp": true, "tar": true, "zip": true, "unzip": true,
-	"gzip": true, "gunzip": true, "bzip2": true, "xz": true, "zstd": true, "ls": true, "tree": true,
-	"du": true, "stat": true, "find": true, "readlink": true, "realpath": true, "nm": true, "objdump": true,
+	"less": true, "more": true, "most": true, "sum": true, "b3sum": true, "column": true, "zgrep": true,
+	"ag": true, "ack": true, "zstdcat": true, "zless": true, "zmore": true, "yq": true, "iconv": true, "look": true,
+	"tsort": true, "ptx": true, "numfmt": true, "bat": true, "batcat": true, "view": true, "xmllint": true,
+	"openssl": true, "gpg": true, "zip": true, "unzip": true, "zstd": true, "nm": true, "objdump": true,
 	"readelf": true, "lsattr": true, "getfacl": true,
 }
 
@@ -192,6 +183,9 @@ func (j *judge) expandPrefixNext(text string, dir string) (prefix string, next b
 			return "", 0, false
 		}
 		t = j.p.Home + trimVar(t, "HOME")
+	case hasVarPrefix(t, "JOULE_HOME") && len(j.p.Private) > 0:
+		// the gate's own directory, by the name the person's shell gives it
+		t = j.p.Private[0] + trimVar(t, "JOULE_HOME")
 	case hasVarPrefix(t, "PWD"):
 		if dir == "" || j.pwdSet {
 			return "", 0, false
@@ -526,6 +520,12 @@ func gitSweep(c command.Command) (chdirs []string, sweeps bool) {
 	sub, args, chdirs := gitSubcommand(c)
 	switch sub {
 	case "clean":
+		for _, w := range args {
+			t := w.Text
+			if w.Literal && (t == "--dry-run" || len(t) > 1 && t[0] == '-' && t[1] != '-' && strings.ContainsRune(t, 'n')) {
+				return chdirs, false // git clean -n only lists
+			}
+		}
 		return chdirs, true
 	case "stash":
 	default:
@@ -676,12 +676,9 @@ func (j *judge) globListings(c command.Command) (Verdict, bool) {
 }
 
 // patternFirst are readers whose first operand is a pattern, filter or
-// script unless an option gives it (grep -e, sed -e, jq -f).
+// script unless an option gives it (zgrep -e, yq -f).
 var patternFirst = map[string][]string{
-	"grep": {"-e", "-f", "--regexp", "--file"}, "egrep": {"-e", "-f", "--regexp", "--file"},
-	"fgrep": {"-e", "-f", "--regexp", "--file"}, "zgrep": {"-e", "-f", "--regexp", "--file"},
-	"rg": {"-e", "-f", "--regexp", "--file"}, "ag": {}, "ack": {}, "look": {},
-	"sed": {"-e", "-f", "--expression", "--file"}, "jq": {"-f", "--from-file"}, "yq": {"-f", "--from-file"},
+	"zgrep": {"-e", "-f", "--regexp", "--file"}, "ag": {}, "ack": {}, "look": {}, "yq": {"-f", "--from-file"},
 }
 
 // firstOperandIsCode returns the index in args of the pattern or script

@@ -31,6 +31,10 @@ import (
 //   - a write of such a path (a redirection to "$OUT", cp into a directory
 //     under a computed name, tar x, patch, wget's downloads).
 //
+// A line that runs a network command runs with TCP open, so its paths known
+// only at run time stay refused: a computed redirection could be
+// /dev/tcp/HOST/PORT to any host.
+//
 // Everything the kernel does not enforce stays refused under containment:
 // a computed program name or program text, eval, source and the rest of
 // command.Analyze's codes; options that run programs or load settings;
@@ -52,7 +56,10 @@ func unknownPath(format string, args ...any) Verdict {
 // line runs and the line runs contained: the kernel bounds that, and the
 // reason will say so.
 func (j *judge) offer(st *strictest, v Verdict) {
-	if v.runtime && j.p.Contained {
+	// With a network command the line runs with TCP open (--net), and a
+	// computed redirection could be /dev/tcp/any-host/port: only the
+	// analysis bounds that.
+	if v.runtime && j.p.Contained && !j.net {
 		if j.kernelN == 0 {
 			j.runtimeDeny = v
 		}
@@ -106,15 +113,33 @@ func (j *judge) placeVerdict(what, abs string) Verdict {
 // treeVerdict denies a write that replaces or removes everything below
 // abs when a protected path that exists lies below it (rm -r ., cp -rT
 // evil/ ., tar x).
-func (j *judge) treeVerdict(abs string) (Verdict, bool) {
+func (j *judge) treeVerdict(abs, match string) (Verdict, bool) {
 	for _, p := range j.p.Protected {
-		if within(p, abs) && p != abs {
+		if within(p, abs) && p != abs && namesMatch(match, path.Base(p)) {
 			if _, err := os.Lstat(p); err == nil {
 				return deny(CodeSelfTamper, "writing below %s reaches %s, which holds the gate's own files or the hosts' hook configuration", abs, p), true
 			}
 		}
 	}
 	return Verdict{}, false
+}
+
+// namesMatch reports whether name matches every pattern of a
+// Write.Match ("" matches any name).
+func namesMatch(match, name string) bool {
+	if match == "" {
+		return true
+	}
+	for _, pat := range strings.Split(match, "\x00") {
+		n := name
+		if p, ok := strings.CutPrefix(pat, "i:"); ok {
+			pat, n = p, strings.ToLower(name)
+		}
+		if ok, err := path.Match(pat, n); err == nil && !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // gitMeta are the parts of a git directory git runs or reads as settings.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/joulehook/joule/core/command"
 	"github.com/joulehook/joule/core/grant"
 )
 
@@ -57,6 +58,7 @@ func TestRuntimePathsUnderContainment(t *testing.T) {
 		`diff "$A" "$B"`,
 		"ls src | xargs -I{} cat src/{}",
 		`cd "$(git rev-parse --show-toplevel)" && go test ./...`,
+		"d=/dev/tcp; : > $d/127.0.0.1/80", // no network command: TCP is refused by the kernel
 	}
 	for _, line := range lines {
 		ev := f.event("Bash", map[string]any{"command": line})
@@ -117,6 +119,14 @@ func TestContainmentStillRefuses(t *testing.T) {
 		{"while :; do :; done", CodeResourceBomb},
 		{"curl https://x", CodeNotGranted},
 		{`sort "$F"x`, CodeUnanalyzable},
+		{"head $JOULE_HOME/steward.key", CodeSelfTamper},
+		{`cat "${JOULE_HOME}/steward.key"`, CodeSelfTamper},
+		{"cat < $JOULE_HOME/steward.key", CodeSelfTamper},
+		{`cd "$HOME" && head .ssh/id_rsa`, CodeOutside},
+		{"cd $HOME/.ssh && grep -r .", CodeOutside},
+		{`go get example.com/x && cat "$F"`, CodeUnanalyzable},
+		{`git fetch && echo x > "$OUT"`, CodeUnanalyzable},
+		{"d=/dev/tcp; go get x; : > $d/evil.example/80", CodeUnanalyzable},
 		{`sed -n p "$F"`, CodeUnanalyzable},
 		{"git -C \"$D\" status", CodeUnanalyzable},
 	}
@@ -312,7 +322,8 @@ func TestBranchCreation(t *testing.T) {
 // TestTreeWrites: a program that writes or removes everything below a
 // directory is refused when a protected path that exists lies below it.
 func TestTreeWrites(t *testing.T) {
-	f := newFixture(t, []string{"Read", "Write", "Bash(rm:*)", "Bash(cp:*)", "Bash(git rm:*)", "Bash(tar:*)", "Bash(chmod:*)"}, nil, nil)
+	f := newFixture(t, []string{"Read", "Write", "Bash(rm:*)", "Bash(cp:*)", "Bash(git rm:*)", "Bash(tar:*)", "Bash(chmod:*)",
+		"Bash(find:*)", "Bash(git clean:*)"}, nil, nil)
 	os.WriteFile(filepath.Join(f.ws, ".claude", "settings.json"), []byte("{}\n"), 0o600)
 	tests := []struct{ line, decision, code string }{
 		{"rm -rf src", Allow, ""},
@@ -327,11 +338,41 @@ func TestTreeWrites(t *testing.T) {
 		{"git rm -r src", Allow, ""},
 		{"chmod -R 777 .", Deny, CodeSelfTamper},
 		{"tar -xf src/a.tar", Deny, CodeUnanalyzable},
+		{"find . -name '*.orig' -delete", Allow, ""},
+		{"find . -type f -name '*.tmp' -mtime +1 -delete", Allow, ""},
+		{"find -name '*.o' -delete", Allow, ""},
+		{"find . -name settings.json -delete", Deny, CodeSelfTamper},
+		{"find . -name 'set*' -delete", Deny, CodeSelfTamper},
+		{"find . -iname 'SETTINGS.JSON' -delete", Deny, CodeSelfTamper},
+		{"find . ! -name '*.go' -delete", Deny, CodeSelfTamper},
+		{"find . -not -name '*.go' -delete", Deny, CodeSelfTamper},
+		{"find . -name '*.go' -o -name x -delete", Deny, CodeSelfTamper},
+		{"find . -path '*/.claude/*' -delete", Deny, CodeSelfTamper},
+		{"find . -delete", Deny, CodeSelfTamper},
+		{"find src -delete", Allow, ""},
+		{"git clean -n", Allow, ""},
+		{"git clean -fdn", Allow, ""},
+		{"git clean -fd", Deny, CodeSelfTamper},
 	}
 	for _, tt := range tests {
 		v := Decide(f.event("Bash", map[string]any{"command": tt.line}), f.policy)
 		if v.Decision != tt.decision || tt.code != "" && v.Code != tt.code {
 			t.Errorf("%q: %s %s (%s), want %s %s", tt.line, v.Decision, v.Code, v.Reason, tt.decision, tt.code)
+		}
+	}
+}
+
+// TestReadersAreUnmodeled: a program has one source of truth, its model
+// or the readers list, never both.
+func TestReadersAreUnmodeled(t *testing.T) {
+	for name := range readers {
+		if command.Modeled(name) {
+			t.Errorf("%s is in readers and modeled: the model says what it reads", name)
+		}
+	}
+	for name := range patternFirst {
+		if !readers[name] {
+			t.Errorf("%s is in patternFirst but not in readers", name)
 		}
 	}
 }

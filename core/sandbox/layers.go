@@ -43,7 +43,8 @@ import (
 // this VM's busy disk, a fraction of it on an idle one.
 //
 // One command of a session holds its layer (an exclusive flock on the
-// session's directory, released when joule-exec exits); a command of the
+// session's directory, released when joule-exec and its namespace's init
+// exit; the init unmounts the overlays first); a command of the
 // same session that starts meanwhile (a background one is still running)
 // takes the next free slot, <session>.1 and so on, so that no upper
 // directory is used by two overlays at once. Old layers are removed at

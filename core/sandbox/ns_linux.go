@@ -410,11 +410,21 @@ func execNamespace(spec Spec, abi int, path string, argv, env []string, warn io.
 	runtime.LockOSThread() // kept: PDEATHSIG follows the thread that cloned
 	syscall.ForkLock.Lock()
 	unix.RawSyscall6(unix.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&all)), uintptr(unsafe.Pointer(&orig)), 8, 0, 0)
-	pid, errno := forkChild(s.calls, p[1], report, status)
+	// The init unmounts the overlays once the command's processes are
+	// gone, before it exits and so before the layer's lock is released
+	// (with its files, which the kernel closes before it drops the
+	// namespace): the next command of the session never mounts a layer an
+	// overlay still has.
+	var umounts []uintptr
+	for _, o := range plan.Overlays {
+		umounts = append(umounts, cstr(&keep, o.Path))
+	}
+	pid, errno := forkChild(s.calls, p[1], report, status, umounts)
 	unix.RawSyscall6(unix.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&orig)), 0, 8, 0, 0)
 	syscall.ForkLock.Unlock()
 	syscall.Close(p[1])
 	runtime.KeepAlive(keep)
+	runtime.KeepAlive(umounts)
 	runtime.KeepAlive(fprog)
 	runtime.KeepAlive(rdonly)
 	runtime.KeepAlive(rdwr)
@@ -513,7 +523,7 @@ func waitForProgram(pid int, status *[2]uint32) int {
 //
 //go:nosplit
 //go:norace
-func forkChild(calls []rawCall, pipe int, report, status *[2]uint32) (uintptr, syscall.Errno) {
+func forkChild(calls []rawCall, pipe int, report, status *[2]uint32, umounts []uintptr) (uintptr, syscall.Errno) {
 	r, e := rawClone(uintptr(unix.CLONE_NEWUSER|unix.CLONE_NEWNS|unix.CLONE_NEWPID|unix.CLONE_VFORK|syscall.SIGCHLD) | cloneShared)
 	if e != 0 || r != 0 {
 		return r, e
@@ -533,7 +543,7 @@ func forkChild(calls []rawCall, pipe int, report, status *[2]uint32) (uintptr, s
 				syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 126, 0, 0)
 			}
 			if r != 0 {
-				initLoop(r, status)
+				initLoop(r, status, umounts)
 			}
 			continue
 		}
@@ -577,7 +587,7 @@ const trapInit = ^uintptr(0)
 //
 //go:nosplit
 //go:norace
-func initLoop(prog uintptr, status *[2]uint32) {
+func initLoop(prog uintptr, status *[2]uint32, umounts []uintptr) {
 	for {
 		r, _, e := syscall.RawSyscall6(syscall.SYS_WAIT4, ^uintptr(0), uintptr(unsafe.Pointer(&status[0])), unix.WALL, 0, 0, 0)
 		if e == syscall.EINTR {
@@ -596,6 +606,9 @@ func initLoop(prog uintptr, status *[2]uint32) {
 		if e == syscall.ECHILD {
 			break
 		}
+	}
+	for i := 0; i < len(umounts); i++ {
+		syscall.RawSyscall(syscall.SYS_UMOUNT2, umounts[i], unix.MNT_DETACH, 0)
 	}
 	status[1] = 1
 	// Where the init does not share joule-exec's memory (cloneShared 0),
