@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -486,9 +487,10 @@ func TestContainBackgroundRace(t *testing.T) {
 					if background {
 						flags = []string{"--background"}
 					}
-					loop := `cd src; n=0; while [ ! -e "$WS/stop" ]; do n=$((n+1)); echo "$n" > log.txt; mkdir -p made/dir && echo x > made/dir/f; ` + k.loop + `; done 2>/dev/null`
+					loop := `cd src; n=0; while [ ! -e "$WS/stop" ]; do n=$((n+1)); echo "$n" >> log.txt; mkdir -p made/dir && echo x > made/dir/f; ` + k.loop + `; done 2>/dev/null`
 					c := b.cmd(true, loop, env, flags...)
-					var out bytes.Buffer
+					// the command writes while the test reads: a locked buffer
+					var out lockedBuffer
 					c.Stdout, c.Stderr = &out, &out
 					if err := c.Start(); err != nil {
 						t.Fatal(err)
@@ -535,4 +537,23 @@ func TestContainBackgroundRace(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lockedBuffer is an output buffer a running command writes while the test
+// reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
