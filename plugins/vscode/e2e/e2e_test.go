@@ -1,8 +1,9 @@
 // Package e2e tests the VS Code extension in plugins/vscode: its TypeScript
 // compiled against the published @types/vscode API, its logic run against
 // the real joule binary (node --test), and its .vsix packaged with
-// @vscode/vsce, and the .vsix installed into a real VS Code host
-// (code-server) whose workbench chromium drives (host_test.go).
+// @vscode/vsce, published with ovsx to a loopback stand-in for Open VSX
+// (openvsx_test.go), and installed into a real VS Code host (code-server)
+// whose workbench chromium drives (host_test.go).
 package e2e
 
 import (
