@@ -32,6 +32,7 @@ import (
 	"github.com/joulehook/joule/tiers/config"
 	"github.com/joulehook/joule/tiers/l1/lsp"
 	"github.com/joulehook/joule/tiers/l2"
+	"github.com/joulehook/joule/tiers/l3"
 	"github.com/joulehook/joule/tiers/tierconfig"
 )
 
@@ -536,13 +537,13 @@ func (d *doctor) l3(ctx context.Context, home string, tc *tierconfig.Tiers, tabl
 	if maxOut == 0 {
 		maxOut = table.MaxOutput(e.Model)
 	}
-	// A direct call reserves its prompt (up to max_context bytes, at 1
-	// token per 2 bytes) plus its output cap.
+	// A direct call reserves its prompt (up to max_context bytes, at most
+	// a token a byte) plus its output cap.
 	maxCtx := tc.L3.MaxContext
 	if maxCtx == 0 {
 		maxCtx = 64 << 10
 	}
-	worst := table.Energy(e.Model, energy.Usage{Input: uint64(maxCtx/2 + 2048), Output: maxOut}).UJ
+	worst := table.Energy(e.Model, energy.Usage{Input: l3.TokensAtMost(maxCtx) + 2048, Output: maxOut}).UJ
 	if d.left != nil && !rt.Metered && *d.left < worst {
 		d.add("l3 budget", statusWarn, fmt.Sprintf("one L3 call may reserve up to %s; the active grant has %s left", grant.FormatEnergy(worst), grant.FormatEnergy(*d.left)),
 			"issue a larger grant, or lower tiers.l3.max_output")
