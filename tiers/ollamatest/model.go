@@ -127,7 +127,7 @@ func (v *vocab) add(text string, typ int32, score float32) (int, error) {
 
 // build lays out the vocabulary: unknown, BOS, EOS, the 256 byte tokens
 // (SentencePiece's byte fallback: any text tokenizes), the role tokens,
-// the words (▁word, as SentencePiece spells a word after a space), then
+// the space, the words (▁word, as SentencePiece spells a word after a space), then
 // Reply's pieces. It returns the vocabulary and the reply chain's word ids.
 func (s Spec) build() (*vocab, []int, []int, error) {
 	v := &vocab{id: map[string]int{}}
@@ -148,6 +148,12 @@ func (s Spec) build() (*vocab, []int, []int, error) {
 		if _, err := v.add(r, tokUserDefined, 0); err != nil {
 			return nil, nil, nil, err
 		}
+	}
+	// The space, as SentencePiece escapes it: without it each space would
+	// fall back to the three bytes of ▁ (U+2581), and a prompt would make
+	// more tokens than it has bytes, which no real vocabulary does.
+	if _, err := v.add("▁", tokNormal, 0); err != nil {
+		return nil, nil, nil, err
 	}
 	var wordIDs []int
 	for i, w := range words {

@@ -50,7 +50,7 @@ func TestModelFormat(t *testing.T) {
 				t.Fatalf("ollama's ggml.Decode: %v", err)
 			}
 			kv := m.KV()
-			nv := uint64(3 + 256 + 3 + len(words) + len(tc.spec.Reply))
+			nv := uint64(3 + 256 + 3 + 1 + len(words) + len(tc.spec.Reply))
 			ctx := uint64(ctxLength)
 			if tc.spec.Context != 0 {
 				ctx = uint64(tc.spec.Context)
@@ -86,8 +86,8 @@ func TestModelFormat(t *testing.T) {
 					t.Errorf("%s names %q, want %q", id, got, want)
 				}
 			}
-			if toks[3+0x41] != "<0x41>" || !strings.HasPrefix(toks[3+256+3], "▁") {
-				t.Errorf("the byte tokens or the words are out of place: %q, %q", toks[3+0x41], toks[3+256+3])
+			if toks[3+0x41] != "<0x41>" || toks[3+256+3] != "▁" || !strings.HasPrefix(toks[3+256+4], "▁") {
+				t.Errorf("the byte tokens or the words are out of place: %q, %q", toks[3+0x41], toks[3+256+4])
 			}
 			for _, tn := range m.Tensors().Items() {
 				if tn.Kind != uint32(ggml.TensorTypeF32) {

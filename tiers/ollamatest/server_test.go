@@ -27,6 +27,9 @@ func TestServer(t *testing.T) {
 		}
 		t.Logf("ollama create %s: %s", name, time.Since(start))
 	}
+	if err := s.Create(ctx, "tinyllama-joule-ctx256", chat, "num_ctx 256"); err != nil {
+		t.Fatal(err)
+	}
 	want, err := ReplyText(chat)
 	if err != nil {
 		t.Fatal(err)
@@ -79,6 +82,21 @@ func TestServer(t *testing.T) {
 	}
 	if gen.EvalCount != 5 || gen.DoneReason != "length" || gen.PromptEvalCount == 0 {
 		t.Errorf("generate with num_predict 5: %d in, %d out, done %q; want 5 out, length", gen.PromptEvalCount, gen.EvalCount, gen.DoneReason)
+	}
+	// A prompt longer than the context: by default Ollama cuts it and
+	// answers; asked not to, it refuses.
+	long := []api.Message{{Role: "user", Content: strings.Repeat("the quick brown fox ", 100)}}
+	var cut api.ChatResponse
+	if err := c.Chat(ctx, &api.ChatRequest{Model: "tinyllama-joule-ctx256", Messages: long, Stream: &f}, func(r api.ChatResponse) error { cut = r; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("a 2000-byte prompt to a 256-token context: answered, %d prompt tokens", cut.PromptEvalCount)
+	if cut.PromptEvalCount > 256 {
+		t.Errorf("the cut prompt has %d tokens", cut.PromptEvalCount)
+	}
+	err = c.Chat(ctx, &api.ChatRequest{Model: "tinyllama-joule-ctx256", Messages: long, Stream: &f, Truncate: &f}, func(api.ChatResponse) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "exceeds the context length") {
+		t.Errorf("with truncate false: %v, want a refusal", err)
 	}
 	emb, err := c.Embed(ctx, &api.EmbedRequest{Model: "tiny-embed", Input: []string{"func Add(a, b int) int", "the quick brown fox"}})
 	if err != nil {
