@@ -470,6 +470,10 @@ func (d *doctor) ollamaModel(ctx context.Context, check string, rt tierconfig.Ro
 	defer cancel()
 	c := api.NewClient(u, d.hc)
 	list, err := c.List(cctx)
+	if err != nil && cctx.Err() == context.DeadlineExceeded {
+		d.add(check, statusFail, fmt.Sprintf("Ollama at %s accepts connections but did not answer within %s", rt.BaseURL, d.timeout), "restart it, or check that base_url names an Ollama server")
+		return false
+	}
 	if err != nil {
 		d.add(check, statusFail, fmt.Sprintf("Ollama at %s is not reachable: %v", rt.BaseURL, err), "start it ('ollama serve') or fix base_url")
 		return false

@@ -151,6 +151,7 @@ func ParseUsage(body []byte) Reported {
 				CompletionTokens uint64 `json:"completion_tokens"`
 			} `json:"usage"`
 			Embeddings json.RawMessage `json:"embeddings"`
+			Data       json.RawMessage `json:"data"` // an OpenAI embeddings answer
 		}
 		if json.Unmarshal(line, &o) != nil {
 			continue
@@ -190,6 +191,7 @@ func ParseUsage(body []byte) Reported {
 		}
 		if o.Usage != nil {
 			r.Input, r.Output, r.OK = o.Usage.PromptTokens, o.Usage.CompletionTokens, true
+			r.Done = r.Done || o.Data != nil
 		}
 	}
 	r.Text = sb.String()
