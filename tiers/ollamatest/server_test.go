@@ -2,6 +2,8 @@ package ollamatest
 
 import (
 	"context"
+	"os"
+	"strconv"
 	"net/http"
 	"net/url"
 	"strings"
@@ -16,7 +18,9 @@ import (
 // same text every time, with real token counts; an embedding model
 // answers vectors of dimension Embed, and refuses a chat.
 func TestServer(t *testing.T) {
+	began := time.Now()
 	s := Start(t, Options{})
+	t.Logf("ollama serve listening in %s", time.Since(began))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	chat := Spec{Seed: 1, Words: 12}
@@ -107,7 +111,33 @@ func TestServer(t *testing.T) {
 	}
 	err = c.Chat(ctx, &api.ChatRequest{Model: "tiny-embed", Messages: []api.Message{{Role: "user", Content: "hi"}}}, func(api.ChatResponse) error { return nil })
 	t.Logf("a chat with the embedding model: %v", err)
+	t.Logf("resident memory: %s", rss(s))
 	if err == nil || !strings.Contains(err.Error(), "does not support") {
 		t.Errorf("a chat with the embedding model: %v, want a refusal", err)
 	}
+}
+
+// rss is the resident memory of the server's processes (serve and its
+// runners), from /proc.
+func rss(s *Server) string {
+	var out []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) < 3 || f[2] != strconv.Itoa(s.cmd.Process.Pid) && e.Name() != strconv.Itoa(s.cmd.Process.Pid) {
+			continue
+		}
+		status, _ := os.ReadFile("/proc/" + e.Name() + "/status")
+		for _, line := range strings.Split(string(status), "\n") {
+			if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+				cmd, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+				out = append(out, strings.Fields(strings.ReplaceAll(string(cmd), "\x00", " "))[1]+" "+strings.TrimSpace(v))
+			}
+		}
+	}
+	return strings.Join(out, ", ")
 }
