@@ -131,7 +131,7 @@ func Need(t testing.TB) string {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("the ollama binary is missing (%v): run .ci/setup.d/35-ollama.sh (make deps)", err)
 		}
-		t.Skipf("a real Ollama is not built here (%v): run .ci/setup.d/35-ollama.sh (make deps builds it, about 10 CPU-minutes cold)", err)
+		t.Skipf("a real Ollama is not built here (%v): run .ci/setup.d/35-ollama.sh (make deps builds it: about 12 CPU-minutes cold)", err)
 	}
 	return p
 }
