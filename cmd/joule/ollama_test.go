@@ -395,3 +395,42 @@ func TestRealOllamaDoctor(t *testing.T) {
 		})
 	}
 }
+
+// TestRealOllamaProxyKilledMidStream: the server dies while a metered
+// stream is flowing through joule proxy; the client's stream ends without
+// its final object, and the call's receipt is sealed incomplete, its output
+// estimated from the text that did stream, never as a finished call.
+func TestRealOllamaProxyKilledMidStream(t *testing.T) {
+	s, tap := tinyOllama(t)
+	env, _ := initHome(t, "--budget", "100kJ")
+	base, _ := startDaemon(t, env, "proxy", "--listen", "127.0.0.1:0", "--ollama", tap.URL, "--quiet")
+	const session = "ollama-killed"
+	req, _ := http.NewRequest("POST", base+"/api/chat", strings.NewReader(`{"model": "`+tinyEndless+`", "messages": [{"role": "user", "content": "go on"}], "options": {"num_predict": 1000000}}`))
+	req.Header.Set("X-Joule-Session", session)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	first := make([]byte, 1024)
+	n, err := io.ReadAtLeast(resp.Body, first, 256)
+	if err != nil {
+		t.Fatalf("the stream did not start: %v", err)
+	}
+	s.Kill()
+	rest, _ := io.ReadAll(resp.Body)
+	got := ollamatest.ParseUsage(append(first[:n], rest...))
+	if got.Done || got.Text == "" {
+		t.Fatalf("the client's stream: %+v", got)
+	}
+	rs := waitCalls(t, env, session, 1)
+	if len(rs) != 1 {
+		t.Fatalf("%d receipts", len(rs))
+	}
+	r := rs[0]
+	t.Logf("receipt: %v, %v in, %v out, %v: %s", r["status"], r["input_tokens"], r["output_tokens"], r["energy_provenance"], r["note"])
+	note, _ := r["note"].(string)
+	if r["status"] == "complete" || u64(r["output_tokens"]) == 0 || r["energy_provenance"] != "Estimator" || !strings.Contains(note, "estimated") {
+		t.Errorf("the cut call's receipt: %v", r)
+	}
+}
