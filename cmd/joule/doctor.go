@@ -32,6 +32,7 @@ import (
 	"github.com/joulehook/joule/tiers/config"
 	"github.com/joulehook/joule/tiers/l1/lsp"
 	"github.com/joulehook/joule/tiers/l2"
+	"github.com/joulehook/joule/tiers/l3"
 	"github.com/joulehook/joule/tiers/tierconfig"
 )
 
@@ -413,8 +414,7 @@ func (d *doctor) index(ctx context.Context, home, root string, tc *tierconfig.Ti
 		return
 	}
 	rt := tierconfig.RouteOf(home, *e)
-	if e.Provider == "ollama" {
-		d.ollamaModel(ctx, "embedder", rt, e.Model)
+	if e.Provider == "ollama" && !d.ollamaModel(ctx, "embedder", rt, e.Model, "embedding") {
 		return
 	}
 	emb, _, err := tc.Embedder(home)
@@ -422,11 +422,12 @@ func (d *doctor) index(ctx context.Context, home, root string, tc *tierconfig.Ti
 		d.add("embedder", statusFail, err.Error(), "export the variable named by tiers.l2.embedder.api_key_env")
 		return
 	}
+	// The dimension comes from a real embedding, as the index will get it.
 	cctx, cancel := context.WithTimeout(ctx, d.timeout)
 	defer cancel()
 	vs, err := emb.Embed(cctx, []string{"joule doctor"})
 	if err != nil {
-		d.add("embedder", statusFail, fmt.Sprintf("%s at %s: %v", e.Model, rt.BaseURL, err), "start the embedding server and check tiers.l2.embedder")
+		d.add("embedder", statusFail, fmt.Sprintf("%s at %s does not embed: %v", e.Model, rt.BaseURL, err), "start the embedding server and check tiers.l2.embedder")
 		return
 	}
 	d.add("embedder", statusOK, fmt.Sprintf("%s at %s embeds (%d dimensions), %s", e.Model, rt.BaseURL, len(vs[0]), rt.Note), "")
@@ -455,19 +456,27 @@ func newestChange(root string, t time.Time) string {
 	return found
 }
 
-// ollamaModel checks that the Ollama server answers /api/tags and has model.
-func (d *doctor) ollamaModel(ctx context.Context, check string, rt tierconfig.Route, model string) {
+// ollamaModel checks that the Ollama server answers, has model, and that
+// the model can do what the tier asks of it (capability: "completion" for
+// L3, "embedding" for L2's embedder). It adds a failure and reports false
+// when not; for L3 it also adds the ok line.
+func (d *doctor) ollamaModel(ctx context.Context, check string, rt tierconfig.Route, model, capability string) bool {
 	u, err := url.Parse(rt.BaseURL)
 	if err != nil {
 		d.add(check, statusFail, err.Error(), "")
-		return
+		return false
 	}
 	cctx, cancel := context.WithTimeout(ctx, d.timeout)
 	defer cancel()
-	list, err := api.NewClient(u, d.hc).List(cctx)
+	c := api.NewClient(u, d.hc)
+	list, err := c.List(cctx)
+	if err != nil && cctx.Err() == context.DeadlineExceeded {
+		d.add(check, statusFail, fmt.Sprintf("Ollama at %s accepts connections but did not answer within %s", rt.BaseURL, d.timeout), "restart it, or check that base_url names an Ollama server")
+		return false
+	}
 	if err != nil {
 		d.add(check, statusFail, fmt.Sprintf("Ollama at %s is not reachable: %v", rt.BaseURL, err), "start it ('ollama serve') or fix base_url")
-		return
+		return false
 	}
 	var names []string
 	for _, m := range list.Models {
@@ -475,9 +484,28 @@ func (d *doctor) ollamaModel(ctx context.Context, check string, rt tierconfig.Ro
 	}
 	if !slices.Contains(names, model) && !slices.Contains(names, model+":latest") {
 		d.add(check, statusFail, fmt.Sprintf("Ollama at %s does not have %s", rt.BaseURL, model), "run 'ollama pull "+model+"'")
-		return
+		return false
 	}
-	d.add(check, statusOK, fmt.Sprintf("%s present at %s, %s", model, rt.BaseURL, rt.Note), "")
+	show, err := c.Show(cctx, &api.ShowRequest{Model: model})
+	if err != nil {
+		d.add(check, statusFail, fmt.Sprintf("Ollama at %s cannot describe %s: %v", rt.BaseURL, model, err), "check the model with 'ollama show "+model+"'")
+		return false
+	}
+	var caps []string
+	for _, c := range show.Capabilities {
+		caps = append(caps, string(c))
+	}
+	// A server too old to list capabilities is given the benefit of the doubt.
+	if len(caps) > 0 && !slices.Contains(caps, capability) {
+		what := map[string]string{"completion": "a chat model", "embedding": "an embedding model"}[capability]
+		d.add(check, statusFail, fmt.Sprintf("%s at %s is not %s (its capabilities: %s)", model, rt.BaseURL, what, strings.Join(caps, ", ")),
+			"name "+what+" here ('ollama show MODEL' lists a model's capabilities)")
+		return false
+	}
+	if check != "embedder" {
+		d.add(check, statusOK, fmt.Sprintf("%s present at %s, %s", model, rt.BaseURL, rt.Note), "")
+	}
+	return true
 }
 
 func (d *doctor) l3(ctx context.Context, home string, tc *tierconfig.Tiers, table *energy.Table) {
@@ -488,7 +516,7 @@ func (d *doctor) l3(ctx context.Context, home string, tc *tierconfig.Tiers, tabl
 	e := tc.L3.Endpoint
 	rt := tierconfig.RouteOf(home, e)
 	if e.Provider == "ollama" {
-		d.ollamaModel(ctx, "l3 model", rt, e.Model)
+		d.ollamaModel(ctx, "l3 model", rt, e.Model, "completion")
 	} else {
 		key, err := e.APIKey()
 		if err != nil {
@@ -513,13 +541,13 @@ func (d *doctor) l3(ctx context.Context, home string, tc *tierconfig.Tiers, tabl
 	if maxOut == 0 {
 		maxOut = table.MaxOutput(e.Model)
 	}
-	// A direct call reserves its prompt (up to max_context bytes, at 1
-	// token per 2 bytes) plus its output cap.
+	// A direct call reserves its prompt (up to max_context bytes, at most
+	// a token a byte) plus its output cap.
 	maxCtx := tc.L3.MaxContext
 	if maxCtx == 0 {
 		maxCtx = 64 << 10
 	}
-	worst := table.Energy(e.Model, energy.Usage{Input: uint64(maxCtx/2 + 2048), Output: maxOut}).UJ
+	worst := table.Energy(e.Model, energy.Usage{Input: l3.TokensAtMost(maxCtx) + 2048, Output: maxOut}).UJ
 	if d.left != nil && !rt.Metered && *d.left < worst {
 		d.add("l3 budget", statusWarn, fmt.Sprintf("one L3 call may reserve up to %s; the active grant has %s left", grant.FormatEnergy(worst), grant.FormatEnergy(*d.left)),
 			"issue a larger grant, or lower tiers.l3.max_output")

@@ -23,6 +23,18 @@ func fakeModelServer(t *testing.T, models ...string) string {
 		}
 		json.NewEncoder(w).Encode(map[string]any{"models": ms})
 	})
+	mux.HandleFunc("POST /api/show", func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ Model string }
+		json.NewDecoder(r.Body).Decode(&req)
+		caps := []string{"completion"}
+		if strings.Contains(req.Model, "embed") {
+			caps = []string{"embedding"}
+		}
+		json.NewEncoder(w).Encode(map[string]any{"capabilities": caps})
+	})
+	mux.HandleFunc("POST /api/embed", func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode(map[string]any{"embeddings": [][]float32{{0.6, 0.8, 0}}})
+	})
 	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
 		var ms []map[string]any
 		for _, m := range models {
@@ -60,7 +72,10 @@ func TestDoctor(t *testing.T) {
 			says: []string{"no config.json (defaults), no meter.json (default coefficients); tiers running here: l0 l1 l2 (l3 l4 not configured"}},
 		{name: "servers up", code: 0,
 			tiers: fmt.Sprintf(`{"l2": {"embedder": {"provider": "ollama", "base_url": %q, "model": "nomic-embed-text"}}, "l3": {"provider": "ollama", "base_url": %q, "model": "qwen2.5-coder:7b"}}`, up, up),
-			want:  map[string]string{"embedder": "ok", "l3 model": "ok", "l3 energy": "warn", "l3 budget": "warn"}, says: []string{"one L3 call may reserve up to"}},
+			want:  map[string]string{"embedder": "ok", "l3 model": "ok", "l3 energy": "warn", "l3 budget": "warn"}, says: []string{"one L3 call may reserve up to", "embeds (3 dimensions)"}},
+		{name: "models swapped", code: 1,
+			tiers: fmt.Sprintf(`{"l2": {"embedder": {"provider": "ollama", "base_url": %q, "model": "qwen2.5-coder:7b"}}, "l3": {"provider": "ollama", "base_url": %q, "model": "nomic-embed-text"}}`, up, up),
+			want:  map[string]string{"embedder": "fail", "l3 model": "fail"}, says: []string{"is not an embedding model (its capabilities: completion)", "is not a chat model (its capabilities: embedding)"}},
 		{name: "calibrated", code: 0,
 			tiers: fmt.Sprintf(`{"l3": {"provider": "openai", "base_url": %q, "model": "qwen2.5-coder:7b"}}`, up+"/v1"),
 			meter: `{"calibrations": [{"model": "qwen2.5-coder:7b", "id": "rtx4090-2026-11", "rates": {"input": "10mJ", "cached": "1mJ", "output": "200mJ"}}]}`,
