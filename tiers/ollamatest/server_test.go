@@ -2,10 +2,10 @@ package ollamatest
 
 import (
 	"context"
-	"os"
-	"strconv"
 	"net/http"
 	"net/url"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
