@@ -3,19 +3,21 @@
 package home
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 )
 
 // SystemConfig is where joule install --system records the machine's system
-// mode. Only root writes it; every reader checks that (TrustedPath).
-const SystemConfig = "/etc/joule/system.json"
+// mode. Only root writes it; every reader checks that (TrustedPath). It is
+// lines of "key value" (Format), not JSON: the thin client that reads it
+// links no JSON decoder.
+const SystemConfig = "/etc/joule/system.conf"
 
 // System is a managed machine's system mode (docs/receipts.md, "System
 // mode"): a dedicated user owns the key, the store and the witness state
@@ -24,22 +26,88 @@ const SystemConfig = "/etc/joule/system.json"
 // the gate's peer is that user; grants change only at the request of root
 // or of a member of AdminGroup.
 type System struct {
-	User       string `json:"user"`
-	UID        int    `json:"uid"`
-	GID        int    `json:"gid"`
-	AdminGroup string `json:"admin_group"`
-	AdminGID   int    `json:"admin_gid"`
+	User       string
+	UID        int
+	GID        int
+	AdminGroup string
+	AdminGID   int
 	// Home is the user's $JOULE_HOME (0700, the user's own).
-	Home string `json:"home"`
+	Home string
 	// Run is the gate's socket directory (0755, the user's own).
-	Run string `json:"run"`
+	Run string
 	// Bin is the root-owned directory of joule, joule-hook and joule-exec
 	// that the hooks and the services run.
-	Bin string `json:"bin"`
+	Bin string
 	// Proxy is the loopback address of the system proxy ("" for none).
-	Proxy string `json:"proxy,omitempty"`
+	Proxy string
 	// Path is the file this was read from.
-	Path string `json:"-"`
+	Path string
+}
+
+// Format is s as its configuration file holds it.
+func (s *System) Format() []byte {
+	var b strings.Builder
+	b.WriteString("# joule system mode, written by 'joule install --system' (docs/receipts.md, System mode)\n")
+	for _, f := range s.fields() {
+		if f.str != nil && *f.str == "" && f.key == "proxy" {
+			continue
+		}
+		b.WriteString(f.key + " ")
+		if f.str != nil {
+			b.WriteString(*f.str)
+		} else {
+			b.WriteString(strconv.Itoa(*f.num))
+		}
+		b.WriteByte('\n')
+	}
+	return []byte(b.String())
+}
+
+type systemField struct {
+	key string
+	str *string
+	num *int
+}
+
+func (s *System) fields() []systemField {
+	return []systemField{{"user", &s.User, nil}, {"uid", nil, &s.UID}, {"gid", nil, &s.GID},
+		{"admin_group", &s.AdminGroup, nil}, {"admin_gid", nil, &s.AdminGID},
+		{"home", &s.Home, nil}, {"run", &s.Run, nil}, {"bin", &s.Bin, nil}, {"proxy", &s.Proxy, nil}}
+}
+
+// parse reads Format's lines into s: every key once, none unknown.
+func (s *System) parse(text string) error {
+	seen := map[string]bool{}
+	for n, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		key, value, _ := strings.Cut(line, " ")
+		var f *systemField
+		for _, c := range s.fields() {
+			if c.key == key {
+				f = &c
+			}
+		}
+		switch {
+		case f == nil:
+			return fmt.Errorf("line %d: unknown key %q", n+1, key)
+		case seen[key]:
+			return fmt.Errorf("line %d: %s given twice", n+1, key)
+		}
+		seen[key] = true
+		if f.str != nil {
+			*f.str = value
+			continue
+		}
+		v, err := strconv.Atoi(value)
+		if err != nil {
+			return fmt.Errorf("line %d: %s %q is not a number", n+1, key, value)
+		}
+		*f.num = v
+	}
+	return nil
 }
 
 // Socket is the system gate's socket.
@@ -89,9 +157,7 @@ func LoadSystem(path string) (*System, error) {
 		return nil, err
 	}
 	var s System
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&s); err != nil {
+	if err := s.parse(string(b)); err != nil {
 		return nil, fmt.Errorf("system configuration %s: %w", path, err)
 	}
 	s.Path = path
