@@ -262,7 +262,7 @@ func systemContainment(sys *home.System, userHome string) func(host, mode string
 		cc := *c
 		if cc.Runner != "" {
 			cc.PolicyDir = filepath.Join(sys.Run, "policy")
-			cc.LayerRoot = filepath.Join(userHome, ".cache", "joule", "layers")
+			cc.LayerRoot = filepath.Join(userHome, ".cache", "joule")
 		}
 		return &cc, nil
 	}
