@@ -136,10 +136,11 @@ func (si *systemInstall) install(ctx context.Context, hs []hook.Host, mode hook.
 	if err := si.directories(); err != nil {
 		return err
 	}
-	if err := writeSystemConfig(sys); err != nil {
+	if changed, err := writeSystemConfig(sys); err != nil {
 		return err
+	} else if changed {
+		si.say("wrote %s", home.SystemConfig)
 	}
-	si.say("wrote %s", home.SystemConfig)
 	if err := si.initHome(ctx); err != nil {
 		return err
 	}
@@ -315,28 +316,33 @@ func (si *systemInstall) directories() error {
 	return nil
 }
 
-// writeSystemConfig writes home.SystemConfig, root's, 0644.
-func writeSystemConfig(sys *home.System) error {
+// writeSystemConfig writes home.SystemConfig, root's, 0644, unless it
+// says so already.
+func writeSystemConfig(sys *home.System) (changed bool, err error) {
 	b := sys.Format()
 	dir := filepath.Dir(home.SystemConfig)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+		return false, err
 	}
 	if err := os.Chmod(dir, 0o755); err != nil {
-		return err
+		return false, err
+	}
+	if cur, err := os.ReadFile(home.SystemConfig); err == nil && bytes.Equal(cur, b) {
+		_, err := home.LoadSystem("")
+		return false, err
 	}
 	tmp := home.SystemConfig + ".new"
 	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return err
+		return false, err
 	}
 	if err := os.Chmod(tmp, 0o644); err != nil {
-		return err
+		return false, err
 	}
 	if err := os.Rename(tmp, home.SystemConfig); err != nil {
-		return err
+		return false, err
 	}
-	_, err := home.LoadSystem("")
-	return err
+	_, err = home.LoadSystem("")
+	return true, err
 }
 
 // asSystemUser is a command of the system binaries run as the system user
