@@ -442,3 +442,58 @@ func TestSystemAttacks(t *testing.T) {
 		}
 	})
 }
+
+// TestUninstallSystem: the install keeps what an administrator had in each
+// host's managed settings; the uninstall gives every file back as it was,
+// stops the gate, and leaves the machine in user mode, where the system
+// hook line (had anything kept it) denies.
+func TestUninstallSystem(t *testing.T) {
+	base := hosttest.Machine(t)
+	m := &machine{t: t, base: base}
+	admin := map[string]string{
+		"/etc/claude-code/managed-settings.json": "{\n  // the administrator's\n  \"permissions\": {\"deny\": [\"WebFetch\"]}\n}\n",
+		"/etc/codex/requirements.toml":           "# the administrator's\nallowed_sandbox_modes = [\"read-only\", \"workspace-write\"]\n\n[mcp_servers.docs]\nidentifier = \"docs\"\n",
+		"/etc/gemini-cli/settings.json":          "{\"privacy\": {\"usageStatisticsEnabled\": false}}\n",
+	}
+	for p, body := range admin {
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(body), 0o644)
+	}
+	sysUser, group := "jsys"+suffix(), "jadm"+suffix()
+	t.Cleanup(func() { exec.Command("userdel", sysUser).Run(); exec.Command("groupdel", group).Run() })
+	out, err := m.root(filepath.Join(hosttest.Bin, "joule"), "install", "--system", "--system-user", sysUser, "--admin-group", group, "--proxy", "off", "claude-code", "codex", "gemini-cli")
+	if err != nil {
+		t.Fatalf("install: %v\n%s", err, out)
+	}
+	kept := map[string]string{"/etc/claude-code/managed-settings.json": `"deny": ["WebFetch"]`,
+		"/etc/codex/requirements.toml": "[mcp_servers.docs]", "/etc/gemini-cli/settings.json": `"usageStatisticsEnabled": false`}
+	for p, marker := range kept {
+		b, _ := os.ReadFile(p)
+		if !strings.Contains(string(b), "joule-hook") || !strings.Contains(string(b), marker) {
+			t.Errorf("%s after the install:\n%s", p, b)
+		}
+	}
+	sys, err := home.LoadSystem("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := m.root(systemJoule, "install", "--system", "--uninstall"); err != nil {
+		t.Fatalf("uninstall: %v\n%s", err, out)
+	}
+	for p, body := range admin {
+		if b, _ := os.ReadFile(p); string(b) != body {
+			t.Errorf("%s after the uninstall:\n%s\nwant:\n%s", p, b, body)
+		}
+	}
+	if _, err := os.Stat(home.SystemConfig); err == nil {
+		t.Error("the system configuration is still there")
+	}
+	if _, err := os.Stat(sys.Socket()); err == nil {
+		if _, err := resident.AskSystem(sys, &resident.Request{Op: resident.OpStatus}, time.Now().Add(time.Second), 0); err == nil {
+			t.Error("the system gate still answers")
+		}
+	}
+	if _, err := os.Stat(filepath.Join(sys.Home, "steward.key")); err != nil {
+		t.Errorf("the uninstall did not keep the system home: %v", err)
+	}
+}
