@@ -1,6 +1,7 @@
 package hosttest
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -31,8 +32,8 @@ var machineDirs = []string{"/etc", "/run", "/var/lib", "/usr/local"}
 // such namespace (not root, no unshare), saying so.
 func Machine(t *testing.T) string {
 	t.Helper()
-	if !NetNS {
-		t.Skip("system mode is tested as root in a private mount namespace (hosttest.Main under unshare -n -m); not here")
+	if os.Geteuid() != 0 || !privateMounts() {
+		t.Skip("system mode is tested as root in a private mount namespace (hosttest.Main, or a TestMain of its kind, under unshare -m); not here")
 	}
 	for _, tool := range []string{"useradd", "userdel", "groupadd"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -106,6 +107,15 @@ func killOthers() {
 	}
 }
 
+// privateMounts reports whether this process has a mount namespace other
+// than its parent's: what Main's unshare -m gives the test binary it runs
+// again (init's namespace is not always readable, the parent's is).
+func privateMounts() bool {
+	mine, err1 := os.Readlink("/proc/self/ns/mnt")
+	parents, err2 := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", os.Getppid()))
+	return err1 == nil && err2 == nil && mine != parents
+}
+
 // inThisNamespace reports whether pid shares this process's mount
 // namespace: only the test's own processes do (Main's unshare made it).
 func inThisNamespace(pid int) bool {
@@ -165,6 +175,17 @@ func (a Account) Credential(cmd *exec.Cmd) *exec.Cmd {
 	}
 	cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(a.UID), Gid: uint32(a.GID), Groups: groups}
 	return cmd
+}
+
+// Run is hosttest.Run (a process group of its own, killed when it ends)
+// as a, in dir, with a's environment and env.
+func (a Account) Run(ctx context.Context, dir string, env []string, name string, args ...string) ([]byte, error) {
+	cmd := exec.Command(name, args...)
+	cmd.Dir, cmd.Env = dir, a.Env(env...)
+	pgid := &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = pgid
+	a.Credential(cmd)
+	return run(ctx, cmd)
 }
 
 // Env is the environment a's login would have, with extra after it.
