@@ -276,6 +276,11 @@ func TestInstallSystem(t *testing.T) {
 	if !strings.Contains(out, "unchanged /etc/claude-code/managed-settings.json") {
 		t.Errorf("the second install did not see the managed settings as they were:\n%s", out)
 	}
+	// joule doctor, as a person, says which mode and that the gate is the
+	// system user's.
+	if r := m.joule(m.alice, nil, "doctor"); r.code != 0 || !strings.Contains(r.stdout, "system mode: the gate runs as "+m.sys.User) {
+		t.Errorf("joule doctor as alice: %+v", r)
+	}
 	// The proxy runs as the system user and answers.
 	if c, err := net.DialTimeout("tcp", m.sys.Proxy, 2*time.Second); err != nil {
 		t.Errorf("the system proxy on %s: %v", m.sys.Proxy, err)
