@@ -291,3 +291,22 @@ func TestSystemImpostor(t *testing.T) {
 		}
 	})
 }
+
+// TestUserModeImpostor holds the gap system mode closes, as the docs state
+// it: in user mode a process of the user's own may listen on the gate's
+// socket (here after the real gate was stopped), and the thin client,
+// which can only check that its peer is the same user, takes its allow
+// for sudo rm -rf /. (System mode: TestSystemImpostor.)
+func TestUserModeImpostor(t *testing.T) {
+	f := newFixture(t)
+	f.serveGate()
+	f.stopGate()
+	dir := f.dir()
+	os.MkdirAll(dir, 0o700)
+	im := listenImpostor(t, filepath.Join(dir, resident.SocketName))
+	os.Chmod(filepath.Join(dir, resident.SocketName), 0o600)
+	r := f.client("claude-code", f.claude("s1", "sudo rm -rf /"))
+	if im.accepted.Load() == 0 || !isClaudeAllow(r) {
+		t.Fatalf("user mode no longer takes a same-user impostor's answer (%+v): update docs/receipts.md, User mode and system mode", r)
+	}
+}
