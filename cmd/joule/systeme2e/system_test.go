@@ -386,6 +386,9 @@ func TestSystemAttacks(t *testing.T) {
 		refused(t, m.sh(m.alice, "mv "+store+" "+store+".old"))
 		refused(t, m.sh(m.alice, "rm -rf "+m.sys.Home))
 		refused(t, m.sh(m.alice, "ls "+m.sys.Home))
+		// The store's location, and the keys the gate trusts.
+		refused(t, m.sh(m.alice, `printf '{"store":"/tmp/x.db"}' > `+filepath.Join(m.sys.Home, "config.json")))
+		refused(t, m.sh(m.alice, "echo 'alice+1+key' >> "+filepath.Join(m.sys.Home, "issuers")))
 		unchanged(t)
 	})
 	t.Run("edit or delete the witness state", func(t *testing.T) {
@@ -395,6 +398,18 @@ func TestSystemAttacks(t *testing.T) {
 	})
 	t.Run("impersonate the gate's socket", func(t *testing.T) {
 		refused(t, m.sh(m.alice, "rm -f "+sock))
+		// Nor can the real gate be killed, to take its place.
+		st := m.joule(m.alice, nil, "gate", "status")
+		pid := ""
+		for _, l := range strings.Split(st.stdout, "\n") {
+			if f := strings.Fields(l); len(f) == 2 && f[0] == "pid" {
+				pid = f[1]
+			}
+		}
+		if pid == "" {
+			t.Fatalf("gate status: %+v", st)
+		}
+		refused(t, m.sh(m.alice, "kill -9 "+pid))
 		bind := m.as(m.alice, m.alice.Home, nil, []string{helperEnv + "=bind:" + filepath.Join(m.sys.Run, "impostor.sock")}, m.helper)
 		if bind.code != 3 {
 			t.Fatalf("alice bound a socket in the gate's directory: %+v", bind)
