@@ -286,6 +286,13 @@ func systemAdmin(sys *home.System) func(ctx context.Context, args []string, cwd 
 		if changesTrust(args) && !admin {
 			return fail(1, "on this machine (system mode) issuing, renewing, revoking and activating grants needs root or the %s group, and uid %d has neither\nhint: ask your administrator, or run it with sudo", sys.AdminGroup, peer.UID)
 		}
+		for _, a := range args {
+			if w, ok := strings.CutPrefix(a, "--workspace="); ok {
+				if _, err := os.Stat(w); errors.Is(err, os.ErrPermission) {
+					return fail(1, "the system user %s cannot reach %s (%v): the gate resolves every path a decision names, so it needs search access on the way there\nhint: setfacl -m u:%s:x on each directory above it that %s may not enter (a home of mode 0700 or 0750)", sys.User, w, err, sys.User, sys.User)
+				}
+			}
+		}
 		ctx, cancel := context.WithTimeout(ctx, adminTimeout)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, self, args...)

@@ -323,6 +323,14 @@ func TestSystemGrants(t *testing.T) {
 	if n := len(m.grants()); n != len(before)+1 {
 		t.Fatalf("bob's grant: %d grants, want %d", n, len(before)+1)
 	}
+	// A workspace the system user cannot reach is refused with the way
+	// to let it in.
+	closed := filepath.Join(m.bob.Home, "private")
+	os.MkdirAll(filepath.Join(closed, "ws"), 0o755)
+	os.Chmod(closed, 0o700)
+	if out, err := m.root(systemJoule, "grant", "issue", "--template", "dev", "--workspace", filepath.Join(closed, "ws")); err == nil || !strings.Contains(out, "cannot reach") || !strings.Contains(out, "setfacl -m u:"+m.sys.User+":x") {
+		t.Errorf("a workspace the system user cannot reach: %v\n%s", err, out)
+	}
 	// The gate's own stop is the administrators' too.
 	if r := m.joule(m.alice, nil, "gate", "stop"); r.code == 0 {
 		t.Fatalf("alice stopped the system gate: %+v", r)
