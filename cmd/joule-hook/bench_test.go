@@ -151,25 +151,31 @@ func BenchmarkHookClient(b *testing.B) {
 		// same load, and the contained steady call beside them, before or
 		// after in turn.
 		contained := func() { containD = append(containD, clock(func() { runSteady(client, "claude-code", "--contain") })) }
-		if i%2 == 1 {
+		if i%2 == 0 {
 			contained()
 		}
+		// The system-mode call right beside the user-mode one, before or
+		// after it in turn, both next to the floor.
 		system := func() {
 			if sysf != nil {
 				systemD = append(systemD, clock(runSystem))
-				fsyncD = append(fsyncD, clock(func() { fsync4k(b, sysf.base) }))
 			}
 		}
+		floorD = append(floorD, clock(func() { run(floor) }))
 		if i%2 == 1 {
 			system()
 		}
-		floorD = append(floorD, clock(func() { run(floor) }))
 		b.StartTimer()
 		steadyD = append(steadyD, clock(func() { runSteady(client, "claude-code") }))
 		b.StopTimer()
 		if i%2 == 0 {
-			contained()
 			system()
+		}
+		if sysf != nil {
+			fsyncD = append(fsyncD, clock(func() { fsync4k(b, sysf.base) }))
+		}
+		if i%2 == 1 {
+			contained()
 		}
 	}
 	b.StopTimer()

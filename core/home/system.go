@@ -135,6 +135,9 @@ func LoadSystem(path string) (*System, error) {
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%w (%s is missing; an administrator runs 'sudo joule install --system')", ErrNoSystem, path)
 	}
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("%w: %s is a symbolic link", ErrUntrusted, path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("system configuration: %w", err)
 	}
