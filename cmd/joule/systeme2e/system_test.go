@@ -281,6 +281,35 @@ func TestInstallSystem(t *testing.T) {
 	if r := m.joule(m.alice, nil, "doctor"); r.code != 0 || !strings.Contains(r.stdout, "system mode: the gate runs as "+m.sys.User) {
 		t.Errorf("joule doctor as alice: %+v", r)
 	}
+	// An upgrade: a new binary in place (what a later install copies), and
+	// the gate executes itself again (the same pid, a new start), with no
+	// service manager here.
+	uptime := func() time.Duration {
+		r := m.joule(m.alice, nil, "gate", "status")
+		for _, l := range strings.Split(r.stdout, "\n") {
+			if f := strings.Fields(l); len(f) == 2 && f[0] == "uptime" {
+				d, _ := time.ParseDuration(f[1])
+				return d
+			}
+		}
+		return -1
+	}
+	time.Sleep(3 * time.Second)
+	before := uptime()
+	b, _ := os.ReadFile(systemJoule)
+	os.WriteFile(systemJoule+".new", append(b, '\n'), 0o755)
+	os.Rename(systemJoule+".new", systemJoule)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if u := uptime(); u >= 0 && u < before {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the gate did not start again after its binary changed (uptime %v, was %v)", uptime(), before)
+		}
+	}
+	if d := m.decision("up", "sudo rm -rf /"); !strings.HasPrefix(d, "deny ") {
+		t.Fatalf("after the upgrade: %s", d)
+	}
 	// The proxy runs as the system user and answers.
 	if c, err := net.DialTimeout("tcp", m.sys.Proxy, 2*time.Second); err != nil {
 		t.Errorf("the system proxy on %s: %v", m.sys.Proxy, err)
