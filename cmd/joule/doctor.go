@@ -22,6 +22,7 @@ import (
 
 	"github.com/joulehook/joule/core/gate"
 	"github.com/joulehook/joule/core/grant"
+	jhome "github.com/joulehook/joule/core/home"
 	"github.com/joulehook/joule/core/identity"
 	"github.com/joulehook/joule/core/sandbox"
 	storepkg "github.com/joulehook/joule/core/store"
@@ -113,6 +114,9 @@ on PATH or in $JOULE_LSP_PATH), and the energy counters. Exits 1 when any check 
 }
 
 func (d *doctor) run(ctx context.Context, root string, probe bool) {
+	if !d.mode() {
+		return
+	}
 	home, err := identity.Home()
 	if err != nil {
 		d.add("home", statusFail, err.Error(), "set JOULE_HOME or HOME")
@@ -659,4 +663,44 @@ func (d *doctor) counters(ctx context.Context, probe bool) {
 			d.add("counter", statusWarn, fmt.Sprintf("%s not live: %s", lv.Counter, lv.Reason), "receipts fall back to Estimator")
 		}
 	}
+}
+
+// userModeGaps is what user mode leaves open, said plainly by joule doctor
+// and docs/receipts.md ("User mode and system mode"), with what stops it.
+const userModeGaps = "user mode: the key, the store and the witness are files of yours, so a process running as you that joule does not gate " +
+	"(a command run with --no-contain or without Landlock, a tool of a host that is not hooked, anything you started) can put its own " +
+	"server on the gate's socket and answer allow, read the key and sign receipts and grants as joule, rewrite the witness with the store, " +
+	"or delete $JOULE_HOME and start over with joule init: the checks detect edits, not a home replaced whole. " +
+	"System mode (sudo joule install --system) stops each: the gate runs as a system user whose files you cannot open, " +
+	"the hooks refuse any other peer, and only root or the admin group changes grants"
+
+// mode reports user or system mode; in system mode, whether the system
+// gate answers as the system user. It returns false when the rest of the
+// report cannot be made here (system mode, run by a person, who cannot
+// open the system home).
+func (d *doctor) mode() bool {
+	sys, err := jhome.LoadSystem("")
+	switch {
+	case errors.Is(err, jhome.ErrNoSystem):
+		d.add("mode", statusWarn, userModeGaps, "on a machine you manage: sudo joule install --system HOST... (docs/receipts.md, System mode)")
+		return true
+	case err != nil:
+		d.add("mode", statusFail, err.Error(), "the system configuration must be root's, in root's directories: run sudo joule install --system again")
+		return false
+	}
+	if ok, text := systemGateState(sys); ok {
+		d.add("mode", statusOK, fmt.Sprintf("system mode: the gate runs as %s (uid %d), checked by its peer credentials on %s; the key, store and witness are in %s, %s's alone; grants change only with root or the %s group",
+			sys.User, sys.UID, sys.Socket(), sys.Home, sys.User, sys.AdminGroup), "")
+	} else {
+		d.add("mode", statusFail, "system mode, but "+text, "sudo systemctl start joule-gate, or: sudo runuser -u "+sys.User+" -- "+filepath.Join(sys.Bin, "joule")+" gate serve --system")
+	}
+	if os.Geteuid() != sys.UID {
+		// Not even root goes on here: opening the store as root would
+		// leave files in the system home its user cannot write.
+		d.add("home", statusOK, "the system home "+sys.Home+" is "+sys.User+"'s alone, by design: the rest of this report is made as that user", "sudo -u "+sys.User+" "+filepath.Join(sys.Bin, "joule")+" doctor")
+		return false
+	}
+	os.Setenv("JOULE_HOME", sys.Home)
+	os.Unsetenv(StoreEnv)
+	return true
 }

@@ -119,6 +119,9 @@ func run(ctx context.Context, e *env, args []string) (code int) {
 		fmt.Fprintf(e.stderr, "joule: unknown command %q\nhint: run 'joule help' for the list of commands\n", name)
 		return 2
 	}
+	if code, handled := forwardSystem(ctx, e, args); handled {
+		return code
+	}
 	return report(e, c.run(ctx, e, args[1:]))
 }
 
