@@ -30,7 +30,9 @@ func TestMain(m *testing.M) {
 		bin = abs
 		os.Setenv(lsp.PathEnv, abs)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	lsp.Default.Close()
+	os.Exit(code)
 }
 
 // need fails under CI and skips locally when the servers are not installed.
