@@ -51,7 +51,7 @@ type conn struct {
 	cmd     *exec.Cmd
 	in      io.WriteCloser
 	msgs    chan *message
-	readErr error // set before msgs is closed
+	readErr error         // set before msgs is closed
 	done    chan struct{} // closed when the server's stdout closes
 	nextID  int
 	stderr  *tail
