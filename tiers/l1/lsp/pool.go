@@ -312,6 +312,10 @@ func (p *Pool) saveState() {
 	}
 }
 
+// StateDir is where the pools of joule's processes under home record their
+// running servers.
+func StateDir(home string) string { return filepath.Join(home, "lsp") }
+
 // ReadState lists the servers other processes' pools report in dir,
 // skipping processes that have ended.
 func ReadState(dir string) []Running {
