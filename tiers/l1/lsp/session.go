@@ -436,3 +436,39 @@ func changed(prior, next core.Files) int {
 	}
 	return n
 }
+
+// ServerRename sends srv's own textDocument/rename for the symbol at
+// line:col of rel on the pooled server of root (started or reused, synced
+// with files) and returns how long the request took, its edit discarded:
+// the baseline benchmarks hold L1's renames against.
+func ServerRename(ctx context.Context, srv Server, root string, files core.Files, rel string, line, col int, to string) (time.Duration, error) {
+	pos, err := position(files[rel], line, col)
+	if err != nil {
+		return 0, err
+	}
+	s, release, err := Default.acquire(ctx, srv, root)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { release(ctx.Err() != nil) }()
+	if srv.Name == Gopls.Name {
+		err = s.syncGo(files, rel)
+	} else {
+		err = s.sync(files)
+	}
+	if err != nil {
+		return 0, err
+	}
+	var we *WorkspaceEdit
+	t0 := time.Now()
+	err = s.c.call(ctx, "textDocument/rename", map[string]any{
+		"textDocument": map[string]any{"uri": fileURI(filepath.Join(s.root, filepath.FromSlash(rel)))},
+		"position":     pos,
+		"newName":      to,
+	}, &we)
+	d := time.Since(t0)
+	if err == nil && (we == nil || len(we.Changes)+len(we.DocumentChanges) == 0) {
+		err = fmt.Errorf("%s finds nothing to rename at %s:%d:%d", srv.Name, rel, line, col)
+	}
+	return d, err
+}
