@@ -18,6 +18,7 @@ import (
 	"github.com/joulehook/joule/energy"
 	"github.com/joulehook/joule/tiers/config"
 	"github.com/joulehook/joule/tiers/l0"
+	"github.com/joulehook/joule/tiers/l1/lsp"
 	"github.com/joulehook/joule/tiers/l2"
 	"github.com/joulehook/joule/tiers/l4"
 	"github.com/joulehook/joule/tiers/tierconfig"
@@ -70,6 +71,10 @@ func runACP(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer ep.Close()
+	// language servers L1 starts stay resident for the session, shown in
+	// joule doctor, and end with it
+	lsp.Default.StateDir = lsp.StateDir(ep.home)
+	defer lsp.Default.Close()
 	g, err := ep.gate()
 	if err != nil {
 		return err

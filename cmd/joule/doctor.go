@@ -166,6 +166,7 @@ func (d *doctor) run(ctx context.Context, root string, probe bool) {
 	d.l4(tc)
 	d.proxy(home)
 	d.tools(tc)
+	d.servers(home)
 	d.counters(ctx, probe)
 }
 
@@ -634,6 +635,22 @@ func (d *doctor) tools(tc *tierconfig.Tiers) {
 		default:
 			d.add(f.Name, statusOK, f.Path+" (type-checked with "+f.CheckerPath+")", "")
 		}
+	}
+}
+
+// servers shows the language servers joule's processes keep resident.
+func (d *doctor) servers(home string) {
+	run := lsp.ReadState(lsp.StateDir(home))
+	if len(run) == 0 {
+		d.add("lsp pool", statusOK, fmt.Sprintf("no language server running (L1 starts one per workspace on its first request, keeps at most %d, each until %s idle)", lsp.DefaultMax, lsp.DefaultIdle), "")
+		return
+	}
+	for _, r := range run {
+		state := "idle " + time.Since(r.LastUsed).Round(time.Second).String()
+		if r.Busy || r.LastUsed.IsZero() {
+			state = "busy"
+		}
+		d.add("lsp pool", statusOK, fmt.Sprintf("%s pid %d in %s, up %s, %s", r.Server, r.PID, r.Root, time.Since(r.Started).Round(time.Second), state), "")
 	}
 }
 

@@ -7,9 +7,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/joulehook/joule/tiers/l1/lsp"
 )
 
 // fakeModelServer answers Ollama's /api/tags and the OpenAI /v1/models
@@ -139,5 +143,35 @@ func TestDoctor(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDoctorLSPPool: doctor lists the language servers a running joule
+// process keeps (its pool's state file), and not those of a process that
+// has ended.
+func TestDoctorLSPPool(t *testing.T) {
+	env, ws := initHome(t)
+	home := strings.TrimPrefix(env[0], "JOULE_HOME=")
+	dir := lsp.StateDir(home)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ended := exec.Command("true")
+	if err := ended.Run(); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for pid, server := range map[int]string{os.Getpid(): "gopls", ended.Process.Pid: "pyright-langserver"} {
+		b, _ := json.Marshal([]lsp.Running{{Server: server, Root: "/w/" + server, PID: 4242, Started: now.Add(-time.Hour), LastUsed: now.Add(-90 * time.Second)}})
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%d.json", pid)), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := joule(t, nil, env, "doctor", "--root", ws, "--timeout", "3s")
+	if !strings.Contains(r.stdout, "gopls pid 4242 in /w/gopls, up 1h0m0s, idle 1m3") {
+		t.Errorf("the running gopls is not shown:\n%s", r.stdout)
+	}
+	if strings.Contains(r.stdout, "pyright") && strings.Contains(r.stdout, "/w/pyright-langserver") {
+		t.Errorf("a server of an ended process is shown:\n%s", r.stdout)
 	}
 }
