@@ -82,7 +82,7 @@ commands joule allows run contained by the kernel (joule exec) unless
 --no-contain; elsewhere the analysis alone judges them.
 Hosts: `+installerNames()+`.`)
 	var project projectFlag
-	fs.Var(&project, "project", "install into the project DIR (default: the current directory)")
+	fs.Var(&project, "project", "install into the project DIR (default: the root of the git work tree you are in, else the current directory)")
 	user := fs.Bool("user", false, "install into your user configuration")
 	dry := fs.Bool("dry-run", false, "print what would be written, write nothing")
 	uninstall := fs.Bool("uninstall", false, "remove joule's entries (and nothing else); without --project or --user, from where $JOULE_HOME/installs.json says HOST was installed")
@@ -163,17 +163,9 @@ Hosts: `+installerNames()+`.`)
 		return err
 	}
 	if project.set {
-		dir := project.dir
-		if dir == "" {
-			dir = "."
-		}
-		if dir, err = filepath.Abs(dir); err != nil {
+		if s.Project, err = projectDir(e, project.dir); err != nil {
 			return err
 		}
-		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			return fmt.Errorf("project %s is not a directory", dir)
-		}
-		s.Project = dir
 	}
 	if err := s.Check(); err != nil {
 		return fmt.Errorf("install: %w", err)
@@ -210,6 +202,14 @@ Hosts: `+installerNames()+`.`)
 		held = hook.Held(inst, s)
 	}
 	prevMode, reinstall := previousMode(rec, changes, held)
+	var ignored []hook.Finding
+	if !*uninstall {
+		exclude, found := hook.Ignore(privateFiles(s, changes, rec))
+		if exclude.Path != "" {
+			changes = append(changes, exclude)
+		}
+		ignored = found
+	}
 	if *dry {
 		for _, c := range changes {
 			switch {
@@ -249,7 +249,8 @@ Hosts: `+installerNames()+`.`)
 		fmt.Fprintf(e.stdout, "joule is no longer wired into %s here; receipts and grants in $JOULE_HOME are kept\n", host)
 		return nil
 	}
-	findings := append(inst.Check(s), clientFinding(s), grantFinding(ctx, s.Project))
+	findings := append(inst.Check(s), ignored...)
+	findings = append(findings, clientFinding(s), grantFinding(ctx, s.Project))
 	c := containState(mode, home)
 	again := scopeFlags(s.Project)
 	if s.Resident != nil {
@@ -281,6 +282,27 @@ Hosts: `+installerNames()+`.`)
 		fmt.Fprintf(e.stdout, "not armed yet: %d thing(s) to do above\n", missing)
 	}
 	return nil
+}
+
+// privateFiles are the files of an install's changes that name paths on
+// this machine (hook.Private): created by joule when absent before this
+// install or, by rec, before the one it replaces.
+func privateFiles(s hook.Scope, changes []hook.Change, rec *hook.Record) []string {
+	var out []string
+	for _, c := range changes {
+		created := c.Before == nil
+		if rec != nil {
+			for _, st := range rec.State {
+				if st.Path == c.Path && !st.Existed {
+					created = true
+				}
+			}
+		}
+		if hook.Private(s, c, created) {
+			out = append(out, c.Path)
+		}
+	}
+	return out
 }
 
 // installMode is the containment mode of an install of h: contained where
