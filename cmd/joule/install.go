@@ -240,6 +240,7 @@ Hosts: `+installerNames()+`.`)
 	} else {
 		next := hook.NextRecord(rec, host, s.Project, changes, applied, held, time.Now())
 		next.Contain = mode
+		next.Resident = s.Resident != nil
 		err = hook.SaveRecord(home, next)
 	}
 	if err != nil {
@@ -249,19 +250,8 @@ Hosts: `+installerNames()+`.`)
 		fmt.Fprintf(e.stdout, "joule is no longer wired into %s here; receipts and grants in $JOULE_HOME are kept\n", host)
 		return nil
 	}
-	findings := append(inst.Check(s), ignored...)
-	findings = append(findings, clientFinding(s), grantFinding(ctx, s.Project))
-	c := containState(mode, home)
-	again := scopeFlags(s.Project)
-	if s.Resident != nil {
-		again += " --resident"
-	}
-	if s.Trust {
-		// The hook line changes with the mode, and so the hash Codex
-		// trusts it by.
-		again += " --trust"
-	}
-	findings = append(findings, c.finding(h, again))
+	findings, c := armedFindings(ctx, h, s, home)
+	findings = append(findings, ignored...)
 	if f, ok := switchFinding(prevMode, reinstall, mode); ok {
 		findings = append(findings, f)
 	}
@@ -282,6 +272,24 @@ Hosts: `+installerNames()+`.`)
 		fmt.Fprintf(e.stdout, "not armed yet: %d thing(s) to do above\n", missing)
 	}
 	return nil
+}
+
+// armedFindings check that h's install for s is armed, as the install
+// and joule doctor say it: the host's own check, how hooks are answered,
+// the active grant, and what contains the shell commands it allows here.
+func armedFindings(ctx context.Context, h hook.Host, s hook.Scope, home string) ([]hook.Finding, contained) {
+	findings := append(h.Installer.Check(s), clientFinding(s), grantFinding(ctx, s.Project))
+	c := containState(s.Contain, home)
+	again := scopeFlags(s.Project)
+	if s.Resident != nil {
+		again += " --resident"
+	}
+	if s.Trust {
+		// The hook line changes with the mode, and so the hash Codex
+		// trusts it by.
+		again += " --trust"
+	}
+	return append(findings, c.finding(h, again)), c
 }
 
 // privateFiles are the files of an install's changes that name paths on

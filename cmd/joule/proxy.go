@@ -61,7 +61,7 @@ func (ep *endpoint) grantSource() (func(ctx context.Context, session string) ([]
 }
 
 func runProxy(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "proxy", `proxy [--listen 127.0.0.1:7411] [--anthropic URL] [--openai URL] [--ollama URL] [--otlp [--otlp-token-file F]] [--session S]
+	fs := newFlags(e, "proxy", `proxy [--listen `+proxy.DefaultListen+`] [--anthropic URL] [--openai URL] [--ollama URL] [--otlp [--otlp-token-file F]] [--session S]
 
 A base URL for hosts (ANTHROPIC_BASE_URL, OPENAI_BASE_URL, an Ollama host):
 it forwards the Anthropic Messages, OpenAI Chat Completions, Responses,
@@ -76,7 +76,7 @@ the session's chain (session from x-claude-code-session-id, else --session). Cre
 pass through untouched and are never logged or stored. With --otlp the same
 listener also receives OTLP/HTTP telemetry (/v1/metrics, /v1/logs,
 /v1/traces). Configuration: $JOULE_HOME/meter.json (docs/meter.md).`)
-	listen := fs.String("listen", "127.0.0.1:7411", "address to listen on")
+	listen := fs.String("listen", proxy.DefaultListen, "address to listen on (joule serve's resident gate is on "+config.DefaultServeAddr+")")
 	anthropic := fs.String("anthropic", "", "Anthropic upstream (default "+proxy.DefaultAnthropicURL+")")
 	openai := fs.String("openai", "", "OpenAI-compatible upstream, e.g. a vLLM server (default "+proxy.DefaultOpenAIURL+")")
 	ollama := fs.String("ollama", "", "Ollama upstream (default "+proxy.DefaultOllamaURL+")")
@@ -277,7 +277,7 @@ func newLogf(e *env, quiet bool) func(string, ...any) {
 func serve(ctx context.Context, e *env, name, listen string, h http.Handler, wait func(), hello func(net.Addr) string, onListen ...func(net.Addr) (cleanup func())) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	ln, err := net.Listen("tcp", listen)
+	ln, err := listenOn(listen, "give joule "+name+" --listen 127.0.0.1:PORT")
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
