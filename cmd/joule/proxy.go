@@ -307,13 +307,17 @@ func serve(ctx context.Context, e *env, name, listen string, h http.Handler, wai
 	return nil
 }
 
-// proxyExports are the lines that point hosts at a proxy on addr.
+// proxyExports are the lines that point hosts at a proxy on addr. Ollama
+// gets no export: OLLAMA_HOST is also the address 'ollama serve' listens
+// on, so exported it would start the server on the proxy's port (address
+// in use) in that shell; it is set for each client command instead.
 func proxyExports(addr net.Addr) string {
 	u := clientURL(addr)
 	return "# point your agent at it (docs/meter.md):\n" +
 		"export ANTHROPIC_BASE_URL=" + u + "\n" +
 		"export OPENAI_BASE_URL=" + u + "/v1\n" +
-		"export OLLAMA_HOST=" + u + "\n"
+		"# Ollama clients: per command, not exported ('ollama serve' listens on OLLAMA_HOST):\n" +
+		"#   OLLAMA_HOST=" + u + " ollama run MODEL\n"
 }
 
 // clientURL is the URL a client on this machine uses for a listener on
