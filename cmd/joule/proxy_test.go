@@ -163,7 +163,7 @@ func TestProxyCommand(t *testing.T) {
 	if !strings.Contains(logs, "sealed anthropic messages session=cc-1 seq=1") {
 		t.Errorf("log:\n%s", logs)
 	}
-	if r := joule(t, []byte(`{"session_id":"cc-1"}`), env, "statusline"); !strings.Contains(r.stdout, "1 of 2 calls fitted to the budget") {
+	if r := joule(t, []byte(`{"session_id":"cc-1"}`), env, "statusline"); !strings.Contains(r.stdout, "1 of 2 calls fitted to the budget") || strings.Contains(r.stdout, "model tokens") {
 		t.Errorf("statusline: %q", r.stdout)
 	}
 	if r := joule(t, nil, env, "receipts", "show", "cc-1", "2"); !strings.Contains(r.stdout, "max_output_fitted") || !strings.Contains(r.stdout, "max_tokens 32000 -") {
@@ -228,6 +228,9 @@ func TestOtelCommand(t *testing.T) {
 	r := joule(t, nil, env, "receipts", "show", "cc-session-1", "1")
 	if r.code != 0 || !strings.Contains(r.stdout, "observed, not enforced") {
 		t.Errorf("receipts show: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	if r := joule(t, []byte(`{"session_id":"cc-session-1"}`), env, "statusline"); !strings.Contains(r.stdout, "model tokens observed, not enforced (OTel)") {
+		t.Errorf("statusline with telemetry alone: %q", r.stdout)
 	}
 }
 
