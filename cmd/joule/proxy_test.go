@@ -342,7 +342,7 @@ func TestOtelToken(t *testing.T) {
 			return resp.StatusCode
 		}
 		before := strings.Count(joule(t, nil, env, "receipts", "ls", "cc-session-1").stdout, "observed")
-		for _, bad := range []string{"", "Bearer wrong", "Basic czNjcmV0LXRva2Vu", "Bearer s3cret-token-and-more"} {
+		for _, bad := range []string{"", "Bearer wrong", "Basic czNjcmV0LXRva2Vu", "Bearer s3cret-token-and-more", "Bearer%20wrong", "Bearer%2s3cret-token"} {
 			if code := post(bad); code != http.StatusUnauthorized {
 				t.Errorf("%v with %q: %d, want 401", args, bad, code)
 			}
@@ -350,8 +350,12 @@ func TestOtelToken(t *testing.T) {
 		if r := joule(t, nil, env, "receipts", "ls", "cc-session-1"); strings.Count(r.stdout, "observed") != before {
 			t.Errorf("%v: an unauthorized export was recorded: %s", args, r.stdout)
 		}
-		if code := post("Bearer s3cret-token"); code != 200 {
-			t.Errorf("%v with the token: %d", args, code)
+		// As the OTel variable is written, and as Claude Code sends the
+		// specification's URL-encoded form: as written, %20 included.
+		for _, good := range []string{"Bearer s3cret-token", "Bearer%20s3cret-token"} {
+			if code := post(good); code != 200 {
+				t.Errorf("%v with %q: %d", args, good, code)
+			}
 		}
 		stop()
 	}
