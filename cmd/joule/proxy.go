@@ -143,7 +143,9 @@ listener also receives OTLP/HTTP telemetry (/v1/metrics, /v1/logs,
 		if err != nil {
 			return err
 		}
-		hello = func(addr net.Addr) string { return proxyExports(addr) + telemetryExports(addr, tokenRef(*tokenFile, token)) }
+		hello = func(addr net.Addr) string {
+			return proxyExports(addr) + telemetryExports(addr, tokenRef(*tokenFile, token))
+		}
 		h = withTelemetry(p, &otlp.Receiver{Table: table, Recorder: recorder, Ledger: m.ep.store, Grants: grants, Session: *session, Logf: logf, Token: token, State: m.ep.store})
 	} else if *tokenFile != "" {
 		return usagef("proxy: --otlp-token-file needs --otlp")
