@@ -620,9 +620,21 @@ func TestReceiptVerifySessionReceipt(t *testing.T) {
 	if r := joule(t, bad, env, "receipt", "verify", "--pubkey", key); r.code != 1 {
 		t.Fatalf("tampered: %+v", r)
 	}
-	exp := joule(t, nil, env, "receipts", "export", "rv")
-	if r := joule(t, []byte(exp.stdout), env, "receipts", "verify", "--pubkey", key); r.code != 0 {
-		t.Fatalf("export | verify --pubkey: %+v", r)
+	// An export given to receipt verify (one envelope) is named for what
+	// it is, and the command the hint prints verifies it, in either format
+	// and without saying which.
+	gateOnce(t, env, `{"session_id":"rv","tool":"Bash","input":{"command":"go test ./..."},"cwd":"`+ws+`"}`)
+	for _, format := range []string{"cbor", "jsonl"} {
+		exp := joule(t, nil, env, "receipts", "export", "rv", "--format", format)
+		r := joule(t, []byte(exp.stdout), env, "receipt", "verify", "--pubkey", key)
+		_, hint, _ := strings.Cut(r.stderr, "hint: verify a chain with: ")
+		if r.code != 1 || !strings.Contains(r.stderr, "an export of a session's chain (2 receipts)") || hint == "" {
+			t.Fatalf("receipt verify of a %s export: %+v", format, r)
+		}
+		args := strings.Fields(strings.NewReplacer("KEY", key, "< FILE", "").Replace(hint))[1:]
+		if r := joule(t, []byte(exp.stdout), env, args...); r.code != 0 || !strings.Contains(r.stdout, "2 receipts, chain intact") {
+			t.Fatalf("the hint %q on a %s export: %+v", hint, format, r)
+		}
 	}
 }
 
