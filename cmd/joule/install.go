@@ -100,7 +100,11 @@ Hosts: `+installerNames()+`.`)
 	host := fs.Arg(0)
 	h, ok := hosts.Lookup(host)
 	if !ok || h.Installer == nil {
-		return usagef("install: unknown host %q (hosts: %s)", host, installerNames())
+		err := usagef("install: unknown host %q (hosts: %s)", host, installerNames())
+		if s := closest(host, hosts.Names(hosts.Installable)); s != "" {
+			return withHint(err, "did you mean 'joule install "+s+"'?")
+		}
+		return err
 	}
 	inst := h.Installer
 	if fs.NArg() == 2 {

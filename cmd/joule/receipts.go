@@ -84,7 +84,7 @@ func runReceipts(ctx context.Context, e *env, args []string) error {
 		return nil
 	case "ls", "show", "verify", "export", "prove", "checkpoint", "verify-proof":
 	default:
-		return usagef("receipts: unknown subcommand %q", sub)
+		return unknownSub("receipts", sub, "ls", "show", "verify", "export", "prove", "verify-proof", "checkpoint")
 	}
 	if err := parseFlags(fs, rest); err != nil {
 		return err

@@ -61,7 +61,7 @@ func runWitness(ctx context.Context, e *env, args []string) error {
 		return nil
 	case "status", "sync", "log", "init", "add-log", "serve":
 	default:
-		return usagef("witness: unknown subcommand %q (run 'joule witness -h')", sub)
+		return unknownSub("witness", sub, "status", "sync", "log", "init", "add-log", "serve")
 	}
 	if err := parseFlags(fs, rest); err != nil {
 		return err
