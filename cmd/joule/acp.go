@@ -35,21 +35,21 @@ const acpUsage = `acp [--remote 'COMMAND ARGS…' [--remote-timeout 30m] [--prox
 
 Speaks the Agent Client Protocol (version 1) on stdin/stdout, as Zed,
 JetBrains IDEs and Neovim (CodeCompanion, avante.nvim) launch an agent. Each
-prompt runs the cascade L0 (cache of signed ops) → L1 (lawful edits and
-look-ups: /rename, /format, /replace, /diff, /find, or requests as typed:
-"rename the method Hello of Greeter to Greet", "Run gofmt on main.go.",
-"where is X defined", "who calls X") → L4
-(the remote agent given by --remote or $JOULE_ACP_REMOTE, e.g.
-'npx @zed-industries/claude-code-acp'), stopping at the first tier that closes
-it. Every tier consultation and every file write is decided by the active
-grant and sealed; every change is a signed coding op with receipts. See
-docs/acp.md.
+prompt runs the cascade, stopping at the first tier that closes it:
+L0 (cache of signed ops) → L1 (lawful edits and look-ups: /rename, /format,
+/replace, /diff, /find, or requests as typed: "rename the method Hello of
+Greeter to Greet", "Run gofmt on main.go.", "where is X defined", "who calls
+X") → L2 (retrieval over the workspace index) → L3 (a local model) → L4 (the
+remote agent given by --remote or $JOULE_ACP_REMOTE, e.g.
+'npx @zed-industries/claude-code-acp'). Every tier consultation and every
+file write is decided by the active grant and sealed; every change is a
+signed coding op with receipts. See docs/acp.md.
 
 The "tiers" section of $JOULE_HOME/config.json (docs/models.md) turns tiers
-on and off and configures L2 (retrieval over the workspace index, with an
-optional embedding model), L3 (a local model through Ollama or an
-OpenAI-compatible server such as vLLM) and L4's default command and
-timeout; flags win over it. 'joule doctor' reports what is reachable.`
+on and off and configures L2 (with an optional embedding model; on by
+default), L3 (Ollama or an OpenAI-compatible server such as vLLM; off until
+configured) and L4's default command and timeout; flags win over it.
+'joule doctor' reports what is reachable.`
 
 func runACP(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "acp", acpUsage)

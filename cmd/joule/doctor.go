@@ -43,8 +43,9 @@ func init() {
 
 // finding is one line of the doctor's report.
 type finding struct {
+	Group  string `json:"group"` // installs, joule or optional
 	Check  string `json:"check"`
-	Status string `json:"status"` // ok, warn or fail
+	Status string `json:"status"` // ok, warn, fail, or off (optional, not set up)
 	Detail string `json:"detail"`
 	Hint   string `json:"hint,omitempty"`
 }
@@ -53,31 +54,56 @@ const (
 	statusOK   = "ok"
 	statusWarn = "warn"
 	statusFail = "fail"
+	// statusOff is an optional piece that is not set up: no fault, so a
+	// hook set-up without it is all green.
+	statusOff = "off"
 )
+
+// The doctor's groups, in the order it reports them: what joule is wired
+// into first, then what every decision needs, then the pieces only joule
+// acp's cascade and the meter use.
+const (
+	groupInstalls = "installs"
+	groupJoule    = "joule"
+	groupOptional = "optional"
+)
+
+// groupTitles head each group in the text report.
+var groupTitles = map[string]string{
+	groupInstalls: "installs: the hosts joule is wired into ($JOULE_HOME/installs.json)",
+	groupJoule:    "joule: the key, store, grant and containment every decision needs",
+	groupOptional: "optional: joule acp's cascade (L2-L4, language servers), the meter and energy counters; hooks need none of them",
+}
 
 type doctor struct {
 	left     *uint64 // what the active grant chain can still pay, when known
 	findings []finding
 	timeout  time.Duration
 	hc       *http.Client
+	group    string // the group add puts findings in
 }
 
 func (d *doctor) add(check, status, detail, hint string) {
-	d.findings = append(d.findings, finding{Check: check, Status: status, Detail: detail, Hint: hint})
+	d.findings = append(d.findings, finding{Group: d.group, Check: check, Status: status, Detail: detail, Hint: hint})
 }
 
 func runDoctor(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "doctor", `doctor [--json] [--root DIR] [--timeout 5s] [--probe-counters]
 
-Checks what joule needs, one line each with ok, warn or fail and a hint:
-the key and store in $JOULE_HOME, the active grant and its remaining
-budget, the configuration (config.json, meter.json), how each recorded
-install contains shell commands and what the kernel gives a contained one
-(Landlock, user namespaces), the L2 index of the
-workspace (DIR, default the current directory) and its embedding model,
-the L3 model, the L4 command, joule proxy, go and gopls on PATH, the
-language servers L1 drives (typescript-language-server, pyright-langserver,
-on PATH or in $JOULE_LSP_PATH), and the energy counters. Exits 1 when any check fails. See docs/models.md.`)
+Checks what joule needs, one line each with ok, warn, fail or off and a
+hint, in three groups. First the installs $JOULE_HOME/installs.json
+records: each armed (as joule install checks it: the host's files and
+trust, joule serve for a resident install, the grant, containment), or
+what is left to do and the command that does it. Then what every
+decision needs: the key and store, the configuration (config.json,
+meter.json), the active grant and its budget, the witness, the resident
+gate, and what the kernel gives a contained command (Landlock, user
+namespaces). Last, apart, the optional pieces, "off" when not set up:
+the L2 index of the workspace (DIR, default the current directory) and
+its embedding model, the L3 model, the L4 command, joule proxy, go and
+gopls, the language servers L1 drives (typescript-language-server,
+pyright-langserver, on PATH or in $JOULE_LSP_PATH), and the energy
+counters. Exits 1 when any check fails. See docs/models.md.`)
 	asJSON := fs.Bool("json", false, "print the findings as a JSON array")
 	root := fs.String("root", ".", "the workspace whose L2 index to check")
 	timeout := fs.Duration("timeout", 5*time.Second, "longest wait for each server")
@@ -97,7 +123,15 @@ on PATH or in $JOULE_LSP_PATH), and the energy counters. Exits 1 when any check 
 			return err
 		}
 	} else {
+		group := ""
 		for _, f := range d.findings {
+			if f.Group != group {
+				if group != "" {
+					fmt.Fprintln(e.stdout)
+				}
+				group = f.Group
+				fmt.Fprintln(e.stdout, groupTitles[group])
+			}
 			line := fmt.Sprintf("%-4s  %-10s  %s", f.Status, f.Check, f.Detail)
 			if f.Hint != "" && f.Status != statusOK {
 				line += "\n                  hint: " + f.Hint
@@ -114,6 +148,7 @@ on PATH or in $JOULE_LSP_PATH), and the energy counters. Exits 1 when any check 
 }
 
 func (d *doctor) run(ctx context.Context, root string, probe bool) {
+	d.group = groupJoule
 	if !d.mode() {
 		return
 	}
@@ -122,6 +157,9 @@ func (d *doctor) run(ctx context.Context, root string, probe bool) {
 		d.add("home", statusFail, err.Error(), "set JOULE_HOME or HOME")
 		return
 	}
+	d.group = groupInstalls
+	contained := d.installs(ctx, home)
+	d.group = groupJoule
 	if _, err := identity.Load(home); err != nil {
 		d.add("key", statusFail, fmt.Sprintf("no endpoint key in %s: %v", home, err), "run 'joule init' (or 'joule keygen')")
 		return
@@ -158,9 +196,12 @@ func (d *doctor) run(ctx context.Context, root string, probe bool) {
 	if ok, text := gateState(); ok {
 		d.add("gate", statusOK, "resident gate runs: "+strings.Join(strings.Fields(text), " "), "")
 	} else {
-		d.add("gate", statusWarn, text, "hooks still decide (joule-hook starts the gate, or falls back to joule hook); 'joule gate status' shows it")
+		// Not a fault: joule-hook starts it on the first hook call, and
+		// it exits when idle.
+		d.add("gate", statusOK, text, "")
 	}
-	d.contain(home, cfg)
+	d.sandbox(home, cfg, contained)
+	d.group = groupOptional
 	d.index(ctx, home, root, tc)
 	d.l3(ctx, home, tc, m.Table)
 	d.l4(tc)
@@ -170,35 +211,104 @@ func (d *doctor) run(ctx context.Context, root string, probe bool) {
 	d.counters(ctx, probe)
 }
 
-// contain reports how the shell commands of each install $JOULE_HOME
-// records are contained (its record keeps the mode), and what this
-// machine's kernel gives a contained command: Landlock and the user
-// namespaces joule-exec builds its mounts in.
-func (d *doctor) contain(home string, cfg *config.Config) {
+// installs reports, first, each install $JOULE_HOME records: armed, as
+// joule install checks it (the host's files, the trust steps, how hooks
+// are answered, the grant, containment), or each thing left to do, with
+// the command that does it. It says whether any install contains.
+func (d *doctor) installs(ctx context.Context, home string) (contained bool) {
 	recs, err := hook.LoadRecords(home)
 	if err != nil {
 		d.add("install", statusWarn, err.Error(), "the record of installs only lists them: fix or remove it, then run joule install again")
 	}
-	contained := false
+	if err == nil && len(recs) == 0 {
+		d.add("install", statusWarn, "joule is wired into no host yet, so no agent's tool call reaches the gate", "in your project: joule install claude-code --project (hosts: "+installerNames()+")")
+	}
+	serveAddr := ""
+	if cfg, err := config.LoadServe(home); err == nil {
+		serveAddr = cfg.Addr
+	}
 	for _, r := range recs {
-		h, _ := hosts.Lookup(r.Host)
 		where := r.Host + " " + scopeArgs(r)
-		again := "joule install " + where
-		if r.Trusted {
-			again += " --trust"
+		again := installAgain(r)
+		h, ok := hosts.Lookup(r.Host)
+		if !ok || h.Installer == nil {
+			d.add("install", statusWarn, where+": joule knows no such host", "joule install "+r.Host+" "+scopeArgs(r)+" --uninstall")
+			continue
 		}
-		switch {
-		case r.Contain == hook.Contained:
-			contained = true
-			d.add("install", statusOK, where+": contained (the shell commands joule allows run under joule exec)", "")
-		case r.Contain == hook.NoContain:
-			d.add("install", statusWarn, where+": not contained (installed with --no-contain): the shell commands joule allows run on analysis alone, and each receipt says so", "to contain them: "+again)
-		case r.Contain == hook.AnalysisOnly || !hosts.Contained(h):
-			d.add("install", statusOK, where+": analysis alone ("+r.Host+"'s hook cannot replace a command)", "")
-		default:
+		if r.Project != "" {
+			if _, err := os.Stat(r.Project); err != nil {
+				d.add("install", statusWarn, where+": the project is gone", "forget it: joule install "+r.Host+" "+scopeArgs(r)+" --uninstall")
+				continue
+			}
+		}
+		s, err := recordScope(r, home)
+		if err != nil {
+			d.add("install", statusFail, where+": "+err.Error(), again)
+			continue
+		}
+		findings, c := armedFindings(ctx, h, s, home)
+		todo := 0
+		for _, f := range findings {
+			switch {
+			case !f.OK:
+				todo++
+				d.add("install", statusFail, where+" is not armed: "+f.Text, "then joule doctor; to write its files again: "+again+"; to remove the install: joule install "+r.Host+" "+scopeArgs(r)+" --uninstall")
+			case f.Weak && c.mode == hook.NoContain:
+				d.add("install", statusWarn, where+": "+f.Text, "to contain them: "+again)
+			case f.Weak && c.mode == hook.Contained:
+				d.add("install", statusWarn, where+": "+f.Text, "the sandbox line below says what this kernel lacks")
+			}
+		}
+		if s.Resident != nil && serveAddr == proxy.DefaultListen {
+			d.add("install", statusWarn, where+": joule serve listens on "+serveAddr+", joule proxy's default port, so the second of them to start fails",
+				"move the resident gate to its own port: "+again+" --addr "+config.DefaultServeAddr+"; then restart joule serve")
+		}
+		if r.Contain == "" && hosts.Contained(h) {
 			d.add("install", statusWarn, where+": installed before containment was the default, so its shell commands may run uncontained", "to contain them: "+again)
 		}
+		if c.mode == hook.Contained {
+			contained = true
+		}
+		if todo == 0 {
+			d.add("install", statusOK, where+": "+c.armed(r.Host), "")
+		}
 	}
+	return contained
+}
+
+// recordScope is the scope of the install r records, as this joule would
+// install it again: its project, containment, trust steps and, for a
+// resident install, joule serve's address and token.
+func recordScope(r hook.Record, home string) (hook.Scope, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return hook.Scope{}, err
+	}
+	if p, err := filepath.EvalSymlinks(self); err == nil {
+		self = p
+	}
+	userHome, err := os.UserHomeDir()
+	if err != nil {
+		return hook.Scope{}, err
+	}
+	s := hook.Scope{Project: r.Project, Home: userHome, Joule: self, Client: hookClient(self), Contain: r.Contain, Trust: r.Trusted}
+	if s.JouleHome, err = customHome(); err != nil {
+		return s, err
+	}
+	if residentRecord(r) {
+		cfg, err := config.LoadServe(home)
+		if err != nil {
+			return s, fmt.Errorf("a resident install without joule serve's %s: %v", config.ServeFile, err)
+		}
+		s.Resident = &hook.Resident{URL: "http://" + cfg.Addr + hook.ResidentPath(r.Host, r.Contain), Token: cfg.Token}
+	}
+	return s, nil
+}
+
+// sandbox reports what this machine's kernel gives a contained command:
+// Landlock and the user namespaces joule-exec builds its mounts in; with
+// none, a contained install (contained) denies every shell command.
+func (d *doctor) sandbox(home string, cfg *config.Config, contained bool) {
 	abi, namespaces := sandboxState()
 	switch {
 	case abi == 0:
@@ -384,7 +494,7 @@ func (d *doctor) witness(ctx context.Context, ep *endpoint) {
 
 func (d *doctor) index(ctx context.Context, home, root string, tc *tierconfig.Tiers) {
 	if !tc.Enabled("l2") {
-		d.add("l2", statusOK, "off in the tiers config", "")
+		d.add("l2", statusOff, "off in the tiers config", "set tiers.l2 in "+ConfigFile+" (docs/retrieval.md)")
 		return
 	}
 	abs, err := filepath.Abs(root)
@@ -394,7 +504,7 @@ func (d *doctor) index(ctx context.Context, home, root string, tc *tierconfig.Ti
 	}
 	path := l2.DefaultPath(home, abs) // where joule acp and joule index keep it
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		d.add("l2 index", statusWarn, "no index of "+abs+" yet", "it is built on the first prompt 'joule acp' puts to L2")
+		d.add("l2 index", statusOff, "no index of "+abs+" yet", "it is built on the first prompt 'joule acp' puts to L2")
 	} else if ix, err := l2.Open(path, abs); err != nil {
 		d.add("l2 index", statusFail, fmt.Sprintf("%s: %v", path, err), "delete the file: the index is a cache and is rebuilt")
 	} else {
@@ -415,7 +525,7 @@ func (d *doctor) index(ctx context.Context, home, root string, tc *tierconfig.Ti
 	}
 	e := tc.L2.Embedder
 	if e == nil {
-		d.add("embedder", statusWarn, "none configured: L2 is "+l2.LexicalOnly, "set tiers.l2.embedder (e.g. ollama, nomic-embed-text)")
+		d.add("embedder", statusOff, "none configured: L2 is "+l2.LexicalOnly, "set tiers.l2.embedder (e.g. ollama, nomic-embed-text)")
 		return
 	}
 	rt := tierconfig.RouteOf(home, *e)
@@ -515,7 +625,7 @@ func (d *doctor) ollamaModel(ctx context.Context, check string, rt tierconfig.Ro
 
 func (d *doctor) l3(ctx context.Context, home string, tc *tierconfig.Tiers, table *energy.Table) {
 	if !tc.Enabled("l3") {
-		d.add("l3", statusOK, "off (no tiers.l3 model configured)", "")
+		d.add("l3", statusOff, "no tiers.l3 model configured", "for a local model, set tiers.l3 in "+ConfigFile+" (docs/models.md)")
 		return
 	}
 	e := tc.L3.Endpoint
@@ -578,7 +688,7 @@ func (d *doctor) l4(tc *tierconfig.Tiers) {
 		cmd = tc.L4.Command
 	}
 	if cmd == "" {
-		d.add("l4", statusOK, "off (no remote agent configured)", "")
+		d.add("l4", statusOff, "no remote agent configured", "set tiers.l4.command in "+ConfigFile+", or give joule acp --remote CMD (docs/acp.md)")
 		return
 	}
 	argv, err := shell.Fields(cmd, func(string) string { return "" })
@@ -599,7 +709,7 @@ func (d *doctor) proxy(home string) {
 	case err != nil:
 		d.add("proxy", statusWarn, err.Error(), "delete the file; a running proxy rewrites it")
 	case a == nil:
-		d.add("proxy", statusWarn, "joule proxy is not running: local model calls are sealed by the tiers themselves", "run 'joule proxy' to meter and refuse model calls at the grant")
+		d.add("proxy", statusOff, "joule proxy is not running: the model's own tokens are not metered (local tiers seal their calls themselves)", "run 'joule proxy' to meter and refuse model calls at the grant (docs/meter.md)")
 	default:
 		c, err := net.DialTimeout("tcp", a.Addr, d.timeout)
 		if err != nil {
@@ -613,7 +723,7 @@ func (d *doctor) proxy(home string) {
 
 func (d *doctor) tools(tc *tierconfig.Tiers) {
 	if p, err := exec.LookPath("go"); err != nil {
-		st := statusWarn
+		st := statusOff
 		if tc.Enabled("l3") {
 			st = statusFail // L3 validates Go edits with the toolchain
 		}
@@ -622,14 +732,14 @@ func (d *doctor) tools(tc *tierconfig.Tiers) {
 		d.add("go", statusOK, p, "")
 	}
 	if p, err := lsp.Look(lsp.Gopls.Name); err != nil {
-		d.add("gopls", statusWarn, "gopls is not on PATH or in GOBIN/GOPATH/bin: L1 leaves extract function/variable and inline call to the next tier (its own type-checked rename needs no gopls)", "go install golang.org/x/tools/gopls@"+lsp.GoplsVersion)
+		d.add("gopls", statusOff, "gopls is not on PATH or in GOBIN/GOPATH/bin: L1 leaves extract function/variable and inline call to the next tier (its own type-checked rename needs no gopls)", "go install golang.org/x/tools/gopls@"+lsp.GoplsVersion)
 	} else {
 		d.add("gopls", statusOK, p+" (extract function/variable, inline call)", "")
 	}
 	for _, f := range lsp.Discover() {
 		switch {
 		case f.Path == "":
-			d.add(f.Name, statusWarn, f.Name+" is not on PATH or in $"+lsp.PathEnv+": L1 leaves "+f.Language+" renames and organize imports to the next tier", "npm install -g "+lsp.Package[f.Name])
+			d.add(f.Name, statusOff, f.Name+" is not on PATH or in $"+lsp.PathEnv+": L1 leaves "+f.Language+" renames and organize imports to the next tier", "npm install -g "+lsp.Package[f.Name])
 		case f.CheckerPath == "":
 			d.add(f.Name, statusWarn, f.Path+", but "+f.Checker+" is not: L1 cannot type-check "+f.Language+" edits, so it refuses them", "npm install -g "+lsp.Package[f.Checker])
 		default:
@@ -661,7 +771,7 @@ func (d *doctor) counters(ctx context.Context, probe bool) {
 		if err != nil {
 			why = err.Error()
 		}
-		d.add("counters", statusWarn, "no hardware energy counter ("+strings.ReplaceAll(why, "\n", "; ")+"): figures are Estimator or ModelBased", "RAPL needs read access to /sys/class/powercap; NVML needs an NVIDIA driver")
+		d.add("counters", statusOff, "no hardware energy counter ("+strings.ReplaceAll(why, "\n", "; ")+"): figures are Estimator or ModelBased", "RAPL needs read access to /sys/class/powercap; NVML needs an NVIDIA driver")
 		return
 	}
 	var names []string

@@ -72,7 +72,7 @@ func TestDoctor(t *testing.T) {
 		says  []string          // substrings of the text report
 	}{
 		{name: "no tiers config", code: 0,
-			want: map[string]string{"key": "ok", "config": "ok", "store": "ok", "grant": "ok", "l2 index": "warn", "embedder": "warn", "l3": "ok", "l4": "ok", "proxy": "warn", "go": "ok"},
+			want: map[string]string{"key": "ok", "config": "ok", "store": "ok", "grant": "ok", "l2 index": "off", "embedder": "off", "l3": "off", "l4": "off", "proxy": "off", "go": "ok"},
 			says: []string{"no config.json (defaults), no meter.json (default coefficients); tiers running here: l0 l1 l2 (l3 l4 not configured"}},
 		{name: "servers up", code: 0,
 			tiers: fmt.Sprintf(`{"l2": {"embedder": {"provider": "ollama", "base_url": %q, "model": "nomic-embed-text"}}, "l3": {"provider": "ollama", "base_url": %q, "model": "qwen2.5-coder:7b"}}`, up, up),
@@ -120,7 +120,7 @@ func TestDoctor(t *testing.T) {
 			}
 			got := map[string]string{}
 			for _, f := range fs {
-				if f.Status != statusOK && f.Status != statusWarn && f.Status != statusFail {
+				if f.Status != statusOK && f.Status != statusWarn && f.Status != statusFail && f.Status != statusOff {
 					t.Errorf("status %q", f.Status)
 				}
 				if f.Status != statusOK && f.Hint == "" {
