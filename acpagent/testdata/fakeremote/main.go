@@ -93,11 +93,17 @@ func (a *agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResp
 			if ctx.Err() != nil {
 				return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
 			}
-			return acp.PromptResponse{}, err
+			// A client must answer with an outcome; say what came instead.
+			a.say(ctx, sid, "remote: permission request failed: "+err.Error())
+			break
 		}
 		granted := resp.Outcome.Selected != nil && resp.Outcome.Selected.OptionId == "yes"
+		outcome := "cancelled"
+		if resp.Outcome.Selected != nil {
+			outcome = "selected:" + string(resp.Outcome.Selected.OptionId)
+		}
 		if f[0] == "deny" || !granted {
-			a.say(ctx, sid, fmt.Sprintf("remote: permission granted=%v", granted))
+			a.say(ctx, sid, fmt.Sprintf("remote: permission granted=%v outcome=%s", granted, outcome))
 			break
 		}
 		old, err := a.conn.ReadTextFile(ctx, acp.ReadTextFileRequest{SessionId: sid, Path: path(1)})
