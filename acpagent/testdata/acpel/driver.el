@@ -20,8 +20,8 @@
 ;; Script: {"cwd": DIR, "steps": [STEP...], "load": BOOL}. A STEP has
 ;; "prompt" (text; "@PATH" is a mention of a workspace file), optionally
 ;; "permission" ("allow", "reject" or "interrupt": how this step answers
-;; permission requests), "interruptAfter" (seconds: interrupt the turn
-;; then) and "visit" ({"path": P, "append": TEXT}: open P in a buffer and
+;; permission requests), "interruptOn" (interrupt the turn once the
+;; agent's message text holds this) and "visit" ({"path": P, "append": TEXT}: open P in a buffer and
 ;; append TEXT without saving, before the prompt). With "load", a second
 ;; client loads the session at the end and records its replay.
 
@@ -40,6 +40,9 @@
 (defvar drv-step nil "Hash table recording the running step.")
 (defvar drv-policy "allow")
 (defvar drv-pending nil "Ids of permission requests not answered yet.")
+(defvar drv-interrupt-on nil "Interrupt the turn when the agent says this.")
+(defvar drv-client nil)
+(defvar drv-session nil)
 (defvar drv-errors nil)
 (defvar drv-start (float-time))
 
@@ -199,7 +202,11 @@ text, and a resource_link for each @-mention of a readable file."
                 (kind (map-elt u 'sessionUpdate)))
            (drv-push 'updates u)
            (pcase kind
-             ("agent_message_chunk" (drv-append 'text (map-nested-elt u '(content text))))
+             ("agent_message_chunk"
+              (drv-append 'text (map-nested-elt u '(content text)))
+              (when (and drv-interrupt-on (string-search drv-interrupt-on (gethash 'text drv-step "")))
+                (setq drv-interrupt-on nil)
+                (run-at-time 0 nil #'drv-interrupt drv-client drv-session)))
              ("agent_thought_chunk" (drv-append 'thoughts (map-nested-elt u '(content text)))))))))
     client))
 
@@ -267,6 +274,7 @@ text, and a resource_link for each @-mention of a readable file."
         (setq session (map-elt (car new) 'sessionId))
         (push `(sessionId . ,session) out)
         (push `(newSession . ((updates . ,(vconcat (reverse (gethash 'updates drv-step)))))) out))
+      (setq drv-client client drv-session session)
       (drv-serve-requests client session)
       ;; available_commands_update follows the session/new response.
       (drv-wait (lambda () (gethash 'updates drv-step)) 10 "available_commands_update")
@@ -278,8 +286,7 @@ text, and a resource_link for each @-mention of a readable file."
                 drv-pending nil)
           (drv-log "acp.el %.1fs: %s" (- (float-time) drv-start) (map-elt step 'prompt))
           (when (map-elt step 'visit) (drv-visit (map-elt step 'visit)))
-          (when-let ((after (map-elt step 'interruptAfter)))
-            (run-at-time after nil #'drv-interrupt client session))
+          (setq drv-interrupt-on (map-elt step 'interruptOn))
           (let ((result (drv-request client (acp-make-session-prompt-request
                                              :session-id session
                                              :prompt (drv-prompt-blocks (map-elt step 'prompt)))

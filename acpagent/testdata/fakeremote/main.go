@@ -5,7 +5,7 @@
 //	answer TEXT       send TEXT as a message, change nothing
 //	newkind           send an update of a kind ACP v1 does not define, then answer
 //	crash             exit mid-prompt
-//	hang              never answer
+//	hang              say "remote: hanging", then never answer
 //	deny PATH         ask permission to edit PATH and report the outcome
 //	term [-limit N] [-kill] [-cwd DIR] [-line] CMD ARGS…
 //	                  run CMD in a client terminal (killed at once with
@@ -135,6 +135,7 @@ func (a *agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResp
 		a.say(ctx, sid, "remote: about to crash")
 		os.Exit(3)
 	case "hang":
+		a.say(ctx, sid, "remote: hanging")
 		<-ctx.Done()
 		return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
 	default:
