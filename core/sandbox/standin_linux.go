@@ -180,8 +180,7 @@ func (s *standIns) release(st stats) {
 		}
 		// Converting the shared lock: it succeeds only if no other
 		// command holds one.
-		if flock(g.users, syscall.LOCK_EX|syscall.LOCK_NB) == nil {
-			recs := readRecords(rfd)
+		if recs := readRecords(rfd); len(recs) > 0 && flock(g.users, syscall.LOCK_EX|syscall.LOCK_NB) == nil {
 			for p, id := range recs {
 				delete(st, p)
 				var sb syscall.Stat_t
