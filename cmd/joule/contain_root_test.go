@@ -306,7 +306,10 @@ func TestContainRootAttacks(t *testing.T) {
 
 // TestContainRootStandIns runs the stand-ins' life: a background command
 // holds them while a foreground one starts and ends, and its write after
-// that one ended is still refused; once it ends they are gone. A
+// that one ended is still refused; once it ends they are gone. While a
+// command tries again and again to plant configuration, an unconfined
+// reader finds none at any moment (no window, as a check after the run
+// would leave). A
 // joule-exec killed outright leaves its stand-ins, which the next command
 // removes; an empty directory of the user's own at a protected name is
 // never removed; and with Landlock alone (no stand-ins) the root is
@@ -346,6 +349,43 @@ func TestContainRootStandIns(t *testing.T) {
 		t.Errorf("left behind: %v\n%s", p, log)
 	}
 
+	// During the run an unconfined reader (a host watching for its
+	// settings) finds no configuration at any protected name: the command
+	// tries to plant one again and again while this process reads.
+	plant := `for i in $(seq 100); do echo '{"hooks":{}}' > .mcp.json; mkdir -p .claude .gemini; echo '{"hooks":{}}' > .claude/settings.local.json; echo '{}' > .gemini/settings.json; echo '{}' > opencode.json; echo X=1 > .env; sleep 0.01; done 2>/dev/null; echo tried`
+	readDuring := func(dir string, run func() result) ([]string, result) {
+		names := []string{".mcp.json", ".claude/settings.local.json", ".gemini/settings.json", "opencode.json", ".env"}
+		stop := make(chan struct{})
+		found := make(chan []string)
+		go func() {
+			var seen []string
+			for {
+				for _, n := range names {
+					if data, err := os.ReadFile(filepath.Join(dir, n)); err == nil && len(data) > 0 && !slices.Contains(seen, n) {
+						seen = append(seen, n)
+					}
+				}
+				select {
+				case <-stop:
+					found <- seen
+					return
+				case <-time.After(2 * time.Millisecond):
+				}
+			}
+		}()
+		r := run()
+		close(stop)
+		return <-found, r
+	}
+	control := t.TempDir()
+	if seen, _ := readDuring(control, func() result { return b.unconfined(t, control, plant) }); len(seen) == 0 {
+		t.Error("unconfined, the reader saw nothing planted: the check proves nothing")
+	}
+	seen, r := readDuring(b.ws, func() result { return b.contained(t, prefix, plant) })
+	if !strings.Contains(r.stdout, "tried") || len(seen) > 0 {
+		t.Errorf("an unconfined reader saw %v during the run (%+v)", seen, r)
+	}
+
 	// Killed outright: its stand-ins stay, recorded, until the next
 	// command of the workspace ends.
 	kill := exec.Command("/bin/bash", "-c", "exec "+prefix+" -- /bin/sleep 30")
@@ -383,7 +423,7 @@ func TestContainRootStandIns(t *testing.T) {
 	os.Remove(filepath.Join(b.ws, ".vscode"))
 
 	// Landlock alone has no mounts, so no stand-ins: the root stays carved.
-	r := b.bash(t, b.ws, prefix+" -- /bin/bash -c "+shellQuoteT("touch landlock-only.txt"), sandbox.LandlockOnlyEnv+"=1")
+	r = b.bash(t, b.ws, prefix+" -- /bin/bash -c "+shellQuoteT("touch landlock-only.txt"), sandbox.LandlockOnlyEnv+"=1")
 	if r.code == 0 {
 		t.Errorf("with Landlock alone, an entry was created at the root: %+v", r)
 	}

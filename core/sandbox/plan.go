@@ -30,25 +30,25 @@ import (
 //     below a writable root (.claude/ for .claude/settings.local.json), that
 //     directory is bound read-only; where it is a writable root itself
 //     (.mcp.json, .gemini/ absent at the workspace root), and for the
-//     grant's own deny rules wherever they lie, Exec makes a stand-in: an
-//     empty directory at the first missing name on the way to the path,
-//     for the command's run only (standin_linux.go), bound read-only like
-//     an existing protected path, so that nothing can be created there
-//     while every other name of the root can. Without a stand-in (no
-//     private layer in the policy, or the directory cannot be made),
-//     Landlock refuses creating entries in that directory and in the ones
-//     on the way to it, as the Landlock construction does (their existing
-//     entries stay fully writable). See docs/gate.md, "Containment".
+//     grant's own deny rules wherever they lie, Exec makes a stand-in (a
+//     socket node) at the first missing name on the way to the path, for
+//     the command's run only (standin_linux.go), bound read-only like an
+//     existing protected path, so that nothing can be created there while
+//     every other name of the root can. Without a stand-in (no private
+//     layer in the policy, or none could be made), Landlock refuses
+//     creating entries in that directory and in the ones on the way to it,
+//     as the Landlock construction does (their existing entries stay fully
+//     writable). See docs/gate.md, "Containment".
 //
 // Landlock then has only a handful of rules: "/" readable, each writable
-// tree writable, the carve for absent protected paths without a stand-in. The mounts cannot
-// be undone from inside: Landlock refuses mount, umount, remount, move and
-// pivot_root to every process it confines; the command holds no capability
-// in the namespace (the bounding set is emptied, so not even a uid 0
-// regains one on exec); and a user namespace the command creates itself
-// gets a copy in which these mounts are locked (the kernel refuses to
-// unmount them, or to clone a tree without them for a bind or an overlay
-// layer). /proc/PID/root of a process outside the sandbox is behind
+// tree writable, the carve for absent protected paths without a
+// stand-in. The mounts cannot be undone from inside: Landlock refuses
+// mount, umount, remount, move and pivot_root to every process it
+// confines; the command holds no capability in the namespace (the
+// bounding set is emptied, so not even a uid 0 regains one on exec); and
+// a user namespace the command creates itself gets a copy in which these
+// mounts are locked (the kernel refuses to unmount them, or to clone a
+// tree without them for a bind or an overlay layer). /proc/PID/root of a process outside the sandbox is behind
 // Landlock's ptrace check, which refuses it.
 
 // MountKind is what covers a path in the namespace construction.
@@ -303,8 +303,8 @@ func (spec Spec) Plan() (Plan, error) {
 			// below a writable root (.claude/settings.local.json beside
 			// .claude/settings.json, .cursor/hooks.json): that directory
 			// is made read-only. At a root itself (.mcp.json), or for a
-			// deny rule of the grant, the stand-in Exec made is the
-			// deepest existing directory, made read-only the same way;
+			// deny rule of the grant, the stand-in Exec made is now the
+			// deepest existing entry, made read-only the same way;
 			// without one, Landlock carves.
 			if a, dir := st.existingAncestor(p); a != "" && (spec.standIns[a] || dir && slices.Contains(l.Frozen, p) && belowRoot(a, l.Write)) {
 				set(a, MountReadOnly)
