@@ -73,9 +73,9 @@ func newPersistBox(t *testing.T, wsIsHome bool) *persistBox {
 }
 
 // reset empties the box but $JOULE_HOME's keys, store and policies, and
-// makes the workspace a repository with one commit in which every
-// protected name of the root exists (so that the root is writable as a
-// whole and what a case finds refused is refused for its own reason).
+// makes the workspace a repository with one commit, none of the hosts'
+// configuration in it (each protected name of the root is a stand-in for
+// a contained command's run, and the rest of the root is writable).
 func (b *persistBox) reset(t *testing.T) {
 	t.Helper()
 	keep := map[string]bool{b.home: true, filepath.Join(b.home, ".local"): true, filepath.Join(b.home, ".local", "share"): true, b.jh: true}
@@ -91,13 +91,6 @@ func (b *persistBox) reset(t *testing.T) {
 	removeAllForce(filepath.Join(b.jh, sandbox.LayersDir))
 	for _, d := range []string{b.ws, b.tmp, filepath.Join(b.ws, "src"), filepath.Join(b.home, ".cache")} {
 		os.MkdirAll(d, 0o755)
-	}
-	for _, n := range rootProtected(b.ws) {
-		if strings.HasSuffix(n, "/") {
-			os.MkdirAll(filepath.Join(b.ws, n), 0o755)
-		} else {
-			os.WriteFile(filepath.Join(b.ws, n), []byte("{}\n"), 0o644)
-		}
 	}
 	os.WriteFile(filepath.Join(b.ws, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644)
 	if out, err := b.cmd(false, "git init -q && git add main.go && git commit -qm init", nil).CombinedOutput(); err != nil {
