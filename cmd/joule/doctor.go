@@ -45,7 +45,7 @@ func init() {
 type finding struct {
 	Group  string `json:"group"` // installs, joule or optional
 	Check  string `json:"check"`
-	Status string `json:"status"` // ok, warn, fail, or off (optional, not set up)
+	Status string `json:"status"` // ok, warn, fail, note (a limit of the set-up), or off (optional, not set up)
 	Detail string `json:"detail"`
 	Hint   string `json:"hint,omitempty"`
 }
@@ -57,6 +57,9 @@ const (
 	// statusOff is an optional piece that is not set up: no fault, so a
 	// hook set-up without it is all green.
 	statusOff = "off"
+	// statusNote is a limit of the chosen set-up the person should know,
+	// not a fault in it: user mode's, which only system mode lifts.
+	statusNote = "note"
 )
 
 // The doctor's groups, in the order it reports them: what joule is wired
@@ -67,6 +70,11 @@ const (
 	groupJoule    = "joule"
 	groupOptional = "optional"
 )
+
+// groupRank is a group's place in the report.
+func groupRank(g string) int {
+	return slices.Index([]string{groupInstalls, groupJoule, groupOptional}, g)
+}
 
 // groupTitles head each group in the text report.
 var groupTitles = map[string]string{
@@ -148,6 +156,13 @@ counters. Exits 1 when any check fails. See docs/models.md.`)
 }
 
 func (d *doctor) run(ctx context.Context, root string, probe bool) {
+	// Reported in the groups' order whatever the order of the checks:
+	// the mode decides which home the rest reads, so it runs first.
+	defer func() {
+		slices.SortStableFunc(d.findings, func(a, b finding) int {
+			return groupRank(a.Group) - groupRank(b.Group)
+		})
+	}()
 	d.group = groupJoule
 	if !d.mode() {
 		return
@@ -809,7 +824,7 @@ func (d *doctor) mode() bool {
 	sys, err := jhome.LoadSystem("")
 	switch {
 	case errors.Is(err, jhome.ErrNoSystem):
-		d.add("mode", statusWarn, userModeGaps, "on a machine you manage: sudo joule install --system HOST... (docs/receipts.md, System mode)")
+		d.add("mode", statusNote, userModeGaps, "on a machine you manage: sudo joule install --system HOST... (docs/receipts.md, System mode)")
 		return true
 	case err != nil:
 		d.add("mode", statusFail, err.Error(), "the system configuration must be root's, in root's directories: run sudo joule install --system again")

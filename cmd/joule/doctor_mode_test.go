@@ -30,8 +30,8 @@ func TestDoctorUserMode(t *testing.T) {
 				t.Errorf("the mode finding does not say %q: %s", want, f.Detail)
 			}
 		}
-		if f.Status != statusWarn {
-			t.Errorf("user mode is %s, want warn", f.Status)
+		if f.Status != statusNote {
+			t.Errorf("user mode is %s, want note", f.Status)
 		}
 		return
 	}

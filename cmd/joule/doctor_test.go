@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -120,7 +122,7 @@ func TestDoctor(t *testing.T) {
 			}
 			got := map[string]string{}
 			for _, f := range fs {
-				if f.Status != statusOK && f.Status != statusWarn && f.Status != statusFail && f.Status != statusOff {
+				if !slices.Contains([]string{statusOK, statusWarn, statusFail, statusOff, statusNote}, f.Status) {
 					t.Errorf("status %q", f.Status)
 				}
 				if f.Status != statusOK && f.Hint == "" {
@@ -168,7 +170,8 @@ func TestDoctorLSPPool(t *testing.T) {
 		}
 	}
 	r := joule(t, nil, env, "doctor", "--root", ws, "--timeout", "3s")
-	if !strings.Contains(r.stdout, "gopls pid 4242 in /w/gopls, up 1h0m0s, idle 1m3") {
+	// the seconds depend on how long doctor took to start
+	if !regexp.MustCompile(`gopls pid 4242 in /w/gopls, up 1h0m\d+s, idle 1m3\d`).MatchString(r.stdout) {
 		t.Errorf("the running gopls is not shown:\n%s", r.stdout)
 	}
 	if strings.Contains(r.stdout, "pyright") && strings.Contains(r.stdout, "/w/pyright-langserver") {
