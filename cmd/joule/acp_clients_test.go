@@ -791,6 +791,11 @@ func TestACPAcpxClient(t *testing.T) {
 			answers: []string{"allow"}, asked: []string{"session/request_permission", "fs/write_text_file"}}},
 		{reject, `replace "final" with "published" in gated/notes.txt`, turnWant{tier: "L1", files: []string{"gated/notes.txt"}, answers: []string{"reject"},
 			never: []string{"fs/write_text_file"}, text: []string{"Writing gated/notes.txt was rejected. Nothing was changed."}, update: "tool_call_update failed"}},
+		// --deny-all refuses joule's reads too: the op is not written, and
+		// the turn says which file and why.
+		{"--deny-all", `replace "final" with "denied" in gated/notes.txt`, turnWant{tier: "L1", files: []string{"gated/notes.txt"},
+			never: []string{"fs/write_text_file", "session/request_permission"},
+			text:  []string{"the editor refused to let joule read gated/notes.txt (", "Permission denied for fs/read_text_file (--deny-all)"}}},
 		{approve, "write gated/remote.txt from the remote", turnWant{tier: "L4", applied: true, files: []string{"gated/remote.txt"}, receipt: true,
 			answers: []string{"yes", "allow"}, text: []string{"remote: wrote gated/remote.txt"}, asked: []string{"fs/write_text_file"}}},
 		{reject, "deny gated/notes.txt", turnWant{tier: "L4", receipt: true, answers: []string{"no"}, text: []string{"remote: permission granted=false outcome=selected:no"}}},
@@ -826,7 +831,7 @@ func TestACPAcpxClient(t *testing.T) {
 			s.want.check(t, sid, ct)
 		})
 	}
-	for i, u := range []string{"L1 coding-op", "L2 answer", "L4 answer", "L1 coding-op", "", "L4 coding-op", "L4 answer", "L4 coding-op", "L4 answer"} {
+	for i, u := range []string{"L1 coding-op", "L2 answer", "L4 answer", "L1 coding-op", "", "", "L4 coding-op", "L4 answer", "L4 coding-op", "L4 answer"} {
 		if f := strings.Fields(u); len(f) == 2 {
 			checkReceipt(t, env, turns[i], f[0], f[1])
 		}
