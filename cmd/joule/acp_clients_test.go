@@ -44,9 +44,17 @@ import (
 // clientWorkspace is a home whose grant asks before any write under gated/
 // (and, as the dev template does, before rm), and a workspace: a Go module
 // (demo.Module), a Python script only L2 indexes, and gated/notes.txt.
+//
+// joule type-checks the module for a rename with the go command, whose
+// build cache lives under $HOME by default: the home here is new, so the
+// cache is the test process's own (a cold one costs a minute of compiling
+// the standard library's export data, not joule's work).
 func clientWorkspace(t *testing.T) (env []string, ws string) {
 	t.Helper()
 	env, ws = initHome(t, "--budget", "1kJ", "--ask", "Write(gated/**)")
+	if out, err := exec.Command("go", "env", "GOCACHE").Output(); err == nil && len(bytes.TrimSpace(out)) > 0 {
+		env = append(env, "GOCACHE="+string(bytes.TrimSpace(out)))
+	}
 	writeTree(t, ws, demo.Module)
 	writeTree(t, ws, map[string]string{
 		"scripts/report.py": "def render_csv(rows):\n    return \"\\n\".join(rows)\n",
@@ -411,7 +419,7 @@ func TestACPEmacsClient(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("emacs: %v\n%s", err, stderr.String())
 	}
-	t.Logf("acp.el: %d prompts and a session/load in %s", len(steps), time.Since(start).Round(time.Millisecond))
+	t.Logf("acp.el: %d prompts and a session/load in %s\n%s", len(steps), time.Since(start).Round(time.Millisecond), stderr.String())
 	b, err := os.ReadFile(outFile)
 	if err != nil {
 		t.Fatal(err)
@@ -807,7 +815,9 @@ func TestACPAcpxClient(t *testing.T) {
 	checked := 0
 	var turns []clientTurn
 	for i, s := range steps {
+		began := time.Now()
 		out := a.run("--format", "json", s.mode, "prompt", s.prompt)
+		t.Logf("acpx %s prompt %q: %s", s.mode, s.prompt, time.Since(began).Round(time.Millisecond))
 		x := parseExchange(t, out)
 		checked += schema.checkAgentMessages(t, x)
 		ct := x.lastTurn(t)
