@@ -70,6 +70,29 @@ type outcome struct {
 	cancelled bool         // the turn was cancelled while a tier worked
 }
 
+// notApplied records a turn whose closing op could not be written (the
+// editor's buffers could not be read): what closed, and the op, not applied.
+func (o *outcome) notApplied(res *tiers.Result) {
+	if res == nil {
+		return
+	}
+	o.consulted, o.closing = res.Consulted, res.Closing
+	if !res.Closed() || res.Resolution.Op == nil {
+		return
+	}
+	if id, err := res.Resolution.Op.Verify(); err == nil {
+		o.opID, o.changed = id.String(), nil
+		seen := map[string]bool{}
+		for _, e := range res.Resolution.Op.Op.Edits {
+			if !seen[e.Path] {
+				seen[e.Path] = true
+				o.changed = append(o.changed, e.Path)
+			}
+		}
+		sort.Strings(o.changed)
+	}
+}
+
 func (o *outcome) meta() map[string]any {
 	var tier any
 	if o.closing != "" {
@@ -355,6 +378,7 @@ func (a *Agent) Prompt(ctx context.Context, p acp.PromptRequest) (resp acp.Promp
 	res, err := c.Run(ctx, req)
 	if err == nil && ctx.Err() == nil {
 		if res, err = t.onBuffers(ctx, c, req, res); err != nil && ctx.Err() == nil {
+			t.out.notApplied(res)
 			t.say(ctx, fmt.Sprintf("The editor's buffers: %v.", err))
 			return endTurn()
 		}

@@ -44,9 +44,17 @@ import (
 // clientWorkspace is a home whose grant asks before any write under gated/
 // (and, as the dev template does, before rm), and a workspace: a Go module
 // (demo.Module), a Python script only L2 indexes, and gated/notes.txt.
+//
+// joule type-checks the module for a rename with the go command, whose
+// build cache lives under $HOME by default: the home here is new, so the
+// cache is the test process's own (a cold one costs a minute of compiling
+// the standard library's export data, not joule's work).
 func clientWorkspace(t *testing.T) (env []string, ws string) {
 	t.Helper()
 	env, ws = initHome(t, "--budget", "1kJ", "--ask", "Write(gated/**)")
+	if out, err := exec.Command("go", "env", "GOCACHE").Output(); err == nil && len(bytes.TrimSpace(out)) > 0 {
+		env = append(env, "GOCACHE="+string(bytes.TrimSpace(out)))
+	}
 	writeTree(t, ws, demo.Module)
 	writeTree(t, ws, map[string]string{
 		"scripts/report.py": "def render_csv(rows):\n    return \"\\n\".join(rows)\n",
@@ -411,7 +419,7 @@ func TestACPEmacsClient(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("emacs: %v\n%s", err, stderr.String())
 	}
-	t.Logf("acp.el: %d prompts and a session/load in %s", len(steps), time.Since(start).Round(time.Millisecond))
+	t.Logf("acp.el: %d prompts and a session/load in %s\n%s", len(steps), time.Since(start).Round(time.Millisecond), stderr.String())
 	b, err := os.ReadFile(outFile)
 	if err != nil {
 		t.Fatal(err)
@@ -791,6 +799,11 @@ func TestACPAcpxClient(t *testing.T) {
 			answers: []string{"allow"}, asked: []string{"session/request_permission", "fs/write_text_file"}}},
 		{reject, `replace "final" with "published" in gated/notes.txt`, turnWant{tier: "L1", files: []string{"gated/notes.txt"}, answers: []string{"reject"},
 			never: []string{"fs/write_text_file"}, text: []string{"Writing gated/notes.txt was rejected. Nothing was changed."}, update: "tool_call_update failed"}},
+		// --deny-all refuses joule's reads too: the op is not written, and
+		// the turn says which file and why.
+		{"--deny-all", `replace "final" with "denied" in gated/notes.txt`, turnWant{tier: "L1", files: []string{"gated/notes.txt"},
+			never: []string{"fs/write_text_file", "session/request_permission"},
+			text:  []string{"the editor refused to let joule read gated/notes.txt (", "Permission denied for fs/read_text_file (--deny-all)"}}},
 		{approve, "write gated/remote.txt from the remote", turnWant{tier: "L4", applied: true, files: []string{"gated/remote.txt"}, receipt: true,
 			answers: []string{"yes", "allow"}, text: []string{"remote: wrote gated/remote.txt"}, asked: []string{"fs/write_text_file"}}},
 		{reject, "deny gated/notes.txt", turnWant{tier: "L4", receipt: true, answers: []string{"no"}, text: []string{"remote: permission granted=false outcome=selected:no"}}},
@@ -802,7 +815,9 @@ func TestACPAcpxClient(t *testing.T) {
 	checked := 0
 	var turns []clientTurn
 	for i, s := range steps {
+		began := time.Now()
 		out := a.run("--format", "json", s.mode, "prompt", s.prompt)
+		t.Logf("acpx %s prompt %q: %s", s.mode, s.prompt, time.Since(began).Round(time.Millisecond))
 		x := parseExchange(t, out)
 		checked += schema.checkAgentMessages(t, x)
 		ct := x.lastTurn(t)
@@ -826,7 +841,7 @@ func TestACPAcpxClient(t *testing.T) {
 			s.want.check(t, sid, ct)
 		})
 	}
-	for i, u := range []string{"L1 coding-op", "L2 answer", "L4 answer", "L1 coding-op", "", "L4 coding-op", "L4 answer", "L4 coding-op", "L4 answer"} {
+	for i, u := range []string{"L1 coding-op", "L2 answer", "L4 answer", "L1 coding-op", "", "", "L4 coding-op", "L4 answer", "L4 coding-op", "L4 answer"} {
 		if f := strings.Fields(u); len(f) == 2 {
 			checkReceipt(t, env, turns[i], f[0], f[1])
 		}

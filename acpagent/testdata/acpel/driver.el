@@ -21,9 +21,10 @@
 ;; "prompt" (text; "@PATH" is a mention of a workspace file), optionally
 ;; "permission" ("allow", "reject" or "interrupt": how this step answers
 ;; permission requests), "interruptOn" (interrupt the turn once the
-;; agent's message text holds this) and "visit" ({"path": P, "append": TEXT}: open P in a buffer and
-;; append TEXT without saving, before the prompt). With "load", a second
-;; client loads the session at the end and records its replay.
+;; agent's message text holds this) and "visit" ({"path": P, "append":
+;; TEXT}: open P in a buffer and append TEXT without saving, before the
+;; prompt). With "load", a second client loads the session at the end and
+;; records its replay.
 
 (require 'acp)
 (require 'cl-lib)
