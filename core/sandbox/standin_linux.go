@@ -85,8 +85,8 @@ func statID(st *syscall.Stat_t) devIno {
 }
 
 // takeStandIns makes (or finds) a stand-in at each path of want, in state,
-// and returns the paths that are directories now, to be bound read-only,
-// and what to release when the command has ended. What it looked at is
+// and returns the paths where something other than a link is now, to be
+// bound read-only, and what to release when the command has ended. What it looked at is
 // forgotten from st, so that Plan sees the stand-ins. A path it cannot
 // make is left out: Plan then carves, as without stand-ins.
 func takeStandIns(state string, want []string, st stats) (map[string]bool, *standIns) {
