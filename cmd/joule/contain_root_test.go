@@ -161,10 +161,10 @@ func TestContainRootOrdinary(t *testing.T) {
 		{"git add -A and commit at the root", "git add -A && git commit -qm work && git show --stat --format= HEAD", "notes.txt", ""},
 		{"tar and mktemp", `d=$(mktemp -d) && echo t > "$d/t" && tar -C "$d" -cf bundle.tar t && mkdir unpacked && tar -C unpacked -xf bundle.tar && cat unpacked/t`, "t", "unpacked"},
 	}
-	if _, err := exec.LookPath("npm"); err == nil {
+	if _, err := exec.LookPath("npm"); err == nil && !testing.Short() {
 		steps = append(steps, struct{ name, line, want, creates string }{"npm init -y", "npm init -y >/dev/null && cat package.json", `"name"`, "package.json"})
 	}
-	if _, err := os.Stat("/usr/bin/python3"); err == nil {
+	if _, err := os.Stat("/usr/bin/python3"); err == nil && !testing.Short() {
 		steps = append(steps, struct{ name, line, want, creates string }{"python -m venv", "/usr/bin/python3 -m venv --without-pip .venv && ls .venv", "pyvenv.cfg", ".venv"})
 	}
 	for _, s := range steps {
@@ -292,6 +292,32 @@ func TestContainRootAttacks(t *testing.T) {
 	if _, err := os.Stat(mark); err == nil {
 		t.Error("something planted ran")
 	}
+	t.Run("the host's discovery", func(t *testing.T) {
+		// Claude Code's own reading of the project's MCP servers finds the
+		// one planted unconfined, and none after the contained attack.
+		if testing.Short() {
+			t.Skip("starts the real Claude Code CLI")
+		}
+		claude := claudeBin(t)
+		list := func(dir string) string {
+			cmd := exec.Command(claude, "mcp", "list")
+			cmd.Dir = dir
+			cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=/usr/local/bin:/usr/bin:/bin", "ANTHROPIC_API_KEY=sk-ant-test-dummy-key-0000000000",
+				"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1"}
+			out, _ := cmd.CombinedOutput()
+			return string(out)
+		}
+		attack := `echo '{"mcpServers":{"planted":{"command":"sh","args":["-c","touch $MARK"]}}}' > .mcp.json`
+		b.unconfined(t, control, attack)
+		defer b.unconfined(t, control, reset)
+		if out := list(control); !strings.Contains(out, "planted") {
+			t.Fatalf("claude mcp list does not find the server planted unconfined:\n%s", out)
+		}
+		b.contained(t, prefix, attack)
+		if out := list(b.ws); strings.Contains(out, "planted") || !strings.Contains(out, "No MCP servers configured") {
+			t.Errorf("claude mcp list after the contained attack:\n%s", out)
+		}
+	})
 	t.Run("case variants are other names here", func(t *testing.T) {
 		r := b.contained(t, prefix, `echo '{}' > .MCP.JSON && mkdir .Gemini && ls -a`)
 		if r.code != 0 || !strings.Contains(r.stdout, ".MCP.JSON") {

@@ -162,11 +162,11 @@ func belowRoot(p string, trees []string) bool {
 // directory lies in a writable tree (not a cache's layer) and is not made
 // read-only as a whole (a frozen path's directory below a writable root),
 // the first missing name on the way to it (.gemini for .gemini/settings.json,
-// .mcp.json itself). Where that name exists (the path itself, or something
-// that is not a directory on the way to it) it is listed too: it may be a
-// stand-in an earlier command left when its joule-exec was killed, which
-// the last command to hold its directory's stand-ins removes, and it is
-// bound read-only either way.
+// .mcp.json itself). A node that is not a directory on the way to such a
+// path holds its place and is listed instead, and so is a protected name
+// that is a socket node: a stand-in an earlier command left when its
+// joule-exec was killed, which the last command to hold its directory's
+// stand-ins removes. Either is bound read-only.
 func (spec Spec) wantStandIns() []string {
 	st := spec.stats
 	if st == nil {
@@ -180,12 +180,19 @@ func (spec Spec) wantStandIns() []string {
 				trees = append(trees, t)
 			}
 		}
+		frozen := map[string]bool{}
+		for _, p := range l.Frozen {
+			frozen[p] = true
+		}
 		for _, p := range l.WriteDeny {
 			var a string // the directory the stand-in is in
 			switch s := st.lstat(p); {
-			case s.exists && s.link:
-				continue
 			case s.exists:
+				// Bound read-only as an existing protected path; listed
+				// only if it may be a stand-in left behind.
+				if fi, err := os.Lstat(p); !frozen[p] || s.dir || s.link || err != nil || fi.Mode().Type() != os.ModeSocket {
+					continue
+				}
 				a = filepath.Dir(p)
 			default:
 				d, dir := st.existingAncestor(p)
@@ -201,7 +208,7 @@ func (spec Spec) wantStandIns() []string {
 			if !slices.ContainsFunc(trees, func(t string) bool { return within(a, t) }) || spec.layered(a) {
 				continue
 			}
-			if slices.Contains(l.Frozen, p) && belowRoot(a, trees) {
+			if frozen[p] && belowRoot(a, trees) {
 				continue
 			}
 			rel, err := filepath.Rel(a, p)

@@ -85,15 +85,12 @@ func statID(st *syscall.Stat_t) devIno {
 }
 
 // takeStandIns makes (or finds) a stand-in at each path of want, in state,
-// and returns the paths that are directories now, to be bound read-only,
-// and what to release when the command has ended. What it looked at is
+// and returns the paths where something other than a link is now, to be
+// bound read-only, and what to release when the command has ended. What it looked at is
 // forgotten from st, so that Plan sees the stand-ins. A path it cannot
 // make is left out: Plan then carves, as without stand-ins.
 func takeStandIns(state string, want []string, st stats) (map[string]bool, *standIns) {
 	if state == "" || len(want) == 0 {
-		return nil, nil
-	}
-	if err := os.MkdirAll(state, 0o700); err != nil {
 		return nil, nil
 	}
 	byDir := map[string][]string{}
@@ -221,9 +218,15 @@ func makeStandIn(p string) error {
 	return syscall.Mkdir(p, 0o755)
 }
 
-// lockRecords opens (creating) the records file at p and takes its lock.
+// lockRecords opens (creating, with its directory) the records file at p
+// and takes its lock.
 func lockRecords(p string) (int, error) {
 	fd, err := syscall.Open(p, syscall.O_RDWR|syscall.O_CREAT|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	if err == syscall.ENOENT {
+		if os.MkdirAll(filepath.Dir(p), 0o700) == nil {
+			fd, err = syscall.Open(p, syscall.O_RDWR|syscall.O_CREAT|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+		}
+	}
 	if err != nil {
 		return -1, err
 	}
@@ -271,6 +274,10 @@ func readRecords(fd int) map[string]devIno {
 	return recs
 }
 
+// writeRecords writes recs over the records at fd. The file is never
+// shortened: what is left of longer records is overwritten with NULs
+// (empty entries), so that its data block is not freed and allocated
+// again on every command.
 func writeRecords(fd int, recs map[string]devIno) {
 	var b []byte
 	for p, id := range recs {
@@ -283,7 +290,10 @@ func writeRecords(fd int, recs map[string]devIno) {
 		b = append(b, p...)
 		b = append(b, 0)
 	}
-	syscall.Ftruncate(fd, 0)
+	var st syscall.Stat_t
+	if syscall.Fstat(fd, &st) == nil && int64(len(b)) < st.Size && st.Size <= maxRecords {
+		b = append(b, make([]byte, int(st.Size)-len(b))...)
+	}
 	if len(b) > 0 {
 		syscall.Pwrite(fd, b, 0)
 	}

@@ -13,9 +13,10 @@ import (
 // TestWantStandIns pins where stand-ins are made: at the first missing
 // name of each absent protected or denied path whose deepest existing
 // directory is a writable root (or, for a deny rule, anywhere in a
-// writable tree), and where that name exists (.env, .gemini/, a node named
-// .cursor where .cursor/hooks.json would be: a stand-in a killed command
-// may have left, bound read-only either way); not where a frozen
+// writable tree), at a node that is not a directory on the way (a file
+// named .cursor where .cursor/hooks.json would be) and at a protected name
+// that is a socket node (a stand-in a killed command left); not at an
+// existing protected file or directory (.env, .gemini/), not where a frozen
 // path's directory below the root is made read-only instead, not outside
 // the writable trees, not in a cache's layer, and not for a workspace
 // nested in the temp dir's tree any differently from one elsewhere.
@@ -24,13 +25,16 @@ func TestWantStandIns(t *testing.T) {
 	tmp, home := filepath.Join(root, "tmp"), filepath.Join(root, "home")
 	ws := filepath.Join(tmp, "ws")
 	j := filepath.Join
+	if err := syscall.Mknod(j(ws, "opencode.jsonc"), syscall.S_IFSOCK|0o644, 0); err != nil {
+		t.Fatal(err)
+	}
 	frozen := []string{j(ws, ".mcp.json"), j(ws, ".claude", "settings.json"), j(ws, ".vscode", "mcp.json"), j(ws, ".gemini"),
-		j(ws, ".env"), j(ws, "opencode.json"), j(ws, ".cursor", "hooks.json"), j(home, ".cache", "x", "y"), j(root, "out", "z")}
+		j(ws, ".env"), j(ws, "opencode.json"), j(ws, "opencode.jsonc"), j(ws, ".cursor", "hooks.json"), j(home, ".cache", "x", "y"), j(root, "out", "z")}
 	deny := []string{j(ws, "src", "gen", "x.go"), j(ws, "dist")}
 	spec := Spec{Layers: []Layer{{Write: []string{ws, tmp, j(home, ".cache")}, WriteDeny: append(slices.Clone(frozen), deny...), Frozen: frozen}},
 		Caches: []string{j(home, ".cache")}}
 	got := spec.wantStandIns()
-	want := compact([]string{j(ws, ".mcp.json"), j(ws, ".vscode"), j(ws, ".gemini"), j(ws, ".env"), j(ws, ".cursor"), j(ws, "opencode.json"),
+	want := compact([]string{j(ws, ".mcp.json"), j(ws, ".vscode"), j(ws, ".cursor"), j(ws, "opencode.json"), j(ws, "opencode.jsonc"),
 		j(ws, "src", "gen"), j(ws, "dist")})
 	if !slices.Equal(got, want) {
 		t.Errorf("stand-ins\n got %v\nwant %v", got, want)
