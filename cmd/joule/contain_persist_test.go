@@ -53,7 +53,11 @@ func newPersistBox(t *testing.T, wsIsHome bool) *persistBox {
 	}
 	b.gocache = strings.TrimSpace(string(out))
 	env := []string{"HOME=" + b.home, "JOULE_HOME=" + b.jh}
-	if r := joule(t, nil, env, "init", "--steward", "test.example", "--workspace", b.ws); r.code != 0 {
+	initArgs := []string{"init", "--steward", "test.example", "--workspace", b.ws}
+	if wsIsHome {
+		initArgs = append(initArgs, "--force") // the agent working in the home directory, as some people run it
+	}
+	if r := joule(t, nil, env, initArgs...); r.code != 0 {
 		t.Fatalf("init: %+v", r)
 	}
 	r := joule(t, nil, env, "grant", "issue", "--workspace", b.ws, "--budget", "1kJ", "--template", "dev")
@@ -294,13 +298,10 @@ func writeModuleProxy(t *testing.T, b *persistBox) {
 func TestContainPersistence(t *testing.T) {
 	needLandlock(t)
 	needNamespaces(t)
-	boxes := map[bool]*persistBox{}
-	box := func(home bool) *persistBox {
-		if boxes[home] == nil {
-			boxes[home] = newPersistBox(t, home)
-		}
-		return boxes[home]
-	}
+	// Both boxes are made here, by the parent: a set-up failure inside a
+	// subtest would be a FailNow on the parent.
+	boxes := map[bool]*persistBox{false: newPersistBox(t, false), true: newPersistBox(t, true)}
+	box := func(home bool) *persistBox { return boxes[home] }
 	landlockThrough := 0
 	for i, a := range persistAttacks {
 		t.Run(a.name, func(t *testing.T) {

@@ -6,7 +6,7 @@ import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import * as joule from "../joule";
 
 const bin = process.env.JOULE_BIN;
@@ -212,14 +212,18 @@ test("a joule task runs its line under joule exec only when the gate allows it, 
     assert.equal(yes.code, 0, yes.text);
     assert.ok(!fs.existsSync(path.join(ws, "out", "task.txt")), "rm did not run after a yes");
 
-    // The line runs under joule exec: the gate allows a new file at the
-    // workspace root, the kernel does not (a protected path could be
-    // created there; docs/gate.md, "Containment").
-    const root = await run("echo top > top.txt", undefined);
-    assert.match(root.text, /^joule gate: allow \(allowed\)/);
-    assert.notEqual(root.code, 0, root.text);
-    assert.match(root.text, /Permission denied|Read-only file system/);
-    assert.ok(!fs.existsSync(path.join(ws, "top.txt")), "the line ran unconfined");
+    // The line runs under joule exec: the gate allows `make`, the kernel
+    // refuses the recipe's write into a repository's hooks, which an
+    // unconfined git would run later (docs/gate.md, "Containment").
+    const lib = path.join(ws, "lib");
+    fs.mkdirSync(lib);
+    execFileSync("git", ["init", "-q", lib]);
+    fs.writeFileSync(path.join(ws, "Makefile"), "all:\n\techo 'touch pwned' > lib/.git/hooks/pre-commit\n");
+    const hook = await run("make", undefined);
+    assert.match(hook.text, /^joule gate: allow \(allowed\)/);
+    assert.notEqual(hook.code, 0, hook.text);
+    assert.match(hook.text, /Permission denied|Read-only file system/);
+    assert.ok(!fs.existsSync(path.join(lib, ".git", "hooks", "pre-commit")), "the line ran unconfined");
 
     // No joule: nothing runs, and the task fails.
     const missing = await run("echo never > out/missing.txt", undefined, { ...t, path: path.join(tmp, "no-such-joule") });
