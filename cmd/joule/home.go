@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"github.com/joulehook/joule/core/identity"
 	"github.com/joulehook/joule/core/receipts"
 	"github.com/joulehook/joule/core/store"
+	"github.com/joulehook/joule/core/trust"
 	"github.com/joulehook/joule/plugins/hosts"
 	"github.com/joulehook/joule/tiers/config"
 )
@@ -31,6 +33,12 @@ type endpoint struct {
 	id    *identity.Identity
 	store *store.Store
 	trust grant.Trust
+	// files is what the issuers file and config.json say, which a
+	// decision compares with what the home's signed chain records.
+	files trust.Files
+	// issuers are the issuers file's keys, as read.
+	issuers []string
+	loc     string // the store's location
 }
 
 func (ep *endpoint) Close() error { return ep.store.Close() }
@@ -106,38 +114,59 @@ func openHome(readOnly bool) (*endpoint, error) {
 		st.Close()
 		return nil, err
 	}
-	trust, err := loadTrust(home, id)
+	tr, lines, err := loadTrust(home, id)
 	if err != nil {
 		st.Close()
 		return nil, err
 	}
-	return &endpoint{home: home, id: id, store: st, trust: trust}, nil
+	files := trust.Files{Home: trust.HomeSession(id.VerifierKey), Steward: id.Steward, Key: id.Public(),
+		Issuers: trust.IssuersDigest(lines), Config: cfg.TrustDigest(), DefaultConfig: config.DefaultTrustDigest()}
+	return &endpoint{home: home, id: id, store: st, trust: tr, files: files, issuers: lines, loc: loc}, nil
 }
 
-// loadTrust trusts the endpoint's own key and every key in IssuersFile.
-func loadTrust(home string, id *identity.Identity) (grant.Trust, error) {
-	trust := grant.Trust{id.Steward: id.Public()}
-	f, err := os.Open(filepath.Join(home, IssuersFile))
+// loadTrust trusts the endpoint's own key and every key in IssuersFile,
+// and returns those keys' lines as read. A line that names the endpoint's
+// own steward is refused: it would replace the endpoint's key.
+func loadTrust(home string, id *identity.Identity) (grant.Trust, []string, error) {
+	tr := grant.Trust{id.Steward: id.Public()}
+	b, err := os.ReadFile(filepath.Join(home, IssuersFile))
 	if errors.Is(err, os.ErrNotExist) {
-		return trust, nil
+		return tr, nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
+	lines, err := parseIssuers(filepath.Join(home, IssuersFile), b, id.Steward)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, line := range lines {
+		key, name, _ := identity.ParsePublicKey(line)
+		tr[name] = key
+	}
+	return tr, lines, nil
+}
+
+// parseIssuers reads an issuers file's text: its verifier keys, each
+// checked, in order; blank lines and # comments are skipped.
+func parseIssuers(path string, b []byte, own string) ([]string, error) {
+	var out []string
+	sc := bufio.NewScanner(bytes.NewReader(b))
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		key, name, err := identity.ParsePublicKey(line)
+		_, name, err := identity.ParsePublicKey(line)
 		if err != nil || name == "" {
-			return nil, fmt.Errorf("%s line %d: want a signed-note verifier key NAME+HASH+KEY", filepath.Join(home, IssuersFile), n)
+			return nil, fmt.Errorf("%s line %d: want a signed-note verifier key NAME+HASH+KEY", path, n)
 		}
-		trust[name] = key
+		if name == own {
+			return nil, fmt.Errorf("%s line %d: names %s, this endpoint's own steward, whose key is steward.pub's: remove the line", path, n, own)
+		}
+		out = append(out, line)
 	}
-	return trust, sc.Err()
+	return out, sc.Err()
 }
 
 func (ep *endpoint) gate() (*gate.Gate, error) {
@@ -154,7 +183,7 @@ func (ep *endpoint) gate() (*gate.Gate, error) {
 	// hosts' configuration is where they would find it ($CODEX_HOME, …).
 	cwd, _ := os.Getwd()
 	return &gate.Gate{Store: ep.store, Sealer: sealer, Trust: ep.trust, JouleHome: ep.home, Home: home, Costs: gate.DefaultCosts.Merge(cfg.Costs),
-		Hosts: hosts.Config(os.Getenv, cwd)}, nil
+		Hosts: hosts.Config(os.Getenv, cwd), Files: &ep.files}, nil
 }
 
 // keys verifies receipts sealed by this endpoint or by any trusted issuer:

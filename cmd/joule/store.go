@@ -223,7 +223,7 @@ func checkKeys() (grant.Trust, receipts.Keys, string) {
 	if err != nil {
 		return nil, nil, fmt.Sprintf("no endpoint key in %s (%v)", home, err)
 	}
-	trust, err := loadTrust(home, id)
+	trust, _, err := loadTrust(home, id)
 	if err != nil {
 		return nil, nil, err.Error()
 	}

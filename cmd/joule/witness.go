@@ -16,6 +16,7 @@ import (
 	"github.com/joulehook/joule/core/gate"
 	"github.com/joulehook/joule/core/identity"
 	"github.com/joulehook/joule/core/store"
+	"github.com/joulehook/joule/core/trust"
 	"github.com/joulehook/joule/core/witness"
 	"github.com/joulehook/joule/tiers/config"
 )
@@ -24,32 +25,49 @@ import (
 // store this home has appended to (docs/receipts.md, "The witness").
 const WitnessDir = "witness"
 
-// witnessPath is the home's own witness file for the store at loc:
-// witness/checkpoint for the home's default store, else one named after
-// the location (a URL without its password), so that a home that also
-// opens other stores keeps a witness for each.
-func witnessPath(home, loc string) string {
-	if loc == filepath.Join(home, StoreFile) {
+// witnessPath is the home's own witness file for the store at loc: for
+// the configured store, wherever it is, witness/checkpoint, the home's
+// anchor, which records the store's location, so that a store named
+// elsewhere is refused (store.ErrStoreMoved) rather than witnessed
+// afresh; for a store opened only to be checked (--store), one named
+// after its location (a URL without its password).
+func witnessPath(home, loc string, configured bool) string {
+	if configured {
 		return filepath.Join(home, WitnessDir, "checkpoint")
 	}
 	sum := sha256.Sum256([]byte(showStore(loc)))
 	return filepath.Join(home, WitnessDir, "checkpoint-"+hex.EncodeToString(sum[:8]))
 }
 
+// boundLocation is how a witness names the store at loc: a URL without
+// its password, or a path with its directory's symbolic links resolved,
+// so that one store reached by two spellings is one location.
+func boundLocation(loc string) string {
+	if store.IsURL(loc) {
+		return showStore(loc)
+	}
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(loc)); err == nil {
+		return filepath.Join(dir, filepath.Base(loc))
+	}
+	return filepath.Clean(loc)
+}
+
 // witnessFor is the witness of the store at loc opened from home: the
-// home's own file, and for the home's configured store the files and the
-// command of config.json.
+// home's own file, and for the home's configured store the location it
+// is bound to and the files, command and witnesses of config.json. Each
+// checkpoint records the heads of the trust chains (core/trust).
 func witnessFor(home, loc string, configured bool, cfg *config.Config, signer note.Signer, verifierKey string) (*store.Witness, error) {
 	v, err := note.NewVerifier(verifierKey)
 	if err != nil {
 		return nil, err
 	}
-	primary := witnessPath(home, loc)
+	primary := witnessPath(home, loc, configured)
 	w := &store.Witness{
 		Origin:   logOrigin(signer.Name()),
 		Signer:   signer,
 		Verifier: v,
 		Files:    []string{primary},
+		Chains:   []string{trust.GrantsSession, trust.HomeSession(verifierKey)},
 		// The rename is atomic; the fsync before it only closes the
 		// power-loss window (docs/receipts.md, "The witness").
 		NoSync:  true,
@@ -59,6 +77,9 @@ func witnessFor(home, loc string, configured bool, cfg *config.Config, signer no
 		w.Marker = host + ":" + primary
 	} else {
 		w.Marker = primary
+	}
+	if configured {
+		w.Location = boundLocation(loc)
 	}
 	if configured && cfg != nil {
 		w.Files = append(w.Files, cfg.Witness.Files...)

@@ -48,7 +48,7 @@ func newGrant(ws string, budget uint64, ttl time.Duration) *grant.Grant {
 func TestIssueUseResolve(t *testing.T) {
 	ctx := context.Background()
 	g, is, ws := trustGate(t)
-	if _, err := ResolveGrant(ctx, g.Store, ActiveGrant); !errors.Is(err, ErrNoActiveGrant) {
+	if _, err := g.ResolveGrant(ctx, ActiveGrant); !errors.Is(err, ErrNoActiveGrant) {
 		t.Fatalf("empty store: %v", err)
 	}
 	s, err := g.Issue(ctx, is, newGrant(ws, 1000, time.Hour), "", false)
@@ -56,20 +56,20 @@ func TestIssueUseResolve(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := s.ID.String()
-	if _, err := ResolveGrant(ctx, g.Store, ActiveGrant); !errors.Is(err, ErrNoActiveGrant) {
+	if _, err := g.ResolveGrant(ctx, ActiveGrant); !errors.Is(err, ErrNoActiveGrant) {
 		t.Fatalf("issued without use, yet active: %v", err)
 	}
-	if got, err := ResolveGrant(ctx, g.Store, id[:8]); got != id || err != nil {
+	if got, err := g.ResolveGrant(ctx, id[:8]); got != id || err != nil {
 		t.Fatalf("prefix: %q, %v", got, err)
 	}
-	if _, err := ResolveGrant(ctx, g.Store, "ffffffff"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := g.ResolveGrant(ctx, "ffffffff"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("unknown prefix: %v", err)
 	}
 	s2, err := g.Issue(ctx, is, newGrant(ws, 500, time.Hour), "", true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := ResolveGrant(ctx, g.Store, ActiveGrant); got != s2.ID.String() || err != nil {
+	if got, err := g.ResolveGrant(ctx, ActiveGrant); got != s2.ID.String() || err != nil {
 		t.Fatalf("issued with use: active is %q, %v", got, err)
 	}
 	// Use, for every session and for one.
@@ -79,10 +79,10 @@ func TestIssueUseResolve(t *testing.T) {
 	if err := g.Use(ctx, s2.ID.String(), "s1"); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := g.Store.Setting(ctx, SettingActive); got != id {
+	if got, _ := g.ActiveID(ctx, "s2"); got != id {
 		t.Fatalf("global active %q, want %q", got, id)
 	}
-	if got, _ := g.Store.Setting(ctx, SettingActive+":s1"); got != s2.ID.String() {
+	if got, _ := g.ActiveID(ctx, "s1"); got != s2.ID.String() {
 		t.Fatalf("session active %q", got)
 	}
 	// A revoked grant, or one for another subject, cannot be made active.
@@ -152,7 +152,7 @@ func TestRenew(t *testing.T) {
 		t.Fatal(err)
 	}
 	oldID := old.ID.String()
-	if err := g.Store.SetSetting(ctx, SettingActive+":s1", oldID); err != nil {
+	if err := g.Use(ctx, oldID, "s1"); err != nil {
 		t.Fatal(err)
 	}
 	r, err := g.Renew(ctx, is, oldID, 2*time.Hour)
@@ -166,9 +166,9 @@ func TestRenew(t *testing.T) {
 	if r.Receipt.Session != GrantsSession {
 		t.Fatalf("receipt in %q", r.Receipt.Session)
 	}
-	for _, key := range []string{SettingActive, SettingActive + ":s1"} {
-		if got, _ := g.Store.Setting(ctx, key); got != newID {
-			t.Fatalf("%s = %q, want the new grant", key, got)
+	for _, session := range []string{"s2", "s1"} {
+		if got, _ := g.ActiveID(ctx, session); got != newID {
+			t.Fatalf("active for %s = %q, want the new grant", session, got)
 		}
 	}
 	if rec, _ := g.Store.Grant(ctx, oldID); !rec.Revoked {
