@@ -52,6 +52,16 @@ func writeWitnessConfig(t *testing.T, home string, quorum int, ws ...*litewitnes
 	if err := os.WriteFile(filepath.Join(home, "config.json"), b, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	acceptTrust(t, []string{"JOULE_HOME=" + home})
+}
+
+// acceptTrust records the home's config.json and issuers file as they are
+// ('joule trust accept'), as a person does after editing them.
+func acceptTrust(t testing.TB, env []string) {
+	t.Helper()
+	if r := joule(t, nil, env, "trust", "accept"); r.code != 0 {
+		t.Fatalf("trust accept: %+v", r)
+	}
 }
 
 // copyHome copies every file of a home (no joule process runs), the
@@ -90,11 +100,14 @@ func TestLitewitnessCosigns(t *testing.T) {
 		t.Fatalf("cosigned files: %v", files)
 	}
 	cp, _, err := store.ReadCosignedFile(files[0], logOrigin("test.example"), logV, lwKey)
-	if err != nil || cp == nil || cp.Size != 3 {
+	// Three decisions after joule init's receipts and the record of
+	// config.json's witness.
+	size := 3 + initReceipts + 1
+	if err != nil || cp == nil || cp.Size != int64(size) {
 		t.Fatalf("the checkpoint litewitness cosigned: %+v %v", cp, err)
 	}
 	st := joule(t, nil, env, "witness", "status")
-	if st.code != 0 || !strings.Contains(st.stdout, "cosigned the log of size 3") || !strings.Contains(st.stdout, "the store extends it") {
+	if st.code != 0 || !strings.Contains(st.stdout, fmt.Sprintf("cosigned the log of size %d", size)) || !strings.Contains(st.stdout, "the store extends it") {
 		t.Fatalf("witness status: %+v", st)
 	}
 
@@ -306,7 +319,7 @@ func TestLitewitnessResidentGate(t *testing.T) {
 	}
 	// Every allow was cosigned before it was answered.
 	st := joule(t, nil, env, "witness", "status")
-	if !strings.Contains(st.stdout, "cosigned the log of size 3") {
+	if !strings.Contains(st.stdout, fmt.Sprintf("cosigned the log of size %d", 3+initReceipts+1)) {
 		t.Fatalf("witness status after three resident allows: %+v", st)
 	}
 	lw.Stop()
@@ -372,12 +385,13 @@ func TestJouleWitnessServe(t *testing.T) {
 	defer func() { srv.Process.Kill(); srv.Wait() }()
 	b, _ := json.Marshal(map[string]any{"witness": map[string]any{"witnesses": []map[string]string{{"url": "http://" + addr, "vkey": vkey}}, "quorum": 1}})
 	os.WriteFile(filepath.Join(home, "config.json"), b, 0o600)
+	acceptTrust(t, env)
 	for i := range 2 {
 		if d := gateOnce(t, env, bashEvent(ws, "s1", fmt.Sprintf("go test ./%d", i))); d.Decision != "allow" {
 			t.Fatalf("decision %d: %+v", i, d)
 		}
 	}
-	if st := joule(t, nil, env, "witness", "status"); !strings.Contains(st.stdout, "joule.test/w") || !strings.Contains(st.stdout, "cosigned the log of size 2") {
+	if st := joule(t, nil, env, "witness", "status"); !strings.Contains(st.stdout, "joule.test/w") || !strings.Contains(st.stdout, fmt.Sprintf("cosigned the log of size %d", 2+initReceipts+1)) {
 		t.Fatalf("witness status: %+v", st)
 	}
 	srv.Process.Signal(os.Interrupt)

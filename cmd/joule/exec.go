@@ -80,6 +80,15 @@ $JOULE_HOME/config.json. joule hook --contain rewrites lines to joule-exec
 	if err != nil {
 		return refuse("%v", err)
 	}
+	g, err := ep.gate()
+	if err != nil {
+		return refuse("%v", err)
+	}
+	// exec_fallback is a trust setting: it runs only as the home's
+	// signed chain records it.
+	if _, err := g.HomeState(ctx); err != nil {
+		return refuse("%v", gate.ChainError(err))
+	}
 	abi := sandbox.ABI()
 	if os.Getenv(simulateNoLandlock) == "1" {
 		abi = 0
@@ -90,10 +99,6 @@ $JOULE_HOME/config.json. joule hook --contain rewrites lines to joule-exec
 		}
 		fmt.Fprintf(e.stderr, "joule exec: %v; running %s unconfined (exec_fallback is \"unconfined\")\n", sandbox.ErrUnavailable, argv[0])
 		return execUnconfined(path, argv)
-	}
-	g, err := ep.gate()
-	if err != nil {
-		return refuse("%v", err)
 	}
 	chain, err := g.ActiveChain(ctx, *session)
 	if err != nil {

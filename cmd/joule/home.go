@@ -119,9 +119,14 @@ func openHome(readOnly bool) (*endpoint, error) {
 		st.Close()
 		return nil, err
 	}
-	files := trust.Files{Home: trust.HomeSession(id.VerifierKey), Steward: id.Steward, Key: id.Public(),
+	return &endpoint{home: home, id: id, store: st, trust: tr, files: homeFiles(id, lines, cfg), issuers: lines, loc: loc}, nil
+}
+
+// homeFiles is what the home of id says in its files: the issuers file's
+// keys (lines) and config.json (cfg), as the digests its chain signs.
+func homeFiles(id *identity.Identity, lines []string, cfg *config.Config) trust.Files {
+	return trust.Files{Home: trust.HomeSession(id.VerifierKey), Steward: id.Steward, Key: id.Public(),
 		Issuers: trust.IssuersDigest(lines), Config: cfg.TrustDigest(), DefaultConfig: config.DefaultTrustDigest()}
-	return &endpoint{home: home, id: id, store: st, trust: tr, files: files, issuers: lines, loc: loc}, nil
 }
 
 // loadTrust trusts the endpoint's own key and every key in IssuersFile,
@@ -147,6 +152,10 @@ func loadTrust(home string, id *identity.Identity) (grant.Trust, []string, error
 	return tr, lines, nil
 }
 
+// errIssuersFile marks an issuers file that cannot be read as one: every
+// decision is refused (issuers-unsigned) until it is fixed.
+var errIssuersFile = errors.New("issuers file refused")
+
 // parseIssuers reads an issuers file's text: its verifier keys, each
 // checked, in order; blank lines and # comments are skipped.
 func parseIssuers(path string, b []byte, own string) ([]string, error) {
@@ -159,10 +168,10 @@ func parseIssuers(path string, b []byte, own string) ([]string, error) {
 		}
 		_, name, err := identity.ParsePublicKey(line)
 		if err != nil || name == "" {
-			return nil, fmt.Errorf("%s line %d: want a signed-note verifier key NAME+HASH+KEY", path, n)
+			return nil, fmt.Errorf("%w: %s line %d: want a signed-note verifier key NAME+HASH+KEY", errIssuersFile, path, n)
 		}
 		if name == own {
-			return nil, fmt.Errorf("%s line %d: names %s, this endpoint's own steward, whose key is steward.pub's: remove the line", path, n, own)
+			return nil, fmt.Errorf("%w: %s line %d: names %s, this endpoint's own steward, whose key is steward.pub's: remove the line", errIssuersFile, path, n, own)
 		}
 		out = append(out, line)
 	}

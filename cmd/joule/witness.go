@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"net/url"
+	"strings"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -39,12 +41,21 @@ func witnessPath(home, loc string, configured bool) string {
 	return filepath.Join(home, WitnessDir, "checkpoint-"+hex.EncodeToString(sum[:8]))
 }
 
-// boundLocation is how a witness names the store at loc: a URL without
-// its password, or a path with its directory's symbolic links resolved,
-// so that one store reached by two spellings is one location.
+// boundLocation is how a witness names the store at loc: a database's
+// host, port and name (not who logs in, nor how: a team's roles reach one
+// store), or a path with its directory's symbolic links resolved, so that
+// one store reached by two spellings is one location.
 func boundLocation(loc string) string {
 	if store.IsURL(loc) {
-		return showStore(loc)
+		u, err := url.Parse(loc)
+		if err != nil {
+			return showStore(loc)
+		}
+		host := u.Host
+		if h := u.Query().Get("host"); host == "" && h != "" {
+			host = h // a unix socket directory
+		}
+		return "postgres://" + host + "/" + strings.TrimPrefix(u.Path, "/")
 	}
 	if dir, err := filepath.EvalSymlinks(filepath.Dir(loc)); err == nil {
 		return filepath.Join(dir, filepath.Base(loc))
@@ -197,7 +208,14 @@ func checkWitness(ctx context.Context, e *env, st *store.Store, home, loc string
 			fmt.Fprintf(e.stdout, "witness %s: none yet (the next receipt starts it)\n", f)
 		default:
 			found = true
-			if err := proveExtends(ctx, st, cp, size); err != nil {
+			err := w.CheckLocation(cp, f)
+			if err == nil {
+				err = proveExtends(ctx, st, cp, size)
+			}
+			if err == nil {
+				err = st.CheckChains(ctx, cp, f)
+			}
+			if err != nil {
 				fmt.Fprintf(e.stdout, "witness FAILED: %s: %v\n", f, err)
 				failed = true
 				continue

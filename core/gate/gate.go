@@ -72,10 +72,6 @@ type Gate struct {
 	view atomic.Pointer[trustView]
 }
 
-// SettingActive is the store setting naming the active grant; a session may
-// have its own under SettingActive + ":" + session.
-const SettingActive = "active_grant"
-
 // MalformedSession is the session under which events without a usable
 // session id are sealed.
 const MalformedSession = "joule:malformed"

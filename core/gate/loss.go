@@ -16,6 +16,10 @@ const LossSession = trust.StoreSession
 // CodeLossAccepted is the code of the receipt AcceptLoss seals.
 const CodeLossAccepted = "store-loss-accepted"
 
+// CodeStoreRestored is the code of the receipt 'joule store restore' seals
+// into the store it is about to replace.
+const CodeStoreRestored = "store-restored"
+
 // AcceptedLoss is what AcceptLoss sealed.
 type AcceptedLoss struct {
 	Entry   store.Entry // the receipt, in LossSession

@@ -56,16 +56,23 @@ func (g *Gate) trustState(ctx context.Context) (*trust.Grants, error) {
 	if err != nil {
 		return nil, err
 	}
-	wit, _ := g.Store.WitnessedChains()
+	wit, cp := g.Store.WitnessedChains()
 	if v := g.view.Load(); v != nil && maps.Equal(v.heads, heads) && maps.Equal(v.wit, wit) && sameTrust(v.trusted, g.Trust) {
 		return v.grants, v.err
+	}
+	if cp != nil {
+		// A receipt row taken out after what the witness saw leaves the
+		// log and its witnesses satisfied, and the chain shorter.
+		if err := g.Store.CheckEntries(ctx, cp.Size); err != nil {
+			return nil, err
+		}
 	}
 	v := &trustView{heads: heads, wit: wit, trusted: g.Trust}
 	v.grants, v.err = g.deriveTrust(ctx, heads, wit)
 	if v.err != nil {
 		// A store its witness refuses as a whole (rolled back, replaced,
 		// moved) is that, whatever its trust chains look like.
-		if _, _, werr := g.Store.WitnessState(ctx); werr != nil {
+		if _, _, werr := g.Store.WitnessState(ctx); errors.Is(werr, store.ErrRolledBack) || errors.Is(werr, store.ErrWitnessInvalid) || errors.Is(werr, store.ErrStoreMoved) {
 			return nil, werr
 		}
 		if isStoreFailure(v.err) && !errors.Is(v.err, trust.ErrBehind) {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/base64"
@@ -178,4 +179,56 @@ func (s *Store) WitnessedChains() (map[string]ChainHead, *Checkpoint) {
 		}
 	}
 	return out, v.cp
+}
+
+// CheckChains checks that the store holds every chain head cp, read from
+// the witness file file, records (Witness.Chains): each chain at least as
+// long as witnessed, its receipt at the witnessed sequence the one
+// witnessed. An error wraps ErrRolledBack and names the chain.
+func (s *Store) CheckChains(ctx context.Context, cp *Checkpoint, file string) error {
+	return s.checkChains(ctx, s.conn(), cp, file)
+}
+
+func (s *Store) checkChains(ctx context.Context, q querier, cp *Checkpoint, file string) error {
+	w := s.wit.w
+	if w == nil {
+		return nil
+	}
+	for _, id := range w.Chains {
+		h, ok := cp.Chain(id)
+		if !ok {
+			continue
+		}
+		var hash []byte
+		err := q.QueryRowContext(ctx, `SELECT hash FROM entries WHERE session = ? AND seq = ?`, id, int64(h.Seq)).Scan(&hash)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return &WitnessError{File: file, Witnessed: cp, StoreSize: -1, err: ErrRolledBack,
+				Problem: fmt.Sprintf("the witness recorded %d receipts of session %s, and the store holds no receipt %d of it: signed receipts were taken out", h.Seq, id, h.Seq)}
+		case err != nil:
+			return s.classify(err)
+		case !bytes.Equal(hash, h.Head[:]):
+			return &WitnessError{File: file, Witnessed: cp, StoreSize: -1, err: ErrRolledBack,
+				Problem: fmt.Sprintf("receipt %d of session %s is not the one the witness recorded: the chain was rewritten", h.Seq, id)}
+		}
+	}
+	return nil
+}
+
+// CheckEntries checks that every leaf of the log from index from on has
+// its receipt row: a row taken out of the entries table leaves the Merkle
+// log (and so any witness) satisfied, but whatever it recorded gone from
+// every chain. An error wraps ErrRolledBack. It reads the index range
+// once: in the steady state, from is the witnessed size, a receipt or
+// none behind the log.
+func (s *Store) CheckEntries(ctx context.Context, from int64) error {
+	var n, end int64
+	err := s.conn().QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(MAX(idx) + 1, 0) FROM entries WHERE idx >= ?`, from).Scan(&n, &end)
+	if err != nil {
+		return fmt.Errorf("store: entries: %w", s.classify(err))
+	}
+	if end > from && n != end-from {
+		return fmt.Errorf("%w: %d of the log's receipts from index %d on are missing from the store (their leaves are in the log): receipts were taken out", ErrRolledBack, end-from-n, from)
+	}
+	return nil
 }

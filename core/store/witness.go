@@ -412,7 +412,10 @@ func (s *Store) WitnessState(ctx context.Context) (*Checkpoint, string, error) {
 		if cp == nil {
 			return s.witnessMissing(ctx, tx, size)
 		}
-		return s.checkWitnessed(cp, file, size, hashReader{ctx, tx})
+		if err := s.checkWitnessed(cp, file, size, hashReader{ctx, tx}); err != nil {
+			return err
+		}
+		return s.checkChains(ctx, tx, cp, file)
 	})
 	return cp, file, err
 }

@@ -53,6 +53,12 @@ func HomeSession(vkey string) string {
 // trust chain.
 func Reserved(session string) bool { return strings.HasPrefix(session, store.SystemPrefix) }
 
+// LegacyActiveSetting is the store setting that named the active grant
+// (and, under LegacyActiveSetting+":"+session, a session's) before the
+// trust chain did. Nothing reads it to decide; store check reports one that
+// disagrees with the chain, which only an edit by hand makes.
+const LegacyActiveSetting = "active_grant"
+
 // Codes of the receipts that change trust state. Each is a
 // joule-decision/1 receipt with decision allow, no debit, and a summary of
 // a fixed form (below) that, with its grants, says exactly what changed.
