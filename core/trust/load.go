@@ -53,6 +53,10 @@ func walk(ctx context.Context, st *store.Store, keys receipts.Keys, c Chain, app
 	if errors.Is(err, store.ErrNotFound) {
 		entries, err = nil, nil
 	}
+	if errors.Is(err, store.ErrCorrupt) {
+		// A row of the chain the store itself finds damaged.
+		return store.ChainHead{}, fault(ErrCorrupt, c.Session, 0, "%v", err)
+	}
 	if err != nil {
 		return store.ChainHead{}, err
 	}
