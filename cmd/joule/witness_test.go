@@ -213,7 +213,7 @@ func TestWitnessFileStates(t *testing.T) {
 
 	// Forged: its size edited, so the signature no longer verifies.
 	cur, _ := os.ReadFile(wfile)
-	os.WriteFile(wfile, bytes.Replace(cur, []byte("\n4\n"), []byte("\n2\n"), 1), 0o600)
+	os.WriteFile(wfile, bytes.Replace(cur, []byte(fmt.Sprintf("\n%d\n", 4+initReceipts)), []byte("\n2\n"), 1), 0o600)
 	if d := gateOnce(t, env, bashEvent(ws, "s1", "go build ./...")); d.Decision != "deny" || d.Code != "witness-invalid" {
 		t.Errorf("gate with a forged witness: %+v", d)
 	}
