@@ -77,7 +77,7 @@ func runStore(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 	}
-	if cur, err := config.StoreLocation(home, cfg); err == nil && !configured && boundLocation(cur) == boundLocation(*loc) {
+	if cur, err := config.StoreLocation(home, cfg); err == nil && !configured && boundLocation(home, cur) == boundLocation(home, *loc) {
 		configured = true // --store names the configured store
 	}
 	// Open migrates: migrate is Open plus a report, check is Open plus

@@ -205,8 +205,10 @@ func TestTrustTampered(t *testing.T) {
 			cmd:   goTest, want: gate.CodeRolledBack,
 			found: []string{"witness FAILED"}, recover: gate.CodeGrantRevoked},
 		{name: "trust receipt byte flipped",
-			edit: func(t *testing.T, h *trustHome) { h.flip(t, "entries", "envelope", "session = 'joule-grants' AND seq = ?", 1) },
-			cmd:  goTest, want: gate.CodeTrustCorrupt,
+			edit: func(t *testing.T, h *trustHome) {
+				h.flip(t, "entries", "envelope", "session = 'joule-grants' AND seq = ?", 1)
+			},
+			cmd: goTest, want: gate.CodeTrustCorrupt,
 			found: []string{"session joule-grants seq 1"}},
 		{name: "trust receipts reordered",
 			edit: func(t *testing.T, h *trustHome) {
@@ -224,7 +226,7 @@ func TestTrustTampered(t *testing.T) {
 				}
 				h.exec(t, `DELETE FROM sessions WHERE id = 'joule-grants'`)
 			},
-			cmd:  goTest, want: gate.CodeTrustCorrupt,
+			cmd: goTest, want: gate.CodeTrustCorrupt,
 			found: []string{"joule-grants"}},
 		{name: "issuers file gains the agent's own key",
 			edit: func(t *testing.T, h *trustHome) {

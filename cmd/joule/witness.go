@@ -2,14 +2,14 @@ package main
 
 import (
 	"context"
-	"net/url"
-	"strings"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
@@ -41,11 +41,13 @@ func witnessPath(home, loc string, configured bool) string {
 	return filepath.Join(home, WitnessDir, "checkpoint-"+hex.EncodeToString(sum[:8]))
 }
 
-// boundLocation is how a witness names the store at loc: a database's
-// host, port and name (not who logs in, nor how: a team's roles reach one
-// store), or a path with its directory's symbolic links resolved, so that
-// one store reached by two spellings is one location.
-func boundLocation(loc string) string {
+// boundLocation is how the witness of home names the store at loc: a
+// database's host, port and name (not who logs in, nor how: a team's roles
+// reach one store); a file in the home by its name there, so that a home
+// moved whole keeps its binding; any other file by its path with its
+// directory's symbolic links resolved, so that one store reached by two
+// spellings is one location.
+func boundLocation(home, loc string) string {
 	if store.IsURL(loc) {
 		u, err := url.Parse(loc)
 		if err != nil {
@@ -57,10 +59,19 @@ func boundLocation(loc string) string {
 		}
 		return "postgres://" + host + "/" + strings.TrimPrefix(u.Path, "/")
 	}
-	if dir, err := filepath.EvalSymlinks(filepath.Dir(loc)); err == nil {
-		return filepath.Join(dir, filepath.Base(loc))
+	resolve := func(p string) string {
+		if dir, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+			return filepath.Join(dir, filepath.Base(p))
+		}
+		return filepath.Clean(p)
 	}
-	return filepath.Clean(loc)
+	path := resolve(loc)
+	if h, err := filepath.EvalSymlinks(home); err == nil {
+		if rel, err := filepath.Rel(h, path); err == nil && filepath.IsLocal(rel) {
+			return "$JOULE_HOME/" + filepath.ToSlash(rel)
+		}
+	}
+	return path
 }
 
 // witnessFor is the witness of the store at loc opened from home: the
@@ -90,7 +101,7 @@ func witnessFor(home, loc string, configured bool, cfg *config.Config, signer no
 		w.Marker = primary
 	}
 	if configured {
-		w.Location = boundLocation(loc)
+		w.Location = boundLocation(home, loc)
 	}
 	if configured && cfg != nil {
 		w.Files = append(w.Files, cfg.Witness.Files...)
