@@ -76,25 +76,44 @@ func (s *Store) SessionHeads(ctx context.Context, ids ...string) (map[string]Cha
 }
 
 // chainExtensions lists the heads of sessions as witness extension lines,
-// in the transaction that sealed.
+// in the transaction that sealed: one read, in the order sessions are
+// given.
 func chainExtensions(ctx context.Context, q querier, sessions []string) ([]string, error) {
-	var out []string
-	for _, id := range sessions {
+	if len(sessions) == 0 {
+		return nil, nil
+	}
+	args := make([]any, len(sessions))
+	for i, id := range sessions {
+		args[i] = id
+	}
+	rows, err := q.QueryContext(ctx, `SELECT id, last_seq, head FROM sessions WHERE id IN (?`+strings.Repeat(", ?", len(sessions)-1)+`)`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	lines := map[string]string{}
+	for rows.Next() {
 		var (
+			id   string
 			seq  int64
 			head []byte
 		)
-		err := q.QueryRowContext(ctx, `SELECT last_seq, head FROM sessions WHERE id = ?`, id).Scan(&seq, &head)
-		if errors.Is(err, sql.ErrNoRows) {
-			continue
-		}
-		if err != nil {
+		if err := rows.Scan(&id, &seq, &head); err != nil {
 			return nil, err
 		}
-		if checkLine("session", id) != nil || strings.ContainsRune(id, ' ') || len(head) != 32 {
+		if checkLine("session", id) != nil || strings.ContainsRune(id, ' ') || len(head) != 32 || seq < 1 {
 			continue // not a chain joule names; store check reports a damaged row
 		}
-		out = append(out, chainPrefix+id+" "+strconv.FormatInt(seq, 10)+" "+base64.RawURLEncoding.EncodeToString(head))
+		lines[id] = chainPrefix + id + " " + strconv.FormatInt(seq, 10) + " " + base64.RawURLEncoding.EncodeToString(head)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, id := range sessions {
+		if l, ok := lines[id]; ok {
+			out = append(out, l)
+		}
 	}
 	return out, nil
 }
