@@ -3,6 +3,7 @@ package gate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/joulehook/joule/core/grant"
 	"github.com/joulehook/joule/core/identity"
 	"github.com/joulehook/joule/core/store"
+	"github.com/joulehook/joule/core/trust"
 )
 
 // trustGate is a gate over a fresh store with no grant, and an issuer it
@@ -176,5 +178,70 @@ func TestRenew(t *testing.T) {
 	}
 	if _, err := g.Renew(ctx, is, oldID, 0); err == nil || !strings.Contains(err.Error(), "is revoked") {
 		t.Fatalf("renew a revoked grant: %v", err)
+	}
+}
+
+// TestTrustStateFollowsTheChain: a resident gate derives the trust state
+// once and follows every change another process seals (here a second gate
+// on the same store, as 'joule grant revoke' is); a grant the chain makes
+// active without an issue receipt is grant-unrecorded, with the command
+// that records it, which then works; and a host cannot seal into the
+// chain.
+func TestTrustStateFollowsTheChain(t *testing.T) {
+	ctx := context.Background()
+	g, is, ws := trustGate(t)
+	s, err := g.Issue(ctx, is, newGrant(ws, 1_000_000, time.Hour), "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	event := func(session string) []byte {
+		return []byte(fmt.Sprintf(`{"session_id":%q,"tool":"Bash","input":{"command":"go test ./..."},"cwd":%q}`, session, ws))
+	}
+	if r := g.DecideJSON(ctx, event("s1")); r.Decision != Allow {
+		t.Fatalf("before: %+v", r)
+	}
+	other := &Gate{Store: g.Store, Sealer: g.Sealer, Trust: g.Trust, JouleHome: g.JouleHome}
+	if err := other.Revoke(ctx, s.ID.String()); err != nil {
+		t.Fatal(err)
+	}
+	if r := g.DecideJSON(ctx, event("s1")); r.Code != CodeGrantRevoked {
+		t.Fatalf("a revocation sealed by another process: %+v", r)
+	}
+
+	// Made active by a receipt of the chain, never issued by one.
+	s2, err := is.Sign(newGrant(ws, 1_000_000, time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := s2.ID.String()
+	if err := g.Store.PutGrant(ctx, store.GrantRecord{ID: id, Signed: s2.Envelope, BudgetUJ: s2.Grant.BudgetUJ}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.SealRecord(ctx, Record{Session: trust.GrantsSession, Tool: "joule grant use", Code: trust.CodeActivated,
+		Summary: trust.ActivatedSummary(id, ""), Grants: []string{id}}); err != nil {
+		t.Fatal(err)
+	}
+	r := g.DecideJSON(ctx, event("s1"))
+	if r.Code != CodeGrantUnrecorded || !strings.Contains(r.Reason, "'joule grant adopt "+id+"'") || r.Receipt == "" {
+		t.Fatalf("an unrecorded grant made active: %+v", r)
+	}
+	if err := g.Adopt(ctx, s2, "test", false); err != nil {
+		t.Fatal(err)
+	}
+	if r := g.DecideJSON(ctx, event("s1")); r.Decision != Allow {
+		t.Fatalf("after adopt: %+v", r)
+	}
+
+	// A host's event naming the chain is sealed elsewhere, refused.
+	before, _ := g.TrustState(ctx)
+	r = g.DecideJSON(ctx, event(trust.GrantsSession))
+	if r.Code != CodeMalformed || r.Session != MalformedSession {
+		t.Fatalf("an event of session %s: %+v", trust.GrantsSession, r)
+	}
+	if r := g.ConsultTier(ctx, trust.GrantsSession, ws, "L0"); r.Code != CodeMalformed {
+		t.Fatalf("a tier consultation of session %s: %+v", trust.GrantsSession, r)
+	}
+	if after, _ := g.TrustState(ctx); after.Seq != before.Seq {
+		t.Fatalf("the trust chain grew from %d to %d receipts", before.Seq, after.Seq)
 	}
 }
