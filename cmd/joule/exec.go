@@ -14,7 +14,6 @@ import (
 
 	"github.com/joulehook/joule/core/gate"
 	"github.com/joulehook/joule/core/sandbox"
-	"github.com/joulehook/joule/tiers/config"
 )
 
 func init() {
@@ -76,10 +75,7 @@ $JOULE_HOME/config.json. joule hook --contain rewrites lines to joule-exec
 	if err != nil {
 		return refuse("%v", err)
 	}
-	cfg, err := config.Load(ep.home)
-	if err != nil {
-		return refuse("%v", err)
-	}
+	cfg := ep.cfg
 	g, err := ep.gate()
 	if err != nil {
 		return refuse("%v", err)

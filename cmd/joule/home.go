@@ -38,7 +38,10 @@ type endpoint struct {
 	files trust.Files
 	// issuers are the issuers file's keys, as read.
 	issuers []string
-	loc     string // the store's location
+	// cfg is config.json as read once, with files: a decision uses the
+	// settings it checked, never a second read.
+	cfg *config.Config
+	loc string // the store's location
 }
 
 func (ep *endpoint) Close() error { return ep.store.Close() }
@@ -119,7 +122,7 @@ func openHome(readOnly bool) (*endpoint, error) {
 		st.Close()
 		return nil, err
 	}
-	return &endpoint{home: home, id: id, store: st, trust: tr, files: homeFiles(id, lines, cfg), issuers: lines, loc: loc}, nil
+	return &endpoint{home: home, id: id, store: st, trust: tr, files: homeFiles(id, lines, cfg), issuers: lines, cfg: cfg, loc: loc}, nil
 }
 
 // homeFiles is what the home of id says in its files: the issuers file's
@@ -183,10 +186,7 @@ func (ep *endpoint) gate() (*gate.Gate, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := config.Load(ep.home)
-	if err != nil {
-		return nil, err
-	}
+	cfg := ep.cfg
 	home, _ := os.UserHomeDir()
 	// A hook runs in its host's environment and working directory: the
 	// hosts' configuration is where they would find it ($CODEX_HOME, …).

@@ -146,6 +146,11 @@ func (g *Gate) decide(ctx context.Context, ev *Event, cannotAsk string, contain 
 	if err != nil {
 		return g.chainRefused(ctx, ev, err)
 	}
+	if contain != nil && g.Files != nil && contain.Config != (core.ID{}) && contain.Config != g.Files.Config {
+		// Read apart from the configuration this gate checked: one of
+		// the two was changed in between.
+		return g.seal(ctx, ev, ev.Input, deny(CodeConfigUnsigned, "config.json changed while this decision was being made (its containment settings are not the ones checked against the home's signed record): 'joule trust' shows the difference"), chain)
+	}
 	policy, err := g.Policy(chain)
 	if err != nil {
 		return g.seal(ctx, ev, ev.Input, deny(CodeGrantInvalid, "%v", err), chain)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/joulehook/joule/core"
 	"github.com/joulehook/joule/core/grant"
 	"github.com/joulehook/joule/core/identity"
 	"github.com/joulehook/joule/core/store"
@@ -243,5 +244,28 @@ func TestTrustStateFollowsTheChain(t *testing.T) {
 	}
 	if after, _ := g.TrustState(ctx); after.Seq != before.Seq {
 		t.Fatalf("the trust chain grew from %d to %d receipts", before.Seq, after.Seq)
+	}
+}
+
+// TestContainmentFromAnotherConfig: a containment built from a
+// config.json read apart from the one the gate checked (changed in
+// between) rewrites nothing: the decision is config-unsigned.
+func TestContainmentFromAnotherConfig(t *testing.T) {
+	ctx := context.Background()
+	g, is, ws := trustGate(t)
+	if _, err := g.Issue(ctx, is, newGrant(ws, 1_000_000, time.Hour), "", true); err != nil {
+		t.Fatal(err)
+	}
+	checked := core.Sum([]byte("the config the gate checked"))
+	g.Files = &trust.Files{Home: "joule-home:trust.test+1", Steward: g.Sealer.Steward(), Key: g.Trust[g.Sealer.Steward()],
+		Issuers: trust.NoIssuers, Config: checked, DefaultConfig: checked}
+	ev := &Event{SessionID: "s1", Tool: "Bash", Input: []byte(`{"command":"go test ./..."}`), Cwd: ws}
+	same := Contained{Gate: g, C: &Containment{Off: "test", Config: checked}}
+	if r := same.Decide(ctx, ev); r.Decision != Allow {
+		t.Fatalf("the same configuration: %+v", r)
+	}
+	other := Contained{Gate: g, C: &Containment{Off: "test", Config: core.Sum([]byte("edited since"))}}
+	if r := other.Decide(ctx, ev); r.Code != CodeConfigUnsigned || r.Receipt == "" {
+		t.Fatalf("a containment from another configuration: %+v", r)
 	}
 }
