@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/joulehook/joule/core"
 	"github.com/joulehook/joule/core/grant"
-	"github.com/joulehook/joule/core/receipts"
 	"github.com/joulehook/joule/core/store"
 	"github.com/joulehook/joule/core/trust"
 )
@@ -337,18 +335,7 @@ func (g *Gate) HomeState(ctx context.Context) (*trust.Home, error) {
 		return nil, err
 	}
 	wit, _ := g.Store.WitnessedChains()
-	c := trust.Chain{Session: f.Home}
-	if h, ok := heads[f.Home]; ok {
-		c.Head = &h
-	}
-	if w, ok := wit[f.Home]; ok {
-		c.Witnessed = &w
-	}
-	own, err := receipts.NewKeys(map[string]core.PublicKey{f.Steward: f.Key})
-	if err != nil {
-		return nil, err
-	}
-	home, err := trust.LoadHome(ctx, g.Store, own, c)
+	home, err := g.loadHome(ctx, heads, wit)
 	if err != nil {
 		return nil, err
 	}

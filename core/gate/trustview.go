@@ -85,30 +85,40 @@ func (g *Gate) trustState(ctx context.Context) (*trust.Grants, error) {
 
 func sameTrust(a, b grant.Trust) bool { return maps.Equal(a, b) }
 
-// deriveTrust reads and verifies the home's chain (with the endpoint's
-// own key) and checks the home's files against it, then reads and
-// verifies the grants' chain with every trusted issuer's key.
-func (g *Gate) deriveTrust(ctx context.Context, heads, wit map[string]store.ChainHead) (*trust.Grants, error) {
-	chain := func(session string) trust.Chain {
-		c := trust.Chain{Session: session}
-		if h, ok := heads[session]; ok {
-			c.Head = &h
-		}
-		if w, ok := wit[session]; ok {
-			c.Witnessed = &w
-		}
-		return c
+// chainOf is session's chain as the sessions table and the witness
+// record its head.
+func chainOf(session string, heads, wit map[string]store.ChainHead) trust.Chain {
+	c := trust.Chain{Session: session}
+	if h, ok := heads[session]; ok {
+		c.Head = &h
 	}
-	if f := g.Files; f != nil {
-		own, err := receipts.NewKeys(map[string]core.PublicKey{f.Steward: f.Key})
+	if w, ok := wit[session]; ok {
+		c.Witnessed = &w
+	}
+	return c
+}
+
+// loadHome reads and verifies the home's own chain with the home's key
+// alone: only the home records its files.
+func (g *Gate) loadHome(ctx context.Context, heads, wit map[string]store.ChainHead) (*trust.Home, error) {
+	f := g.Files
+	own, err := receipts.NewKeys(map[string]core.PublicKey{f.Steward: f.Key})
+	if err != nil {
+		return nil, err
+	}
+	return trust.LoadHome(ctx, g.Store, own, chainOf(f.Home, heads, wit))
+}
+
+// deriveTrust reads and verifies the home's chain and checks the home's
+// files against it, then reads and verifies the grants' chain with every
+// trusted issuer's key.
+func (g *Gate) deriveTrust(ctx context.Context, heads, wit map[string]store.ChainHead) (*trust.Grants, error) {
+	if g.Files != nil {
+		home, err := g.loadHome(ctx, heads, wit)
 		if err != nil {
 			return nil, err
 		}
-		home, err := trust.LoadHome(ctx, g.Store, own, chain(f.Home))
-		if err != nil {
-			return nil, err
-		}
-		if err := home.Check(*f); err != nil {
+		if err := home.Check(*g.Files); err != nil {
 			return nil, err
 		}
 	}
@@ -116,7 +126,7 @@ func (g *Gate) deriveTrust(ctx context.Context, heads, wit map[string]store.Chai
 	if err != nil {
 		return nil, err
 	}
-	return trust.LoadGrants(ctx, g.Store, keys, chain(trust.GrantsSession))
+	return trust.LoadGrants(ctx, g.Store, keys, chainOf(trust.GrantsSession, heads, wit))
 }
 
 // trustRefusal is the verdict for an error that kept the trust state from
