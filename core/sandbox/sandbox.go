@@ -147,6 +147,10 @@ type Spec struct {
 	// found of persist.go's paths (their placeholders made), for Plan.
 	overlays []Overlay
 	guarded  []guard
+	// known are the git directories the discovery followed (their
+	// configuration and hooks read-only for the run): the sweep after the
+	// command leaves them alone.
+	known map[string]bool
 	// standIns are the stand-ins Exec holds for the command's run
 	// (standin_linux.go), for Plan: each is bound read-only.
 	standIns map[string]bool
