@@ -273,7 +273,7 @@ var persistAttacks = []persistAttack{
 		attack: `git init -q src/n && cd src/n && git -c protocol.file.allow=always submodule add -q "$ROOT/subsrc" s && fsm .git/modules/s/config`, later: `git -C src/n/s status -s`},
 	{name: "new repository's submodule, core.worktree out of the workspace", setup: `git init -q "$ROOT/subsrc" && git -C "$ROOT/subsrc" commit -q --allow-empty -m s && mkdir -p "$ROOT/out"`,
 		attack: `git init -q src/n && cd src/n && git -c protocol.file.allow=always submodule add -q "$ROOT/subsrc" s && git --git-dir=.git/modules/s config core.worktree "$ROOT/out" && git --git-dir=.git/modules/s config core.fsmonitor 'touch "$MARK"; false'`,
-		later: `git --git-dir=src/n/.git/modules/s status -s; true`},
+		later:  `git --git-dir=src/n/.git/modules/s status -s; true`},
 	{name: "new linked worktree of a new repository, config.worktree", attack: `git init -q src/n && git -C src/n commit -q --allow-empty -m i && git -C src/n worktree add -q ../wtn && git -C src/n config extensions.worktreeConfig true && fsm src/n/.git/worktrees/wtn/config.worktree`,
 		later: `git -C src/wtn status -s`},
 	{name: "new linked worktree, commondir to the temp dir", attack: `git init -q src/n && git -C src/n commit -q --allow-empty -m i && git -C src/n worktree add -q ../wtn && evilgit src/n/.git "$TMPDIR/ev" && echo "$TMPDIR/ev" > src/n/.git/worktrees/wtn/commondir`,
