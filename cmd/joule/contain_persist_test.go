@@ -422,7 +422,8 @@ func TestContainOrdinaryWorkPersist(t *testing.T) {
 	// not made inside containment.
 	if out := b.run(t, false, `set -e; mkdir -p ~/go/pkg/mod && git clone -q --bare . "$ROOT/remote.git" && git remote add origin "$ROOT/remote.git" && git -C "$ROOT/remote.git" branch -q fetched HEAD && mkdir -p src/pkg/dep &&
 printf '{"name":"dep","version":"1.0.0","bin":{"dep-bin":"bin.js"}}' > src/pkg/dep/package.json && printf '#!/usr/bin/env node\nconsole.log("dep-bin ran")\n' > src/pkg/dep/bin.js &&
-printf '{"name":"pkg","version":"1.0.0","dependencies":{"dep":"file:./dep"}}' > src/pkg/package.json && echo ready`, nil); !strings.Contains(out, "ready") {
+printf '{"name":"pkg","version":"1.0.0","dependencies":{"dep":"file:./dep"}}' > src/pkg/package.json &&
+git init -q "$ROOT/subsrc" && git -C "$ROOT/subsrc" commit -q --allow-empty -m s && echo ready`, nil); !strings.Contains(out, "ready") {
 		t.Fatalf("setup: %s", out)
 	}
 	steps := []struct {
@@ -438,6 +439,9 @@ echo s > src/s && git add src/s && git commit -qm s && git rebase -q feat2 && gi
 		{"the download is the session's", `cd src/other && GOPROXY=off go build -o /dev/null . && echo built`, "built", nil, "go"},
 		{"npm install", `cd src/pkg && npm install --offline --no-audit --no-fund >/dev/null 2>&1; ./node_modules/.bin/dep-bin`, "dep-bin ran", nil, "npm"},
 		{"python -m venv", `/usr/bin/python3 -m venv src/.venv && src/.venv/bin/python -c 'print("venv", 1+1)'`, "venv 2", nil, "/usr/bin/python3"},
+		{"new repositories", `git init -q src/n && cd src/n && echo a > a && git add a && git commit -qm a && git clone -q . ../cl && cd ../cl &&
+git -c protocol.file.allow=always submodule add -q "$ROOT/subsrc" s && git commit -qm s && git worktree add -q ../wt && git -C ../wt commit -q --allow-empty -m w && echo made`, "made", nil, ""},
+		{"new repositories afterwards", `git -C src/cl status --short && git -C src/cl submodule status | cut -c43- && git -C src/wt log --oneline | wc -l && git -C src/cl/s log --oneline | wc -l`, "s (heads/master)\n3\n1", nil, ""},
 		{"the workspace root and the temp dir", `touch new.txt && mkdir newdir && mv new.txt newdir/ && f=$(mktemp) && echo t > "$f" && cat "$f" && rm -r "$f" newdir`, "t", nil, ""},
 	}
 	for _, s := range steps {
@@ -450,6 +454,9 @@ echo s > src/s && git add src/s && git commit -qm s && git rebase -q feat2 && gi
 			out := b.run(t, true, "set -e; "+s.line, nil, s.flags...)
 			if !strings.Contains(out, s.want) {
 				t.Fatalf("%s: want %q in:\n%s", s.line, s.want, out)
+			}
+			if strings.Contains(out, "git would have run") {
+				t.Errorf("the sweep took something of ordinary work:\n%s", out)
 			}
 		})
 	}

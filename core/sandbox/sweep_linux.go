@@ -86,7 +86,8 @@ type sweeper struct {
 	dirs     int
 	stopped  []string // trees whose walk stopped at a bound
 	found    []sweptRepo
-	repos    int // sweptRepo.n's given
+	repos    int  // sweptRepo.n's given
+	dry      bool // find, change nothing (the benchmark)
 }
 
 // sweptRepo is what was moved out of one git directory.
@@ -347,6 +348,10 @@ func (s *sweeper) config(r *sweptRepo, fd int, name string) {
 	if !complete {
 		dropped = append(dropped, "what follows a line git cannot read")
 	}
+	if s.dry {
+		r.what = append(r.what, name)
+		return
+	}
 	s.keep(r, name, b)
 	tmp := "." + name + ".joule-sweep"
 	unix.Unlinkat(fd, tmp, 0)
@@ -405,6 +410,10 @@ func (s *sweeper) hooks(r *sweptRepo, fd int) {
 func (s *sweeper) move(r *sweptRepo, fd int, name, label string) {
 	var st unix.Stat_t
 	if unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+		return
+	}
+	if s.dry {
+		r.what = append(r.what, label)
 		return
 	}
 	switch st.Mode & unix.S_IFMT {
@@ -617,12 +626,10 @@ func quoteConfig(v string) string {
 	return `"` + r.Replace(v) + `"`
 }
 
-// listFD lists directory fd (path p, for a look-up where the listing does
-// not say an entry's type) from its start.
+// listFD lists directory fd, just opened (p is its path, unused: the
+// look-up of an entry whose type the listing does not say is relative to
+// fd).
 func listFD(fd int, p string) []dirent {
-	if _, err := unix.Seek(fd, 0, 0); err != nil {
-		return nil
-	}
 	var buf [8192]byte
 	var out []dirent
 	for {
