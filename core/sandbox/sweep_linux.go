@@ -55,8 +55,9 @@ import (
 // only kept variables and *.sample hooks.
 //
 // The walk does not follow links, enters no node_modules (code there runs
-// unconfined by design: docs/gate.md), and in a git directory enters only
-// modules/ and worktrees/. It opens every directory relative to its
+// unconfined by design: docs/gate.md), no cache and no refused path (the
+// command wrote neither), and in a git directory enters only modules/ and
+// worktrees/. It opens every directory relative to its
 // parent's descriptor without following links, so that another command
 // running at the same time cannot lead it outside by swapping a directory
 // for a link. It stops at maxSweepDirs directories, and says so.
@@ -80,6 +81,7 @@ type sweeper struct {
 	trees    []string        // swept: the trees the grant names
 	writable []string        // every writable tree
 	known    map[string]bool // git directories the discovery followed
+	skip     map[string]bool // trees the command could not write: not entered
 	done     map[string]bool // git directories swept
 	qroot    string          // the quarantine root; "" removes
 	qdir     string          // this sweep's, made on first use
@@ -119,8 +121,18 @@ func (spec *Spec) newSweeper() *sweeper {
 		s.trees = append(s.trees, res.resolve(t))
 	}
 	s.trees = outermost(compact(s.trees))
+	// The caches (an overlay kept their real directory from the command)
+	// and the refused paths ($JOULE_HOME, the home's secrets) are not
+	// entered: nothing there is the command's.
+	s.skip = map[string]bool{}
+	for _, c := range spec.Caches {
+		s.skip[c] = true
+	}
 	for _, l := range spec.Layers {
 		s.writable = append(s.writable, l.Write...)
+		for _, p := range l.ReadDeny {
+			s.skip[p] = true
+		}
 	}
 	s.writable = compact(s.writable)
 	return s
@@ -193,6 +205,8 @@ func (s *sweeper) walk(fd int, p string, depth int) bool {
 		case !e.dir || e.link || e.name == "node_modules":
 			continue
 		case gitdir && e.name != "modules" && e.name != "worktrees":
+			continue
+		case s.skip[p+"/"+e.name]:
 			continue
 		}
 		sub, err := unix.Openat(fd, e.name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)

@@ -116,14 +116,14 @@ func TestSweep(t *testing.T) {
 	os.MkdirAll(ws, 0o755)
 	sh(`set -e; mkdir -p "$TMP" "$OUT"
 git init -q && git init -q known
-for r in new a/b/c/d/e/deep node_modules/m/r; do git init -q $r; printf '[core]\n\tfsmonitor = x\n' >> $r/.git/config; printf '#!/bin/sh\n' > $r/.git/hooks/pre-commit; done
+for r in new a/b/c/d/e/deep node_modules/m/r cache/r; do git init -q $r; printf '[core]\n\tfsmonitor = x\n' >> $r/.git/config; printf '#!/bin/sh\n' > $r/.git/hooks/pre-commit; done
 printf '#!/bin/sh\n' > .git/hooks/pre-commit; printf '#!/bin/sh\n' > known/.git/hooks/pre-commit
 git init -q --bare bare.git && ln -s "$TMP/h" bare.git/hooks/post-receive
 git init -q "$TMP/evil" && mkdir -p ptmp pws pout && echo "gitdir: $TMP/evil/.git" > ptmp/.git
 git init -q --bare x/y/target && echo "gitdir: ../x/y/target" > pws/.git && printf '#!/bin/sh\n' > x/y/target/hooks/update
 git init -q "$OUT/r" && ln -s "$OUT/r/.git" pout/.git`)
 	s := &sweeper{trees: []string{ws}, writable: []string{ws, tmp}, known: map[string]bool{ws + "/.git": true, ws + "/known/.git": true},
-		done: map[string]bool{}, qroot: filepath.Join(root, "q")}
+		skip: map[string]bool{ws + "/cache": true}, done: map[string]bool{}, qroot: filepath.Join(root, "q")}
 	s.run()
 	exists := func(p string) bool { _, err := os.Lstat(filepath.Join(ws, p)); return err == nil }
 	for p, want := range map[string]bool{
@@ -133,6 +133,7 @@ git init -q "$OUT/r" && ln -s "$OUT/r/.git" pout/.git`)
 		"new/.git/hooks/pre-push.sample":         true,
 		"a/b/c/d/e/deep/.git/hooks/pre-commit":   false,
 		"node_modules/m/r/.git/hooks/pre-commit": true, // not entered (docs/gate.md)
+		"cache/r/.git/hooks/pre-commit":          true, // a cache: not entered
 		"bare.git/hooks/post-receive":            false,
 		"ptmp/.git":                              false, // to the temp dir
 		"pws/.git":                               true,  // to the workspace: swept there
@@ -162,7 +163,7 @@ git init -q "$OUT/r" && ln -s "$OUT/r/.git" pout/.git`)
 		t.Errorf("README: %v %q", err, b)
 	}
 	// A second sweep finds nothing left to take.
-	s2 := &sweeper{trees: s.trees, writable: s.writable, known: s.known, done: map[string]bool{}, qroot: s.qroot}
+	s2 := &sweeper{trees: s.trees, writable: s.writable, known: s.known, skip: s.skip, done: map[string]bool{}, qroot: s.qroot}
 	s2.run()
 	if len(s2.found) != 0 {
 		t.Errorf("a second sweep took %v", s2.found)
