@@ -496,7 +496,13 @@ func execNamespace(spec Spec, abi int, path string, argv, env []string, warn io.
 		syscall.Close(fd)
 	}
 	fds = nil
-	os.Exit(waitForProgram(int(pid), status, func() { stand.release(spec.stats) }))
+	// Once no process of the command is left: the stand-ins go, and the
+	// sweep takes out what git would run of the repositories the
+	// discovery did not guard (sweep_linux.go).
+	os.Exit(waitForProgram(int(pid), status, func() {
+		stand.release(spec.stats)
+		spec.sweep(warn)
+	}))
 	return nil
 }
 

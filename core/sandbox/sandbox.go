@@ -86,7 +86,10 @@
 // directories) is read-only (persist.go), and the toolchains' shared caches
 // are overlays whose upper layer is the session's own (layers.go), so that
 // nothing the command writes runs, or is followed, unconfined afterwards.
-// Landlock alone cannot do either (LandlockOnlyGaps).
+// A repository the command makes, or one the discovery did not find, is
+// swept once every process of the command has ended: its hooks and every
+// configuration variable but an allow-list are moved to a quarantine
+// (sweep_linux.go). Landlock alone can do none of it (LandlockOnlyGaps).
 //
 // The network (Landlock ABI 4): TCP connect and bind are refused unless
 // Spec.Net. With the network off a seccomp filter refuses every other
@@ -147,6 +150,10 @@ type Spec struct {
 	// found of persist.go's paths (their placeholders made), for Plan.
 	overlays []Overlay
 	guarded  []guard
+	// known are the git directories the discovery followed (their
+	// configuration and hooks read-only for the run): the sweep after the
+	// command leaves them alone.
+	known map[string]bool
 	// standIns are the stand-ins Exec holds for the command's run
 	// (standin_linux.go), for Plan: each is bound read-only.
 	standIns map[string]bool
