@@ -15,7 +15,9 @@ import (
 
 	"github.com/joulehook/joule/acpagent"
 	"github.com/joulehook/joule/core/gate"
+	"github.com/joulehook/joule/core/sandbox"
 	"github.com/joulehook/joule/energy"
+	"github.com/joulehook/joule/plugins/hook/resident"
 	"github.com/joulehook/joule/tiers/config"
 	"github.com/joulehook/joule/tiers/l0"
 	"github.com/joulehook/joule/tiers/l1/lsp"
@@ -157,6 +159,12 @@ func runACP(ctx context.Context, e *env, args []string) error {
 		}
 		r.Log = opt.Log
 		r.Timeout = *remoteTimeout
+		if r.Contain, err = remoteContainment(ep.home, cfg); err != nil {
+			return err
+		}
+		if r.Contain == nil {
+			opt.Log.Warn("l4: the remote agent runs uncontained (exec_fallback is unconfined): its own changes to the disk are decided after its turn and undone if denied")
+		}
 		opt.Remote = r
 		opt.Metered = *proxyURL != ""
 		if *proxyURL == "" {
@@ -180,4 +188,25 @@ func newRemote(cmdline string, stderr io.Writer, g *gate.Gate, key ed25519.Priva
 		r.Proxy = func() string { return proxyURL }
 	}
 	return r, nil
+}
+
+// remoteContainment is how L4 confines the remote agent's process tree:
+// under joule-exec beside this binary, with the session's grant
+// (l4.Containment). Where it cannot (no joule-exec, no Landlock) L4 does
+// not start unless exec_fallback is "unconfined": then nil, and the
+// agent runs as it is.
+func remoteContainment(home string, cfg *config.Config) (*l4.Containment, error) {
+	c, err := containment(home, resident.ModeContain)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case c.Runner != "" && c.ABI > 0:
+		return &l4.Containment{Runner: c.Runner, PolicyDir: c.PolicyDir}, nil
+	case cfg.ExecFallback == "unconfined":
+		return nil, nil
+	case c.ABI == 0:
+		return nil, fmt.Errorf("acp: --remote runs the remote agent contained, but %v; set \"exec_fallback\": \"unconfined\" in %s to run it uncontained", sandbox.ErrUnavailable, filepath.Join(home, ConfigFile))
+	}
+	return nil, fmt.Errorf("acp: --remote runs the remote agent contained under joule-exec, which is not beside this binary (make build puts it there); set \"exec_fallback\": \"unconfined\" in %s to run it uncontained", filepath.Join(home, ConfigFile))
 }

@@ -70,6 +70,10 @@ type Remote struct {
 	CommandTimeout time.Duration
 	Stderr         io.Writer // the agent's stderr; nil discards it
 	Log            *slog.Logger
+	// Contain, when set, runs the agent's whole process tree confined to
+	// the session's grant (Containment); nil runs it as it is, its own
+	// changes to the disk decided after the turn and undone if denied.
+	Contain *Containment
 }
 
 // ProxyEnv points a remote agent's model traffic at joule proxy's base URL:
@@ -150,13 +154,25 @@ func (s *stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 	}
 	argv := r.Argv
 	var env []string
+	proxy := ""
 	if r.Proxy != nil {
 		if u := r.Proxy(); u != "" {
 			su := SessionURL(u, req.Session)
 			env = ProxyEnv(su)
 			argv = ProxyArgs(argv, su)
+			proxy = u
 			s.ed.Metered()
 		}
+	}
+	if r.Contain != nil {
+		wrapped, cenv, cleanup, err := r.Contain.wrap(ctx, r.Gate, req.Session, argv, proxy)
+		if err != nil {
+			// Fail closed: an agent meant to run contained does not run
+			// otherwise.
+			return nil, fmt.Errorf("l4: containing the remote agent: %v", err)
+		}
+		defer cleanup()
+		argv, env = wrapped, append(cenv, env...)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = req.Root
