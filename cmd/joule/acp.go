@@ -37,7 +37,7 @@ const OpsDir = "ops"
 // so that a session is loadable before its first receipt.
 const ACPSessionsDir = "acp-sessions"
 
-const acpUsage = `acp [--remote 'COMMAND ARGS…' [--remote-timeout 30m] [--proxy URL]] [--no-cache] [--log FILE]
+const acpUsage = `acp [--remote 'COMMAND ARGS…' [--remote-timeout 30m] [--remote-mode MODE] [--proxy URL]] [--no-cache] [--log FILE]
 
 Speaks the Agent Client Protocol (version 1) on stdin/stdout, as Zed,
 JetBrains IDEs and Neovim (CodeCompanion, avante.nvim) launch an agent. Each
@@ -63,6 +63,7 @@ func runACP(ctx context.Context, e *env, args []string) error {
 	remoteTimeout := fs.Duration("remote-timeout", 30*time.Minute, "the longest one prompt may run at the remote agent before L4 gives up")
 	noCache := fs.Bool("no-cache", false, "do not consult or fill the L0 cache")
 	logFile := fs.String("log", "", "append diagnostics to FILE (default: stderr)")
+	remoteMode := fs.String("remote-mode", os.Getenv("JOULE_ACP_REMOTE_MODE"), "the ACP session mode the remote agent's sessions are put in (e.g. bypassPermissions for claude-agent-acp); default its own (default $JOULE_ACP_REMOTE_MODE)")
 	proxyURL := fs.String("proxy", os.Getenv("JOULE_PROXY_URL"), "a running joule proxy's base URL; the remote agent's model calls are pointed at it (default $JOULE_PROXY_URL)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -159,6 +160,7 @@ func runACP(ctx context.Context, e *env, args []string) error {
 		}
 		r.Log = opt.Log
 		r.Timeout = *remoteTimeout
+		r.Mode = *remoteMode
 		if r.Contain, err = remoteContainment(ep.home, cfg); err != nil {
 			return err
 		}

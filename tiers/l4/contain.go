@@ -28,10 +28,12 @@ import (
 //     (sandbox.Policy.Connect: Landlock names a port, not an address, so
 //     that port on any host); without one, the network, since it must
 //     reach its model's API;
-//   - a home of its own: HOME, XDG_*, CLAUDE_CONFIG_DIR, CODEX_HOME and
-//     GEMINI_CLI_HOME name a fresh directory in the temp dir, removed after
-//     the turn, so its configuration, sessions and caches are written
-//     there and never into the user's. Credentials come from the
+//   - a home and a temp dir of its own: TMPDIR names a fresh directory
+//     (the only temp dir it may write: the shared /tmp is read-only to
+//     it), and HOME, XDG_*, CLAUDE_CONFIG_DIR, CODEX_HOME and
+//     GEMINI_CLI_HOME a directory in it, all removed after the turn, so
+//     its configuration, sessions and caches are written there and never
+//     into the user's. Credentials come from the
 //     environment (ANTHROPIC_API_KEY, OPENAI_API_KEY, …): the sandbox
 //     refuses reading the stored ones anyway (sandbox.HomeSecrets).
 type Containment struct {
@@ -73,21 +75,26 @@ func (c *Containment) wrap(ctx context.Context, g *gate.Gate, session string, ar
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("writing the remote agent's policy: %v", err)
 	}
-	home, err := os.MkdirTemp("", "joule-l4-home-*")
+	base, err := os.MkdirTemp("", "joule-l4-*")
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if home, err = filepath.EvalSymlinks(home); err != nil {
+	if base, err = filepath.EvalSymlinks(base); err != nil {
+		os.RemoveAll(base)
 		return nil, nil, nil, err
 	}
-	env := []string{"HOME=" + home,
+	home := filepath.Join(base, "home")
+	// The agent's temp dir is its own: the sandbox's writable temp is
+	// $TMPDIR, and the shared /tmp (where other programs, and the
+	// workspace, may live) stays read-only to it.
+	env := []string{"TMPDIR=" + base, "HOME=" + home,
 		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "XDG_DATA_HOME=" + filepath.Join(home, ".local", "share"),
 		"XDG_STATE_HOME=" + filepath.Join(home, ".local", "state"), "XDG_CACHE_HOME=" + filepath.Join(home, ".cache"),
 		"CLAUDE_CONFIG_DIR=" + filepath.Join(home, ".claude"), "CODEX_HOME=" + filepath.Join(home, ".codex"),
 		"GEMINI_CLI_HOME=" + home}
 	for _, d := range []string{".config", ".local/share", ".local/state", ".cache", ".claude", ".codex"} {
 		if err := os.MkdirAll(filepath.Join(home, d), 0o700); err != nil {
-			os.RemoveAll(home)
+			os.RemoveAll(base)
 			return nil, nil, nil, err
 		}
 	}
@@ -96,7 +103,7 @@ func (c *Containment) wrap(ctx context.Context, g *gate.Gate, session string, ar
 		wrapped = append(wrapped, "--net")
 	}
 	wrapped = append(append(wrapped, "--"), argv...)
-	return wrapped, env, func() { os.RemoveAll(home) }, nil
+	return wrapped, env, func() { os.RemoveAll(base) }, nil
 }
 
 // loopbackPort is the port of a proxy URL on a loopback address: the one
