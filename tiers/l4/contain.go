@@ -30,7 +30,7 @@ import (
 //     reach its model's API;
 //   - a home and a temp dir of its own: TMPDIR names a fresh directory
 //     (the only temp dir it may write: the shared /tmp is read-only to
-//     it), and HOME, XDG_*, CLAUDE_CONFIG_DIR, CODEX_HOME and
+//     it), and HOME, XDG_DATA/STATE/CACHE_HOME, CLAUDE_CONFIG_DIR, CODEX_HOME and
 //     GEMINI_CLI_HOME a directory in it, all removed after the turn, so
 //     its configuration, sessions and caches are written there and never
 //     into the user's. Credentials come from the
@@ -87,8 +87,11 @@ func (c *Containment) wrap(ctx context.Context, g *gate.Gate, session string, ar
 	// The agent's temp dir is its own: the sandbox's writable temp is
 	// $TMPDIR, and the shared /tmp (where other programs, and the
 	// workspace, may live) stays read-only to it.
+	// XDG_CONFIG_HOME is emptied, not pointed into the home: the sandbox
+	// makes the directory it names read-only (what programs run later
+	// read, persist.go), and an empty one means $HOME/.config.
 	env := []string{"TMPDIR=" + base, "HOME=" + home,
-		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "XDG_DATA_HOME=" + filepath.Join(home, ".local", "share"),
+		"XDG_CONFIG_HOME=", "XDG_DATA_HOME=" + filepath.Join(home, ".local", "share"),
 		"XDG_STATE_HOME=" + filepath.Join(home, ".local", "state"), "XDG_CACHE_HOME=" + filepath.Join(home, ".cache"),
 		"CLAUDE_CONFIG_DIR=" + filepath.Join(home, ".claude"), "CODEX_HOME=" + filepath.Join(home, ".codex"),
 		"GEMINI_CLI_HOME=" + home}
