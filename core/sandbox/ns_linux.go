@@ -340,6 +340,9 @@ func execNamespace(spec Spec, abi int, path string, argv, env []string, warn io.
 			return fmt.Errorf("landlock_create_ruleset: %w", err)
 		}
 		fds = append(fds, fd)
+		if err := addConnect(fd, spec, abi); err != nil {
+			return fmt.Errorf("layer %d: %w", i, err)
+		}
 		for _, r := range rules {
 			if !slices.ContainsFunc(plan.Overlays, func(o Overlay) bool { return o.Path == r.Path }) {
 				if err := addRule(fd, r, fs); err != nil {

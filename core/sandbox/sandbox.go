@@ -98,7 +98,8 @@
 // sockets are refused, and so are unix sockets, through which the command
 // could reach a server outside by its path (Landlock scopes named unix
 // sockets only from ABI 9); socketpair stays, for the command's own
-// pipes. With ABI 6, abstract unix sockets and signals are scoped: the
+// pipes. Spec.Connect opens TCP connect to a few ports only, on any
+// address (Landlock's network rules name ports). With ABI 6, abstract unix sockets and signals are scoped: the
 // process tree cannot reach abstract sockets or signal processes outside it.
 package sandbox
 
@@ -119,6 +120,11 @@ import (
 type Spec struct {
 	Layers []Layer
 	Net    bool // TCP connect and bind are allowed
+	// Connect are the TCP ports a command without Net may still connect
+	// to (Landlock ABI 4 rules name a port, not an address): joule acp's
+	// remote agent reaches the joule proxy on loopback this way and
+	// nothing else. Bind stays refused.
+	Connect []uint16
 	// LandlockOnly confines with Landlock alone (the carve of Layer.Rules)
 	// even where the namespace construction is available.
 	LandlockOnly bool
