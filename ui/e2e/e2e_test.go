@@ -23,6 +23,8 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite"
+
+	"github.com/joulehook/joule/internal/testdeps"
 )
 
 var jouleBin string
@@ -57,8 +59,8 @@ func needBrowser(t *testing.T) {
 	if _, err := exec.LookPath("node"); err != nil {
 		missing = append(missing, "node")
 	}
-	if _, err := os.Stat("testdata/browser/node_modules/playwright-core/package.json"); err != nil {
-		missing = append(missing, "playwright-core (npm ci --prefix ui/e2e/testdata/browser)")
+	if _, err := os.Stat(filepath.Join(testdeps.NodeModules("testdata/browser"), "playwright-core/package.json")); err != nil {
+		missing = append(missing, "playwright-core")
 	}
 	if len(missing) == 0 {
 		return
@@ -157,13 +159,21 @@ func driveNoFatal(t *testing.T, args ...string) map[string]any {
 	ctx, cancel := context.WithTimeout(context.Background(), 240*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", append([]string{"drive.mjs"}, args...)...)
-	cmd.Dir = "testdata/browser"
+	dir, err := os.MkdirTemp("", "joule-ui-drive-")
+	if err != nil {
+		return map[string]any{"error": err.Error()}
+	}
+	defer os.RemoveAll(dir)
+	if err := testdeps.Stage(dir, "testdata/browser"); err != nil {
+		return map[string]any{"error": err.Error()}
+	}
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "CHROMIUM="+chromium())
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
+	err = cmd.Run()
 	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // chromium's leftovers, if any
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	var got map[string]any

