@@ -17,7 +17,7 @@ if [ ${#need[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}"
 fi
-chromium --version
+chromium --version 2>/dev/null
 
 . .ci/setup.d/lib/npm.sh
 PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm_install 60-ui-browser ui/e2e/testdata/browser

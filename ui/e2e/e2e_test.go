@@ -204,7 +204,15 @@ func statusOf(t *testing.T, home, session string) statusLine {
 		t.Fatalf("statusline printed %q", out)
 	}
 	parts := strings.Split(body, " │ ")
-	return statusLine{parts[0], parts[1], parts[len(parts)-1]}
+	// The decisions are the part that counts them: a note on the meter
+	// may stand before it.
+	decisions := parts[1]
+	for _, p := range parts {
+		if strings.Contains(p, " allowed · ") {
+			decisions = p
+		}
+	}
+	return statusLine{parts[0], decisions, parts[len(parts)-1]}
 }
 
 // lsRow is one row of `joule receipts ls SESSION`, read from its --json
@@ -423,6 +431,35 @@ func TestDashboard(t *testing.T) {
 			t.Errorf("%s: page %q · %q · %q, statusline %q · %q · %q", id, got["energy"], got["decisions"], got["budget-left"], sl.energy, sl.decisions, sl.left)
 		}
 		ls := receiptsLs(t, home, id)
+		// What was denied, and why: above the figures, every deny and ask
+		// of receipts ls, newest first, each with its reason.
+		var denied []string
+		for i := len(ls) - 1; i >= 0; i-- {
+			if ls[i].decision == "deny" || ls[i].decision == "ask" {
+				denied = append(denied, ls[i].seq)
+			}
+		}
+		var shown []string
+		for _, d := range got["denials"].([]any) {
+			cells := d.([]any)
+			shown = append(shown, cells[0].(string))
+			if strings.TrimSpace(cells[5].(string)) == "" {
+				t.Errorf("%s: a denial without its reason: %v", id, cells)
+			}
+		}
+		if strings.Join(shown, " ") != strings.Join(denied, " ") || got["denialsFirst"] != true {
+			t.Errorf("%s: denials %v (first: %v), receipts ls %v", id, shown, got["denialsFirst"], denied)
+		}
+		for _, c := range got["cards"].([]any) {
+			if v := c.([]any)[1].(string); v == "0 µJ" || v == "0" || v == "0 / 0 / 0 / 0" {
+				t.Errorf("%s: a zero figure among the others: %v", id, c)
+			}
+		}
+		for _, c := range got["zeroCards"].([]any) {
+			if v := c.([]any)[1].(string); v != "0 µJ" && v != "0" && v != "0 / 0 / 0 / 0" {
+				t.Errorf("%s: a figure that is not zero folded with the zeros: %v", id, c)
+			}
+		}
 		chain := got["chain"].([]any)
 		if len(chain) != len(ls) {
 			t.Fatalf("%s: %d rows drawn, receipts ls has %d", id, len(chain), len(ls))
