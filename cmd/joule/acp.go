@@ -18,6 +18,7 @@ import (
 	"github.com/joulehook/joule/energy"
 	"github.com/joulehook/joule/tiers/config"
 	"github.com/joulehook/joule/tiers/l0"
+	"github.com/joulehook/joule/tiers/l1/lsp"
 	"github.com/joulehook/joule/tiers/l2"
 	"github.com/joulehook/joule/tiers/l4"
 	"github.com/joulehook/joule/tiers/tierconfig"
@@ -29,6 +30,10 @@ func init() {
 
 // OpsDir holds the JCR-1 receipts of the ops joule acp applied, in $JOULE_HOME.
 const OpsDir = "ops"
+
+// ACPSessionsDir marks the ACP session ids joule acp issued, in $JOULE_HOME,
+// so that a session is loadable before its first receipt.
+const ACPSessionsDir = "acp-sessions"
 
 const acpUsage = `acp [--remote 'COMMAND ARGS…' [--remote-timeout 30m] [--proxy URL]] [--no-cache] [--log FILE]
 
@@ -70,6 +75,10 @@ func runACP(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer ep.Close()
+	// language servers L1 starts stay resident for the session, shown in
+	// joule doctor, and end with it
+	lsp.Default.StateDir = lsp.StateDir(ep.home)
+	defer lsp.Default.Close()
 	g, err := ep.gate()
 	if err != nil {
 		return err
@@ -100,7 +109,7 @@ func runACP(ctx context.Context, e *env, args []string) error {
 		defer f.Close()
 		logw = f
 	}
-	opt := acpagent.Options{Gate: g, Key: ep.id.Key, OpsDir: filepath.Join(ep.home, OpsDir), Version: version(),
+	opt := acpagent.Options{Gate: g, Key: ep.id.Key, OpsDir: filepath.Join(ep.home, OpsDir), SessionsDir: filepath.Join(ep.home, ACPSessionsDir), Version: version(),
 		Log: slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if !*noCache && tc.Enabled("l0") {
 		if opt.Cache, err = l0.Open(filepath.Join(ep.home, l0.Dir)); err != nil {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -202,19 +204,24 @@ func TestContainExitAndSignals(t *testing.T) {
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ProcessState.Sys().(syscall.WaitStatus).Signal() != syscall.SIGTERM {
 		t.Errorf("a program killed by SIGTERM: joule-exec ended with %v", err)
 	}
-	pidFile := filepath.Join(s.ws, "src", "pid")
-	// $$ is the shell's pid in the command's own PID namespace; the first
-	// field of /proc/self/stat, read through the host's /proc, is the one
-	// this test can signal.
-	cmd := run(`read -r p _ < /proc/self/stat; echo $p > src/pid; exec sleep 60`)
+	// $$ and /proc/self are the command's own PID namespace's: the
+	// program is found in the host's /proc by its unique argument, the
+	// pid this test can signal.
+	arg := fmt.Sprintf("60.%d", time.Now().UnixNano()%1000000)
+	cmd := run("exec sleep " + arg)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	want := []byte("sleep\x00" + arg + "\x00")
 	var pid int
 	for i := 0; i < 100 && pid == 0; i++ {
 		time.Sleep(50 * time.Millisecond)
-		b, _ := os.ReadFile(pidFile)
-		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && bytes.Equal(b, want) {
+				pid, _ = strconv.Atoi(e.Name())
+			}
+		}
 	}
 	if pid == 0 {
 		cmd.Process.Kill()

@@ -22,6 +22,7 @@ import (
 
 	"github.com/joulehook/joule/core/gate"
 	"github.com/joulehook/joule/core/grant"
+	jhome "github.com/joulehook/joule/core/home"
 	"github.com/joulehook/joule/core/identity"
 	"github.com/joulehook/joule/core/sandbox"
 	storepkg "github.com/joulehook/joule/core/store"
@@ -32,6 +33,7 @@ import (
 	"github.com/joulehook/joule/tiers/config"
 	"github.com/joulehook/joule/tiers/l1/lsp"
 	"github.com/joulehook/joule/tiers/l2"
+	"github.com/joulehook/joule/tiers/l3"
 	"github.com/joulehook/joule/tiers/tierconfig"
 )
 
@@ -43,7 +45,7 @@ func init() {
 type finding struct {
 	Group  string `json:"group"` // installs, joule or optional
 	Check  string `json:"check"`
-	Status string `json:"status"` // ok, warn, fail, or off (optional, not set up)
+	Status string `json:"status"` // ok, warn, fail, note (a limit of the set-up), or off (optional, not set up)
 	Detail string `json:"detail"`
 	Hint   string `json:"hint,omitempty"`
 }
@@ -55,6 +57,9 @@ const (
 	// statusOff is an optional piece that is not set up: no fault, so a
 	// hook set-up without it is all green.
 	statusOff = "off"
+	// statusNote is a limit of the chosen set-up the person should know,
+	// not a fault in it: user mode's, which only system mode lifts.
+	statusNote = "note"
 )
 
 // The doctor's groups, in the order it reports them: what joule is wired
@@ -65,6 +70,11 @@ const (
 	groupJoule    = "joule"
 	groupOptional = "optional"
 )
+
+// groupRank is a group's place in the report.
+func groupRank(g string) int {
+	return slices.Index([]string{groupInstalls, groupJoule, groupOptional}, g)
+}
 
 // groupTitles head each group in the text report.
 var groupTitles = map[string]string{
@@ -146,7 +156,17 @@ counters. Exits 1 when any check fails. See docs/models.md.`)
 }
 
 func (d *doctor) run(ctx context.Context, root string, probe bool) {
+	// Reported in the groups' order whatever the order of the checks:
+	// the mode decides which home the rest reads, so it runs first.
+	defer func() {
+		slices.SortStableFunc(d.findings, func(a, b finding) int {
+			return groupRank(a.Group) - groupRank(b.Group)
+		})
+	}()
 	d.group = groupJoule
+	if !d.mode() {
+		return
+	}
 	home, err := identity.Home()
 	if err != nil {
 		d.add("home", statusFail, err.Error(), "set JOULE_HOME or HOME")
@@ -202,6 +222,7 @@ func (d *doctor) run(ctx context.Context, root string, probe bool) {
 	d.l4(tc)
 	d.proxy(home)
 	d.tools(tc)
+	d.servers(home)
 	d.counters(ctx, probe)
 }
 
@@ -523,8 +544,7 @@ func (d *doctor) index(ctx context.Context, home, root string, tc *tierconfig.Ti
 		return
 	}
 	rt := tierconfig.RouteOf(home, *e)
-	if e.Provider == "ollama" {
-		d.ollamaModel(ctx, "embedder", rt, e.Model)
+	if e.Provider == "ollama" && !d.ollamaModel(ctx, "embedder", rt, e.Model, "embedding") {
 		return
 	}
 	emb, _, err := tc.Embedder(home)
@@ -532,11 +552,12 @@ func (d *doctor) index(ctx context.Context, home, root string, tc *tierconfig.Ti
 		d.add("embedder", statusFail, err.Error(), "export the variable named by tiers.l2.embedder.api_key_env")
 		return
 	}
+	// The dimension comes from a real embedding, as the index will get it.
 	cctx, cancel := context.WithTimeout(ctx, d.timeout)
 	defer cancel()
 	vs, err := emb.Embed(cctx, []string{"joule doctor"})
 	if err != nil {
-		d.add("embedder", statusFail, fmt.Sprintf("%s at %s: %v", e.Model, rt.BaseURL, err), "start the embedding server and check tiers.l2.embedder")
+		d.add("embedder", statusFail, fmt.Sprintf("%s at %s does not embed: %v", e.Model, rt.BaseURL, err), "start the embedding server and check tiers.l2.embedder")
 		return
 	}
 	d.add("embedder", statusOK, fmt.Sprintf("%s at %s embeds (%d dimensions), %s", e.Model, rt.BaseURL, len(vs[0]), rt.Note), "")
@@ -565,19 +586,27 @@ func newestChange(root string, t time.Time) string {
 	return found
 }
 
-// ollamaModel checks that the Ollama server answers /api/tags and has model.
-func (d *doctor) ollamaModel(ctx context.Context, check string, rt tierconfig.Route, model string) {
+// ollamaModel checks that the Ollama server answers, has model, and that
+// the model can do what the tier asks of it (capability: "completion" for
+// L3, "embedding" for L2's embedder). It adds a failure and reports false
+// when not; for L3 it also adds the ok line.
+func (d *doctor) ollamaModel(ctx context.Context, check string, rt tierconfig.Route, model, capability string) bool {
 	u, err := url.Parse(rt.BaseURL)
 	if err != nil {
 		d.add(check, statusFail, err.Error(), "")
-		return
+		return false
 	}
 	cctx, cancel := context.WithTimeout(ctx, d.timeout)
 	defer cancel()
-	list, err := api.NewClient(u, d.hc).List(cctx)
+	c := api.NewClient(u, d.hc)
+	list, err := c.List(cctx)
+	if err != nil && cctx.Err() == context.DeadlineExceeded {
+		d.add(check, statusFail, fmt.Sprintf("Ollama at %s accepts connections but did not answer within %s", rt.BaseURL, d.timeout), "restart it, or check that base_url names an Ollama server")
+		return false
+	}
 	if err != nil {
 		d.add(check, statusFail, fmt.Sprintf("Ollama at %s is not reachable: %v", rt.BaseURL, err), "start it ('ollama serve') or fix base_url")
-		return
+		return false
 	}
 	var names []string
 	for _, m := range list.Models {
@@ -585,9 +614,28 @@ func (d *doctor) ollamaModel(ctx context.Context, check string, rt tierconfig.Ro
 	}
 	if !slices.Contains(names, model) && !slices.Contains(names, model+":latest") {
 		d.add(check, statusFail, fmt.Sprintf("Ollama at %s does not have %s", rt.BaseURL, model), "run 'ollama pull "+model+"'")
-		return
+		return false
 	}
-	d.add(check, statusOK, fmt.Sprintf("%s present at %s, %s", model, rt.BaseURL, rt.Note), "")
+	show, err := c.Show(cctx, &api.ShowRequest{Model: model})
+	if err != nil {
+		d.add(check, statusFail, fmt.Sprintf("Ollama at %s cannot describe %s: %v", rt.BaseURL, model, err), "check the model with 'ollama show "+model+"'")
+		return false
+	}
+	var caps []string
+	for _, c := range show.Capabilities {
+		caps = append(caps, string(c))
+	}
+	// A server too old to list capabilities is given the benefit of the doubt.
+	if len(caps) > 0 && !slices.Contains(caps, capability) {
+		what := map[string]string{"completion": "a chat model", "embedding": "an embedding model"}[capability]
+		d.add(check, statusFail, fmt.Sprintf("%s at %s is not %s (its capabilities: %s)", model, rt.BaseURL, what, strings.Join(caps, ", ")),
+			"name "+what+" here ('ollama show MODEL' lists a model's capabilities)")
+		return false
+	}
+	if check != "embedder" {
+		d.add(check, statusOK, fmt.Sprintf("%s present at %s, %s", model, rt.BaseURL, rt.Note), "")
+	}
+	return true
 }
 
 func (d *doctor) l3(ctx context.Context, home string, tc *tierconfig.Tiers, table *energy.Table) {
@@ -598,7 +646,7 @@ func (d *doctor) l3(ctx context.Context, home string, tc *tierconfig.Tiers, tabl
 	e := tc.L3.Endpoint
 	rt := tierconfig.RouteOf(home, e)
 	if e.Provider == "ollama" {
-		d.ollamaModel(ctx, "l3 model", rt, e.Model)
+		d.ollamaModel(ctx, "l3 model", rt, e.Model, "completion")
 	} else {
 		key, err := e.APIKey()
 		if err != nil {
@@ -623,13 +671,13 @@ func (d *doctor) l3(ctx context.Context, home string, tc *tierconfig.Tiers, tabl
 	if maxOut == 0 {
 		maxOut = table.MaxOutput(e.Model)
 	}
-	// A direct call reserves its prompt (up to max_context bytes, at 1
-	// token per 2 bytes) plus its output cap.
+	// A direct call reserves its prompt (up to max_context bytes, at most
+	// a token a byte) plus its output cap.
 	maxCtx := tc.L3.MaxContext
 	if maxCtx == 0 {
 		maxCtx = 64 << 10
 	}
-	worst := table.Energy(e.Model, energy.Usage{Input: uint64(maxCtx/2 + 2048), Output: maxOut}).UJ
+	worst := table.Energy(e.Model, energy.Usage{Input: l3.TokensAtMost(maxCtx) + 2048, Output: maxOut}).UJ
 	if d.left != nil && !rt.Metered && *d.left < worst {
 		d.add("l3 budget", statusWarn, fmt.Sprintf("one L3 call may reserve up to %s; the active grant has %s left", grant.FormatEnergy(worst), grant.FormatEnergy(*d.left)),
 			"issue a larger grant, or lower tiers.l3.max_output")
@@ -740,6 +788,22 @@ func (d *doctor) runs(bin string, args ...string) string {
 	return line
 }
 
+// servers shows the language servers joule's processes keep resident.
+func (d *doctor) servers(home string) {
+	run := lsp.ReadState(lsp.StateDir(home))
+	if len(run) == 0 {
+		d.add("lsp pool", statusOK, fmt.Sprintf("no language server running (L1 starts one per workspace on its first request, keeps at most %d, each until %s idle)", lsp.DefaultMax, lsp.DefaultIdle), "")
+		return
+	}
+	for _, r := range run {
+		state := "idle " + time.Since(r.LastUsed).Round(time.Second).String()
+		if r.Busy || r.LastUsed.IsZero() {
+			state = "busy"
+		}
+		d.add("lsp pool", statusOK, fmt.Sprintf("%s pid %d in %s, up %s, %s", r.Server, r.PID, r.Root, time.Since(r.Started).Round(time.Second), state), "")
+	}
+}
+
 func (d *doctor) counters(ctx context.Context, probe bool) {
 	cs, err := energy.Discover()
 	if len(cs) == 0 {
@@ -766,4 +830,44 @@ func (d *doctor) counters(ctx context.Context, probe bool) {
 			d.add("counter", statusWarn, fmt.Sprintf("%s not live: %s", lv.Counter, lv.Reason), "receipts fall back to Estimator")
 		}
 	}
+}
+
+// userModeGaps is what user mode leaves open, said plainly by joule doctor
+// and docs/receipts.md ("User mode and system mode"), with what stops it.
+const userModeGaps = "user mode: the key, the store and the witness are files of yours, so a process running as you that joule does not gate " +
+	"(a command run with --no-contain or without Landlock, a tool of a host that is not hooked, anything you started) can put its own " +
+	"server on the gate's socket and answer allow, read the key and sign receipts and grants as joule, rewrite the witness with the store, " +
+	"or delete $JOULE_HOME and start over with joule init: the checks detect edits, not a home replaced whole. " +
+	"System mode (sudo joule install --system) stops each: the gate runs as a system user whose files you cannot open, " +
+	"the hooks refuse any other peer, and only root or the admin group changes grants"
+
+// mode reports user or system mode; in system mode, whether the system
+// gate answers as the system user. It returns false when the rest of the
+// report cannot be made here (system mode, run by a person, who cannot
+// open the system home).
+func (d *doctor) mode() bool {
+	sys, err := jhome.LoadSystem("")
+	switch {
+	case errors.Is(err, jhome.ErrNoSystem):
+		d.add("mode", statusNote, userModeGaps, "on a machine you manage: sudo joule install --system HOST... (docs/receipts.md, System mode)")
+		return true
+	case err != nil:
+		d.add("mode", statusFail, err.Error(), "the system configuration must be root's, in root's directories: run sudo joule install --system again")
+		return false
+	}
+	if ok, text := systemGateState(sys); ok {
+		d.add("mode", statusOK, fmt.Sprintf("system mode: the gate runs as %s (uid %d), checked by its peer credentials on %s; the key, store and witness are in %s, %s's alone; grants change only with root or the %s group",
+			sys.User, sys.UID, sys.Socket(), sys.Home, sys.User, sys.AdminGroup), "")
+	} else {
+		d.add("mode", statusFail, "system mode, but "+text, "sudo systemctl start joule-gate, or: sudo runuser -u "+sys.User+" -- "+filepath.Join(sys.Bin, "joule")+" gate serve --system")
+	}
+	if os.Geteuid() != sys.UID {
+		// Not even root goes on here: opening the store as root would
+		// leave files in the system home its user cannot write.
+		d.add("home", statusOK, "the system home "+sys.Home+" is "+sys.User+"'s alone, by design: the rest of this report is made as that user", "sudo -u "+sys.User+" "+filepath.Join(sys.Bin, "joule")+" doctor")
+		return false
+	}
+	os.Setenv("JOULE_HOME", sys.Home)
+	os.Unsetenv(StoreEnv)
+	return true
 }

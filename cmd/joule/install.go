@@ -67,7 +67,11 @@ func trustNames(why bool) string {
 }
 
 func runInstall(ctx context.Context, e *env, args []string) error {
+	if wantsSystem(args) {
+		return runInstallSystem(ctx, e, args)
+	}
 	fs := newFlags(e, "install", `install HOST [--project [DIR] | --user] [--resident] [--no-contain] [--trust] [--dry-run] [--uninstall]
+       install --system [HOST...] (a managed machine, as root: joule install --system -h)
 
 Writes HOST's configuration so every tool call goes through joule's gate
 (with the host's own fail-closed option), registers joule's MCP server and

@@ -226,10 +226,6 @@ func TestClaudeCodeE2E(t *testing.T) {
 	claudeEnv := []string{
 		"HOME=" + userHome, "PATH=" + filepath.Dir(jouleBin) + ":/usr/local/bin:/usr/bin:/bin",
 		"JOULE_HOME=" + jouleHome,
-		// A temp dir of its own: the workspace lies below /tmp, and a
-		// contained command finds the workspace read-only when it lies
-		// inside the temp tree joule-exec makes writable.
-		"TMPDIR=" + t.TempDir(),
 		"ANTHROPIC_BASE_URL=http://" + ln.Addr().String(), "ANTHROPIC_API_KEY=sk-ant-test-dummy-key-0000000000",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "DISABLE_ERROR_REPORTING=1",
 	}
@@ -289,19 +285,20 @@ func TestClaudeCodeE2E(t *testing.T) {
 		sealed(t, out, "deny", "Bash: dd if=/dev/null of=denied.txt")
 	})
 	t.Run("allowed", func(t *testing.T) {
-		// Contained (the default), in src: while a protected name is
-		// absent at the workspace root, no entry can be created there
-		// inside containment (core/sandbox, docs/gate.md "Containment").
-		api.script("touch src/allowed.txt && echo ran > src/allowed.txt")
+		// Contained (the default), at the workspace root, which lies in
+		// the temp dir (TMPDIR unset: /tmp) and holds none of the other
+		// hosts' configuration: each absent protected name is a stand-in
+		// for the run (docs/gate.md, "Containment").
+		api.script("touch allowed.txt && echo ran > allowed.txt")
 		out := runClaude(t, nil, "write the file", "--allowedTools", "Bash")
-		b, err := os.ReadFile(filepath.Join(ws, "src", "allowed.txt"))
+		b, err := os.ReadFile(filepath.Join(ws, "allowed.txt"))
 		if err != nil || strings.TrimSpace(string(b)) != "ran" {
 			t.Fatalf("the allowed command did not run (%v, %q)\n%s\n%+v", err, b, out, api.results())
 		}
 		if res := api.results(); len(res) != 1 || res[0].IsError {
 			t.Fatalf("tool result %+v", res)
 		}
-		sealed(t, out, "rewrite", "Bash: touch src/allowed.txt")
+		sealed(t, out, "rewrite", "Bash: touch allowed.txt")
 	})
 	// The committed settings.json names joule by a variable and PATH; the
 	// uncommitted settings.local.json's env carries this user's binary

@@ -119,6 +119,9 @@ func run(ctx context.Context, e *env, args []string) (code int) {
 		fmt.Fprintf(e.stderr, "joule: unknown command %q\nhint: %s\n", name, commandHint(name, "joule "))
 		return 2
 	}
+	if code, handled := forwardSystem(ctx, e, args); handled {
+		return code
+	}
 	return report(e, c.run(ctx, e, args[1:]))
 }
 

@@ -133,12 +133,44 @@ func constantStatus(s *syntax.Stmt) bool {
 }
 
 // constant reports the status of a condition that does not depend on
-// anything: true, :, false, ((N)), [ word ], test word.
+// anything: true, :, false, ((N)), [ word ], test word, [[ word ]], and
+// lists, groups and subshells made of them (true || x, { :; }).
 func constant(s *syntax.Stmt) (ok, known bool) {
 	if s == nil || len(s.Redirs) > 0 || s.Background {
 		return false, false
 	}
 	switch c := s.Cmd.(type) {
+	case *syntax.TestClause:
+		w, isWord := c.X.(*syntax.Word)
+		if !isWord {
+			return false, false
+		}
+		lit, isLit := plainLit(w)
+		if !isLit {
+			return false, false
+		}
+		ok, known = lit != "", true
+	case *syntax.BinaryCmd:
+		l, lKnown := constant(c.X)
+		r, rKnown := constant(c.Y)
+		switch {
+		case c.Op == syntax.OrStmt && lKnown && l, c.Op == syntax.AndStmt && lKnown && !l:
+			ok, known = l, true
+		case (c.Op == syntax.OrStmt || c.Op == syntax.AndStmt) && lKnown && rKnown:
+			ok, known = r, true
+		default:
+			return false, false
+		}
+	case *syntax.Block:
+		if len(c.Stmts) != 1 {
+			return false, false
+		}
+		ok, known = constant(c.Stmts[0])
+	case *syntax.Subshell:
+		if len(c.Stmts) != 1 {
+			return false, false
+		}
+		ok, known = constant(c.Stmts[0])
 	case *syntax.CallExpr:
 		if len(c.Assigns) > 0 || len(c.Args) == 0 {
 			return false, false

@@ -111,7 +111,7 @@
 // own model does not apply. git rebase -x and split --filter give shell code,
 // judged like sh -c. An option that runs a program the analysis cannot list,
 // or loads settings it cannot see, makes the line unanalyzable
-// (program-option): go generate, go env -w, go bug, go tool with a tool the
+// (program-option): go env -w, go bug, go tool with a tool the
 // model does not know, go -ldflags naming -extld, -extldflags or -extar, git
 // -c or git config with a key that can run a program or load files,
 // --config-env, --exec-path=DIR, --git-dir, --work-tree, --upload-pack,

@@ -195,6 +195,17 @@ func TestGlobReaches(t *testing.T) {
 		{dir + "/.claude/*", dir + "/.claude", false, true},
 		{dir + "/.opencode/p*/*.ts", dir + "/.opencode", false, true}, // as written, inside it
 		{dir + "/?pencode.json", dir + "/opencode.json", false, true},
+		{dir + "/**/*.go", dir + "/opencode.json", false, false}, // globstar: any depth, the same last name
+		{dir + "/**/*.json", dir + "/opencode.json", false, true},
+		{dir + "/**", dir + "/opencode.json", false, true},
+		{dir + "/**/settings.json", dir + "/.claude/settings.json", false, false}, // ** skips dot directories
+		{dir + "/**/settings.json", dir + "/.claude/settings.json", true, true},
+		{dir + "/**/.claude/s*", dir + "/.claude/settings.json", false, false}, // absent
+		{dir + "/**/.c*", dir + "/.claude/settings.json", false, true},
+		{dir + "/**/.claude/*", dir + "/.claude", false, true},
+		{dir + "/**/x/*.json", dir + "/opencode.json", false, false}, // nothing below a file
+		{dir + "/*/x", dir + "/opencode.json", false, false},
+		{dir + "/a**b", dir + "/opencode.json", false, false},
 	} {
 		if got := globReaches(tt.pattern, tt.target, tt.dotglob); got != tt.want {
 			t.Errorf("globReaches(%s, %s, dotglob %v) = %v, want %v", tt.pattern, tt.target, tt.dotglob, got, tt.want)

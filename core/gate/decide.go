@@ -643,6 +643,24 @@ func innocuous(args []command.Word) bool {
 			ops = ops[1:]
 		}
 		return len(ops) <= 1
+	case "set", "let", "getopts", "unset", "umask", "ulimit", "times", "type", "hash":
+		// They change or show the shell's own state; the analysis refuses
+		// what of it changes how the line is read or runs hidden code
+		// (set -k, set -o with most options, let with code, hash -p).
+		return true
+	case "command":
+		return len(ops) > 0 && (ops[0].Text == "-v" || ops[0].Text == "-V")
+	case "export", "declare", "typeset", "local", "readonly":
+		// Assignments, judged as NAME=value is (the analysis refuses the
+		// names that make programs run code); -f shares functions with
+		// the shells the line starts, which no rule then sees.
+		for _, w := range ops {
+			if !w.Literal && (w.Text == "" || !identStart(w.Text[0])) ||
+				w.Literal && (strings.HasPrefix(w.Text, "-") || strings.HasPrefix(w.Text, "+")) && strings.ContainsRune(w.Text, 'f') {
+				return false
+			}
+		}
+		return true
 	case "exit", "return", "shift", "break", "continue":
 		return len(ops) == 0 || len(ops) == 1 && (decimal(ops[0], args[0].Text == "exit" || args[0].Text == "return") || ops[0].Text == "$?" || ops[0].Text == `"$?"`)
 	case "read":
@@ -690,6 +708,10 @@ func onlyShells(wrappers []string) bool {
 	}
 	return true
 }
+
+// identStart reports a byte a shell variable name may start with: a
+// computed word that starts otherwise may expand to an option.
+func identStart(c byte) bool { return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 
 // identifier reports a shell variable name.
 func identifier(s string) bool {

@@ -265,7 +265,7 @@ func reaches(prefix, target string, dotless bool) bool {
 // plain is false for any other word, which is then judged by its prefix.
 func plainGlob(text, dir string) (pattern string, plain bool) {
 	t := strings.NewReplacer(`"`, "", `'`, "").Replace(text)
-	if !strings.ContainsAny(t, "*?") || strings.ContainsAny(t, "$`[]{}\\~<>()^#!|@+") || strings.Contains(t, "**") {
+	if !strings.ContainsAny(t, "*?") || strings.ContainsAny(t, "$`[]{}\\~<>()^#!|@+") {
 		return "", false
 	}
 	if !strings.HasPrefix(t, "/") {
@@ -284,33 +284,53 @@ func plainGlob(text, dir string) (pattern string, plain bool) {
 // path below it, as written or expanded. A wildcard expands only onto names that exist, name
 // by name, so the pattern must match target's names as far as both go,
 // and the path the wildcards expand onto must exist. With dotglob unset a
-// name starting with '.' is matched by a literal dot only.
+// name starting with '.' is matched by a literal dot only. A name that is
+// ** (globstar) matches any number of names, none starting with '.' unless
+// dotglob; elsewhere, and without globstar, ** is *.
 func globReaches(pattern, target string, dotglob bool) bool {
 	if within(pattern, target) {
 		return true // where nothing matches, the word stays as written, inside target
 	}
 	pc := strings.Split(strings.TrimPrefix(pattern, "/"), "/")
 	tc := strings.Split(strings.TrimPrefix(target, "/"), "/")
-	last := 0 // names of target the wildcards must find on disk
-	for i := 0; i < len(pc) && i < len(tc); i++ {
-		if ok, err := path.Match(pc[i], tc[i]); err != nil || !ok {
-			return false
+	// last is how many of target's names the wildcards must find on disk.
+	var match func(i, j, last int) bool
+	match = func(i, j, last int) bool {
+		for ; i < len(pc) && j < len(tc); i, j = i+1, j+1 {
+			if pc[i] == "**" {
+				if match(i+1, j, last) {
+					return true // no name
+				}
+				if !dotglob && strings.HasPrefix(tc[j], ".") {
+					return false
+				}
+				return match(i, j+1, j+1) // one more name, and maybe others
+			}
+			if ok, err := path.Match(pc[i], tc[j]); err != nil || !ok {
+				return false
+			}
+			if !dotglob && strings.HasPrefix(tc[j], ".") && !strings.HasPrefix(pc[i], ".") {
+				return false
+			}
+			if strings.ContainsAny(pc[i], "*?") {
+				last = j + 1
+			}
 		}
-		if !dotglob && strings.HasPrefix(tc[i], ".") && !strings.HasPrefix(pc[i], ".") {
-			return false
+		if i < len(pc) {
+			// The rest of the pattern expands inside target, which must
+			// be a directory for that.
+			if fi, err := os.Stat(target); err != nil || !fi.IsDir() {
+				return false
+			}
+			last = len(tc)
 		}
-		if strings.ContainsAny(pc[i], "*?") {
-			last = i + 1
+		if last == 0 {
+			return true
 		}
+		_, err := os.Lstat(strings.Join(strings.Split(target, "/")[:last+1], "/"))
+		return err == nil
 	}
-	if len(pc) > len(tc) {
-		last = len(tc) // wildcards below target expand only inside it
-	}
-	if last == 0 {
-		return true
-	}
-	_, err := os.Lstat(strings.Join(strings.Split(target, "/")[:last+1], "/"))
-	return err == nil
+	return match(0, 0, 0)
 }
 
 // globsDotfiles reports a line that may make wildcards match names that
@@ -795,8 +815,14 @@ func stashReadOnly(args []command.Word) bool {
 }
 
 // trackedRewriteVerdict denies a git command that rewrites tracked files
-// where a protected path is tracked in the repository's index.
+// where a protected path is tracked in the repository's index. A line that
+// runs contained is left to the kernel, which refuses writing every
+// protected path whoever writes it (git checkout, stash, merge and restore
+// then work, and fail only where they would change one).
 func (j *judge) trackedRewriteVerdict(c command.Command) (Verdict, bool) {
+	if j.p.Contained {
+		return Verdict{}, false
+	}
 	sub, args, chdirs := gitSubcommand(c)
 	if !treeWriters[sub] || branchOnly(sub, args) || sub == "stash" && stashReadOnly(args) {
 		return Verdict{}, false

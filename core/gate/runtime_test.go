@@ -275,7 +275,7 @@ func TestNestedRepositories(t *testing.T) {
 
 // TestBranchCreation: creating a branch changes no file, so it is allowed
 // where the repository tracks a hook configuration; a checkout that would
-// rewrite it is not.
+// rewrite it is not, unless the line runs contained.
 func TestBranchCreation(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is needed")
@@ -315,6 +315,65 @@ func TestBranchCreation(t *testing.T) {
 		v := Decide(f.event("Bash", map[string]any{"command": tt.line}), f.policy)
 		if v.Decision != tt.decision {
 			t.Errorf("%q: %s %s (%s), want %s", tt.line, v.Decision, v.Code, v.Reason, tt.decision)
+		}
+		// Contained, the kernel refuses writing the tracked settings
+		// whoever writes them: a checkout is allowed, and fails only
+		// where it would change them.
+		if v := Decide(f.event("Bash", map[string]any{"command": tt.line}), contained(f)); v.Decision != Allow {
+			t.Errorf("%q contained: %s %s (%s), want allow", tt.line, v.Decision, v.Code, v.Reason)
+		}
+	}
+	for _, line := range []string{"git stash", "git stash pop", "git restore src/a.go", "git merge feature", "git rebase main", "git cherry-pick x", "git reset --hard"} {
+		if v := Decide(f.event("Bash", map[string]any{"command": line}), contained(f)); v.Decision != Allow {
+			t.Errorf("%q contained: %s %s (%s), want allow", line, v.Decision, v.Code, v.Reason)
+		}
+		if v := Decide(f.event("Bash", map[string]any{"command": line}), f.policy); v.Decision != Deny || v.Code != CodeSelfTamper {
+			t.Errorf("%q: %s %s (%s), want deny self-tamper", line, v.Decision, v.Code, v.Reason)
+		}
+	}
+}
+
+// TestShellBuiltins: builtins that change or show only the shell's own
+// state need no rule; the analysis refuses the forms that change how the
+// line is read or share functions with the shells it starts.
+func TestShellBuiltins(t *testing.T) {
+	f := devFixture(t)
+	tests := []struct{ line, decision, code string }{
+		{"set -e; go vet ./...", Allow, ""},
+		{"set -euo pipefail; go test ./...", Allow, ""},
+		{"set -- a b; echo $1", Allow, ""},
+		{"export GOFLAGS_X=1 CGO_ENABLED=0; go build ./...", Allow, ""},
+		{"declare -a xs=(a b); echo ${xs[0]}", Allow, ""},
+		{"local x=1", Allow, ""},
+		{"readonly X=1", Allow, ""},
+		{"unset X", Allow, ""},
+		{"let n=1+2", Allow, ""},
+		{"getopts ab opt", Allow, ""},
+		{"umask 022; go build ./...", Allow, ""},
+		{"ulimit -n", Allow, ""},
+		{"type go", Allow, ""},
+		{"command -v go", Allow, ""},
+		{"hash go", Allow, ""},
+		{"times", Allow, ""},
+		{"ls **/*.go", Allow, ""},
+		{"set -k", Deny, CodeUnanalyzable},
+		{"set -o posix; go vet", Deny, CodeUnanalyzable},
+		{"export GOFLAGS=-toolexec=x; go vet", Deny, CodeUnanalyzable},
+		{"export LD_PRELOAD=x.so", Deny, CodeUnanalyzable},
+		{"export -f go", Deny, CodeNotGranted},
+		{"declare -fx go", Deny, CodeNotGranted},
+		{"export $X", Deny, CodeUnanalyzable},
+		{`export "$X"`, Deny, CodeUnanalyzable},
+		{"hash -p /tmp/x go", Deny, CodeUnanalyzable},
+		{"command rm -rf /", Deny, ""},
+		{"let 'x=$(id)'", Deny, CodeUnanalyzable},
+	}
+	for _, tt := range tests {
+		for _, p := range []*Policy{f.policy, contained(f)} {
+			v := Decide(f.event("Bash", map[string]any{"command": tt.line}), p)
+			if v.Decision != tt.decision || tt.code != "" && v.Code != tt.code {
+				t.Errorf("%q contained=%v: %s %s (%s), want %s %s", tt.line, p.Contained, v.Decision, v.Code, v.Reason, tt.decision, tt.code)
+			}
 		}
 	}
 }

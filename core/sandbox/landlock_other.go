@@ -14,3 +14,5 @@ func Exec(Spec, string, []string, []string, io.Writer) error { return ErrUnavail
 func NamespacesAvailable() bool { return false }
 
 func totalMemory() uint64 { return 0 }
+
+func pidMaxPerNamespace() bool { return false }

@@ -17,7 +17,10 @@ type Limits struct {
 	// sandbox (RLIMIT_NPROC). In a user namespace the kernel counts them
 	// per namespace, so the bound is the command's own; outside one it
 	// counts every process of the user, so the Landlock-only construction
-	// does not set it. The kernel does not apply it to uid 0.
+	// does not set it. The kernel does not apply it to uid 0; where it
+	// keeps pid_max per PID namespace (Linux 6.14), the namespace
+	// construction also sets the command's PID namespace's pid_max to
+	// Procs+300 (pidMax), which holds for uid 0 too.
 	Procs uint64 `json:"procs,omitempty"`
 	// Data bounds each process's data, heap and writable private
 	// mappings in bytes (RLIMIT_DATA): what it has made writable, not the

@@ -86,3 +86,25 @@ func TestPlanWritable(t *testing.T) {
 		}
 	}
 }
+
+// TestKernelAtLeast: pid_max is written only where the release says Linux
+// 6.14 or later; a release that cannot be read is older.
+func TestKernelAtLeast(t *testing.T) {
+	for _, tc := range []struct {
+		release string
+		want    bool
+	}{
+		{"6.14.0", true}, {"6.18.0-1-amd64", true}, {"6.14-rc1", true}, {"7.0.0", true}, {"6.13.12-arch1", false},
+		{"5.15.0-91-generic", false}, {"6", false}, {"", false}, {"x.y", false}, {"6.x", false}, {"10.1", true},
+	} {
+		if got := kernelAtLeast(tc.release, 6, 14); got != tc.want {
+			t.Errorf("kernelAtLeast(%q, 6, 14) = %v, want %v", tc.release, got, tc.want)
+		}
+	}
+	if n, ok := pidMax(512); ok && n != 812 {
+		t.Errorf("pidMax(512) = %d", n)
+	}
+	if _, ok := pidMax(0); ok {
+		t.Error("pidMax(0) sets pid_max")
+	}
+}

@@ -46,8 +46,9 @@ func LandlockOnlyGaps() []string {
 	}
 }
 
-// rootGap is what the namespace construction leaves open for uid 0.
-const rootGap = "the number of processes is not bounded (the kernel does not apply RLIMIT_NPROC to uid 0)"
+// rootGap is what the namespace construction leaves open for uid 0 where
+// the kernel keeps one pid_max for the whole machine (before Linux 6.14).
+const rootGap = "the number of processes is not bounded (the kernel does not apply RLIMIT_NPROC to uid 0, and keeps pid_max per PID namespace only from Linux 6.14)"
 
 // Mode describes the containment a command gets, for receipts and
 // messages: "landlock ABI 7, network off", or "none" without Landlock.
@@ -64,7 +65,7 @@ func ModeOf(abi int, net, namespaces bool) string {
 	m := Missing(abi, net)
 	if namespaces {
 		s = fmt.Sprintf("landlock ABI %d and user, mount and PID namespaces, network %s", abi, map[bool]string{true: "on", false: "off"}[net])
-		if os.Getuid() == 0 {
+		if os.Getuid() == 0 && !pidMaxPerNamespace() {
 			m = append(m, rootGap)
 		}
 	} else {

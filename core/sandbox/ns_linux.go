@@ -199,6 +199,13 @@ func execNamespace(spec Spec, abi int, path string, argv, env []string, warn io.
 			}
 		}
 	}
+	// The stand-ins for absent protected names (standin_linux.go): held
+	// until every process of the command has ended, released on every
+	// return before the program ran (the caller may then confine with
+	// Landlock alone, which carves instead).
+	held, stand := takeStandIns(standInState(spec.LayerDir), spec.wantStandIns(), spec.stats)
+	spec.standIns = held
+	defer stand.release(spec.stats)
 	plan, err := spec.Plan()
 	if err != nil {
 		return err
@@ -218,6 +225,20 @@ func execNamespace(spec Spec, abi int, path string, argv, env []string, warn io.
 	writeFile("/proc/self/setgroups", "deny")
 	writeFile("/proc/self/uid_map", fmt.Sprintf("%d %d 1\n", uid, uid))
 	writeFile("/proc/self/gid_map", fmt.Sprintf("%d %d 1\n", gid, gid))
+	// The command's tasks are bounded by its PID namespace's pid_max too,
+	// which the kernel applies to uid 0 as well (it exempts uid 0 from
+	// RLIMIT_NPROC). The child, which holds every capability in its user
+	// namespace until it drops them, writes it while /proc is still
+	// writable. Only where the kernel keeps pid_max per PID namespace:
+	// before Linux 6.14 the file is the machine's, and a root user's
+	// child could write it.
+	if max, ok := pidMax(spec.Limits.Procs); ok {
+		name := "/proc/sys/kernel/pid_max"
+		v := []byte(strconv.FormatUint(max, 10))
+		s.add("open "+name, rawCall{trap: unix.SYS_OPENAT, a: [6]uintptr{uintptr(cwd), cstr(&keep, name), unix.O_WRONLY | unix.O_CLOEXEC}, setFD: true, ignore: true})
+		s.add("write "+name, rawCall{trap: unix.SYS_WRITE, a: [6]uintptr{0, ptr(&keep, v), uintptr(len(v))}, useFD: true, ignore: true})
+		s.add("close "+name, rawCall{trap: unix.SYS_CLOSE, useFD: true, ignore: true})
+	}
 	mount := func(what, src, target, fstype string, flags uintptr, data string) {
 		var a [6]uintptr
 		if src != "" {
@@ -283,6 +304,17 @@ func execNamespace(spec Spec, abi int, path string, argv, env []string, warn io.
 			mount("remount read-only", "", m.Path, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC|remountFlags("/dev/null"), "")
 		}
 	}
+	// A procfs of the command's own PID namespace over the host's: the
+	// host's processes are not there to be read (their command lines, which
+	// hold what people pass as arguments; their environments and open files
+	// are behind the ptrace check Landlock refuses), and $$ and /proc/self
+	// agree. Read-only, as the host's was below it. Where the kernel refuses
+	// it (a /proc with parts hidden by overmounts, as in some containers),
+	// the host's stays and joule-exec says so.
+	s.add("mount proc /proc", rawCall{trap: unix.SYS_MOUNT, a: [6]uintptr{cstr(&keep, "proc"), cstr(&keep, "/proc"), cstr(&keep, "proc"),
+		unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC, 0}, ignore: true, skipOnSuccess: 1})
+	procMsg := "joule-exec: the command sees the host's processes in /proc: a procfs of its own PID namespace could not be mounted\n"
+	s.add("write", rawCall{trap: unix.SYS_WRITE, a: [6]uintptr{2, ptr(&keep, []byte(procMsg)), uintptr(len(procMsg))}, ignore: true})
 	// The rulesets are made here, in the parent; the child only enforces
 	// them. A rule on an overlay's path is added in the child once the
 	// overlay is mounted: a rule holds the inode it was opened on, and the
@@ -464,17 +496,19 @@ func execNamespace(spec Spec, abi int, path string, argv, env []string, warn io.
 		syscall.Close(fd)
 	}
 	fds = nil
-	os.Exit(waitForProgram(int(pid), status))
+	os.Exit(waitForProgram(int(pid), status, func() { stand.release(spec.stats) }))
 	return nil
 }
 
 // waitForProgram waits for the program and returns its exit status; a
 // program killed by a signal kills joule-exec with the same signal, so that
-// the host sees what it would have seen. Signals are not forwarded (setting
-// up os/signal cost more than the rest of the wait): the ones a terminal or
-// a host sends to the process group reach the program directly, and one
-// that ends joule-exec alone reaches it as SIGTERM (its PDEATHSIG).
-func waitForProgram(pid int, status *[2]uint32) int {
+// the host sees what it would have seen. ended runs first, once no process
+// of the command is left (the stand-ins are released then). Signals are
+// not forwarded (setting up os/signal cost more than the rest of the
+// wait): the ones a terminal or a host sends to the process group reach
+// the program directly, and one that ends joule-exec alone reaches it as
+// SIGTERM (its PDEATHSIG).
+func waitForProgram(pid int, status *[2]uint32, ended func()) int {
 	var ws syscall.WaitStatus
 	if status[1] == 1 {
 		// The init reaped the program and every other process of the
@@ -493,6 +527,7 @@ func waitForProgram(pid int, status *[2]uint32) int {
 			}
 		}
 	}
+	ended()
 	switch {
 	case ws.Exited():
 		return ws.ExitStatus()

@@ -203,16 +203,15 @@ func statusOf(t *testing.T, home, session string) statusLine {
 	if !ok {
 		t.Fatalf("statusline printed %q", out)
 	}
+	// energy │ [the meter's coverage │] decisions │ … │ budget left
 	parts := strings.Split(body, " │ ")
-	// The decisions are the part that counts them: a note on the meter
-	// may stand before it.
-	decisions := parts[1]
-	for _, p := range parts {
+	sl := statusLine{energy: parts[0], left: parts[len(parts)-1]}
+	for _, p := range parts[1:] {
 		if strings.Contains(p, " allowed · ") {
-			decisions = p
+			sl.decisions = p
 		}
 	}
-	return statusLine{parts[0], decisions, parts[len(parts)-1]}
+	return sl
 }
 
 // lsRow is one row of `joule receipts ls SESSION`, read from its --json
