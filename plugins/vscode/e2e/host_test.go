@@ -75,24 +75,39 @@ func joule(t *testing.T, bin, home, cwd, stdin string, args ...string) string {
 }
 
 // statusline is `joule statusline` for session, split into its figures.
-type statusline struct{ energy, decisions, left string }
+// statusline is joule statusline's line: the energy, every part after it
+// (a note on the meter's coverage may come before the decisions), the
+// decisions and the budget left.
+type statusline struct {
+	energy, decisions, left string
+	rest                    []string
+}
 
 func statusOf(t *testing.T, bin, home, session string) statusline {
 	t.Helper()
 	out := strings.TrimSpace(joule(t, bin, home, "", fmt.Sprintf(`{"session_id":%q}`, session), "statusline"))
 	body, ok := strings.CutPrefix(out, "joule ⚡ ")
 	parts := strings.Split(body, " │ ")
-	if !ok || len(parts) != 3 {
+	if !ok || len(parts) < 3 {
 		t.Fatalf("statusline printed %q", out)
 	}
-	return statusline{parts[0], parts[1], parts[2]}
+	s := statusline{energy: parts[0], left: parts[len(parts)-1], rest: parts[1:]}
+	for _, p := range parts[1:] {
+		if strings.Contains(p, " allowed · ") {
+			s.decisions = p
+		}
+	}
+	if s.decisions == "" {
+		t.Fatalf("statusline printed %q: no decisions", out)
+	}
+	return s
 }
 
 // bar is what the status bar item should read for s: the energy without
-// its breakdown (kept for the tooltip), then the decisions and the budget.
+// its breakdown (kept for the tooltip), then every other part.
 func (s statusline) bar() string {
 	energy, _, _ := strings.Cut(s.energy, " (")
-	return energy + " · " + s.decisions + " · " + s.left
+	return energy + " · " + strings.Join(s.rest, " · ")
 }
 
 // logBuffer collects a process's output for a failure message.
@@ -119,6 +134,9 @@ func (l *logBuffer) String() string {
 func startGroup(t *testing.T, cmd *exec.Cmd) {
 	t.Helper()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A process that left the group may hold its output pipe open: Wait
+	// gives up on it rather than hang the failed test until the timeout.
+	cmd.WaitDelay = 10 * time.Second
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
