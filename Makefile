@@ -4,7 +4,7 @@ BIN     := bin/joule
 PKGS    := ./...
 FUZZTIME ?= 20s
 
-.PHONY: all build deps run test test-short bench bench-cascade lint fuzz vectors clean
+.PHONY: all build install deps run test test-short bench bench-cascade lint fuzz vectors clean
 
 all: build
 
@@ -15,6 +15,13 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/joule
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/joule-hook ./cmd/joule-hook
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/joule-exec ./cmd/joule-exec
+
+# The three binaries into $(go env GOBIN), else $(go env GOPATH)/bin, as
+# 'go install github.com/joulehook/joule/cmd/...@latest' puts them: joule,
+# joule-hook (the thin client hosts run per tool call) and joule-exec (the
+# confinement of contained commands), side by side as joule install wants.
+install:
+	CGO_ENABLED=0 $(GO) install -trimpath ./cmd/joule ./cmd/joule-hook ./cmd/joule-exec
 
 # The main job end to end, on embedded defaults: no server to install.
 # The demo's store is kept, and its last line is the joule ui command that

@@ -47,6 +47,7 @@ type Row struct {
 	Hash       string `json:"hash"`
 
 	grants []string
+	why    string    // a deny's or an ask's reason, as signed
 	in     [4]uint64 // input, cached, cache-write, output tokens
 	calls  int       // model calls the receipt covers
 	fitted int       // of which fitted to the budget
@@ -298,6 +299,9 @@ func rowOf(r store.StoredEntry, v receipts.Verdict) Row {
 		d := a.Decision
 		row.Kind, row.TimeMS, row.Decision, row.Code, row.Tool, row.Summary = "decision", d.TimeMS, d.Decision, d.Code, d.Tool, d.Summary
 		row.UJ, row.Provenance, row.grants = d.DebitUJ, string(d.Provenance), d.Grants
+		if d.Decision != receipts.Allow && d.Decision != receipts.Rewrite {
+			row.why = d.Reason
+		}
 		if t, ok := strings.CutPrefix(d.Tool, "cascade:"); ok && core.Tier(t).Valid() {
 			row.Tier, row.Category = t, t
 		}
@@ -322,6 +326,37 @@ func rowOf(r store.StoredEntry, v receipts.Verdict) Row {
 		}
 	}
 	return row
+}
+
+// Denial is one decision that did not let an action run (deny, or ask:
+// held for a human), with its reason as the receipt signed it: what the
+// session view shows first.
+type Denial struct {
+	Seq      uint64 `json:"seq"`
+	TimeMS   uint64 `json:"time_ms"`
+	Decision string `json:"decision"`
+	Code     string `json:"code"`
+	Tool     string `json:"tool"`
+	Summary  string `json:"summary"`
+	Reason   string `json:"reason"`
+}
+
+// denialsOf are the last n denials among rows, newest first, and how many
+// there are in all. Only signed receipts count: a forged row is no denial.
+func denialsOf(rows []Row, n int) ([]Denial, int) {
+	out := []Denial{}
+	total := 0
+	for i := len(rows) - 1; i >= 0; i-- {
+		r := &rows[i]
+		if !r.signed || r.Kind != "decision" || r.Decision == receipts.Allow || r.Decision == receipts.Rewrite {
+			continue
+		}
+		total++
+		if len(out) < n {
+			out = append(out, Denial{Seq: r.Seq, TimeMS: r.TimeMS, Decision: r.Decision, Code: r.Code, Tool: r.Tool, Summary: r.Summary, Reason: r.why})
+		}
+	}
+	return out, total
 }
 
 // l4Baseline is what one request costs at L4 when the session shows no L4

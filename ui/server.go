@@ -335,6 +335,7 @@ func (s *Server) session(r *http.Request) (any, error) {
 	st := sess.stats.clone()
 	casc := cascadeOf(sess.rows)
 	chart := chartOf(sess.rows, 48)
+	denials, denied := denialsOf(sess.rows, MaxDenials)
 	sess.mu.Unlock()
 	ctx := r.Context()
 	uses := []GrantUse{}
@@ -346,7 +347,8 @@ func (s *Server) session(r *http.Request) (any, error) {
 		}
 		uses = append(uses, GrantUse{ID: g, BudgetUJ: rec.BudgetUJ, SpentUJ: rec.SpentUJ, ReservedUJ: rec.ReservedUJ, LeftUJ: rec.RemainingUJ(), Revoked: rec.Revoked})
 	}
-	out := map[string]any{"id": id, "stats": st, "grants": uses, "cascade": casc, "chart": chart, "status_line": statusLine(st)}
+	out := map[string]any{"id": id, "stats": st, "grants": uses, "cascade": casc, "chart": chart, "status_line": statusLine(st),
+		"denials": denials, "denials_total": denied}
 	// Budget left as `joule statusline` says it: the least any link of
 	// the session's active chain has left.
 	left := "no grant"
@@ -372,6 +374,10 @@ func (s *Server) session(r *http.Request) (any, error) {
 	out["budget_left"] = left
 	return out, nil
 }
+
+// MaxDenials is how many of a session's denials its view lists first,
+// newest first; the chain below has every one.
+const MaxDenials = 50
 
 // statusLine is the figures `joule statusline` prints for the session,
 // formatted the same way, so a reader can compare them.

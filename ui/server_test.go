@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	_ "modernc.org/sqlite"
 
@@ -506,5 +507,58 @@ func TestBehindAPathProxy(t *testing.T) {
 		if strings.Contains(string(f.srv.page), abs) {
 			t.Errorf("the page calls %s…: absolute, it misses a path prefix", abs)
 		}
+	}
+}
+
+// decide seals one decision receipt in session, as the gate does.
+func (f *fixture) decide(session, decision, code, summary, reason string) {
+	f.t.Helper()
+	sealer, _ := f.id.Sealer()
+	_, err := f.st.Seal(context.Background(), store.SealRequest{Session: session, Build: func(pos store.Position, _ error) ([]byte, bool, error) {
+		env, err := receipts.SealDecision(sealer, receipts.Link{Session: session, Sequence: pos.Seq, Prev: pos.Prev},
+			receipts.Act{Time: time.Now(), Tool: "Bash", Summary: summary, Decision: decision, Code: code, Reason: reason})
+		return env, false, err
+	}})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// TestSessionDenials: the session view's first section is what did not
+// run and why: every deny and ask, newest first, with the reason the
+// receipt signed; allows are not in it, and at most MaxDenials are listed
+// of the total it gives.
+func TestSessionDenials(t *testing.T) {
+	f := newFixture(t)
+	f.decide("s", receipts.Allow, "allowed", "Bash: go test ./...", "")
+	f.decide("s", receipts.Deny, "action-not-granted", "Bash: npm install", "not granted: Bash(npm install) matches no allow rule")
+	f.decide("s", receipts.Ask, "ask", "Bash: rm -rf build", "held for a human: Bash(rm:*)")
+	f.seal("s", 1, receipts.CoverageEnforced)
+	var got struct {
+		Denials []Denial `json:"denials"`
+		Total   int      `json:"denials_total"`
+	}
+	if code := f.get("/api/session?id=s", &got); code != 200 {
+		t.Fatal(code)
+	}
+	want := []Denial{
+		{Seq: 3, Decision: receipts.Ask, Code: "ask", Tool: "Bash", Summary: "Bash: rm -rf build", Reason: "held for a human: Bash(rm:*)"},
+		{Seq: 2, Decision: receipts.Deny, Code: "action-not-granted", Tool: "Bash", Summary: "Bash: npm install", Reason: "not granted: Bash(npm install) matches no allow rule"},
+	}
+	for i := range got.Denials {
+		got.Denials[i].TimeMS = 0
+	}
+	if got.Total != 2 || fmt.Sprint(got.Denials) != fmt.Sprint(want) {
+		t.Fatalf("denials %d %+v, want %+v", got.Total, got.Denials, want)
+	}
+	for i := 0; i < MaxDenials+5; i++ {
+		f.decide("many", receipts.Deny, "action-not-granted", fmt.Sprintf("Bash: x%d", i), "no")
+	}
+	f.get("/api/session?id=many", &got)
+	if got.Total != MaxDenials+5 || len(got.Denials) != MaxDenials || got.Denials[0].Summary != fmt.Sprintf("Bash: x%d", MaxDenials+4) {
+		t.Fatalf("many: %d listed of %d, first %+v", len(got.Denials), got.Total, got.Denials[0])
+	}
+	if code := f.get("/api/session?id=none", &got); code == 200 && (got.Total != 0 || len(got.Denials) != 0) {
+		t.Fatalf("a session with no denials: %+v", got)
 	}
 }

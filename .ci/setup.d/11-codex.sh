@@ -1,18 +1,13 @@
 #!/usr/bin/env bash
 # Codex CLI (issue 18): the pinned @openai/codex, a native binary inside
 # the npm package, for plugins/codex/e2e, which runs it offline against a
-# fake Responses endpoint. Idempotent: npm ci from the committed lockfile.
+# fake Responses endpoint. Idempotent: the committed lockfile, installed
+# outside the checkout (lib/npm.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-. .ci/setup.d/lib/node.sh
-
-dir=plugins/codex/e2e/testdata
-if [ -d "$dir/node_modules" ] && [ "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ]; then
-  echo "codex: $dir is up to date"
-else
-  npm ci --prefix "$dir" --no-audit --no-fund
-fi
+. .ci/setup.d/lib/npm.sh
+npm_install codex plugins/codex/e2e/testdata
 # The test runs in a loopback-only network namespace: unshare (util-linux)
 # and ip (iproute2).
 if ! command -v unshare >/dev/null 2>&1 || ! command -v ip >/dev/null 2>&1; then

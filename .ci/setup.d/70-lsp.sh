@@ -3,17 +3,10 @@
 # refactorings, is pinned and installed by 40-acp.sh): typescript-language-server
 # with typescript, and pyright, pinned in tiers/l1/lsp/testdata/servers
 # (package.json + package-lock.json), for the tests of tiers/l1/lsp, which
-# drive them for real. Idempotent.
+# drive them for real; installed outside the checkout (lib/npm.sh).
+# Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-. .ci/setup.d/lib/node.sh
-node --version
-
-dir=tiers/l1/lsp/testdata/servers
-if [ -x "$dir/node_modules/.bin/typescript-language-server" ] && [ -x "$dir/node_modules/.bin/pyright-langserver" ] &&
-   [ "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ]; then
-  echo "70-lsp: $dir/node_modules is up to date"
-  exit 0
-fi
-npm ci --prefix "$dir" --no-audit --no-fund
+. .ci/setup.d/lib/npm.sh
+npm_install 70-lsp tiers/l1/lsp/testdata/servers

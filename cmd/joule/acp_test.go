@@ -16,6 +16,8 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 	"github.com/joulehook/joule/demo"
+
+	"github.com/joulehook/joule/internal/testdeps"
 )
 
 var (
@@ -323,8 +325,8 @@ func TestACPRemoteNewerProtocol(t *testing.T) {
 	}
 }
 
-// tsClientDir holds the TypeScript ACP SDK client (npm ci by
-// .ci/setup.d/40-acp.sh).
+// tsClientDir holds the TypeScript ACP SDK client; .ci/setup.d/40-acp.sh
+// installs its packages (internal/testdeps).
 const tsClientDir = "../../acpagent/testdata/tsclient"
 
 // TestACPTypeScriptClient drives joule acp with the official TypeScript ACP
@@ -334,9 +336,9 @@ const tsClientDir = "../../acpagent/testdata/tsclient"
 // unknown session, and the load of the past session in a fresh process.
 func TestACPTypeScriptClient(t *testing.T) {
 	node, err := exec.LookPath("node")
-	_, serr := os.Stat(filepath.Join(tsClientDir, "node_modules", "@agentclientprotocol", "sdk", "package.json"))
+	_, serr := os.Stat(filepath.Join(testdeps.NodeModules(tsClientDir), "@agentclientprotocol", "sdk", "package.json"))
 	if err != nil || serr != nil {
-		msg := "node or " + tsClientDir + "/node_modules is missing: run .ci/setup.d/40-acp.sh"
+		msg := "node or the packages of " + tsClientDir + " are missing: run .ci/setup.d/40-acp.sh"
 		if os.Getenv("CI") != "" {
 			t.Fatal(msg)
 		}
@@ -346,7 +348,10 @@ func TestACPTypeScriptClient(t *testing.T) {
 	writeTree(t, ws, demo.Module)
 	writeTree(t, ws, map[string]string{".mcp.json": `{"mcpServers":{}}` + "\n"})
 	cmd := exec.Command(node, "client.mjs")
-	cmd.Dir = tsClientDir
+	cmd.Dir = t.TempDir()
+	if err := testdeps.Stage(cmd.Dir, tsClientDir); err != nil {
+		t.Fatal(err)
+	}
 	cmd.Env = append(append(os.Environ(), env...), "JOULE_BIN="+jouleBin, "WS="+ws, "FAKE_REMOTE="+fakeRemote(t))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

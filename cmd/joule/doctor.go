@@ -763,11 +763,19 @@ func (d *doctor) tools(tc *tierconfig.Tiers) {
 			st = statusFail // L3 validates Go edits with the toolchain
 		}
 		d.add("go", st, "go is not on PATH", "install Go: L3 builds and vets Go edits with it, L1 uses it for renames")
+	} else if why := d.runs(p, "version"); why != "" {
+		st := statusWarn
+		if tc.Enabled("l3") {
+			st = statusFail
+		}
+		d.add("go", st, p+" is on PATH but does not run ("+why+")", "reinstall Go, or put a working go first on PATH")
 	} else {
 		d.add("go", statusOK, p, "")
 	}
 	if p, err := lsp.Look(lsp.Gopls.Name); err != nil {
 		d.add("gopls", statusOff, "gopls is not on PATH or in GOBIN/GOPATH/bin: L1 leaves extract function/variable and inline call to the next tier (its own type-checked rename needs no gopls)", "go install golang.org/x/tools/gopls@"+lsp.GoplsVersion)
+	} else if why := d.runs(p, "version"); why != "" {
+		d.add("gopls", statusWarn, p+" is there but does not run ("+why+"): L1 cannot extract function/variable or inline calls", "go install golang.org/x/tools/gopls@"+lsp.GoplsVersion)
 	} else {
 		d.add("gopls", statusOK, p+" (extract function/variable, inline call)", "")
 	}
@@ -781,6 +789,23 @@ func (d *doctor) tools(tc *tierconfig.Tiers) {
 			d.add(f.Name, statusOK, f.Path+" (type-checked with "+f.CheckerPath+")", "")
 		}
 	}
+}
+
+// runs says why bin ARGS fails ("" when it runs): a tool on PATH is not
+// reported working until it has run (a rustup or asdf shim with no
+// toolchain behind it, a broken install).
+func (d *doctor) runs(bin string, args ...string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), d.timeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
+	if err == nil {
+		return ""
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	if line == "" {
+		return err.Error()
+	}
+	return line
 }
 
 // servers shows the language servers joule's processes keep resident.

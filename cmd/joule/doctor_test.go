@@ -148,6 +148,54 @@ func TestDoctor(t *testing.T) {
 	}
 }
 
+// TestDoctorProbesTools: a go or gopls on PATH that does not run (an
+// asdf or rustup-style shim with no toolchain behind it) is reported as
+// not running, with the shim's own words, never as ok; working ones are ok.
+func TestDoctorProbesTools(t *testing.T) {
+	env, ws := initHome(t)
+	broken, working := t.TempDir(), t.TempDir()
+	for dir, body := range map[string]string{
+		broken:  "echo 'No version is set for command go' >&2; exit 126\n",
+		working: "echo 'go version go1.99 linux/amd64'\n",
+	} {
+		for _, name := range []string{"go", "gopls"} {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		dir  string
+		want string
+		says string
+	}{
+		{broken, statusWarn, "does not run (No version is set for command go)"},
+		{working, statusOK, ""},
+	} {
+		// GOBIN and JOULE_LSP_PATH point at the same directory, so that
+		// gopls is the fake one whatever the machine has installed.
+		e := append(env, "PATH="+tc.dir+":/usr/bin:/bin", "GOBIN="+tc.dir, "GOPATH="+tc.dir, "JOULE_LSP_PATH="+tc.dir)
+		r := joule(t, nil, e, "doctor", "--json", "--root", ws, "--timeout", "3s")
+		var fs []finding
+		if err := json.Unmarshal([]byte(r.stdout), &fs); err != nil {
+			t.Fatalf("--json output: %v\n%s%s", err, r.stdout, r.stderr)
+		}
+		seen := 0
+		for _, f := range fs {
+			if f.Check != "go" && f.Check != "gopls" {
+				continue
+			}
+			seen++
+			if f.Status != tc.want || !strings.Contains(f.Detail, tc.dir) || !strings.Contains(f.Detail, tc.says) {
+				t.Errorf("%s with %s: %+v, want %s saying %q", f.Check, tc.dir, f, tc.want, tc.says)
+			}
+		}
+		if seen != 2 {
+			t.Errorf("%d go/gopls findings:\n%s", seen, r.stdout)
+		}
+	}
+}
+
 // TestDoctorLSPPool: doctor lists the language servers a running joule
 // process keeps (its pool's state file), and not those of a process that
 // has ended.

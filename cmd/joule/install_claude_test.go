@@ -20,10 +20,12 @@ import (
 	"time"
 
 	"github.com/joulehook/joule/mcpserver"
+
+	"github.com/joulehook/joule/internal/testdeps"
 )
 
 // claudeBin finds the pinned Claude Code CLI that .ci/setup.d/10-hosts.sh
-// installs with npm ci into plugins/claudecode/e2e.
+// installs for plugins/claudecode/e2e (internal/testdeps).
 func claudeBin(t *testing.T) string {
 	t.Helper()
 	if _, err := exec.LookPath("node"); err != nil {
@@ -32,7 +34,7 @@ func claudeBin(t *testing.T) string {
 		}
 		t.Skip("node is missing: install Node.js and run .ci/setup.d/10-hosts.sh to run the real Claude Code test")
 	}
-	root, _ := filepath.Abs("../../plugins/claudecode/e2e/node_modules")
+	root := testdeps.NodeModules("../../plugins/claudecode/e2e")
 	candidates := []string{filepath.Join(root, ".bin", "claude")}
 	if m, _ := filepath.Glob(filepath.Join(root, "@anthropic-ai", "claude-code-"+runtime.GOOS+"-*", "claude")); m != nil {
 		candidates = append(m, candidates...)
@@ -42,7 +44,7 @@ func claudeBin(t *testing.T) string {
 			return c
 		}
 	}
-	t.Fatalf("the pinned Claude Code CLI is not installed under %s: run .ci/setup.d/10-hosts.sh (npm ci --prefix plugins/claudecode/e2e)", root)
+	t.Fatalf("the pinned Claude Code CLI is not installed (%q): run .ci/setup.d/10-hosts.sh", root)
 	return ""
 }
 

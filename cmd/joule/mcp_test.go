@@ -21,6 +21,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/joulehook/joule/internal/testdeps"
 )
 
 // mcpProc is a real `joule mcp` process and an mcp-go client on its stdio,
@@ -151,9 +153,9 @@ func TestMCPStdioSeesHookProcess(t *testing.T) {
 // TestMCPTypeScriptClient drives `joule mcp` with the official TypeScript
 // SDK's stdio client (mcpserver/testdata/tsclient/client.mjs).
 func TestMCPTypeScriptClient(t *testing.T) {
-	dir, _ := filepath.Abs("../../mcpserver/testdata/tsclient")
+	const pkg = "../../mcpserver/testdata/tsclient"
 	node, err := exec.LookPath("node")
-	if _, serr := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil || serr != nil {
+	if _, serr := os.Stat(filepath.Join(testdeps.NodeModules(pkg), "@modelcontextprotocol", "sdk", "package.json")); err != nil || serr != nil {
 		msg := "node or @modelcontextprotocol/sdk is missing: run .ci/setup.d/20-mcp.sh"
 		if os.Getenv("CI") == "true" {
 			t.Fatal(msg)
@@ -164,7 +166,10 @@ func TestMCPTypeScriptClient(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "client.mjs")
-	cmd.Dir = dir
+	cmd.Dir = t.TempDir()
+	if err := testdeps.Stage(cmd.Dir, pkg); err != nil {
+		t.Fatal(err)
+	}
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Env = append(cmd.Env, "JOULE_BIN="+jouleBin, "MCP_WORKSPACE="+ws, "MCP_SESSION=ts-1")
 	var stderr bytes.Buffer

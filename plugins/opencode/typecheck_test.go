@@ -6,9 +6,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/joulehook/joule/internal/testdeps"
 )
 
-// tsc finds the TypeScript compiler .ci/setup.d/10-hosts.sh installs here.
+// tsc finds the TypeScript compiler .ci/setup.d/10-hosts.sh installs for
+// this directory (internal/testdeps).
 func tsc(t *testing.T) string {
 	t.Helper()
 	if _, err := exec.LookPath("node"); err != nil {
@@ -17,9 +20,9 @@ func tsc(t *testing.T) string {
 		}
 		t.Skip("node is missing: install Node.js and run .ci/setup.d/10-hosts.sh to type-check the OpenCode plugin")
 	}
-	bin, _ := filepath.Abs(filepath.Join("node_modules", ".bin", "tsc"))
+	bin := filepath.Join(testdeps.NodeModules("."), ".bin", "tsc")
 	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("TypeScript is not installed in plugins/opencode: run .ci/setup.d/10-hosts.sh (npm ci --prefix plugins/opencode)")
+		t.Fatalf("TypeScript is not installed for plugins/opencode: run .ci/setup.d/10-hosts.sh")
 	}
 	return bin
 }
@@ -29,7 +32,13 @@ func tsc(t *testing.T) string {
 // signature is rejected, so the types really are the ones checked against.
 func TestPluginTypeChecks(t *testing.T) {
 	bin := tsc(t)
-	if out, err := exec.Command(bin, "-p", ".").CombinedOutput(); err != nil {
+	// From a copy beside the packages: tsc resolves them from the
+	// project's directory up.
+	good := t.TempDir()
+	if err := testdeps.Stage(good, "."); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(bin, "-p", good).CombinedOutput(); err != nil {
 		t.Fatalf("joule.ts does not type-check: %v\n%s", err, out)
 	}
 	bad := strings.Replace(string(Plugin), `"tool.execute.before": async (input, output) => {`, `"tool.execute.before": async (input: { tool: number }, output) => {`, 1)
@@ -38,8 +47,9 @@ func TestPluginTypeChecks(t *testing.T) {
 	}
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "bad.ts"), []byte(bad), 0o644)
-	nm, _ := filepath.Abs("node_modules")
-	os.Symlink(nm, filepath.Join(dir, "node_modules"))
+	if err := testdeps.Link(dir, "."); err != nil {
+		t.Fatal(err)
+	}
 	os.WriteFile(filepath.Join(dir, "tsconfig.json"), []byte(`{"compilerOptions":{"target":"ES2022","module":"ESNext","moduleResolution":"Bundler","strict":true,"noEmit":true,"skipLibCheck":true,"types":["node"]},"files":["bad.ts"]}`), 0o644)
 	out, err := exec.Command(bin, "-p", dir).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "tool.execute.before") && !strings.Contains(string(out), "number") {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"go/format"
-	"io"
 	"os"
 	"os/exec"
 	"path"
@@ -130,7 +129,8 @@ func formatFiles(ctx context.Context, root string, files core.Files, c Format) (
 	}
 	missing := map[string]int{} // class → files skipped for want of its tool
 	var missingOrder []string
-	tools := map[string]string{} // tool → "name version"; looked up once per request
+	tools := map[string]probe{}     // tool → what its --version said; asked once per request
+	broken := map[string][]string{} // class → the tools on PATH that do not run
 	var scratch string
 	defer func() {
 		if scratch != "" {
@@ -186,9 +186,28 @@ func formatFiles(ctx context.Context, root string, files core.Files, c Format) (
 				}
 				cands = []string{c.Tool}
 			}
+			if scratch == "" {
+				if scratch, err = os.MkdirTemp("", "joule-format-*"); err != nil {
+					return nil, "", err
+				}
+			}
+			// A tool on PATH is taken only once it runs: a rustup shim
+			// with no toolchain, or a broken install, is on PATH too.
 			tool, bin := "", ""
 			for _, t := range cands {
-				if b, lerr := exec.LookPath(t); lerr == nil {
+				b, lerr := exec.LookPath(t)
+				if lerr != nil {
+					continue
+				}
+				pr, ok := tools[t]
+				if !ok {
+					pr = probeTool(ctx, t, b, scratch)
+					tools[t] = pr
+					if pr.err != "" {
+						broken[f.class] = append(broken[f.class], t+" on PATH does not run ("+t+" --version: "+pr.err+")")
+					}
+				}
+				if pr.err == "" {
 					tool, bin = t, b
 					break
 				}
@@ -200,15 +219,7 @@ func formatFiles(ctx context.Context, root string, files core.Files, c Format) (
 				missing[f.class]++
 				continue
 			}
-			if scratch == "" {
-				if scratch, err = os.MkdirTemp("", "joule-format-*"); err != nil {
-					return nil, "", err
-				}
-			}
-			if _, ok := tools[tool]; !ok {
-				tools[tool] = toolVersion(ctx, tool, bin, scratch)
-			}
-			name, by = tool, tools[tool]
+			name, by = tool, tools[tool].version
 			out, err = runFormatter(ctx, bin, f.args(tool, abs, files, p), src, scratch)
 		}
 		if err != nil {
@@ -221,6 +232,13 @@ func formatFiles(ctx context.Context, root string, files core.Files, c Format) (
 		count(by, changed)
 	}
 	var notes []string
+	// A preferred tool that does not run, passed over for the next: said,
+	// so that the user knows why ruff and not black formatted.
+	for _, e := range external {
+		if len(broken[e.class]) > 0 && missing[e.class] == 0 {
+			notes = append(notes, strings.Join(broken[e.class], "; "))
+		}
+	}
 	for _, cl := range missingOrder {
 		var want []string
 		for _, e := range external {
@@ -228,7 +246,11 @@ func formatFiles(ctx context.Context, root string, files core.Files, c Format) (
 				want = e.tools
 			}
 		}
-		notes = append(notes, fmt.Sprintf("skipped %d %s file(s): %s not on PATH", missing[cl], cl, strings.Join(want, " or ")))
+		why := strings.Join(want, " or ") + " not on PATH"
+		if len(broken[cl]) > 0 {
+			why = strings.Join(broken[cl], "; ")
+		}
+		notes = append(notes, fmt.Sprintf("skipped %d %s file(s): %s", missing[cl], cl, why))
 	}
 	if len(order) == 0 {
 		what := "formattable file"
@@ -315,26 +337,38 @@ func runFormatter(ctx context.Context, bin string, args []string, src []byte, di
 	return out.buf.Bytes(), nil
 }
 
-// toolVersion is "tool VERSION" from the first line of `tool --version`.
-func toolVersion(ctx context.Context, tool, bin, dir string) string {
+// probe is what a formatter's --version said: its version line, or why
+// it does not run.
+type probe struct{ version, err string }
+
+// probeTool runs bin --version in dir: a tool that fails it (a rustup
+// shim with no default toolchain, a broken install) is not used.
+func probeTool(ctx context.Context, tool, bin, dir string) probe {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "--version")
 	cmd.Dir = dir
-	var out capped
-	out.max = 4096
-	cmd.Stdout, cmd.Stderr = &out, io.Discard
-	if cmd.Run() != nil {
-		return tool + " (version unknown)"
+	var out, errOut capped
+	out.max, errOut.max = 4096, 4096
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		why := strings.TrimSpace(errOut.buf.String())
+		if why == "" {
+			why = strings.TrimSpace(out.buf.String())
+		}
+		if why == "" {
+			why = err.Error()
+		}
+		return probe{err: oneLineOf(strings.SplitN(why, "\n", 2)[0])}
 	}
 	v := strings.TrimSpace(strings.SplitN(out.buf.String(), "\n", 2)[0])
 	if v == "" {
-		return tool + " (version unknown)"
+		return probe{version: tool + " (version unknown)"}
 	}
 	if !strings.Contains(strings.ToLower(v), strings.ToLower(tool)) {
 		v = tool + " " + v
 	}
-	return oneLineOf(v)
+	return probe{version: oneLineOf(v)}
 }
 
 func oneLineOf(s string) string {

@@ -196,11 +196,12 @@ exit 2
 	}
 }
 
-// TestFormatRustfmt runs the real rustfmt when it is installed, with the
+// TestFormatRustfmt runs the real rustfmt when it is installed and runs
+// (a rustup shim without a toolchain is on PATH but does not), with the
 // crate's edition from its Cargo.toml.
 func TestFormatRustfmt(t *testing.T) {
-	if _, err := exec.LookPath("rustfmt"); err != nil {
-		t.Skip("rustfmt is not on PATH")
+	if out, err := exec.Command("rustfmt", "--version").CombinedOutput(); err != nil {
+		t.Skipf("rustfmt does not run here: %v %s", err, out)
 	}
 	files := core.Files{
 		"crate/Cargo.toml":  []byte("[package]\nname = \"c\"\nedition = \"2021\"\n"),
@@ -220,6 +221,46 @@ func TestFormatRustfmt(t *testing.T) {
 	}
 	if e := rustEdition(core.Files{"x.rs": nil}, "x.rs"); e != "2015" {
 		t.Fatalf("edition without Cargo.toml %s", e)
+	}
+}
+
+// TestFormatProbesTools: a formatter on PATH that does not run (a rustup
+// shim with no default toolchain, a broken install) is not taken: the
+// next candidate is, or the class is skipped with its --version error,
+// never a failed request; one that runs is used.
+func TestFormatProbesTools(t *testing.T) {
+	bin := t.TempDir()
+	script := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// rustup's shim when no toolchain is installed.
+	script("rustfmt", `echo "error: rustup could not choose a version of rustfmt to run, because one wasn't specified explicitly, and no default is configured." >&2; exit 1`+"\n")
+	script("black", "exit 127\n")
+	script("ruff", `if [ "$1" = --version ]; then echo "ruff 0.9.0"; exit 0; fi; cat; echo "# ruff"`+"\n")
+	t.Setenv("PATH", bin+":/usr/bin:/bin")
+	files := core.Files{"a.rs": []byte("fn main(){}\n"), "b.py": []byte("x=1\n"), "c.go": []byte("package c\nvar  x=1\n")}
+	root := writeTree(t, files)
+	next, sum, err := formatFiles(context.Background(), root, files, Format{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(next["a.rs"]) != "fn main(){}\n" || string(next["b.py"]) != "x=1\n# ruff\n" || string(next["c.go"]) != "package c\n\nvar x = 1\n" {
+		t.Fatalf("formatted %q", next)
+	}
+	for _, want := range []string{"ruff 0.9.0: 1 of 1 file(s) reformatted", "skipped 1 Rust file(s): rustfmt on PATH does not run (rustfmt --version: error: rustup could not choose a version of rustfmt"} {
+		if !strings.Contains(sum, want) {
+			t.Errorf("summary %q lacks %q", sum, want)
+		}
+	}
+	if !strings.Contains(sum, "black on PATH does not run (black --version: exit status 127)") || strings.Contains(sum, "skipped 1 Python") {
+		t.Errorf("summary %q: black passed over for ruff, said", sum)
+	}
+	// Only the class whose tool does not run: the error says why.
+	_, _, err = formatFiles(context.Background(), root, files, Format{Glob: "*.rs"})
+	if err == nil || !strings.Contains(err.Error(), "rustfmt on PATH does not run") {
+		t.Fatalf("a broken rustfmt alone: %v", err)
 	}
 }
 

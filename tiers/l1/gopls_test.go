@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -94,23 +95,32 @@ func copyStd(t testing.TB, root, pkg string) {
 	}
 }
 
-// goplsPath finds gopls on PATH or in GOPATH/bin. In CI a missing gopls
-// fails the test; locally it skips.
+// goplsPath finds a gopls that runs (gopls version), on PATH or in
+// GOPATH/bin: a shim or broken install there is not taken. In CI a
+// missing gopls fails the test; locally it skips.
 func goplsPath(t testing.TB) string {
+	var cands []string
 	if p, err := exec.LookPath("gopls"); err == nil {
-		return p
+		cands = append(cands, p)
 	}
-	out, err := exec.Command("go", "env", "GOPATH").Output()
-	if err == nil {
-		p := filepath.Join(strings.TrimSpace(string(out)), "bin", "gopls")
-		if _, err := os.Stat(p); err == nil {
+	if out, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
+		cands = append(cands, filepath.Join(strings.TrimSpace(string(out)), "bin", "gopls"))
+	}
+	why := "gopls is not installed"
+	for _, p := range cands {
+		if _, err := os.Stat(p); err != nil {
+			continue
+		}
+		out, err := exec.Command(p, "version").CombinedOutput()
+		if err == nil {
 			return p
 		}
+		why = fmt.Sprintf("%s does not run (%v: %s)", p, err, bytes.TrimSpace(out))
 	}
 	if os.Getenv("CI") != "" {
-		t.Fatal("gopls is not installed: .ci/setup.d/40-acp.sh installs it (go install golang.org/x/tools/gopls@v0.23.0)")
+		t.Fatal(why + ": .ci/setup.d/40-acp.sh installs it (go install golang.org/x/tools/gopls@v0.23.0)")
 	}
-	t.Skip("gopls is not installed (go install golang.org/x/tools/gopls@v0.23.0); the comparison runs in CI")
+	t.Skip(why + " (go install golang.org/x/tools/gopls@v0.23.0); the comparison runs in CI")
 	return ""
 }
 

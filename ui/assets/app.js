@@ -144,7 +144,8 @@
     const st = d.stats;
     main.innerHTML = `<h1>Session <span id="session-id">${esc(id)}</span></h1>
 <div id="broken"></div>
-<div class="cards" id="cards"></div>
+<h2>What was denied, and why <span class="muted" id="denials-count"></span></h2><div id="denials"></div>
+<div class="cards" id="cards"></div><div id="zero-cards"></div>
 <h2>Grants this session's receipts name</h2><div id="grants"></div>
 <h2>Charts</h2><div class="charts"><div class="chartbox" id="chart-time"></div><div class="chartbox" id="chart-cascade"></div></div>
 <h2>Chain <span class="muted" id="chain-count"></span></h2>
@@ -165,8 +166,20 @@
     if (openSeq) openReceipt(id, openSeq);
   }
 
-  function card(k, v, cls, testid) {
-    return `<div class="card ${cls || ""}"><div class="k">${k}</div><div class="v" data-testid="${testid || ""}">${v}</div></div>`;
+  function card(k, v, cls, testid, zero) {
+    return { zero: !!zero, html: `<div class="card ${cls || ""}"><div class="k">${k}</div><div class="v" data-testid="${testid || ""}">${v}</div></div>` };
+  }
+  // denialsTable lists what did not run, newest first: the decision, what
+  // was asked for, the code and the reason as the receipt signed them.
+  function denialsTable(d) {
+    const rows = d.denials || [];
+    if (!rows.length) return `<p class="muted" data-testid="denials">Nothing was denied in this session.</p>`;
+    let h = `<table id="denials-table" data-testid="denials"><thead><tr><th class="num">Seq</th><th>When</th><th>Decision</th><th>What</th><th>Code</th><th>Why</th></tr></thead><tbody>`;
+    for (const x of rows) {
+      h += `<tr><td class="num"><a href="${sessionLink(d.id)}/${x.seq}">${x.seq}</a></td><td class="muted">${when(x.time_ms)}</td><td class="d-${esc(x.decision)}">${esc(x.decision)}</td>` +
+        `<td>${esc(x.summary || x.tool)}</td><td>${esc(x.code)}</td><td class="why">${esc(x.reason)}</td></tr>`;
+    }
+    return h + "</tbody></table>";
   }
   function renderSession(d) {
     const st = d.stats, line = d.status_line;
@@ -174,18 +187,28 @@
       ? `<div class="broken" data-testid="broken">Chain broken: ${st.damaged} of ${st.receipts} receipts do not verify; the first bad position is seq ${st.first_bad} (${esc(st.first_bad_verdict)}). <a href="${sessionLink(d.id)}/${st.first_bad}">Open it</a></div>`
       : "";
     const tok = st.tokens;
-    document.getElementById("cards").innerHTML =
-      card("Joules (as joule statusline)", esc(line.energy), "", "energy") +
-      card("Measured (HwShunt)", energy(st.measured_uj), "", "measured") +
-      card("Modelled (ModelBased)", energy(st.modelled_uj), "", "modelled") +
-      card("Estimated (Estimator)", energy(st.estimated_uj), "", "estimated") +
-      card("Observed through OTel — observed, not enforced", energy(st.observed_uj), "observed", "observed") +
-      card("Metered at the proxy (enforced)", energy(st.enforced_uj), "", "enforced") +
-      card("Decisions", esc(line.decisions), "", "decisions") +
-      card("Model calls", st.model_calls + (st.fitted_calls ? ` (${st.fitted_calls} fitted to the budget)` : ""), "", "calls") +
-      card("Tokens in / cached / cache-write / out", tok.join(" / "), "", "tokens") +
-      card("Budget left (active grant chain)", esc(d.budget_left), "", "budget-left") +
-      card("Receipts", st.receipts + (st.damaged ? ` (${st.damaged} damaged)` : " (chain verified)"), "", "receipts");
+    const total = d.denials_total || 0, shown = (d.denials || []).length;
+    document.getElementById("denials-count").textContent = total ? `(${total}${total > shown ? `, the last ${shown}` : ""})` : "";
+    document.getElementById("denials").innerHTML = denialsTable(d);
+    // Figures that are zero go after the others, folded: what happened
+    // comes first.
+    const cards = [
+      card("Joules (as joule statusline)", esc(line.energy), "", "energy"),
+      card("Decisions", esc(line.decisions), "", "decisions"),
+      card("Budget left (active grant chain)", esc(d.budget_left), "", "budget-left"),
+      card("Receipts", st.receipts + (st.damaged ? ` (${st.damaged} damaged)` : " (chain verified)"), "", "receipts"),
+      card("Measured (HwShunt)", energy(st.measured_uj), "", "measured", !st.measured_uj),
+      card("Modelled (ModelBased)", energy(st.modelled_uj), "", "modelled", !st.modelled_uj),
+      card("Estimated (Estimator)", energy(st.estimated_uj), "", "estimated", !st.estimated_uj),
+      card("Observed through OTel — observed, not enforced", energy(st.observed_uj), "observed", "observed", !st.observed_uj),
+      card("Metered at the proxy (enforced)", energy(st.enforced_uj), "", "enforced", !st.enforced_uj),
+      card("Model calls", st.model_calls + (st.fitted_calls ? ` (${st.fitted_calls} fitted to the budget)` : ""), "", "calls", !st.model_calls),
+      card("Tokens in / cached / cache-write / out", tok.join(" / "), "", "tokens", !tok.some((n) => n)),
+    ];
+    const zeros = cards.filter((c) => c.zero);
+    document.getElementById("cards").innerHTML = cards.filter((c) => !c.zero).map((c) => c.html).join("");
+    document.getElementById("zero-cards").innerHTML = zeros.length
+      ? `<details class="zeros"><summary class="muted">${zeros.length} figure${zeros.length > 1 ? "s are" : " is"} zero in this session</summary><div class="cards">${zeros.map((c) => c.html).join("")}</div></details>` : "";
     let g = `<table id="grant-use"><thead><tr><th>Grant</th><th class="num">Budget</th><th class="num">Spent</th><th class="num">Reserved</th><th class="num">Left</th><th></th></tr></thead><tbody>`;
     for (const u of d.grants) {
       g += `<tr><td><a href="#/grants">${esc(u.id)}</a></td>` + (u.error ? `<td colspan="5" class="v-bad">${esc(u.error)}</td>` :

@@ -23,6 +23,8 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite"
+
+	"github.com/joulehook/joule/internal/testdeps"
 )
 
 var jouleBin string
@@ -57,8 +59,8 @@ func needBrowser(t *testing.T) {
 	if _, err := exec.LookPath("node"); err != nil {
 		missing = append(missing, "node")
 	}
-	if _, err := os.Stat("testdata/browser/node_modules/playwright-core/package.json"); err != nil {
-		missing = append(missing, "playwright-core (npm ci --prefix ui/e2e/testdata/browser)")
+	if _, err := os.Stat(filepath.Join(testdeps.NodeModules("testdata/browser"), "playwright-core/package.json")); err != nil {
+		missing = append(missing, "playwright-core")
 	}
 	if len(missing) == 0 {
 		return
@@ -157,13 +159,21 @@ func driveNoFatal(t *testing.T, args ...string) map[string]any {
 	ctx, cancel := context.WithTimeout(context.Background(), 240*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", append([]string{"drive.mjs"}, args...)...)
-	cmd.Dir = "testdata/browser"
+	dir, err := os.MkdirTemp("", "joule-ui-drive-")
+	if err != nil {
+		return map[string]any{"error": err.Error()}
+	}
+	defer os.RemoveAll(dir)
+	if err := testdeps.Stage(dir, "testdata/browser"); err != nil {
+		return map[string]any{"error": err.Error()}
+	}
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "CHROMIUM="+chromium())
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
+	err = cmd.Run()
 	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // chromium's leftovers, if any
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	var got map[string]any
@@ -420,6 +430,35 @@ func TestDashboard(t *testing.T) {
 			t.Errorf("%s: page %q · %q · %q, statusline %q · %q · %q", id, got["energy"], got["decisions"], got["budget-left"], sl.energy, sl.decisions, sl.left)
 		}
 		ls := receiptsLs(t, home, id)
+		// What was denied, and why: above the figures, every deny and ask
+		// of receipts ls, newest first, each with its reason.
+		var denied []string
+		for i := len(ls) - 1; i >= 0; i-- {
+			if ls[i].decision == "deny" || ls[i].decision == "ask" {
+				denied = append(denied, ls[i].seq)
+			}
+		}
+		var shown []string
+		for _, d := range got["denials"].([]any) {
+			cells := d.([]any)
+			shown = append(shown, cells[0].(string))
+			if strings.TrimSpace(cells[5].(string)) == "" {
+				t.Errorf("%s: a denial without its reason: %v", id, cells)
+			}
+		}
+		if strings.Join(shown, " ") != strings.Join(denied, " ") || got["denialsFirst"] != true {
+			t.Errorf("%s: denials %v (first: %v), receipts ls %v", id, shown, got["denialsFirst"], denied)
+		}
+		for _, c := range got["cards"].([]any) {
+			if v := c.([]any)[1].(string); v == "0 µJ" || v == "0" || v == "0 / 0 / 0 / 0" {
+				t.Errorf("%s: a zero figure among the others: %v", id, c)
+			}
+		}
+		for _, c := range got["zeroCards"].([]any) {
+			if v := c.([]any)[1].(string); v != "0 µJ" && v != "0" && v != "0 / 0 / 0 / 0" {
+				t.Errorf("%s: a figure that is not zero folded with the zeros: %v", id, c)
+			}
+		}
 		chain := got["chain"].([]any)
 		if len(chain) != len(ls) {
 			t.Fatalf("%s: %d rows drawn, receipts ls has %d", id, len(chain), len(ls))

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/joulehook/joule/internal/testdeps"
 	"github.com/joulehook/joule/plugins/hook/hosttest"
 )
 
@@ -24,7 +25,7 @@ func claudeBin(t *testing.T) string {
 	if testing.Short() {
 		t.Skip("the real Claude Code runs take minutes: not with -short")
 	}
-	root, _ := filepath.Abs("node_modules")
+	root := testdeps.NodeModules(".") // 10-hosts.sh, in make deps' cache
 	candidates := []string{filepath.Join(root, ".bin", "claude")}
 	if m, _ := filepath.Glob(filepath.Join(root, "@anthropic-ai", "claude-code-"+runtime.GOOS+"-*", "claude")); m != nil {
 		candidates = append(m, candidates...)
@@ -34,7 +35,7 @@ func claudeBin(t *testing.T) string {
 			return c
 		}
 	}
-	msg := "the pinned Claude Code CLI is not installed under " + root + ": run .ci/setup.d/10-hosts.sh (npm ci --prefix plugins/claudecode/e2e)"
+	msg := "the pinned Claude Code CLI is not installed under " + root + ": run .ci/setup.d/10-hosts.sh"
 	if os.Getenv("CI") != "" {
 		t.Fatal(msg)
 	}

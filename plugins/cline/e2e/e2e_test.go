@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/joulehook/joule/plugins/hook/hosttest"
+
+	"github.com/joulehook/joule/internal/testdeps"
 )
 
 func TestMain(m *testing.M) { os.Exit(hosttest.Main(m, "../../..")) }
@@ -24,13 +26,13 @@ func TestMain(m *testing.M) { os.Exit(hosttest.Main(m, "../../..")) }
 // node wrapper around it).
 func clineBin(t *testing.T) string {
 	t.Helper()
-	root, _ := filepath.Abs("testdata/node_modules")
+	root := testdeps.NodeModules("testdata")
 	for _, c := range []string{filepath.Join(root, "@cline", "cli-linux-x64", "bin", "cline"), filepath.Join(root, "cline", "bin", ".cline")} {
 		if st, err := os.Stat(c); err == nil && st.Mode()&0o111 != 0 {
 			return c
 		}
 	}
-	hosttest.NeedTool(t, "the pinned Cline CLI (cline 3.0.65) under "+root, "run .ci/setup.d/10-hosts.sh (npm ci --prefix plugins/cline/e2e/testdata)")
+	hosttest.NeedTool(t, "the pinned Cline CLI (cline 3.0.65) under "+root, "run .ci/setup.d/10-hosts.sh")
 	return ""
 }
 

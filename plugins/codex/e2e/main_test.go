@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/joulehook/joule/internal/testdeps"
 )
 
 // binDir holds joule and joule-hook side by side, built as make build
@@ -75,17 +77,17 @@ func inNetns() bool {
 }
 
 // codexBin finds the pinned Codex CLI's native binary, which
-// .ci/setup.d/11-codex.sh installs with npm ci into testdata.
+// .ci/setup.d/11-codex.sh installs for testdata (internal/testdeps).
 func codexBin(t *testing.T) string {
 	t.Helper()
-	root, _ := filepath.Abs("testdata/node_modules")
+	root := testdeps.NodeModules("testdata")
 	m, _ := filepath.Glob(filepath.Join(root, "@openai", "codex-linux-*", "vendor", "*", "bin", "codex"))
 	for _, c := range m {
 		if out, err := exec.Command(c, "--version").Output(); err == nil && strings.HasPrefix(string(out), "codex-cli ") {
 			return c
 		}
 	}
-	msg := "the pinned Codex CLI is not installed under " + root + ": run .ci/setup.d/11-codex.sh (npm ci --prefix plugins/codex/e2e/testdata)"
+	msg := "the pinned Codex CLI is not installed (" + root + "): run .ci/setup.d/11-codex.sh"
 	if os.Getenv("CI") != "" {
 		t.Fatal(msg)
 	}

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/joulehook/joule/plugins/hook/hosttest"
+
+	"github.com/joulehook/joule/internal/testdeps"
 )
 
 // TestMain builds joule, joule-hook and joule-exec as make build does and
@@ -37,12 +39,12 @@ func geminiJS(t *testing.T) string {
 		}
 		t.Skip("node is missing: install Node.js and run .ci/setup.d/10-hosts.sh to run the real Gemini CLI test")
 	}
-	js, _ := filepath.Abs("node_modules/@google/gemini-cli/bundle/gemini.js")
+	js := filepath.Join(testdeps.NodeModules("."), "@google/gemini-cli/bundle/gemini.js")
 	if _, err := os.Stat(js); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("the pinned Gemini CLI is not installed (%v): run .ci/setup.d/10-hosts.sh", err)
 		}
-		t.Skipf("the pinned Gemini CLI is not installed (%v): run .ci/setup.d/10-hosts.sh (npm ci --prefix plugins/geminicli/e2e)", err)
+		t.Skipf("the pinned Gemini CLI is not installed (%v): run .ci/setup.d/10-hosts.sh", err)
 	}
 	return js
 }

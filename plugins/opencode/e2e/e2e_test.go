@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/joulehook/joule/plugins/hook/hosttest"
+
+	"github.com/joulehook/joule/internal/testdeps"
 )
 
 // joule-hook beside joule, as make build puts it: the plugin runs the thin
@@ -27,7 +29,7 @@ func TestMain(m *testing.M) { os.Exit(hosttest.Main(m, "../../..", "joule-hook")
 // start of the CLI is slow).
 func opencodeBin(t *testing.T) string {
 	t.Helper()
-	root, _ := filepath.Abs("testdata/node_modules")
+	root := testdeps.NodeModules("testdata")
 	binOnce.Do(func() {
 		for _, c := range []string{filepath.Join(root, "opencode-linux-x64", "bin", "opencode"), filepath.Join(root, ".bin", "opencode")} {
 			if out, err := exec.Command(c, "--version").Output(); err == nil && strings.TrimSpace(string(out)) == "1.18.33" {
@@ -37,7 +39,7 @@ func opencodeBin(t *testing.T) string {
 		}
 	})
 	if binPath == "" {
-		hosttest.NeedTool(t, "the pinned OpenCode CLI (opencode-ai 1.18.33) under "+root, "run .ci/setup.d/10-hosts.sh (npm ci --prefix plugins/opencode/e2e/testdata)")
+		hosttest.NeedTool(t, "the pinned OpenCode CLI (opencode-ai 1.18.33) under "+root, "run .ci/setup.d/10-hosts.sh")
 	}
 	return binPath
 }

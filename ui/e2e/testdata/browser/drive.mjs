@@ -68,6 +68,12 @@ async function session(url, id, dir, name) {
   o.cascade = (await page.locator("[data-testid=cascade]").count()) ? await text("[data-testid=cascade]") : "";
   o.chain = await page.$$eval("#chain .r", (rs) => rs.sort((a, b) => a.dataset.seq - b.dataset.seq).map((r) => Array.from(r.children).map((c) => c.textContent)));
   o.timeChart = await page.locator("#svg-time rect").count();
+  // What was denied, and why: first, above the figures; the figures that
+  // are zero folded after the others.
+  o.denials = await page.$$eval("#denials-table tbody tr", (rs) => rs.map((r) => Array.from(r.children).map((c) => c.textContent)));
+  o.denialsFirst = await page.evaluate(() => document.getElementById("denials").getBoundingClientRect().top < document.getElementById("cards").getBoundingClientRect().top);
+  o.cards = await page.$$eval("#cards .v", (vs) => vs.map((v) => [v.dataset.testid, v.textContent]));
+  o.zeroCards = await page.$$eval("#zero-cards .v", (vs) => vs.map((v) => [v.dataset.testid, v.textContent]));
   await shot(dir, `ui-session-${name}.png`);
   // Open the first bad receipt if any, else the first one.
   const badRow = page.locator("#chain .r.bad").first();
