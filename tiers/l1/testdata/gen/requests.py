@@ -213,15 +213,17 @@ c("where is the function New in inventory/item.go defined", "def inventory/item.
 c("where is the field Quantity of Item defined", "def inventory/item.go:19")
 c("where is the interface Shape defined", "def pricing/pricing.go:11")
 c("where is the variable limit in New defined", "def inventory/item.go:36")
-# find T.M and find X: the definition, then its uses.
+# find T.M and find X: the definition ("find" is definition vocabulary,
+# tiers/ask); find references to X, where is X used, /find X: the
+# definition, then its uses.
 for s, loc, use in [("Store.Get", "inventory/item.go:57", "server/server.go:28"), ("(*Store).Get", "inventory/item.go:57", "inventory/item.go:67"),
                     ("Store.Add", "inventory/item.go:44", "cmd/shopd/main.go:18"), ("Shape.Area", "pricing/pricing.go:12", "pricing/pricing.go:42"),
                     ("Item.Quantity", "inventory/item.go:19", "inventory/item.go:46"), ("clamp", "inventory/item.go:90", "inventory/report.go:9"),
                     ("inventory.Summary", "inventory/report.go:15", "cmd/shopd/main.go:21"), ("ErrNotFound", "inventory/item.go:10", "inventory/item.go:60"),
                     ("Server.Addr", "server/server.go:17", "cmd/shopd/main.go:23"), ("Rounding", "pricing/pricing.go:38", "pricing/pricing.go:53")]:
   e = "uses %s %s" % (loc, use)
-  c("find %s" % s, e)
-  c("find `%s`" % s, e)
+  c("find %s" % s, "def " + loc)
+  c("find `%s`" % s, "def " + loc)
   c("find references to %s" % s, e)
   c("where is %s used" % s, e)
   c("/find %s" % s, e)
