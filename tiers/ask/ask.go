@@ -38,9 +38,11 @@ func (i Intent) LookUp() bool { return i == Definition || i == Callers || i == U
 
 // Symbols is the workspace's symbol table: how many declarations a name
 // has ("X", "pkg.X", "T.M", "(*T).M", "dir/pkg.X"), package-level names and
-// members only. An error means the table cannot say.
+// members only; with callable, functions and methods only (a callers
+// look-up, or a name written as a call, X()). An error means the table
+// cannot say.
 type Symbols interface {
-	Declarations(ctx context.Context, name string) (int, error)
+	Declarations(ctx context.Context, name string, callable bool) (int, error)
 }
 
 // Reading is what the reader made of a request.
@@ -55,6 +57,8 @@ type Reading struct {
 	// is declared. A Symbol declared several times comes with Refused set:
 	// a tier may show the declarations, never answer with one.
 	Symbol string
+	// Called: the symbol was written as a call, X(): a function or method.
+	Called bool
 	// Refused says why the request is not read whole; empty when it is.
 	Refused string
 }
@@ -96,7 +100,12 @@ func Read(ctx context.Context, prompt string, syms Symbols) Reading {
 	if rd.Refused != "" || !rd.Intent.LookUp() {
 		return rd
 	}
-	rd.Symbol, rd.Refused = symbolOf(ctx, toks, syms)
+	rd.Symbol, rd.Refused = symbolOf(ctx, toks, syms, rd.Intent)
+	for _, t := range toks {
+		if t.called && rd.Symbol != "" && t.text == rd.Symbol {
+			rd.Called = true
+		}
+	}
 	return rd
 }
 
@@ -104,9 +113,10 @@ func Read(ctx context.Context, prompt string, syms Symbols) Reading {
 // (backticks or quotes, a call, a selector, mixed case, _ or digits):
 // never vocabulary.
 type token struct {
-	text string // without quoting and trailing punctuation
-	low  string // lower case, for vocabulary
-	code bool
+	text   string // without quoting and trailing punctuation
+	low    string // lower case, for vocabulary
+	code   bool
+	called bool // written X(): a function or a method
 }
 
 var contractions = map[string][]string{
@@ -156,9 +166,9 @@ func split(f string) []token {
 	if strings.HasSuffix(low, "'s") && len(f) > 2 { // Server's
 		f, low = f[:len(f)-2], low[:len(low)-2]
 	}
-	code := quoted
+	code, called := quoted, false
 	if strings.HasSuffix(f, "()") {
-		f, low, code = f[:len(f)-2], low[:len(low)-2], true
+		f, low, code, called = f[:len(f)-2], low[:len(low)-2], true, true
 	}
 	if strings.HasPrefix(f, "(") && !strings.HasPrefix(f, "(*") && !strings.Contains(f, ").") {
 		f, low = strings.TrimPrefix(f, "("), strings.TrimPrefix(low, "(")
@@ -177,7 +187,7 @@ func split(f string) []token {
 			}
 		}
 	}
-	return []token{{text: f, low: low, code: code}}
+	return []token{{text: f, low: low, code: code, called: called}}
 }
 
 // known reports whether a plain word is one the reader reads as English.
@@ -370,15 +380,23 @@ func init() {
 	}
 }
 
+// determiners make the plain word after them a noun.
+var determiners = map[string]bool{"the": true, "a": true, "an": true, "this": true, "that": true, "my": true, "our": true,
+	"your": true, "its": true, "their": true, "some": true, "every": true, "each": true, "any": true}
+
 // symbolOf finds the one symbol the request names: the identifier-shaped
 // words (code words first) that the symbol table declares.
-func symbolOf(ctx context.Context, toks []token, syms Symbols) (string, string) {
+func symbolOf(ctx context.Context, toks []token, syms Symbols, intent Intent) (string, string) {
 	var code, plain []string
 	seen := map[string]bool{}
+	called := map[string]bool{} // written X()
 	for k, t := range toks {
 		name, ok := identShaped(t.text)
 		if !ok || seen[name] {
 			continue
+		}
+		if !t.code && t.text == t.low && k > 0 && determiners[toks[k-1].low] {
+			continue // "where is the server defined": a noun, not a symbol
 		}
 		if !t.code {
 			// A capital inside a sentence may be a name ("the Get method
@@ -394,6 +412,7 @@ func symbolOf(ctx context.Context, toks []token, syms Symbols) (string, string) 
 			}
 		}
 		seen[name] = true
+		called[name] = t.called
 		if t.code {
 			code = append(code, name)
 		} else {
@@ -420,7 +439,12 @@ func symbolOf(ctx context.Context, toks []token, syms Symbols) (string, string) 
 	var found, many, manyName, missing []string
 	for ci, class := range [][]string{code, plain} {
 		for _, name := range class {
-			n, err := syms.Declarations(ctx, name)
+			// Callers are of functions and methods; so are uses of a name
+			// that is one, before any field or variable namesake.
+			n, err := syms.Declarations(ctx, name, intent != Definition || called[name])
+			if err == nil && n == 0 && intent == Uses && !called[name] {
+				n, err = syms.Declarations(ctx, name, false)
+			}
 			if err != nil {
 				return "", fmt.Sprintf("the symbol table cannot say what %s is: %v", name, err)
 			}

@@ -10,7 +10,10 @@ import (
 // table is a symbol table for tests: name -> declarations.
 type table map[string]int
 
-func (t table) Declarations(_ context.Context, name string) (int, error) {
+func (t table) Declarations(_ context.Context, name string, callable bool) (int, error) {
+	if callable && name == "Cookie" {
+		return 1, nil // the method Request.Cookie, not the type
+	}
 	if name == "Broken" {
 		return 0, errors.New("index unreadable")
 	}
@@ -60,10 +63,13 @@ func TestRead(t *testing.T) {
 		{"rename Server to Srv and format server.go", None, "", "two requests"},
 		// Ambiguous or missing symbols.
 		{"where are Cookie and NewServer defined?", Definition, "", "several symbols"},
+		{"where is Cookie() defined?", Definition, "Cookie", ""},
+		{"who calls Cookie", Callers, "Cookie", ""},
 		{"where is Close defined?", Definition, "Close", "ambiguous: Close (9 declarations)"},
 		{"where is FrobnicateWidget defined?", Definition, "", "no declaration of FrobnicateWidget"},
 		{"where is it defined?", Definition, "", "no symbol"},
-		{"who calls the client?", Callers, "", "no word of the request"},
+		{"who calls the client?", Callers, "", "no symbol"},
+		{"where is the disjoint defined", Definition, "", "no symbol"},
 		{"where is Broken defined", Definition, "", "cannot say"},
 		// A word written as code that is not declared is not replaced by a plain one.
 		{"where is `Nope` defined in disjoint", Definition, "", "no declaration of Nope"},

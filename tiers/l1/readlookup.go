@@ -57,7 +57,12 @@ func readLookUp(ctx context.Context, prompt string, files core.Files, cmd Comman
 		gl.Want, gl.OrText = want, false
 		return gl, nil
 	}
-	return Lookup{Target: Symbol{Name: name}, Want: want}, nil
+	target := Symbol{Name: name}
+	if want != Definition || rd.Called {
+		// the one function or method of that name, not a field namesake
+		target.Kind = goSymbols{files}.callableKind(name)
+	}
+	return Lookup{Target: target, Want: want}, nil
 }
 
 func isFind(c Command) bool {
@@ -89,21 +94,38 @@ func goName(s string) string {
 // methods), never locals or parameters, which any word may name.
 type goSymbols struct{ files core.Files }
 
-func (g goSymbols) Declarations(_ context.Context, name string) (int, error) {
+func (g goSymbols) Declarations(_ context.Context, name string, callable bool) (int, error) {
+	ds, err := g.decls(name, callable)
+	return len(ds), err
+}
+
+func (g goSymbols) decls(name string, callable bool) ([]decl, error) {
 	n, ok := symbolWord(goName(name))
 	if !ok {
-		return 0, nil
+		return nil, nil
 	}
 	parts := strings.Split(n, ".")
 	all, err := declsNamed(g.files, parts[len(parts)-1])
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	count := 0
+	var out []decl
 	for _, d := range all {
+		if callable && d.kind != KindFunc && d.kind != KindMethod {
+			continue
+		}
 		if d.fn == "" && d.kind != KindParam && d.kind != KindImport && qualified(d, parts[:len(parts)-1]) {
-			count++
+			out = append(out, d)
 		}
 	}
-	return count, nil
+	return out, nil
+}
+
+// callableKind is the kind of the one function or method named name, or
+// KindAny when there is not exactly one.
+func (g goSymbols) callableKind(name string) Kind {
+	if ds, err := g.decls(name, true); err == nil && len(ds) == 1 {
+		return ds[0].kind
+	}
+	return KindAny
 }

@@ -113,11 +113,17 @@ func readQuery(ctx context.Context, prompt string, syms ask.Symbols) (q Query, w
 // symbols is the index's symbol table as the reader asks it.
 type symbols struct{ ix *Index }
 
-func (s symbols) Declarations(ctx context.Context, name string) (int, error) {
+func (s symbols) Declarations(ctx context.Context, name string, callable bool) (int, error) {
 	n, err := ParseName(name)
 	if err != nil {
 		return 0, nil // not a name the table holds
 	}
 	defs, err := s.ix.lookup(ctx, n)
-	return len(defs), err
+	count := 0
+	for _, d := range defs {
+		if !callable || d.kind == "func" || strings.HasSuffix(d.kind, "method") {
+			count++
+		}
+	}
+	return count, err
 }

@@ -122,6 +122,8 @@ for p, e in [("format the repo", "format cmd/shopd/banner.go,scripts/deploy.sh")
              ("Run gofmt on cmd/shopd/banner.go.", "format cmd/shopd/banner.go"),
              ("run gofmt on the repo", "format cmd/shopd/banner.go"),
              ("run gofmt", "format cmd/shopd/banner.go"),
+             ("run go fmt on cmd/shopd/banner.go", "format cmd/shopd/banner.go"),
+             ("please format the file cmd/shopd/banner.go", "format cmd/shopd/banner.go"),
              ("gofmt cmd/shopd/banner.go", "format cmd/shopd/banner.go"),
              ("gofmt the repo", "format cmd/shopd/banner.go"),
              ("gofmt ./...", "format cmd/shopd/banner.go"),
