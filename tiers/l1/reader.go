@@ -450,6 +450,9 @@ func (r *reader) symbol(stop map[string]bool) (Symbol, error) {
 	var s Symbol
 	r.acceptAny("the", "a", "an", "our", "my")
 	r.accept("go") // "the Go function"
+	if (r.peek(0) == "symbol" || r.peek(0) == "identifier") && r.i+1 < len(r.w) && !stop[r.peek(1)] {
+		r.i++ // "the symbol X": any kind
+	}
 	if k, ok := kindWords[r.peek(0)]; ok && r.i+1 < len(r.w) && !stop[r.peek(1)] {
 		r.i++
 		s.Kind = k

@@ -47,6 +47,7 @@ for kind, names, f, line, col, new in syms:
   c("rename %s to %s at %s:%d:%d" % (last if "." not in n0 or kind in ("method","field") and False else n0, new, f, line, col), exp)
   c("rename the %s %s (%s:%d) to %s" % (kind, n0, f, line, new), exp)
   c("Rename %s, declared in %s, to %s." % (n0, base, new), exp)
+  c("rename the symbol %s as %s" % (n0, new), exp)
   for alt in names[1:]:
     c("rename %s to %s" % (alt, new), exp)
   c("/rename %s:%d:%d %s" % (f, line, col, new), exp)
