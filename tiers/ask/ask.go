@@ -101,6 +101,14 @@ func Read(ctx context.Context, prompt string, syms Symbols) Reading {
 		return rd
 	}
 	rd.Symbol, rd.Refused = symbolOf(ctx, toks, syms, rd.Intent)
+	if rd.Weak && rd.Refused == "" {
+		// "where is body parsed": with no word of look-up vocabulary, any
+		// other word may be what is asked; only "find X", "where is X",
+		// "go to X" and the like are definitions.
+		if w := unread(toks, rd.Symbol); w != "" {
+			rd.Symbol, rd.Refused = "", fmt.Sprintf("%q: only where %s is declared can be answered, and the request does not say it asks that", w, rd.Symbol)
+		}
+	}
 	for _, t := range toks {
 		if t.called && rd.Symbol != "" && t.text == rd.Symbol {
 			rd.Called = true
@@ -378,6 +386,27 @@ func init() {
 		point exact exactly being`) {
 		stop[w] = true
 	}
+}
+
+// unread is the first word of toks that is neither sym nor a word the
+// reader knows, or "".
+func unread(toks []token, sym string) string {
+	for _, t := range toks {
+		if t.text == sym || t.code && !known(t.low) {
+			if t.text != sym {
+				return t.text
+			}
+			continue
+		}
+		switch t.low {
+		case "please", "hey", "hi", "quick", "question", "so", "ok", "okay", "thanks", "thank":
+			continue
+		}
+		if !known(t.low) && !determiners[t.low] {
+			return t.text
+		}
+	}
+	return ""
 }
 
 // determiners make the plain word after them a noun.
