@@ -450,6 +450,9 @@ func (r *reader) symbol(stop map[string]bool) (Symbol, error) {
 	var s Symbol
 	r.acceptAny("the", "a", "an", "our", "my")
 	r.accept("go") // "the Go function"
+	if (r.peek(0) == "symbol" || r.peek(0) == "identifier") && r.i+1 < len(r.w) && !stop[r.peek(1)] {
+		r.i++ // "the symbol X": any kind
+	}
 	if k, ok := kindWords[r.peek(0)]; ok && r.i+1 < len(r.w) && !stop[r.peek(1)] {
 		r.i++
 		s.Kind = k
@@ -756,6 +759,9 @@ func (r *reader) format() (Command, error) {
 			break
 		}
 		t, ok := r.next()
+		if ok && t.low == "go" && r.accept("fmt") { // run go fmt
+			t.low = "gofmt"
+		}
 		if !ok || !formatTools[t.low] {
 			return nil, nil // "run the tests": not a format request
 		}
@@ -802,6 +808,9 @@ func (r *reader) format() (Command, error) {
 		case !w.q && (w.low == "files" || w.low == "file"):
 			if r.done() {
 				f.Glob = ""
+			} else if w.low == "file" && r.i < len(r.w) && pathWord(r.w[r.i].s) && !strings.ContainsAny(r.w[r.i].s, "*?[") {
+				f.Glob = strings.TrimPrefix(r.w[r.i].s, "./") // format the file request.go
+				r.i++
 			} else if r.accept("in") || r.accept("under") {
 				r.acceptAny("the")
 				d, ok := r.next()

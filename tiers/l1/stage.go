@@ -11,6 +11,7 @@ import (
 
 	"github.com/joulehook/joule/core"
 	"github.com/joulehook/joule/tiers"
+	"github.com/joulehook/joule/tiers/ask"
 )
 
 // Snapshot returns the tree a request applies to, read in full.
@@ -33,7 +34,8 @@ func (s *Stage) Tier() core.Tier { return core.L1 }
 // cascade records as a miss.
 func (s *Stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Resolution, error) {
 	cmd, err := Parse(req.Prompt)
-	if cmd == nil || err != nil {
+	lookUp := readsAsLookUp(req.Prompt, cmd)
+	if !lookUp && (cmd == nil || err != nil) {
 		return nil, err
 	}
 	snap := s.Snapshot
@@ -43,6 +45,11 @@ func (s *Stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 	files, err := snap(ctx, req.Root)
 	if err != nil {
 		return nil, err
+	}
+	if lookUp {
+		if cmd, err = readLookUp(ctx, req.Prompt, files, cmd); cmd == nil || err != nil {
+			return nil, err
+		}
 	}
 	var (
 		next    core.Files
@@ -55,6 +62,9 @@ func (s *Stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 		answer, err := lookup(ctx, req.Root, files, c)
 		if err != nil {
 			return nil, err
+		}
+		if n := ask.Sites(answer); c.Want == Definition && n > ask.MaxDefinitionSites {
+			return nil, fmt.Errorf("a definition answer citing %d places is not one definition", n)
 		}
 		return &tiers.Resolution{Answer: answer}, nil
 	case Rename:

@@ -1,9 +1,12 @@
 package l2
 
 import (
+	"context"
 	"regexp"
 	"strings"
 	"sync"
+
+	"github.com/joulehook/joule/tiers/ask"
 )
 
 // Intent is what kind of lookup a prompt asks for.
@@ -39,54 +42,88 @@ type Query struct {
 	Text   string // what to search for, for search lookups
 }
 
-const (
-	nameRE = "`?" + `((?:[\w.\-]+/)*(?:\(\*?[\p{L}_][\p{L}\p{N}_.]*\)\.)?[\p{L}_][\p{L}\p{N}_]*(?:\.[\p{L}_][\p{L}\p{N}_]*)*)(?:\(\))?` + "`?"
-	kindRE = `(?:(?:the\s+)?(?:func(?:tion)?|method|type|struct|interface|class|const(?:ant)?|var(?:iable)?|symbol|identifier)\s+)?`
-)
-
 type queryForm struct {
 	intent Intent
 	re     *regexp.Regexp
 }
 
+// searchFirst is the one free-text form read before any look-up: "find the
+// code that …" asks for code, whatever symbols it names. The other search
+// forms are read only when no look-up is ("where do we reserve stock").
 // Compiled on first use, not at every joule process's start.
-var queryForms = sync.OnceValue(func() []queryForm {
-	return []queryForm{
-		{DefinitionIntent, regexp.MustCompile(`(?i)^where(?:\s+is|\s+are|'s)\s+` + kindRE + nameRE + `(?:\s+(?:defined|declared))?$`)},
-		{DefinitionIntent, regexp.MustCompile(`(?i)^(?:(?:show|find|give)\s+(?:me\s+)?)?(?:the\s+)?(?:definition|declaration)\s+(?:of|for)\s+` + kindRE + nameRE + `$`)},
-		{DefinitionIntent, regexp.MustCompile(`(?i)^(?:go\s*to|jump\s+to)\s+(?:the\s+)?(?:definition\s+of\s+)?` + kindRE + nameRE + `$`)},
-		{DefinitionIntent, regexp.MustCompile(`(?i)^(?:find|locate)\s+` + kindRE + nameRE + `$`)},
-		{CallersIntent, regexp.MustCompile(`(?i)^(?:who|what)\s+(?:calls|uses|references)\s+` + kindRE + nameRE + `$`)},
-		{CallersIntent, regexp.MustCompile(`(?i)^(?:(?:find|show|list|give)\s+(?:me\s+)?)?(?:all\s+)?(?:the\s+)?(?:callers|call\s+sites|calls|usages|uses|references|refs)\s+(?:of|to|for)\s+` + kindRE + nameRE + `$`)},
-		{CallersIntent, regexp.MustCompile(`(?i)^where\s+(?:is|are)\s+` + kindRE + nameRE + `\s+(?:called|used|referenced)$`)},
-		{SearchIntent, regexp.MustCompile(`(?i)^(?:find|show|locate|where\s+is|where's)\s+(?:me\s+)?(?:the\s+)?(?:code|function|place|logic|part|file)\s+(?:that|which|where|for|to|in\s+which|handling)\s+(.+)$`)},
-		{SearchIntent, regexp.MustCompile(`(?i)^where\s+(?:do|does|did)\s+(?:we|it|the\s+code|the\s+program)\s+(.+)$`)},
-		{SearchIntent, regexp.MustCompile(`(?i)^where\s+(?:is|are)\s+(.+)\s+(?:handled|implemented|done|computed|parsed|checked|validated)$`)},
-	}
-})
+var (
+	searchFirst = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)^(?:find|show|locate|where\s+is|where's)\s+(?:me\s+)?(?:the\s+)?(?:code|function|place|logic|part|file)\s+(?:that|which|where|for|to|in\s+which|handling)\s+(.+)$`)
+	})
+	searchForms = sync.OnceValue(func() []*regexp.Regexp {
+		return []*regexp.Regexp{
+			regexp.MustCompile(`(?i)^where\s+(?:do|does|did)\s+(?:we|it|the\s+code|the\s+program)\s+(.+)$`),
+			regexp.MustCompile(`(?i)^where\s+(?:is|are)\s+(.+)\s+(?:handled|implemented|done|computed|parsed|checked|validated)$`),
+		}
+	})
+)
 
-// ParseQuery reads a prompt as a lookup. Anything it does not recognise
-// whole is NoIntent: the cascade's later tiers handle it.
+// ParseQuery reads a prompt as a lookup without a symbol table: the
+// intent from its vocabulary (ask.Read), the symbol the one word that
+// can be one. The stage reads with the index's symbol table instead
+// (readQuery). Anything not read whole is NoIntent: later tiers handle it.
 func ParseQuery(prompt string) Query {
+	q, _ := readQuery(context.Background(), prompt, nil)
+	return q
+}
+
+// readQuery reads a prompt against syms (nil: unresolved). why is the
+// reader's reason when the prompt asks for a look-up it cannot read whole.
+func readQuery(ctx context.Context, prompt string, syms ask.Symbols) (q Query, why string) {
 	p := strings.TrimSpace(prompt)
 	p = strings.TrimRight(p, "?.! \t")
 	p = strings.Join(strings.Fields(p), " ")
 	if p == "" || len(p) > 500 {
-		return Query{}
+		return Query{}, ""
 	}
-	for _, f := range queryForms() {
-		m := f.re.FindStringSubmatch(p)
-		if m == nil {
-			continue
-		}
-		arg := m[1]
-		if f.intent == SearchIntent {
-			return Query{Intent: SearchIntent, Text: arg}
-		}
-		if _, err := ParseName(arg); err != nil {
-			return Query{}
-		}
-		return Query{Intent: f.intent, Name: arg}
+	if m := searchFirst().FindStringSubmatch(p); m != nil {
+		return Query{Intent: SearchIntent, Text: m[1]}, ""
 	}
-	return Query{}
+	rd := ask.Read(ctx, p, syms)
+	switch {
+	case rd.Refused == "" && rd.Intent == ask.Definition:
+		return Query{Intent: DefinitionIntent, Name: rd.Symbol}, ""
+	case rd.Refused == "" && rd.Intent.LookUp():
+		return Query{Intent: CallersIntent, Name: rd.Symbol}, ""
+	case rd.Symbol != "" && rd.Intent.LookUp():
+		// declared several times: the stage hands the declarations on
+		if rd.Intent == ask.Definition {
+			return Query{Intent: DefinitionIntent, Name: rd.Symbol}, ""
+		}
+		return Query{Intent: CallersIntent, Name: rd.Symbol}, ""
+	case rd.Intent.LookUp() && !rd.Weak:
+		return Query{}, rd.Refused
+	}
+	for _, re := range searchForms() {
+		if m := re.FindStringSubmatch(p); m != nil {
+			return Query{Intent: SearchIntent, Text: m[1]}, ""
+		}
+	}
+	if rd.Intent.LookUp() {
+		return Query{}, rd.Refused
+	}
+	return Query{}, ""
+}
+
+// symbols is the index's symbol table as the reader asks it.
+type symbols struct{ ix *Index }
+
+func (s symbols) Declarations(ctx context.Context, name string, callable bool) (int, error) {
+	n, err := ParseName(name)
+	if err != nil {
+		return 0, nil // not a name the table holds
+	}
+	defs, err := s.ix.lookup(ctx, n)
+	count := 0
+	for _, d := range defs {
+		if !callable || d.kind == "func" || strings.HasSuffix(d.kind, "method") {
+			count++
+		}
+	}
+	return count, err
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/joulehook/joule/core"
 	"github.com/joulehook/joule/tiers"
+	"github.com/joulehook/joule/tiers/ask"
 )
 
 // The decisiveness rule for closing a free-text search: an embedding model
@@ -62,7 +63,7 @@ func (s *Stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 			return nil, nil // another workspace: this index knows nothing of it
 		}
 	}
-	q := ParseQuery(req.Prompt)
+	q, refused := readQuery(ctx, req.Prompt, symbols{ix})
 	switch q.Intent {
 	case DefinitionIntent:
 		defs, total, err := ix.resolve(ctx, q.Name, s.limit())
@@ -70,7 +71,11 @@ func (s *Stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 			return nil, err
 		}
 		if total == 1 && ix.fresh(ctx, defs[0].Path) {
-			return &tiers.Resolution{Answer: ix.note(definitionAnswer(q.Name, defs[0]))}, nil
+			answer := definitionAnswer(q.Name, defs[0])
+			if n := ask.Sites(answer); n > ask.MaxDefinitionSites {
+				return nil, fmt.Errorf("l2: a definition answer citing %d places is not one definition", n)
+			}
+			return &tiers.Resolution{Answer: ix.note(answer)}, nil
 		}
 		if total > 0 {
 			why := fmt.Sprintf("symbol: one of %d definitions of %s", total, q.Name)
@@ -141,6 +146,9 @@ func (s *Stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 		return nil, err
 	}
 	s.hand(req, hits, "")
+	if refused != "" {
+		return nil, &ask.Refusal{Reason: refused}
+	}
 	return nil, nil
 }
 

@@ -47,6 +47,7 @@ for kind, names, f, line, col, new in syms:
   c("rename %s to %s at %s:%d:%d" % (last if "." not in n0 or kind in ("method","field") and False else n0, new, f, line, col), exp)
   c("rename the %s %s (%s:%d) to %s" % (kind, n0, f, line, new), exp)
   c("Rename %s, declared in %s, to %s." % (n0, base, new), exp)
+  c("rename the symbol %s as %s" % (n0, new), exp)
   for alt in names[1:]:
     c("rename %s to %s" % (alt, new), exp)
   c("/rename %s:%d:%d %s" % (f, line, col, new), exp)
@@ -122,6 +123,8 @@ for p, e in [("format the repo", "format cmd/shopd/banner.go,scripts/deploy.sh")
              ("Run gofmt on cmd/shopd/banner.go.", "format cmd/shopd/banner.go"),
              ("run gofmt on the repo", "format cmd/shopd/banner.go"),
              ("run gofmt", "format cmd/shopd/banner.go"),
+             ("run go fmt on cmd/shopd/banner.go", "format cmd/shopd/banner.go"),
+             ("please format the file cmd/shopd/banner.go", "format cmd/shopd/banner.go"),
              ("gofmt cmd/shopd/banner.go", "format cmd/shopd/banner.go"),
              ("gofmt the repo", "format cmd/shopd/banner.go"),
              ("gofmt ./...", "format cmd/shopd/banner.go"),
@@ -213,15 +216,17 @@ c("where is the function New in inventory/item.go defined", "def inventory/item.
 c("where is the field Quantity of Item defined", "def inventory/item.go:19")
 c("where is the interface Shape defined", "def pricing/pricing.go:11")
 c("where is the variable limit in New defined", "def inventory/item.go:36")
-# find T.M and find X: the definition, then its uses.
+# find T.M and find X: the definition ("find" is definition vocabulary,
+# tiers/ask); find references to X, where is X used, /find X: the
+# definition, then its uses.
 for s, loc, use in [("Store.Get", "inventory/item.go:57", "server/server.go:28"), ("(*Store).Get", "inventory/item.go:57", "inventory/item.go:67"),
                     ("Store.Add", "inventory/item.go:44", "cmd/shopd/main.go:18"), ("Shape.Area", "pricing/pricing.go:12", "pricing/pricing.go:42"),
                     ("Item.Quantity", "inventory/item.go:19", "inventory/item.go:46"), ("clamp", "inventory/item.go:90", "inventory/report.go:9"),
                     ("inventory.Summary", "inventory/report.go:15", "cmd/shopd/main.go:21"), ("ErrNotFound", "inventory/item.go:10", "inventory/item.go:60"),
                     ("Server.Addr", "server/server.go:17", "cmd/shopd/main.go:23"), ("Rounding", "pricing/pricing.go:38", "pricing/pricing.go:53")]:
   e = "uses %s %s" % (loc, use)
-  c("find %s" % s, e)
-  c("find `%s`" % s, e)
+  c("find %s" % s, "def " + loc)
+  c("find `%s`" % s, "def " + loc)
   c("find references to %s" % s, e)
   c("where is %s used" % s, e)
   c("/find %s" % s, e)

@@ -1,0 +1,148 @@
+package ask
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// table is a symbol table for tests: name -> declarations.
+type table map[string]int
+
+func (t table) Declarations(_ context.Context, name string, callable bool) (int, error) {
+	if callable && name == "Cookie" {
+		return 1, nil // the method Request.Cookie, not the type
+	}
+	if name == "Broken" {
+		return 0, errors.New("index unreadable")
+	}
+	return t[name], nil
+}
+
+var shop = table{"NewServer": 1, "Server.Shutdown": 1, "(*Server).Shutdown": 1, "http.NewServer": 1, "Close": 9, "Cookie": 2,
+	"disjoint": 1, "Header": 1, "Get": 3, "Store": 1, "Store.Get": 1, "net/http.Get": 1}
+
+func TestRead(t *testing.T) {
+	for _, tt := range []struct {
+		prompt string
+		intent Intent
+		symbol string
+		refuse string // substring of the reason; "" = read whole
+	}{
+		// One intent, whatever the word order, contraction or typo.
+		{"Where's the definition of NewServer?", Definition, "NewServer", ""},
+		{"where is NewServer defined", Definition, "NewServer", ""},
+		{"NewServer: where is it declared?", Definition, "NewServer", ""},
+		{"def of `NewServer()`?", Definition, "NewServer", ""},
+		{"wheres the defintion of NewServer", Definition, "NewServer", ""},
+		{"were is NewServer decalred?", Definition, "NewServer", ""},
+		{"WHERE IS NewServer DEFINED", Definition, "NewServer", ""},
+		{"Find `http.NewServer`", Definition, "http.NewServer", ""},
+		{"show me where (*Server).Shutdown is declared.", Definition, "(*Server).Shutdown", ""},
+		{"Hey, quick question: where's Server.Shutdown() defined?", Definition, "Server.Shutdown", ""},
+		{"go to definition of net/http.Get", Definition, "net/http.Get", ""},
+		{"pls find where disjoint is defined thx", Definition, "disjoint", ""},
+		{"find disjoint", Definition, "disjoint", ""},
+		{"where is `NewServer`?", Definition, "NewServer", ""},
+		{"where is disjoint parsed", Definition, "", "does not say it asks that"},
+		{"show me NewServer failing", Definition, "", "does not say it asks that"},
+		{"where is the Get method of Store defined", Definition, "", "several symbols"},
+		{"Who calls NewServer?", Callers, "NewServer", ""},
+		{"find all calers of `NewServer`", Callers, "NewServer", ""},
+		{"call sites of NewServer", Callers, "NewServer", ""},
+		{"Where is NewServer called from", Callers, "NewServer", ""},
+		{"NewServer callers", Callers, "NewServer", ""},
+		{"I'd like to see all the places that call NewServer, please.", Callers, "NewServer", ""},
+		{"who uses NewServer", Uses, "NewServer", ""},
+		{"where's NewServer referenced?", Uses, "NewServer", ""},
+		{"who uses NewServer and who calls it", Callers, "NewServer", ""},
+		{"rename NewServer to Open", Rename, "", ""},
+		{"please change the name of NewServer to Open", Rename, "", ""},
+		{"Can you gofmt server.go?", Format, "", ""},
+		{"run go fmt on status.go", Format, "", ""},
+		// Ambiguous intents.
+		{"rename NewServer to Open and show me who calls it", None, "", "two requests"},
+		{"where is NewServer defined and who calls it?", None, "", "two requests"},
+		{"rename Server to Srv and format server.go", None, "", "two requests"},
+		// Ambiguous or missing symbols.
+		{"where are Cookie and NewServer defined?", Definition, "", "several symbols"},
+		{"where is Cookie() defined?", Definition, "Cookie", ""},
+		{"who calls Cookie", Callers, "Cookie", ""},
+		{"where is Close defined?", Definition, "Close", "ambiguous: Close (9 declarations)"},
+		{"where is FrobnicateWidget defined?", Definition, "", "no declaration of FrobnicateWidget"},
+		{"where is it defined?", Definition, "", "no symbol"},
+		{"who calls the client?", Callers, "", "no symbol"},
+		{"where is the disjoint defined", Definition, "", "no symbol"},
+		{"where is Broken defined", Definition, "", "cannot say"},
+		// A word written as code that is not declared is not replaced by a plain one.
+		{"where is `Nope` defined in disjoint", Definition, "", "no declaration of Nope"},
+		// Not look-ups.
+		{"write a unit test for Server.Shutdown", None, "", "asks to write"},
+		{"what does NewServer do?", None, "", "what something does"},
+		{"define a new type called Widget", None, "", "write code"},
+		{"call NewServer with a nil body", None, "", "write code"},
+		{"run the tests", None, "", "asks to run"},
+		{"hello", None, "", "no look-up"},
+		{"", None, "", "one-line"},
+		{"where is\nNewServer defined", None, "", "one-line"},
+	} {
+		rd := Read(context.Background(), tt.prompt, shop)
+		if rd.Intent != tt.intent || rd.Symbol != tt.symbol || (tt.refuse == "") != (rd.Refused == "") || !strings.Contains(rd.Refused, tt.refuse) {
+			t.Errorf("Read(%q) = %+v, want intent %q symbol %q refusal %q", tt.prompt, rd, tt.intent, tt.symbol, tt.refuse)
+		}
+	}
+}
+
+func TestSites(t *testing.T) {
+	for _, tt := range []struct {
+		answer string
+		want   int
+	}{
+		{"X (func) is defined at a/b.go:12\n\n    12\tfunc X() {\n\t… (20 more lines, to a/b.go:40)\n", 1},
+		{"X is declared at a.go:3:6:\na.go:3: func X()\n2 use(s):\nb.go:9:2: X()\nc.go:1:1: X()\n", 3},
+		{"a.go:1 a.go:2 b.go:1 c.go:1", 4},
+		{"no places", 0},
+	} {
+		if got := Sites(tt.answer); got != tt.want {
+			t.Errorf("Sites(%q) = %d, want %d", tt.answer, got, tt.want)
+		}
+	}
+}
+
+func TestOneEdit(t *testing.T) {
+	for _, tt := range []struct {
+		a, b string
+		want bool
+	}{
+		{"defintion", "definition", true}, {"decalred", "declared", true}, {"calers", "callers", true},
+		{"calles", "called", true}, {"definition", "definition", false}, {"dfntn", "definition", false}, {"abc", "abd", true},
+	} {
+		if got := oneEdit(tt.a, tt.b); got != tt.want {
+			t.Errorf("oneEdit(%q, %q) = %v", tt.a, tt.b, got)
+		}
+	}
+}
+
+// FuzzRead: any prompt is read without a panic, the same way twice, and a
+// reading is either whole or refused with a reason.
+func FuzzRead(f *testing.F) {
+	for _, s := range []string{"Where's the definition of NewServer?", "who calls `(*Server).Shutdown()`", "find all calers of x",
+		"rename a to b and format c.go", "(*).", "``", "'s", "where's 's", "go to net/http.Get", "(*Server).", "a.b.c.d", "ⅫX", "\xff"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		a := Read(context.Background(), s, shop)
+		b := Read(context.Background(), s, shop)
+		if a != b {
+			t.Fatalf("Read(%q) not deterministic: %+v then %+v", s, a, b)
+		}
+		if a.Refused == "" && a.Intent.LookUp() && a.Symbol == "" {
+			t.Fatalf("Read(%q) = %+v: a look-up read whole without a symbol", s, a)
+		}
+		if a.Refused == "" && a.Intent == None {
+			t.Fatalf("Read(%q) = %+v: no intent and no reason", s, a)
+		}
+		_ = Read(context.Background(), s, nil)
+	})
+}

@@ -1,0 +1,131 @@
+package l1
+
+import (
+	"context"
+	"strings"
+
+	"github.com/joulehook/joule/core"
+	"github.com/joulehook/joule/tiers/ask"
+)
+
+// A look-up is read by its vocabulary and its symbol is found in the
+// workspace's declarations (tiers/reader), not by the grammar's sentence
+// forms. The grammar's reading is kept where it says more than a name: a
+// kind, file, line, package or function that resolve then checks.
+
+// readsAsLookUp reports whether a request should be read as a look-up:
+// the grammar read none of its edits, and its words ask for one. A slash
+// command is taken as typed.
+func readsAsLookUp(prompt string, cmd Command) bool {
+	if strings.HasPrefix(strings.TrimSpace(prompt), "/") {
+		return false
+	}
+	switch cmd.(type) {
+	case nil, Lookup, Find:
+	default:
+		return false
+	}
+	return ask.Read(context.Background(), prompt, nil).Intent.LookUp()
+}
+
+// readLookUp reads prompt as a look-up against the workspace's Go
+// declarations; the grammar's reading (cmd) is kept when it names the same
+// symbol with more said about it, or is a text search the words allow.
+func readLookUp(ctx context.Context, prompt string, files core.Files, cmd Command) (Command, error) {
+	rd := ask.Read(ctx, prompt, goSymbols{files})
+	gl, isLookup := cmd.(Lookup)
+	if rd.Refused != "" {
+		switch {
+		case rd.Weak && (isLookup && gl.OrText || isFind(cmd)):
+			return cmd, nil // "find TODO": a text search
+		case isLookup && gl.Target.said() && (rd.Symbol == "" || lastPart(goName(rd.Symbol)) == lastPart(gl.Target.Name)):
+			// "the variable n in Sum", "the type Config in package
+			// pricing": resolve checks what the request says of it
+			return cmd, nil
+		}
+		return nil, &Declined{rd.Refused}
+	}
+	want := Definition
+	switch rd.Intent {
+	case ask.Callers:
+		want = Callers
+	case ask.Uses:
+		want = Uses
+	}
+	name := goName(rd.Symbol)
+	if isLookup && lastPart(gl.Target.Name) == lastPart(name) && gl.Target.said() {
+		gl.Want, gl.OrText = want, false
+		return gl, nil
+	}
+	target := Symbol{Name: name}
+	if want != Definition || rd.Called {
+		// the one function or method of that name, not a field namesake
+		target.Kind = goSymbols{files}.callableKind(name)
+	}
+	return Lookup{Target: target, Want: want}, nil
+}
+
+func isFind(c Command) bool {
+	_, ok := c.(Find)
+	return ok
+}
+
+// said reports whether a request said more of a symbol than its name.
+func (s Symbol) said() bool {
+	return s.Kind != KindAny || s.File != "" || s.Line != 0 || s.Pkg != "" || s.Func != ""
+}
+
+func lastPart(s string) string { return s[strings.LastIndex(s, ".")+1:] }
+
+// goName is a reader's symbol as resolve takes it: (*T).M is T.M, and
+// dir/pkg.X is pkg.X.
+func goName(s string) string {
+	if i := strings.LastIndex(s, "/"); i >= 0 {
+		s = s[i+1:]
+	}
+	if n, ok := symbolWord(s); ok {
+		return n
+	}
+	return s
+}
+
+// goSymbols is the workspace's Go symbol table as the reader asks it:
+// package-level declarations and members (methods, fields, interface
+// methods), never locals or parameters, which any word may name.
+type goSymbols struct{ files core.Files }
+
+func (g goSymbols) Declarations(_ context.Context, name string, callable bool) (int, error) {
+	ds, err := g.decls(name, callable)
+	return len(ds), err
+}
+
+func (g goSymbols) decls(name string, callable bool) ([]decl, error) {
+	n, ok := symbolWord(goName(name))
+	if !ok {
+		return nil, nil
+	}
+	parts := strings.Split(n, ".")
+	all, err := declsNamed(g.files, parts[len(parts)-1])
+	if err != nil {
+		return nil, err
+	}
+	var out []decl
+	for _, d := range all {
+		if callable && d.kind != KindFunc && d.kind != KindMethod {
+			continue
+		}
+		if d.fn == "" && d.kind != KindParam && d.kind != KindImport && qualified(d, parts[:len(parts)-1]) {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// callableKind is the kind of the one function or method named name, or
+// KindAny when there is not exactly one.
+func (g goSymbols) callableKind(name string) Kind {
+	if ds, err := g.decls(name, true); err == nil && len(ds) == 1 {
+		return ds[0].kind
+	}
+	return KindAny
+}
