@@ -47,7 +47,9 @@ L0 (cache of signed ops) → L1 (lawful edits and look-ups: /rename, /format,
 Greeter to Greet", "Run gofmt on main.go.", "where is X defined", "who calls
 X") → L2 (retrieval over the workspace index) → L3 (a local model) → L4 (the
 remote agent given by --remote or $JOULE_ACP_REMOTE, e.g.
-'npx @zed-industries/claude-code-acp'). Every tier consultation and every
+'npx @agentclientprotocol/claude-agent-acp'; its whole process tree runs
+under joule-exec, confined by the kernel to the session's grant, reaching only
+the joule proxy). Every tier consultation and every
 file write is decided by the active grant and sealed; every change is a
 signed coding op with receipts. See docs/acp.md.
 

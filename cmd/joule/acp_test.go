@@ -519,3 +519,41 @@ func TestACPRemoteHangs(t *testing.T) {
 		t.Fatalf("a hanging remote held the prompt %v", d)
 	}
 }
+
+// TestACPRemoteContained: joule acp runs the remote agent under joule-exec
+// (beside the joule the tests build) with the session's grant. A write the
+// agent makes itself, with no request to joule, lands where the grant
+// allows it and is sealed; one outside the workspace fails at the system
+// call, the agent sees the error in its turn, and nothing is there to undo.
+// Its HOME and TMPDIR are a private directory, not the user's.
+func TestACPRemoteContained(t *testing.T) {
+	env, ws := initHome(t)
+	outside := filepath.Join(filepath.Dir(ws), "outside.txt")
+	r := startEditor(t, env, ws, "--remote", fakeRemote(t))
+	r.newSession(ws)
+	if _, out := r.prompt("disk ../outside.txt escaped"); !strings.Contains(out, "remote: disk write failed") || !strings.Contains(out, "read-only file system") || strings.Contains(out, "undid") {
+		t.Errorf("the write outside the workspace: %s", out)
+	}
+	if _, err := os.Stat(outside); err == nil {
+		t.Errorf("%s exists: the contained remote wrote outside the workspace", outside)
+	}
+	if _, out := r.prompt("disk inside.txt kept"); !strings.Contains(out, "remote: disk wrote inside.txt") || !strings.Contains(out, "changed 1 file(s)") {
+		t.Errorf("the write in the workspace: %s", out)
+	}
+	if got := readFile(t, filepath.Join(ws, "inside.txt")); got != "kept\n" {
+		t.Errorf("inside.txt: %q", got)
+	}
+	_, out := r.prompt("env HOME TMPDIR")
+	var home, tmp string
+	for _, w := range strings.Fields(out) {
+		if v, ok := strings.CutPrefix(w, "HOME="); ok {
+			home = v
+		}
+		if v, ok := strings.CutPrefix(w, "TMPDIR="); ok {
+			tmp = v
+		}
+	}
+	if tmp == "" || !strings.HasPrefix(home, tmp+string(filepath.Separator)) || strings.Contains(out, "userhome") {
+		t.Errorf("the remote's HOME %q is not a private directory in its TMPDIR %q: %s", home, tmp, out)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -94,5 +95,36 @@ func TestPolicyFile(t *testing.T) {
 	}
 	if _, err := (Policy{Links: []PolicyLink{{Allow: []string{"Bash(("}}}, Roots: []string{"/"}}).Spec(false, os.Getenv); err == nil {
 		t.Error("a policy with a bad rule built a Spec")
+	}
+}
+
+// TestPolicyConnect: a policy's connect ports reach the Spec with the
+// network off, are moot with it on (everything is allowed), and port 0 is
+// refused rather than read as "any".
+func TestPolicyConnect(t *testing.T) {
+	ws := t.TempDir()
+	for _, tt := range []struct {
+		name    string
+		connect []uint16
+		net     bool
+		want    []uint16
+		err     string
+	}{
+		{"network off", []uint16{8181, 9000}, false, []uint16{8181, 9000}, ""},
+		{"network on", []uint16{8181}, true, nil, ""},
+		{"none", nil, false, nil, ""},
+		{"port 0", []uint16{0}, false, nil, "port 0"},
+	} {
+		p := Policy{Links: []PolicyLink{{Allow: []string{"Read", "Write"}}}, Roots: []string{ws}, Home: t.TempDir(), Connect: tt.connect}
+		spec, err := p.Spec(tt.net, func(string) string { return "" })
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%s: %v, want %q", tt.name, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(spec.Connect, tt.want) || spec.Net != tt.net {
+			t.Errorf("%s: connect %v net %v (%v), want %v", tt.name, spec.Connect, spec.Net, err, tt.want)
+		}
 	}
 }

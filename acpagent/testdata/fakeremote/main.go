@@ -14,6 +14,8 @@
 //	leave CMD ARGS…   start CMD in a terminal and end the turn without
 //	                  releasing it
 //	env NAME…         report these environment variables
+//	disk PATH TEXT    write TEXT to PATH (relative to the session's cwd)
+//	                  itself, as an agent's own tool does, and report it
 //
 // FAKEREMOTE_PROTOCOL overrides the protocol version it answers.
 package main
@@ -125,6 +127,16 @@ func (a *agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResp
 			break
 		}
 		a.say(ctx, sid, "remote: left terminal "+t.TerminalId+" running")
+	case "disk":
+		if len(f) < 3 {
+			a.say(ctx, sid, "remote: disk needs a path and a text")
+			break
+		}
+		if err := os.WriteFile(path(1), []byte(strings.Join(f[2:], " ")+"\n"), 0o644); err != nil {
+			a.say(ctx, sid, "remote: disk write failed: "+err.Error())
+			break
+		}
+		a.say(ctx, sid, "remote: disk wrote "+f[1])
 	case "env":
 		var vs []string
 		for _, n := range f[1:] {
