@@ -12,9 +12,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	acp "github.com/coder/acp-go-sdk"
 
@@ -40,6 +46,12 @@ type Options struct {
 	Metered bool               // the remote agent's model calls go through joule proxy
 	Version string
 	Log     *slog.Logger
+
+	// SessionsDir keeps a mark for each session id this endpoint issued, so
+	// that session/load finds a session with nothing sealed yet (an editor
+	// that restarts the agent between session/new and the first prompt, as
+	// acpx's session owner does); "" keeps none.
+	SessionsDir string
 }
 
 // RemoteStage is the L4 tier as the agent uses it: a stage bound to the
@@ -160,8 +172,36 @@ func (a *Agent) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.Ne
 		return acp.NewSessionResponse{}, err
 	}
 	a.addSession(id, cwd)
+	a.markIssued(id)
 	a.advertise(id)
 	return acp.NewSessionResponse{SessionId: id}, nil
+}
+
+// sessionIDPattern is the shape of the ids newSessionID issues; only such
+// an id is looked up in SessionsDir.
+var sessionIDPattern = regexp.MustCompile(`^acp-[0-9a-f]{24}$`)
+
+// markIssued records that this endpoint issued id.
+func (a *Agent) markIssued(id acp.SessionId) {
+	if a.opt.SessionsDir == "" {
+		return
+	}
+	err := os.MkdirAll(a.opt.SessionsDir, 0o700)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(a.opt.SessionsDir, string(id)), nil, 0o600)
+	}
+	if err != nil {
+		a.opt.Log.Warn("recording the new session; it cannot be loaded before its first receipt", "session", id, "err", err)
+	}
+}
+
+// issued reports whether this endpoint issued id (see SessionsDir).
+func (a *Agent) issued(id acp.SessionId) bool {
+	if a.opt.SessionsDir == "" || !sessionIDPattern.MatchString(string(id)) {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(a.opt.SessionsDir, string(id)))
+	return err == nil
 }
 
 func (a *Agent) connection() *acp.AgentSideConnection {
@@ -258,25 +298,56 @@ func (a *Agent) clientCaps() acp.ClientCapabilities {
 	return a.caps
 }
 
-// promptText joins a prompt's text blocks; joule advertises no image,
-// audio or embedded-context support, so other blocks are refused.
-func promptText(blocks []acp.ContentBlock) (string, error) {
-	var parts []string
+// promptText is the request as the user typed it. Editors split a prompt
+// at each mention of a file (agent-shell's and Zed's @-mentions) into text
+// blocks and resource_link blocks, so the blocks are joined inline (a space
+// only where neither side has one) and a link to a file in the workspace
+// reads as its workspace-relative path: "rename clamp in @item.go to bound"
+// reaches the reader as typed, not with a file:// URI on a line of its own.
+// joule advertises no image, audio or embedded-context support, so other
+// blocks are refused.
+func promptText(blocks []acp.ContentBlock, cwd string) (string, error) {
+	var sb strings.Builder
+	add := func(part string) {
+		if sb.Len() > 0 && part != "" {
+			last, _ := utf8.DecodeLastRuneInString(sb.String())
+			first, _ := utf8.DecodeRuneInString(part)
+			if !unicode.IsSpace(last) && !unicode.IsSpace(first) {
+				sb.WriteByte(' ')
+			}
+		}
+		sb.WriteString(part)
+	}
 	for _, b := range blocks {
 		switch {
 		case b.Text != nil:
-			parts = append(parts, b.Text.Text)
+			add(b.Text.Text)
 		case b.ResourceLink != nil:
-			parts = append(parts, b.ResourceLink.Uri)
+			add(linkText(b.ResourceLink.Uri, cwd))
 		default:
 			return "", acp.NewInvalidParams(map[string]any{"prompt": "joule accepts text prompts only (no image, audio or embedded resource)"})
 		}
 	}
-	t := strings.Join(parts, "\n")
+	t := sb.String()
 	if strings.TrimSpace(t) == "" {
 		return "", acp.NewInvalidParams(map[string]any{"prompt": "the prompt has no text"})
 	}
 	return t, nil
+}
+
+// linkText is how a resource link reads in a request: a file in the
+// workspace as its relative path, another local file as its absolute
+// path, anything else as its URI.
+func linkText(uri, cwd string) string {
+	u, err := url.Parse(uri)
+	if err != nil || u.Scheme != "file" || (u.Host != "" && u.Host != "localhost") || !filepath.IsAbs(u.Path) {
+		return uri
+	}
+	p := filepath.Clean(u.Path)
+	if rel, err := filepath.Rel(cwd, p); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return filepath.ToSlash(rel)
+	}
+	return p
 }
 
 var errBusy = errors.New("busy")

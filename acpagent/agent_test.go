@@ -79,6 +79,7 @@ type fixture struct {
 	g    *gate.Gate
 	id   *identity.Identity
 	ops  string
+	opt  Options
 }
 
 func newFixture(t *testing.T, g *grant.Grant) *fixture {
@@ -122,7 +123,7 @@ func newFixtureWith(t *testing.T, g *grant.Grant, ed acp.Client, cl *client, cap
 		t.Fatal(err)
 	}
 	ops := filepath.Join(home, "ops")
-	opt := Options{Gate: gt, Key: id.Key, Cache: cache, OpsDir: ops, Version: "test"}
+	opt := Options{Gate: gt, Key: id.Key, Cache: cache, OpsDir: ops, SessionsDir: filepath.Join(home, "acp-sessions"), Version: "test"}
 	if remote != nil {
 		opt.Remote = remote(gt, id, ws)
 	}
@@ -136,7 +137,24 @@ func newFixtureWith(t *testing.T, g *grant.Grant, ed acp.Client, cl *client, cap
 	if _, err := conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber, ClientCapabilities: caps}); err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{conn: conn, cl: cl, ws: ws, g: gt, id: id, ops: ops}
+	return &fixture{conn: conn, cl: cl, ws: ws, g: gt, id: id, ops: ops, opt: opt}
+}
+
+// restart connects editor ed to a new agent with the fixture's options, as
+// an editor that starts the agent anew does.
+func (f *fixture) restart(t *testing.T, ed acp.Client) *acp.ClientSideConnection {
+	t.Helper()
+	a := New(f.opt)
+	cr, aw := io.Pipe()
+	ar, cw := io.Pipe()
+	sctx, cancel := context.WithCancel(context.Background())
+	go a.Serve(sctx, ar, aw)
+	conn := acp.NewClientSideConnection(ed, cw, cr)
+	t.Cleanup(func() { cancel(); cw.Close(); aw.Close() })
+	if _, err := conn.Initialize(context.Background(), acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber}); err != nil {
+		t.Fatal(err)
+	}
+	return conn
 }
 
 func liveGrant(tiers []string, deny ...string) *grant.Grant {

@@ -48,13 +48,41 @@ func (t *turn) Buffer(ctx context.Context, rel string) (b []byte, ok bool, err e
 		if !had {
 			return nil, false, nil // neither on disk nor open in the editor
 		}
-		return nil, false, fmt.Errorf("reading %s through the editor: %v", rel, err)
+		return nil, false, fmt.Errorf("the editor refused to let joule read %s (%s)", rel, editorError(err))
 	}
 	if had && r.Content == string(old) {
 		return old, true, nil
 	}
 	t.overlay(rel, []byte(r.Content))
 	return []byte(r.Content), true, nil
+}
+
+// editorError is an error the editor answered with, in one line: its
+// message and what its data says (acpx answers a refused read with
+// {"details": "Permission denied for fs/read_text_file (--deny-all)"}),
+// not the JSON-RPC object.
+func editorError(err error) string {
+	var re *acp.RequestError
+	if !errors.As(err, &re) {
+		return oneLineMax(err.Error(), 300)
+	}
+	msg := re.Message
+	switch d := re.Data.(type) {
+	case nil:
+	case string:
+		msg += ": " + d
+	case map[string]any:
+		var parts []string
+		for _, k := range []string{"details", "error", "message", "reason", "path"} {
+			if v, ok := d[k].(string); ok && v != "" {
+				parts = append(parts, v)
+			}
+		}
+		if len(parts) > 0 {
+			msg += ": " + strings.Join(parts, "; ")
+		}
+	}
+	return oneLineMax(fmt.Sprintf("%s, code %d", msg, re.Code), 300)
 }
 
 // overlay makes b the content of rel in the turn's tree. The map is

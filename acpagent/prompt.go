@@ -48,9 +48,11 @@ type turn struct {
 	err   error
 
 	mu      sync.Mutex
-	usage   *acp.Usage // what a remote agent reported, if any
-	metered bool       // the remote's model calls went through joule proxy
-	from    uint64     // the session's last sequence when they started
+	usage   *acp.Usage      // what a remote agent reported, if any
+	metered bool            // the remote's model calls went through joule proxy
+	from    uint64          // the session's last sequence when they started
+	tail    string          // the end of the agent message text sent so far
+	edits   map[string]bool // files the user allowed editing in this turn (absolute paths)
 
 	out outcome // what the turn did, for the response's _meta
 }
@@ -65,6 +67,30 @@ type outcome struct {
 	applied   bool         // the op was written to the workspace
 	changed   []string     // the files it changed, workspace-relative
 	receipt   *store.Entry // the efficiency receipt sealed for the turn's work
+	cancelled bool         // the turn was cancelled while a tier worked
+}
+
+// notApplied records a turn whose closing op could not be written (the
+// editor's buffers could not be read): what closed, and the op, not applied.
+func (o *outcome) notApplied(res *tiers.Result) {
+	if res == nil {
+		return
+	}
+	o.consulted, o.closing = res.Consulted, res.Closing
+	if !res.Closed() || res.Resolution.Op == nil {
+		return
+	}
+	if id, err := res.Resolution.Op.Verify(); err == nil {
+		o.opID, o.changed = id.String(), nil
+		seen := map[string]bool{}
+		for _, e := range res.Resolution.Op.Op.Edits {
+			if !seen[e.Path] {
+				seen[e.Path] = true
+				o.changed = append(o.changed, e.Path)
+			}
+		}
+		sort.Strings(o.changed)
+	}
 }
 
 func (o *outcome) meta() map[string]any {
@@ -73,11 +99,13 @@ func (o *outcome) meta() map[string]any {
 		tier = string(o.closing)
 	}
 	consulted := []map[string]any{}
-	for _, k := range o.consulted {
+	for i, k := range o.consulted {
 		c := map[string]any{"tier": string(k.Tier)}
 		switch {
 		case k.Denied != nil:
 			c["outcome"], c["code"], c["reason"] = "denied", k.Denied.Code, k.Denied.Reason
+		case k.Err != nil && o.cancelled && i == len(o.consulted)-1:
+			c["outcome"] = "cancelled"
 		case k.Err != nil:
 			c["outcome"], c["reason"] = "failed", oneLineMax(k.Err.Error(), 500)
 		case k.Closed:
@@ -208,14 +236,60 @@ func (t *turn) work(ctx context.Context, uj uint64) (receipts.Efficiency, string
 }
 
 func (t *turn) Update(ctx context.Context, u acp.SessionUpdate) error {
+	if c := u.AgentMessageChunk; c != nil && c.Content.Text != nil && c.Content.Text.Text != "" {
+		t.mu.Lock()
+		t.tail = lastRunes(t.tail+c.Content.Text.Text, 2)
+		t.mu.Unlock()
+	}
 	return t.a.connection().SessionUpdate(ctx, acp.SessionNotification{SessionId: t.s.id, Update: u})
 }
 
-func (t *turn) Permission(ctx context.Context, req acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
-	req.SessionId = t.s.id
-	return t.a.connection().RequestPermission(ctx, req)
+func lastRunes(s string, n int) string {
+	r := []rune(s)
+	return string(r[max(0, len(r)-n):])
 }
 
+// Permission asks the editor. An edit the user allows is remembered for the
+// turn (allowedEdit), so that writing the op that follows does not ask
+// about the same file again.
+func (t *turn) Permission(ctx context.Context, req acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+	req.SessionId = t.s.id
+	resp, err := t.a.connection().RequestPermission(ctx, req)
+	if err != nil || resp.Outcome.Selected == nil || req.ToolCall.Kind == nil || *req.ToolCall.Kind != acp.ToolKindEdit {
+		return resp, err
+	}
+	for _, o := range req.Options {
+		if o.OptionId == resp.Outcome.Selected.OptionId && (o.Kind == acp.PermissionOptionKindAllowOnce || o.Kind == acp.PermissionOptionKindAllowAlways) {
+			t.mu.Lock()
+			if t.edits == nil {
+				t.edits = map[string]bool{}
+			}
+			for _, l := range req.ToolCall.Locations {
+				t.edits[filepath.Clean(l.Path)] = true
+			}
+			t.mu.Unlock()
+		}
+	}
+	return resp, err
+}
+
+// allowedEdit reports whether the user allowed editing abs in this turn: a
+// remote agent's write is asked about when it makes it, and the op that
+// carries it is the same write.
+func (t *turn) allowedEdit(abs string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.edits[filepath.Clean(abs)]
+}
+
+// errTurnCancelled is a permission request answered "cancelled": ACP's
+// clients answer so when the user cancels the prompt turn (agent-shell
+// answers every pending request so, then sends session/cancel).
+var errTurnCancelled = errors.New("the editor cancelled the turn")
+
+// Ask asks the user through the editor: true for the allow option, false
+// for the reject option. A "cancelled" outcome is errTurnCancelled; an
+// editor that answers with an error (no one to ask) has not allowed it.
 func (t *turn) Ask(ctx context.Context, call acp.ToolCallUpdate) (bool, error) {
 	resp, err := t.Permission(ctx, acp.RequestPermissionRequest{ToolCall: call,
 		Options: []acp.PermissionOption{
@@ -224,6 +298,9 @@ func (t *turn) Ask(ctx context.Context, call acp.ToolCallUpdate) (bool, error) {
 		}})
 	if err != nil {
 		return false, err
+	}
+	if resp.Outcome.Cancelled != nil {
+		return false, errTurnCancelled
 	}
 	return resp.Outcome.Selected != nil && resp.Outcome.Selected.OptionId == "allow", nil
 }
@@ -239,7 +316,20 @@ func (t *turn) Files(ctx context.Context) (core.Files, error) {
 
 func (t *turn) snapshot(ctx context.Context, root string) (core.Files, error) { return t.Files(ctx) }
 
+// say sends joule's own message text, a paragraph apart from what was said
+// before in the turn (a remote agent's relayed message does not end with
+// one): editors join a turn's message chunks as they come.
 func (t *turn) say(ctx context.Context, text string) {
+	t.mu.Lock()
+	tail := t.tail
+	t.mu.Unlock()
+	switch {
+	case tail == "" || strings.HasSuffix(tail, "\n\n"):
+	case strings.HasSuffix(tail, "\n"):
+		text = "\n" + text
+	default:
+		text = "\n\n" + text
+	}
 	_ = t.Update(ctx, acp.UpdateAgentMessageText(text))
 }
 
@@ -262,7 +352,7 @@ func (a *Agent) Prompt(ctx context.Context, p acp.PromptRequest) (resp acp.Promp
 		return acp.PromptResponse{}, acp.NewInvalidRequest(map[string]any{"error": fmt.Sprintf("a prompt is already running in session %s; wait for it or cancel it", s.id)})
 	}
 	defer s.end()
-	text, err := promptText(p.Prompt)
+	text, err := promptText(p.Prompt, s.cwd)
 	if err != nil {
 		return acp.PromptResponse{}, err
 	}
@@ -288,11 +378,15 @@ func (a *Agent) Prompt(ctx context.Context, p acp.PromptRequest) (resp acp.Promp
 	res, err := c.Run(ctx, req)
 	if err == nil && ctx.Err() == nil {
 		if res, err = t.onBuffers(ctx, c, req, res); err != nil && ctx.Err() == nil {
+			t.out.notApplied(res)
 			t.say(ctx, fmt.Sprintf("The editor's buffers: %v.", err))
 			return endTurn()
 		}
 	}
 	if ctx.Err() != nil {
+		if res != nil {
+			t.out.consulted, t.out.cancelled = res.Consulted, true
+		}
 		return cancelled()
 	}
 	if err != nil {
@@ -518,20 +612,26 @@ func (a *Agent) apply(ctx context.Context, t *turn, text string, res *tiers.Resu
 		t.say(ctx, msg)
 		return endTurn()
 	}
+	// Cancelled before anything is written: the tool call ends failed,
+	// saying so, and the turn ends cancelled.
+	cancel := func() (acp.PromptResponse, error) {
+		_ = t.Update(context.WithoutCancel(ctx), acp.UpdateToolCall(callID, acp.WithUpdateStatus(acp.ToolCallStatusFailed),
+			acp.WithUpdateContent([]acp.ToolCallContent{acp.ToolContent(acp.TextBlock("The turn was cancelled. Nothing was changed."))})))
+		return cancelled()
+	}
 	for _, p := range paths {
 		ok, msg, err := a.gateWrite(ctx, t, callID, title, p, files[p] != nil)
-		if err != nil {
-			if ctx.Err() != nil {
-				return cancelled()
-			}
+		switch {
+		case ctx.Err() != nil || errors.Is(err, errTurnCancelled):
+			return cancel()
+		case err != nil:
 			return acp.PromptResponse{}, acp.NewInternalError(map[string]any{"error": err.Error()})
-		}
-		if !ok {
+		case !ok:
 			return fail(msg + " Nothing was changed.")
 		}
 	}
 	if ctx.Err() != nil {
-		return cancelled()
+		return cancel()
 	}
 	// From here the op is applied whole: a cancel no longer interrupts it.
 	wctx := context.WithoutCancel(ctx)
@@ -583,12 +683,19 @@ func (a *Agent) gateWrite(ctx context.Context, t *turn, callID acp.ToolCallId, t
 	case gate.Allow:
 		return true, "", nil
 	case gate.Ask:
+		if t.allowedEdit(abs) {
+			return true, "", nil
+		}
 		ok, err := t.Ask(ctx, acp.ToolCallUpdate{ToolCallId: callID, Title: acp.Ptr(title), Kind: acp.Ptr(acp.ToolKindEdit),
 			Locations: []acp.ToolCallLocation{{Path: abs}}})
-		if err != nil {
-			return false, "", err
-		}
-		if !ok {
+		switch {
+		case errors.Is(err, errTurnCancelled) || ctx.Err() != nil:
+			return false, "", errTurnCancelled
+		case err != nil:
+			// No one to ask (a headless client that fails the request):
+			// not allowed, and the turn says why rather than failing.
+			return false, fmt.Sprintf("Writing %s needs your permission, and the editor answered the request with an error (%s).", rel, editorError(err)), nil
+		case !ok:
 			return false, fmt.Sprintf("Writing %s was rejected.", rel), nil
 		}
 		return true, "", nil
@@ -616,7 +723,7 @@ func (a *Agent) write(ctx context.Context, t *turn, prior, next core.Files, path
 			abs := filepath.Join(t.s.cwd, filepath.FromSlash(p))
 			r, err := a.connection().ReadTextFile(ctx, acp.ReadTextFileRequest{SessionId: t.s.id, Path: abs})
 			if err != nil {
-				return fmt.Errorf("reading %s through the editor: %v; nothing was changed", p, err)
+				return fmt.Errorf("the editor refused to let joule read %s again (%s); nothing was changed", p, editorError(err))
 			}
 			if r.Content != string(old) {
 				return fmt.Errorf("%s changed in the editor while the request was worked on; ask again. Nothing was changed", p)
@@ -635,9 +742,9 @@ func (a *Agent) write(ctx context.Context, t *turn, prior, next core.Files, path
 			abs := filepath.Join(t.s.cwd, filepath.FromSlash(p))
 			if _, err := a.connection().WriteTextFile(ctx, acp.WriteTextFileRequest{SessionId: t.s.id, Path: abs, Content: string(next[p])}); err != nil {
 				if i == 0 {
-					return fmt.Errorf("the editor refused to write %s: %v; nothing was changed", p, err)
+					return fmt.Errorf("the editor refused to write %s (%s); nothing was changed", p, editorError(err))
 				}
-				return fmt.Errorf("the editor refused to write %s after %d other file(s) were written: %v", p, i, err)
+				return fmt.Errorf("the editor refused to write %s after %d other file(s) were written (%s)", p, i, editorError(err))
 			}
 		}
 		return nil
@@ -825,8 +932,8 @@ func (a *Agent) LoadSession(ctx context.Context, p acp.LoadSessionRequest) (acp.
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return acp.LoadSessionResponse{}, acp.NewInternalError(map[string]any{"error": err.Error()})
 	}
-	if len(entries) == 0 {
-		return acp.LoadSessionResponse{}, acp.NewInvalidParams(map[string]any{"sessionId": fmt.Sprintf("unknown session %q: the store holds no receipts for it", p.SessionId)})
+	if len(entries) == 0 && !a.issued(p.SessionId) {
+		return acp.LoadSessionResponse{}, acp.NewInvalidParams(map[string]any{"sessionId": fmt.Sprintf("unknown session %q: this endpoint did not issue it and the store holds no receipts for it", p.SessionId)})
 	}
 	a.mu.Lock()
 	if s, ok := a.sessions[p.SessionId]; ok && s.running {

@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/joulehook/joule/core/gate"
 	"github.com/joulehook/joule/core/sandbox"
+	"github.com/joulehook/joule/plugins/hosts"
 	"golang.org/x/sys/unix"
 )
 
@@ -19,7 +21,9 @@ import (
 // network off, PID namespace, the default limits: jexec, whose home has
 // no toolchain cache, as bubblewrap's box; nolayer, its policy naming no
 // private layer; caches, a home where ~/.cache, ~/go/pkg and ~/.npm exist,
-// each then an overlay with the session's layer) and under bubblewrap
+// each then an overlay with the session's layer; hosts, a workspace with
+// none of the hosts' project configuration the gate protects, each absent
+// name at its root) and under bubblewrap
 // doing the same confinement (--ro-bind / /, the workspace and temp dir
 // bound writable, /dev, new user, PID and network namespaces,
 // --die-with-parent), interleaved in one loop so that both see the same
@@ -58,6 +62,21 @@ func BenchmarkVsBwrap(b *testing.B) {
 		os.MkdirAll(filepath.Join(cx.home, d), 0o755)
 	}
 	withCaches := cx.cmd("true")
+	// A fresh repository under the protected paths the gate writes into
+	// its policies: every host's project configuration, none of it
+	// present (as in most workspaces), each absent name at the root.
+	hx := newBox(b, nil, false)
+	os.Remove(filepath.Join(hx.ws, ".mcp.json"))
+	os.Remove(filepath.Join(hx.ws, ".claude"))
+	hp, err := sandbox.ReadPolicy(hx.policy)
+	if err != nil {
+		b.Fatal(err)
+	}
+	hp.Protected = gate.ProtectedPaths(filepath.Join(hx.base, "joule"), hx.home, []string{hx.ws}, hosts.Config(func(string) string { return "" }, hx.ws))
+	if hx.policy, err = hp.Write(filepath.Dir(hx.policy)); err != nil {
+		b.Fatal(err)
+	}
+	withHosts := hx.cmd("true")
 	bw := []string{bwrap, "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--bind", bx.ws, bx.ws, "--bind", bx.tmp, bx.tmp,
 		"--unshare-user", "--unshare-pid", "--unshare-net", "--die-with-parent", "--", "/bin/bash", "-c", "true"}
 	env := bx.cmd("true").Env
@@ -78,8 +97,11 @@ func BenchmarkVsBwrap(b *testing.B) {
 	run := func(argv []string) (time.Duration, time.Duration) {
 		c := exec.Command(argv[0], argv[1:]...)
 		c.Dir, c.Env = bx.ws, env
-		if argv[2] == cx.policy {
+		switch argv[2] {
+		case cx.policy:
 			c.Dir, c.Env = cx.ws, withCaches.Env
+		case hx.policy:
+			c.Dir, c.Env = hx.ws, withHosts.Env
 		}
 		before := cpu()
 		start := time.Now()
@@ -95,10 +117,11 @@ func BenchmarkVsBwrap(b *testing.B) {
 		}
 		return wall, cpu() - before
 	}
-	var jw, jc, nw, nc, cw, cc, bwW, bwC []time.Duration
+	var jw, jc, nw, nc, cw, cc, hw, hc, bwW, bwC []time.Duration
 	run(jexec)
 	run(jexecNoLayer)
 	run(withCaches.Args)
+	run(withHosts.Args)
 	run(bw)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -108,6 +131,8 @@ func BenchmarkVsBwrap(b *testing.B) {
 		nw, nc = append(nw, w), append(nc, c)
 		w, c = run(withCaches.Args)
 		cw, cc = append(cw, w), append(cc, c)
+		w, c = run(withHosts.Args)
+		hw, hc = append(hw, w), append(hc, c)
 		w, c = run(bw)
 		bwW, bwC = append(bwW, w), append(bwC, c)
 	}
@@ -130,4 +155,8 @@ func BenchmarkVsBwrap(b *testing.B) {
 	b.ReportMetric(med(cc), "caches-cpu-ms")
 	b.ReportMetric(med(cw)/med(bwW), "caches-wall-x-bwrap")
 	b.ReportMetric(med(cc)/max(med(bwC), 0.001), "caches-cpu-x-bwrap")
+	b.ReportMetric(med(hw), "hosts-wall-ms")
+	b.ReportMetric(med(hc), "hosts-cpu-ms")
+	b.ReportMetric(med(hw)/med(bwW), "hosts-wall-x-bwrap")
+	b.ReportMetric(med(hc)/max(med(bwC), 0.001), "hosts-cpu-x-bwrap")
 }

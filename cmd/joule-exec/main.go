@@ -10,7 +10,8 @@
 // whose SHA-256 is its name), builds the Landlock rules from it (deny globs
 // expanded over the files that exist now, the temp dir and the
 // toolchains' caches writable through the session's private layer, what
-// programs run later outside read as configuration read-only; with
+// programs run later outside read as configuration read-only, each absent
+// protected name held by a stand-in for the run; with
 // --background, which the gate adds for a command the host runs in the
 // background, no symbolic link made and no directory removed or renamed)
 // and runs PROGRAM confined (with the network

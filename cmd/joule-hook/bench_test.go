@@ -52,6 +52,14 @@ func main() {
 //     joule-exec and its policy (steady-contain-x-steady: what containment
 //     adds to the thin client's path; steady-contain-x-hook-contain: the
 //     thin client against a whole joule per contained decision);
+//   - system: the same steady call in system mode (joule-hook --system,
+//     the line joule install --system writes), to a gate running as
+//     another uid, the peer check included, as root only (the system
+//     gate runs as another uid); beside it the time of one fsync of 4 KiB
+//     on the same file system, measured in the same run, since the goal
+//     is that a steady call adds no more than one durable commit and
+//     1 ms to the Go floor (steady-system-over-gofloor-ms, and the same
+//     less the fsync);
 //   - 64 concurrent clients against one gate, in decisions per second,
 //     beside 64 concurrent joule hook processes (target ≥ 5×,
 //     concurrent-x-process) and 64 Go floor processes, the ceiling of
@@ -95,6 +103,18 @@ func BenchmarkHookClient(b *testing.B) {
 		}
 	}
 	run, runSteady := in(f), in(sf)
+	// System mode, where this runs as root.
+	var sysf *sysFixture
+	var runSystem func()
+	if os.Geteuid() == 0 {
+		sysf = newSysFixture(b)
+		payload := sysf.claude("bench", "go test ./... && git status")
+		runSystem = func() {
+			if r := sysf.client(payload, nil); !isClaudeAllow(r) {
+				b.Fatalf("system mode: %+v", r)
+			}
+		}
+	}
 	client := filepath.Join(f.bin, "joule-hook")
 	jouleBin := filepath.Join(f.bin, "joule")
 	clock := func(f func()) time.Duration {
@@ -106,11 +126,14 @@ func BenchmarkHookClient(b *testing.B) {
 	// runs every path once, in turn, and the figures are medians, so the
 	// ratios compare paths under the same load.
 	n := b.N
-	var pyD, floorD, hookD, firstD, steadyD, containD, hookContainD []time.Duration
+	var pyD, floorD, hookD, firstD, steadyD, containD, hookContainD, systemD, fsyncD []time.Duration
 	f.serveGate()
 	steadyGate := sf.serveGate()
 	for range 5 {
 		runSteady(client, "claude-code")
+		if sysf != nil {
+			runSystem()
+		}
 	}
 	b.ResetTimer()
 	for i := 0; i < n; i++ {
@@ -128,14 +151,30 @@ func BenchmarkHookClient(b *testing.B) {
 		// same load, and the contained steady call beside them, before or
 		// after in turn.
 		contained := func() { containD = append(containD, clock(func() { runSteady(client, "claude-code", "--contain") })) }
-		if i%2 == 1 {
+		if i%2 == 0 {
 			contained()
 		}
+		// The system-mode call right beside the user-mode one, before or
+		// after it in turn, both next to the floor.
+		system := func() {
+			if sysf != nil {
+				systemD = append(systemD, clock(runSystem))
+			}
+		}
 		floorD = append(floorD, clock(func() { run(floor) }))
+		if i%2 == 1 {
+			system()
+		}
 		b.StartTimer()
 		steadyD = append(steadyD, clock(func() { runSteady(client, "claude-code") }))
 		b.StopTimer()
 		if i%2 == 0 {
+			system()
+		}
+		if sysf != nil {
+			fsyncD = append(fsyncD, clock(func() { fsync4k(b, sysf.base) }))
+		}
+		if i%2 == 1 {
 			contained()
 		}
 	}
@@ -182,6 +221,16 @@ func BenchmarkHookClient(b *testing.B) {
 	b.ReportMetric(steadyNs/floorNs, "steady-x-gofloor")
 	b.ReportMetric(steadyNs/pyNs, "steady-x-python")
 	b.ReportMetric(firstNs/hookNs, "first-x-hook")
+	b.ReportMetric((steadyNs-floorNs)/1e6, "steady-over-gofloor-ms")
+	if sysf != nil {
+		systemNs, fsyncNs := median(systemD), median(fsyncD)
+		b.ReportMetric(systemNs/1e6, "steady-system-ms/op")
+		b.ReportMetric(systemNs/steadyNs, "steady-system-x-steady")
+		b.ReportMetric(systemNs/floorNs, "steady-system-x-gofloor")
+		b.ReportMetric((systemNs-floorNs)/1e6, "steady-system-over-gofloor-ms")
+		b.ReportMetric(fsyncNs/1e6, "fsync-ms")
+		b.ReportMetric((systemNs-floorNs-fsyncNs)/1e6, "steady-system-over-gofloor-less-fsync-ms")
+	}
 	b.ReportMetric(containNs/1e6, "steady-contain-ms/op")
 	b.ReportMetric(hookContainNs/1e6, "hook-contain-ms/op")
 	b.ReportMetric(containNs/steadyNs, "steady-contain-x-steady")
@@ -192,4 +241,20 @@ func BenchmarkHookClient(b *testing.B) {
 	// The ceiling: 64 Go floor processes at once, which decide nothing.
 	b.ReportMetric(floorRate, "gofloor-64-dec/s")
 	b.ReportMetric(clientRate/floorRate, "concurrent-x-gofloor")
+}
+
+// fsync4k writes 4 KiB to a new file in dir and syncs it: the cost of one
+// durable commit on that file system, for the goal the steady figures are
+// held to.
+func fsync4k(b *testing.B, dir string) {
+	f, err := os.CreateTemp(dir, "fsync-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	f.Write(make([]byte, 4096))
+	if err := f.Sync(); err != nil {
+		b.Fatal(err)
+	}
 }

@@ -31,6 +31,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -53,20 +54,29 @@ func run(args []string, stdin *os.File, stdout, stderr *os.File) int {
 		}
 	}
 	deadline := start.Add(budget)
+	system, sysPath := false, ""
+	if len(args) > 0 && (args[0] == "--system" || strings.HasPrefix(args[0], "--system=")) {
+		system, sysPath = true, strings.TrimPrefix(strings.TrimPrefix(args[0], "--system"), "=")
+		args = args[1:]
+	}
 	mode, ok := "", len(args) == 1
 	if len(args) == 2 {
 		mode, ok = resident.ModeOf(args[1])
 	}
 	if !ok || args[0] == "" || args[0][0] == '-' {
-		fmt.Fprintln(stderr, "usage: joule-hook HOST [--contain | --no-contain] < payload.json (as 'joule hook HOST'); every failure is HOST's deny")
+		fmt.Fprintln(stderr, "usage: joule-hook [--system[=CONFIG]] HOST [--contain | --no-contain] < payload.json (as 'joule hook HOST'); every failure is HOST's deny")
 		return 2
 	}
 	host := args[0]
-	deny := func(why string) int {
-		o, e, code := resident.Deny(host, "joule deny (internal-error): "+why)
+	denyCode := func(code, why string) int {
+		o, e, exit := resident.Deny(host, "joule deny ("+code+"): "+why)
 		stdout.Write(o)
 		stderr.Write(e)
-		return code
+		return exit
+	}
+	deny := func(why string) int { return denyCode("internal-error", why) }
+	if system {
+		return runSystem(host, mode, sysPath, stdin, stdout, stderr, deadline, denyCode)
 	}
 	joule := findJoule()
 	c := &client{host: host, mode: mode, joule: joule, deadline: deadline}

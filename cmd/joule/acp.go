@@ -18,6 +18,7 @@ import (
 	"github.com/joulehook/joule/energy"
 	"github.com/joulehook/joule/tiers/config"
 	"github.com/joulehook/joule/tiers/l0"
+	"github.com/joulehook/joule/tiers/l1/lsp"
 	"github.com/joulehook/joule/tiers/l2"
 	"github.com/joulehook/joule/tiers/l4"
 	"github.com/joulehook/joule/tiers/tierconfig"
@@ -30,25 +31,29 @@ func init() {
 // OpsDir holds the JCR-1 receipts of the ops joule acp applied, in $JOULE_HOME.
 const OpsDir = "ops"
 
+// ACPSessionsDir marks the ACP session ids joule acp issued, in $JOULE_HOME,
+// so that a session is loadable before its first receipt.
+const ACPSessionsDir = "acp-sessions"
+
 const acpUsage = `acp [--remote 'COMMAND ARGS…' [--remote-timeout 30m] [--proxy URL]] [--no-cache] [--log FILE]
 
 Speaks the Agent Client Protocol (version 1) on stdin/stdout, as Zed,
 JetBrains IDEs and Neovim (CodeCompanion, avante.nvim) launch an agent. Each
-prompt runs the cascade L0 (cache of signed ops) → L1 (lawful edits and
-look-ups: /rename, /format, /replace, /diff, /find, or requests as typed:
-"rename the method Hello of Greeter to Greet", "Run gofmt on main.go.",
-"where is X defined", "who calls X") → L4
-(the remote agent given by --remote or $JOULE_ACP_REMOTE, e.g.
-'npx @zed-industries/claude-code-acp'), stopping at the first tier that closes
-it. Every tier consultation and every file write is decided by the active
-grant and sealed; every change is a signed coding op with receipts. See
-docs/acp.md.
+prompt runs the cascade, stopping at the first tier that closes it:
+L0 (cache of signed ops) → L1 (lawful edits and look-ups: /rename, /format,
+/replace, /diff, /find, or requests as typed: "rename the method Hello of
+Greeter to Greet", "Run gofmt on main.go.", "where is X defined", "who calls
+X") → L2 (retrieval over the workspace index) → L3 (a local model) → L4 (the
+remote agent given by --remote or $JOULE_ACP_REMOTE, e.g.
+'npx @zed-industries/claude-code-acp'). Every tier consultation and every
+file write is decided by the active grant and sealed; every change is a
+signed coding op with receipts. See docs/acp.md.
 
 The "tiers" section of $JOULE_HOME/config.json (docs/models.md) turns tiers
-on and off and configures L2 (retrieval over the workspace index, with an
-optional embedding model), L3 (a local model through Ollama or an
-OpenAI-compatible server such as vLLM) and L4's default command and
-timeout; flags win over it. 'joule doctor' reports what is reachable.`
+on and off and configures L2 (with an optional embedding model; on by
+default), L3 (Ollama or an OpenAI-compatible server such as vLLM; off until
+configured) and L4's default command and timeout; flags win over it.
+'joule doctor' reports what is reachable.`
 
 func runACP(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "acp", acpUsage)
@@ -70,6 +75,10 @@ func runACP(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer ep.Close()
+	// language servers L1 starts stay resident for the session, shown in
+	// joule doctor, and end with it
+	lsp.Default.StateDir = lsp.StateDir(ep.home)
+	defer lsp.Default.Close()
 	g, err := ep.gate()
 	if err != nil {
 		return err
@@ -100,7 +109,7 @@ func runACP(ctx context.Context, e *env, args []string) error {
 		defer f.Close()
 		logw = f
 	}
-	opt := acpagent.Options{Gate: g, Key: ep.id.Key, OpsDir: filepath.Join(ep.home, OpsDir), Version: version(),
+	opt := acpagent.Options{Gate: g, Key: ep.id.Key, OpsDir: filepath.Join(ep.home, OpsDir), SessionsDir: filepath.Join(ep.home, ACPSessionsDir), Version: version(),
 		Log: slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if !*noCache && tc.Enabled("l0") {
 		if opt.Cache, err = l0.Open(filepath.Join(ep.home, l0.Dir)); err != nil {

@@ -30,7 +30,7 @@ func runConformance(_ context.Context, e *env, args []string) error {
 		return nil
 	case args[0] == "gen" || args[0] == "check":
 	default:
-		return usagef("conformance: unknown subcommand %q (want gen or check)", args[0])
+		return unknownSub("conformance", args[0], "gen", "check")
 	}
 	if len(args) == 3 && args[1] == "--" {
 		args = []string{args[0], args[2]}

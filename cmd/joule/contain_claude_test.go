@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -59,7 +60,7 @@ func TestClaudeCodeContainE2E(t *testing.T) {
 		cmd := exec.CommandContext(ctx, claude, append([]string{"-p", "--output-format", "json", "do it"}, args...)...)
 		cmd.Dir = ws
 		cmd.Env = []string{"HOME=" + userHome, "PATH=" + filepath.Dir(jouleBin) + ":/usr/local/bin:/usr/bin:/bin",
-			"JOULE_HOME=" + jouleHome, "TMPDIR=" + t.TempDir(),
+			"JOULE_HOME=" + jouleHome,
 			"ANTHROPIC_BASE_URL=http://" + ln.Addr().String(), "ANTHROPIC_API_KEY=sk-ant-test-dummy-key-0000000000",
 			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "DISABLE_ERROR_REPORTING=1", "IS_SANDBOX=1"}
 		out, err := cmd.CombinedOutput()
@@ -83,13 +84,28 @@ func TestClaudeCodeContainE2E(t *testing.T) {
 	}
 
 	t.Run("ordinary work runs contained", func(t *testing.T) {
-		// In src (a directory that exists): the workspace root itself keeps
-		// its entries, as it is on the way to .claude/settings.json.
-		api.script("mkdir -p src/sub && echo ran > src/sub/allowed.txt && echo more >> main.txt; cat src/sub/allowed.txt")
+		// At the workspace root too (below /tmp, the temp dir, with TMPDIR
+		// unset), where the other hosts' configuration is absent: each
+		// protected name is a stand-in for the run.
+		api.script("mkdir -p src/sub && echo ran > src/sub/allowed.txt && echo more >> main.txt && echo top > top.txt; cat src/sub/allowed.txt")
 		os.WriteFile(filepath.Join(ws, "main.txt"), nil, 0o644)
+		var before []string // what the install wrote: .claude/, .mcp.json
+		for _, n := range rootProtected(ws) {
+			if _, err := os.Lstat(filepath.Join(ws, strings.TrimSuffix(n, "/"))); err == nil {
+				before = append(before, n)
+			}
+		}
 		out := run(t, "--allowedTools", "Bash")
 		if b, err := os.ReadFile(filepath.Join(ws, "src", "sub", "allowed.txt")); err != nil || string(b) != "ran\n" {
 			t.Fatalf("the contained command did not run (%v, %q)\n%s\n%+v", err, b, out, api.results())
+		}
+		if b, err := os.ReadFile(filepath.Join(ws, "top.txt")); err != nil || string(b) != "top\n" {
+			t.Fatalf("no entry was created at the workspace root (%v, %q)\n%s\n%+v", err, b, out, api.results())
+		}
+		for _, n := range rootProtected(ws) {
+			if _, err := os.Lstat(filepath.Join(ws, strings.TrimSuffix(n, "/"))); err == nil && !slices.Contains(before, n) {
+				t.Errorf("%s is left in the workspace", n)
+			}
 		}
 		if res := api.results(); len(res) != 1 || res[0].IsError || !strings.Contains(res[0].Content, "ran") {
 			t.Fatalf("tool result %+v", res)

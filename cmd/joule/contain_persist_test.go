@@ -53,7 +53,11 @@ func newPersistBox(t *testing.T, wsIsHome bool) *persistBox {
 	}
 	b.gocache = strings.TrimSpace(string(out))
 	env := []string{"HOME=" + b.home, "JOULE_HOME=" + b.jh}
-	if r := joule(t, nil, env, "init", "--steward", "test.example", "--workspace", b.ws); r.code != 0 {
+	initArgs := []string{"init", "--steward", "test.example", "--workspace", b.ws}
+	if wsIsHome {
+		initArgs = append(initArgs, "--force") // the agent working in the home directory, as some people run it
+	}
+	if r := joule(t, nil, env, initArgs...); r.code != 0 {
 		t.Fatalf("init: %+v", r)
 	}
 	r := joule(t, nil, env, "grant", "issue", "--workspace", b.ws, "--budget", "1kJ", "--template", "dev")
@@ -73,9 +77,9 @@ func newPersistBox(t *testing.T, wsIsHome bool) *persistBox {
 }
 
 // reset empties the box but $JOULE_HOME's keys, store and policies, and
-// makes the workspace a repository with one commit in which every
-// protected name of the root exists (so that the root is writable as a
-// whole and what a case finds refused is refused for its own reason).
+// makes the workspace a repository with one commit, none of the hosts'
+// configuration in it (each protected name of the root is a stand-in for
+// a contained command's run, and the rest of the root is writable).
 func (b *persistBox) reset(t *testing.T) {
 	t.Helper()
 	keep := map[string]bool{b.home: true, filepath.Join(b.home, ".local"): true, filepath.Join(b.home, ".local", "share"): true, b.jh: true}
@@ -91,13 +95,6 @@ func (b *persistBox) reset(t *testing.T) {
 	removeAllForce(filepath.Join(b.jh, sandbox.LayersDir))
 	for _, d := range []string{b.ws, b.tmp, filepath.Join(b.ws, "src"), filepath.Join(b.home, ".cache")} {
 		os.MkdirAll(d, 0o755)
-	}
-	for _, n := range rootProtected(b.ws) {
-		if strings.HasSuffix(n, "/") {
-			os.MkdirAll(filepath.Join(b.ws, n), 0o755)
-		} else {
-			os.WriteFile(filepath.Join(b.ws, n), []byte("{}\n"), 0o644)
-		}
 	}
 	os.WriteFile(filepath.Join(b.ws, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644)
 	if out, err := b.cmd(false, "git init -q && git add main.go && git commit -qm init", nil).CombinedOutput(); err != nil {
@@ -301,13 +298,10 @@ func writeModuleProxy(t *testing.T, b *persistBox) {
 func TestContainPersistence(t *testing.T) {
 	needLandlock(t)
 	needNamespaces(t)
-	boxes := map[bool]*persistBox{}
-	box := func(home bool) *persistBox {
-		if boxes[home] == nil {
-			boxes[home] = newPersistBox(t, home)
-		}
-		return boxes[home]
-	}
+	// Both boxes are made here, by the parent: a set-up failure inside a
+	// subtest would be a FailNow on the parent.
+	boxes := map[bool]*persistBox{false: newPersistBox(t, false), true: newPersistBox(t, true)}
+	box := func(home bool) *persistBox { return boxes[home] }
 	landlockThrough := 0
 	for i, a := range persistAttacks {
 		t.Run(a.name, func(t *testing.T) {

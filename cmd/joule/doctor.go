@@ -22,6 +22,7 @@ import (
 
 	"github.com/joulehook/joule/core/gate"
 	"github.com/joulehook/joule/core/grant"
+	jhome "github.com/joulehook/joule/core/home"
 	"github.com/joulehook/joule/core/identity"
 	"github.com/joulehook/joule/core/sandbox"
 	storepkg "github.com/joulehook/joule/core/store"
@@ -32,6 +33,7 @@ import (
 	"github.com/joulehook/joule/tiers/config"
 	"github.com/joulehook/joule/tiers/l1/lsp"
 	"github.com/joulehook/joule/tiers/l2"
+	"github.com/joulehook/joule/tiers/l3"
 	"github.com/joulehook/joule/tiers/tierconfig"
 )
 
@@ -41,8 +43,9 @@ func init() {
 
 // finding is one line of the doctor's report.
 type finding struct {
+	Group  string `json:"group"` // installs, joule or optional
 	Check  string `json:"check"`
-	Status string `json:"status"` // ok, warn or fail
+	Status string `json:"status"` // ok, warn, fail, note (a limit of the set-up), or off (optional, not set up)
 	Detail string `json:"detail"`
 	Hint   string `json:"hint,omitempty"`
 }
@@ -51,31 +54,64 @@ const (
 	statusOK   = "ok"
 	statusWarn = "warn"
 	statusFail = "fail"
+	// statusOff is an optional piece that is not set up: no fault, so a
+	// hook set-up without it is all green.
+	statusOff = "off"
+	// statusNote is a limit of the chosen set-up the person should know,
+	// not a fault in it: user mode's, which only system mode lifts.
+	statusNote = "note"
 )
+
+// The doctor's groups, in the order it reports them: what joule is wired
+// into first, then what every decision needs, then the pieces only joule
+// acp's cascade and the meter use.
+const (
+	groupInstalls = "installs"
+	groupJoule    = "joule"
+	groupOptional = "optional"
+)
+
+// groupRank is a group's place in the report.
+func groupRank(g string) int {
+	return slices.Index([]string{groupInstalls, groupJoule, groupOptional}, g)
+}
+
+// groupTitles head each group in the text report.
+var groupTitles = map[string]string{
+	groupInstalls: "installs: the hosts joule is wired into ($JOULE_HOME/installs.json)",
+	groupJoule:    "joule: the key, store, grant and containment every decision needs",
+	groupOptional: "optional: joule acp's cascade (L2-L4, language servers), the meter and energy counters; hooks need none of them",
+}
 
 type doctor struct {
 	left     *uint64 // what the active grant chain can still pay, when known
 	findings []finding
 	timeout  time.Duration
 	hc       *http.Client
+	group    string // the group add puts findings in
 }
 
 func (d *doctor) add(check, status, detail, hint string) {
-	d.findings = append(d.findings, finding{Check: check, Status: status, Detail: detail, Hint: hint})
+	d.findings = append(d.findings, finding{Group: d.group, Check: check, Status: status, Detail: detail, Hint: hint})
 }
 
 func runDoctor(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "doctor", `doctor [--json] [--root DIR] [--timeout 5s] [--probe-counters]
 
-Checks what joule needs, one line each with ok, warn or fail and a hint:
-the key and store in $JOULE_HOME, the active grant and its remaining
-budget, the configuration (config.json, meter.json), how each recorded
-install contains shell commands and what the kernel gives a contained one
-(Landlock, user namespaces), the L2 index of the
-workspace (DIR, default the current directory) and its embedding model,
-the L3 model, the L4 command, joule proxy, go and gopls on PATH, the
-language servers L1 drives (typescript-language-server, pyright-langserver,
-on PATH or in $JOULE_LSP_PATH), and the energy counters. Exits 1 when any check fails. See docs/models.md.`)
+Checks what joule needs, one line each with ok, warn, fail or off and a
+hint, in three groups. First the installs $JOULE_HOME/installs.json
+records: each armed (as joule install checks it: the host's files and
+trust, joule serve for a resident install, the grant, containment), or
+what is left to do and the command that does it. Then what every
+decision needs: the key and store, the configuration (config.json,
+meter.json), the active grant and its budget, the witness, the resident
+gate, and what the kernel gives a contained command (Landlock, user
+namespaces). Last, apart, the optional pieces, "off" when not set up:
+the L2 index of the workspace (DIR, default the current directory) and
+its embedding model, the L3 model, the L4 command, joule proxy, go and
+gopls, the language servers L1 drives (typescript-language-server,
+pyright-langserver, on PATH or in $JOULE_LSP_PATH), and the energy
+counters. Exits 1 when any check fails. See docs/models.md.`)
 	asJSON := fs.Bool("json", false, "print the findings as a JSON array")
 	root := fs.String("root", ".", "the workspace whose L2 index to check")
 	timeout := fs.Duration("timeout", 5*time.Second, "longest wait for each server")
@@ -95,7 +131,15 @@ on PATH or in $JOULE_LSP_PATH), and the energy counters. Exits 1 when any check 
 			return err
 		}
 	} else {
+		group := ""
 		for _, f := range d.findings {
+			if f.Group != group {
+				if group != "" {
+					fmt.Fprintln(e.stdout)
+				}
+				group = f.Group
+				fmt.Fprintln(e.stdout, groupTitles[group])
+			}
 			line := fmt.Sprintf("%-4s  %-10s  %s", f.Status, f.Check, f.Detail)
 			if f.Hint != "" && f.Status != statusOK {
 				line += "\n                  hint: " + f.Hint
@@ -112,11 +156,25 @@ on PATH or in $JOULE_LSP_PATH), and the energy counters. Exits 1 when any check 
 }
 
 func (d *doctor) run(ctx context.Context, root string, probe bool) {
+	// Reported in the groups' order whatever the order of the checks:
+	// the mode decides which home the rest reads, so it runs first.
+	defer func() {
+		slices.SortStableFunc(d.findings, func(a, b finding) int {
+			return groupRank(a.Group) - groupRank(b.Group)
+		})
+	}()
+	d.group = groupJoule
+	if !d.mode() {
+		return
+	}
 	home, err := identity.Home()
 	if err != nil {
 		d.add("home", statusFail, err.Error(), "set JOULE_HOME or HOME")
 		return
 	}
+	d.group = groupInstalls
+	contained := d.installs(ctx, home)
+	d.group = groupJoule
 	if _, err := identity.Load(home); err != nil {
 		d.add("key", statusFail, fmt.Sprintf("no endpoint key in %s: %v", home, err), "run 'joule init' (or 'joule keygen')")
 		return
@@ -153,46 +211,119 @@ func (d *doctor) run(ctx context.Context, root string, probe bool) {
 	if ok, text := gateState(); ok {
 		d.add("gate", statusOK, "resident gate runs: "+strings.Join(strings.Fields(text), " "), "")
 	} else {
-		d.add("gate", statusWarn, text, "hooks still decide (joule-hook starts the gate, or falls back to joule hook); 'joule gate status' shows it")
+		// Not a fault: joule-hook starts it on the first hook call, and
+		// it exits when idle.
+		d.add("gate", statusOK, text, "")
 	}
-	d.contain(home, cfg)
+	d.sandbox(home, cfg, contained)
+	d.group = groupOptional
 	d.index(ctx, home, root, tc)
 	d.l3(ctx, home, tc, m.Table)
 	d.l4(tc)
 	d.proxy(home)
 	d.tools(tc)
+	d.servers(home)
 	d.counters(ctx, probe)
 }
 
-// contain reports how the shell commands of each install $JOULE_HOME
-// records are contained (its record keeps the mode), and what this
-// machine's kernel gives a contained command: Landlock and the user
-// namespaces joule-exec builds its mounts in.
-func (d *doctor) contain(home string, cfg *config.Config) {
+// installs reports, first, each install $JOULE_HOME records: armed, as
+// joule install checks it (the host's files, the trust steps, how hooks
+// are answered, the grant, containment), or each thing left to do, with
+// the command that does it. It says whether any install contains.
+func (d *doctor) installs(ctx context.Context, home string) (contained bool) {
 	recs, err := hook.LoadRecords(home)
 	if err != nil {
 		d.add("install", statusWarn, err.Error(), "the record of installs only lists them: fix or remove it, then run joule install again")
 	}
-	contained := false
+	if err == nil && len(recs) == 0 {
+		d.add("install", statusWarn, "joule is wired into no host yet, so no agent's tool call reaches the gate", "in your project: joule install claude-code --project (hosts: "+installerNames()+")")
+	}
+	serveAddr := ""
+	if cfg, err := config.LoadServe(home); err == nil {
+		serveAddr = cfg.Addr
+	}
 	for _, r := range recs {
-		h, _ := hosts.Lookup(r.Host)
 		where := r.Host + " " + scopeArgs(r)
-		again := "joule install " + where
-		if r.Trusted {
-			again += " --trust"
+		again := installAgain(r)
+		h, ok := hosts.Lookup(r.Host)
+		if !ok || h.Installer == nil {
+			d.add("install", statusWarn, where+": joule knows no such host", "joule install "+r.Host+" "+scopeArgs(r)+" --uninstall")
+			continue
 		}
-		switch {
-		case r.Contain == hook.Contained:
-			contained = true
-			d.add("install", statusOK, where+": contained (the shell commands joule allows run under joule exec)", "")
-		case r.Contain == hook.NoContain:
-			d.add("install", statusWarn, where+": not contained (installed with --no-contain): the shell commands joule allows run on analysis alone, and each receipt says so", "to contain them: "+again)
-		case r.Contain == hook.AnalysisOnly || !hosts.Contained(h):
-			d.add("install", statusOK, where+": analysis alone ("+r.Host+"'s hook cannot replace a command)", "")
-		default:
+		if r.Project != "" {
+			if _, err := os.Stat(r.Project); err != nil {
+				d.add("install", statusWarn, where+": the project is gone", "forget it: joule install "+r.Host+" "+scopeArgs(r)+" --uninstall")
+				continue
+			}
+		}
+		s, err := recordScope(r, home)
+		if err != nil {
+			d.add("install", statusFail, where+": "+err.Error(), again)
+			continue
+		}
+		findings, c := armedFindings(ctx, h, s, home)
+		todo := 0
+		for _, f := range findings {
+			switch {
+			case !f.OK:
+				todo++
+				d.add("install", statusFail, where+" is not armed: "+f.Text, "then joule doctor; to write its files again: "+again+"; to remove the install: joule install "+r.Host+" "+scopeArgs(r)+" --uninstall")
+			case f.Weak && c.mode == hook.NoContain:
+				d.add("install", statusWarn, where+": "+f.Text, "to contain them: "+again)
+			case f.Weak && c.mode == hook.Contained:
+				d.add("install", statusWarn, where+": "+f.Text, "the sandbox line below says what this kernel lacks")
+			}
+		}
+		if s.Resident != nil && serveAddr == proxy.DefaultListen {
+			d.add("install", statusWarn, where+": joule serve listens on "+serveAddr+", joule proxy's default port, so the second of them to start fails",
+				"move the resident gate to its own port: "+again+" --addr "+config.DefaultServeAddr+"; then restart joule serve")
+		}
+		if r.Contain == "" && hosts.Contained(h) {
 			d.add("install", statusWarn, where+": installed before containment was the default, so its shell commands may run uncontained", "to contain them: "+again)
 		}
+		if c.mode == hook.Contained {
+			contained = true
+		}
+		if todo == 0 {
+			d.add("install", statusOK, where+": "+c.armed(r.Host), "")
+		}
 	}
+	return contained
+}
+
+// recordScope is the scope of the install r records, as this joule would
+// install it again: its project, containment, trust steps and, for a
+// resident install, joule serve's address and token.
+func recordScope(r hook.Record, home string) (hook.Scope, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return hook.Scope{}, err
+	}
+	if p, err := filepath.EvalSymlinks(self); err == nil {
+		self = p
+	}
+	userHome, err := os.UserHomeDir()
+	if err != nil {
+		return hook.Scope{}, err
+	}
+	s := hook.Scope{Project: r.Project, Home: userHome, Joule: self, Client: hookClient(self), Contain: r.Contain, Trust: r.Trusted}
+	if s.JouleHome, err = customHome(); err != nil {
+		return s, err
+	}
+	if residentRecord(r) {
+		cfg, err := config.LoadServe(home)
+		if err != nil {
+			return s, fmt.Errorf("a resident install without joule serve's %s: %v", config.ServeFile, err)
+		}
+		s.Resident = &hook.Resident{URL: "http://" + cfg.Addr + hook.ResidentPath(r.Host, r.Contain), Token: cfg.Token}
+	}
+	return s, nil
+}
+
+// sandbox reports what this machine's kernel gives a contained command:
+// Landlock and the user namespaces joule-exec builds its mounts in; with
+// none, a contained install (contained) denies every shell command.
+func (d *doctor) sandbox(home string, cfg *config.Config, contained bool) {
 	abi, namespaces := sandboxState()
 	switch {
 	case abi == 0:
@@ -378,7 +509,7 @@ func (d *doctor) witness(ctx context.Context, ep *endpoint) {
 
 func (d *doctor) index(ctx context.Context, home, root string, tc *tierconfig.Tiers) {
 	if !tc.Enabled("l2") {
-		d.add("l2", statusOK, "off in the tiers config", "")
+		d.add("l2", statusOff, "off in the tiers config", "set tiers.l2 in "+ConfigFile+" (docs/retrieval.md)")
 		return
 	}
 	abs, err := filepath.Abs(root)
@@ -388,7 +519,7 @@ func (d *doctor) index(ctx context.Context, home, root string, tc *tierconfig.Ti
 	}
 	path := l2.DefaultPath(home, abs) // where joule acp and joule index keep it
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		d.add("l2 index", statusWarn, "no index of "+abs+" yet", "it is built on the first prompt 'joule acp' puts to L2")
+		d.add("l2 index", statusOff, "no index of "+abs+" yet", "it is built on the first prompt 'joule acp' puts to L2")
 	} else if ix, err := l2.Open(path, abs); err != nil {
 		d.add("l2 index", statusFail, fmt.Sprintf("%s: %v", path, err), "delete the file: the index is a cache and is rebuilt")
 	} else {
@@ -409,12 +540,11 @@ func (d *doctor) index(ctx context.Context, home, root string, tc *tierconfig.Ti
 	}
 	e := tc.L2.Embedder
 	if e == nil {
-		d.add("embedder", statusWarn, "none configured: L2 is "+l2.LexicalOnly, "set tiers.l2.embedder (e.g. ollama, nomic-embed-text)")
+		d.add("embedder", statusOff, "none configured: L2 is "+l2.LexicalOnly, "set tiers.l2.embedder (e.g. ollama, nomic-embed-text)")
 		return
 	}
 	rt := tierconfig.RouteOf(home, *e)
-	if e.Provider == "ollama" {
-		d.ollamaModel(ctx, "embedder", rt, e.Model)
+	if e.Provider == "ollama" && !d.ollamaModel(ctx, "embedder", rt, e.Model, "embedding") {
 		return
 	}
 	emb, _, err := tc.Embedder(home)
@@ -422,11 +552,12 @@ func (d *doctor) index(ctx context.Context, home, root string, tc *tierconfig.Ti
 		d.add("embedder", statusFail, err.Error(), "export the variable named by tiers.l2.embedder.api_key_env")
 		return
 	}
+	// The dimension comes from a real embedding, as the index will get it.
 	cctx, cancel := context.WithTimeout(ctx, d.timeout)
 	defer cancel()
 	vs, err := emb.Embed(cctx, []string{"joule doctor"})
 	if err != nil {
-		d.add("embedder", statusFail, fmt.Sprintf("%s at %s: %v", e.Model, rt.BaseURL, err), "start the embedding server and check tiers.l2.embedder")
+		d.add("embedder", statusFail, fmt.Sprintf("%s at %s does not embed: %v", e.Model, rt.BaseURL, err), "start the embedding server and check tiers.l2.embedder")
 		return
 	}
 	d.add("embedder", statusOK, fmt.Sprintf("%s at %s embeds (%d dimensions), %s", e.Model, rt.BaseURL, len(vs[0]), rt.Note), "")
@@ -455,19 +586,27 @@ func newestChange(root string, t time.Time) string {
 	return found
 }
 
-// ollamaModel checks that the Ollama server answers /api/tags and has model.
-func (d *doctor) ollamaModel(ctx context.Context, check string, rt tierconfig.Route, model string) {
+// ollamaModel checks that the Ollama server answers, has model, and that
+// the model can do what the tier asks of it (capability: "completion" for
+// L3, "embedding" for L2's embedder). It adds a failure and reports false
+// when not; for L3 it also adds the ok line.
+func (d *doctor) ollamaModel(ctx context.Context, check string, rt tierconfig.Route, model, capability string) bool {
 	u, err := url.Parse(rt.BaseURL)
 	if err != nil {
 		d.add(check, statusFail, err.Error(), "")
-		return
+		return false
 	}
 	cctx, cancel := context.WithTimeout(ctx, d.timeout)
 	defer cancel()
-	list, err := api.NewClient(u, d.hc).List(cctx)
+	c := api.NewClient(u, d.hc)
+	list, err := c.List(cctx)
+	if err != nil && cctx.Err() == context.DeadlineExceeded {
+		d.add(check, statusFail, fmt.Sprintf("Ollama at %s accepts connections but did not answer within %s", rt.BaseURL, d.timeout), "restart it, or check that base_url names an Ollama server")
+		return false
+	}
 	if err != nil {
 		d.add(check, statusFail, fmt.Sprintf("Ollama at %s is not reachable: %v", rt.BaseURL, err), "start it ('ollama serve') or fix base_url")
-		return
+		return false
 	}
 	var names []string
 	for _, m := range list.Models {
@@ -475,20 +614,39 @@ func (d *doctor) ollamaModel(ctx context.Context, check string, rt tierconfig.Ro
 	}
 	if !slices.Contains(names, model) && !slices.Contains(names, model+":latest") {
 		d.add(check, statusFail, fmt.Sprintf("Ollama at %s does not have %s", rt.BaseURL, model), "run 'ollama pull "+model+"'")
-		return
+		return false
 	}
-	d.add(check, statusOK, fmt.Sprintf("%s present at %s, %s", model, rt.BaseURL, rt.Note), "")
+	show, err := c.Show(cctx, &api.ShowRequest{Model: model})
+	if err != nil {
+		d.add(check, statusFail, fmt.Sprintf("Ollama at %s cannot describe %s: %v", rt.BaseURL, model, err), "check the model with 'ollama show "+model+"'")
+		return false
+	}
+	var caps []string
+	for _, c := range show.Capabilities {
+		caps = append(caps, string(c))
+	}
+	// A server too old to list capabilities is given the benefit of the doubt.
+	if len(caps) > 0 && !slices.Contains(caps, capability) {
+		what := map[string]string{"completion": "a chat model", "embedding": "an embedding model"}[capability]
+		d.add(check, statusFail, fmt.Sprintf("%s at %s is not %s (its capabilities: %s)", model, rt.BaseURL, what, strings.Join(caps, ", ")),
+			"name "+what+" here ('ollama show MODEL' lists a model's capabilities)")
+		return false
+	}
+	if check != "embedder" {
+		d.add(check, statusOK, fmt.Sprintf("%s present at %s, %s", model, rt.BaseURL, rt.Note), "")
+	}
+	return true
 }
 
 func (d *doctor) l3(ctx context.Context, home string, tc *tierconfig.Tiers, table *energy.Table) {
 	if !tc.Enabled("l3") {
-		d.add("l3", statusOK, "off (no tiers.l3 model configured)", "")
+		d.add("l3", statusOff, "no tiers.l3 model configured", "for a local model, set tiers.l3 in "+ConfigFile+" (docs/models.md)")
 		return
 	}
 	e := tc.L3.Endpoint
 	rt := tierconfig.RouteOf(home, e)
 	if e.Provider == "ollama" {
-		d.ollamaModel(ctx, "l3 model", rt, e.Model)
+		d.ollamaModel(ctx, "l3 model", rt, e.Model, "completion")
 	} else {
 		key, err := e.APIKey()
 		if err != nil {
@@ -513,13 +671,13 @@ func (d *doctor) l3(ctx context.Context, home string, tc *tierconfig.Tiers, tabl
 	if maxOut == 0 {
 		maxOut = table.MaxOutput(e.Model)
 	}
-	// A direct call reserves its prompt (up to max_context bytes, at 1
-	// token per 2 bytes) plus its output cap.
+	// A direct call reserves its prompt (up to max_context bytes, at most
+	// a token a byte) plus its output cap.
 	maxCtx := tc.L3.MaxContext
 	if maxCtx == 0 {
 		maxCtx = 64 << 10
 	}
-	worst := table.Energy(e.Model, energy.Usage{Input: uint64(maxCtx/2 + 2048), Output: maxOut}).UJ
+	worst := table.Energy(e.Model, energy.Usage{Input: l3.TokensAtMost(maxCtx) + 2048, Output: maxOut}).UJ
 	if d.left != nil && !rt.Metered && *d.left < worst {
 		d.add("l3 budget", statusWarn, fmt.Sprintf("one L3 call may reserve up to %s; the active grant has %s left", grant.FormatEnergy(worst), grant.FormatEnergy(*d.left)),
 			"issue a larger grant, or lower tiers.l3.max_output")
@@ -545,7 +703,7 @@ func (d *doctor) l4(tc *tierconfig.Tiers) {
 		cmd = tc.L4.Command
 	}
 	if cmd == "" {
-		d.add("l4", statusOK, "off (no remote agent configured)", "")
+		d.add("l4", statusOff, "no remote agent configured", "set tiers.l4.command in "+ConfigFile+", or give joule acp --remote CMD (docs/acp.md)")
 		return
 	}
 	argv, err := shell.Fields(cmd, func(string) string { return "" })
@@ -566,7 +724,7 @@ func (d *doctor) proxy(home string) {
 	case err != nil:
 		d.add("proxy", statusWarn, err.Error(), "delete the file; a running proxy rewrites it")
 	case a == nil:
-		d.add("proxy", statusWarn, "joule proxy is not running: local model calls are sealed by the tiers themselves", "run 'joule proxy' to meter and refuse model calls at the grant")
+		d.add("proxy", statusOff, "joule proxy is not running: the model's own tokens are not metered (local tiers seal their calls themselves)", "run 'joule proxy' to meter and refuse model calls at the grant (docs/meter.md)")
 	default:
 		c, err := net.DialTimeout("tcp", a.Addr, d.timeout)
 		if err != nil {
@@ -580,7 +738,7 @@ func (d *doctor) proxy(home string) {
 
 func (d *doctor) tools(tc *tierconfig.Tiers) {
 	if p, err := exec.LookPath("go"); err != nil {
-		st := statusWarn
+		st := statusOff
 		if tc.Enabled("l3") {
 			st = statusFail // L3 validates Go edits with the toolchain
 		}
@@ -589,19 +747,35 @@ func (d *doctor) tools(tc *tierconfig.Tiers) {
 		d.add("go", statusOK, p, "")
 	}
 	if p, err := lsp.Look(lsp.Gopls.Name); err != nil {
-		d.add("gopls", statusWarn, "gopls is not on PATH or in GOBIN/GOPATH/bin: L1 leaves extract function/variable and inline call to the next tier (its own type-checked rename needs no gopls)", "go install golang.org/x/tools/gopls@"+lsp.GoplsVersion)
+		d.add("gopls", statusOff, "gopls is not on PATH or in GOBIN/GOPATH/bin: L1 leaves extract function/variable and inline call to the next tier (its own type-checked rename needs no gopls)", "go install golang.org/x/tools/gopls@"+lsp.GoplsVersion)
 	} else {
 		d.add("gopls", statusOK, p+" (extract function/variable, inline call)", "")
 	}
 	for _, f := range lsp.Discover() {
 		switch {
 		case f.Path == "":
-			d.add(f.Name, statusWarn, f.Name+" is not on PATH or in $"+lsp.PathEnv+": L1 leaves "+f.Language+" renames and organize imports to the next tier", "npm install -g "+lsp.Package[f.Name])
+			d.add(f.Name, statusOff, f.Name+" is not on PATH or in $"+lsp.PathEnv+": L1 leaves "+f.Language+" renames and organize imports to the next tier", "npm install -g "+lsp.Package[f.Name])
 		case f.CheckerPath == "":
 			d.add(f.Name, statusWarn, f.Path+", but "+f.Checker+" is not: L1 cannot type-check "+f.Language+" edits, so it refuses them", "npm install -g "+lsp.Package[f.Checker])
 		default:
 			d.add(f.Name, statusOK, f.Path+" (type-checked with "+f.CheckerPath+")", "")
 		}
+	}
+}
+
+// servers shows the language servers joule's processes keep resident.
+func (d *doctor) servers(home string) {
+	run := lsp.ReadState(lsp.StateDir(home))
+	if len(run) == 0 {
+		d.add("lsp pool", statusOK, fmt.Sprintf("no language server running (L1 starts one per workspace on its first request, keeps at most %d, each until %s idle)", lsp.DefaultMax, lsp.DefaultIdle), "")
+		return
+	}
+	for _, r := range run {
+		state := "idle " + time.Since(r.LastUsed).Round(time.Second).String()
+		if r.Busy || r.LastUsed.IsZero() {
+			state = "busy"
+		}
+		d.add("lsp pool", statusOK, fmt.Sprintf("%s pid %d in %s, up %s, %s", r.Server, r.PID, r.Root, time.Since(r.Started).Round(time.Second), state), "")
 	}
 }
 
@@ -612,7 +786,7 @@ func (d *doctor) counters(ctx context.Context, probe bool) {
 		if err != nil {
 			why = err.Error()
 		}
-		d.add("counters", statusWarn, "no hardware energy counter ("+strings.ReplaceAll(why, "\n", "; ")+"): figures are Estimator or ModelBased", "RAPL needs read access to /sys/class/powercap; NVML needs an NVIDIA driver")
+		d.add("counters", statusOff, "no hardware energy counter ("+strings.ReplaceAll(why, "\n", "; ")+"): figures are Estimator or ModelBased", "RAPL needs read access to /sys/class/powercap; NVML needs an NVIDIA driver")
 		return
 	}
 	var names []string
@@ -631,4 +805,44 @@ func (d *doctor) counters(ctx context.Context, probe bool) {
 			d.add("counter", statusWarn, fmt.Sprintf("%s not live: %s", lv.Counter, lv.Reason), "receipts fall back to Estimator")
 		}
 	}
+}
+
+// userModeGaps is what user mode leaves open, said plainly by joule doctor
+// and docs/receipts.md ("User mode and system mode"), with what stops it.
+const userModeGaps = "user mode: the key, the store and the witness are files of yours, so a process running as you that joule does not gate " +
+	"(a command run with --no-contain or without Landlock, a tool of a host that is not hooked, anything you started) can put its own " +
+	"server on the gate's socket and answer allow, read the key and sign receipts and grants as joule, rewrite the witness with the store, " +
+	"or delete $JOULE_HOME and start over with joule init: the checks detect edits, not a home replaced whole. " +
+	"System mode (sudo joule install --system) stops each: the gate runs as a system user whose files you cannot open, " +
+	"the hooks refuse any other peer, and only root or the admin group changes grants"
+
+// mode reports user or system mode; in system mode, whether the system
+// gate answers as the system user. It returns false when the rest of the
+// report cannot be made here (system mode, run by a person, who cannot
+// open the system home).
+func (d *doctor) mode() bool {
+	sys, err := jhome.LoadSystem("")
+	switch {
+	case errors.Is(err, jhome.ErrNoSystem):
+		d.add("mode", statusNote, userModeGaps, "on a machine you manage: sudo joule install --system HOST... (docs/receipts.md, System mode)")
+		return true
+	case err != nil:
+		d.add("mode", statusFail, err.Error(), "the system configuration must be root's, in root's directories: run sudo joule install --system again")
+		return false
+	}
+	if ok, text := systemGateState(sys); ok {
+		d.add("mode", statusOK, fmt.Sprintf("system mode: the gate runs as %s (uid %d), checked by its peer credentials on %s; the key, store and witness are in %s, %s's alone; grants change only with root or the %s group",
+			sys.User, sys.UID, sys.Socket(), sys.Home, sys.User, sys.AdminGroup), "")
+	} else {
+		d.add("mode", statusFail, "system mode, but "+text, "sudo systemctl start joule-gate, or: sudo runuser -u "+sys.User+" -- "+filepath.Join(sys.Bin, "joule")+" gate serve --system")
+	}
+	if os.Geteuid() != sys.UID {
+		// Not even root goes on here: opening the store as root would
+		// leave files in the system home its user cannot write.
+		d.add("home", statusOK, "the system home "+sys.Home+" is "+sys.User+"'s alone, by design: the rest of this report is made as that user", "sudo -u "+sys.User+" "+filepath.Join(sys.Bin, "joule")+" doctor")
+		return false
+	}
+	os.Setenv("JOULE_HOME", sys.Home)
+	os.Unsetenv(StoreEnv)
+	return true
 }

@@ -7,9 +7,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/joulehook/joule/tiers/l1/lsp"
 )
 
 // fakeModelServer answers Ollama's /api/tags and the OpenAI /v1/models
@@ -22,6 +28,18 @@ func fakeModelServer(t *testing.T, models ...string) string {
 			ms = append(ms, map[string]any{"name": m, "model": m, "size": 1})
 		}
 		json.NewEncoder(w).Encode(map[string]any{"models": ms})
+	})
+	mux.HandleFunc("POST /api/show", func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ Model string }
+		json.NewDecoder(r.Body).Decode(&req)
+		caps := []string{"completion"}
+		if strings.Contains(req.Model, "embed") {
+			caps = []string{"embedding"}
+		}
+		json.NewEncoder(w).Encode(map[string]any{"capabilities": caps})
+	})
+	mux.HandleFunc("POST /api/embed", func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode(map[string]any{"embeddings": [][]float32{{0.6, 0.8, 0}}})
 	})
 	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
 		var ms []map[string]any
@@ -56,11 +74,14 @@ func TestDoctor(t *testing.T) {
 		says  []string          // substrings of the text report
 	}{
 		{name: "no tiers config", code: 0,
-			want: map[string]string{"key": "ok", "config": "ok", "store": "ok", "grant": "ok", "l2 index": "warn", "embedder": "warn", "l3": "ok", "l4": "ok", "proxy": "warn", "go": "ok"},
+			want: map[string]string{"key": "ok", "config": "ok", "store": "ok", "grant": "ok", "l2 index": "off", "embedder": "off", "l3": "off", "l4": "off", "proxy": "off", "go": "ok"},
 			says: []string{"no config.json (defaults), no meter.json (default coefficients); tiers running here: l0 l1 l2 (l3 l4 not configured"}},
 		{name: "servers up", code: 0,
 			tiers: fmt.Sprintf(`{"l2": {"embedder": {"provider": "ollama", "base_url": %q, "model": "nomic-embed-text"}}, "l3": {"provider": "ollama", "base_url": %q, "model": "qwen2.5-coder:7b"}}`, up, up),
-			want:  map[string]string{"embedder": "ok", "l3 model": "ok", "l3 energy": "warn", "l3 budget": "warn"}, says: []string{"one L3 call may reserve up to"}},
+			want:  map[string]string{"embedder": "ok", "l3 model": "ok", "l3 energy": "warn", "l3 budget": "warn"}, says: []string{"one L3 call may reserve up to", "embeds (3 dimensions)"}},
+		{name: "models swapped", code: 1,
+			tiers: fmt.Sprintf(`{"l2": {"embedder": {"provider": "ollama", "base_url": %q, "model": "qwen2.5-coder:7b"}}, "l3": {"provider": "ollama", "base_url": %q, "model": "nomic-embed-text"}}`, up, up),
+			want:  map[string]string{"embedder": "fail", "l3 model": "fail"}, says: []string{"is not an embedding model (its capabilities: completion)", "is not a chat model (its capabilities: embedding)"}},
 		{name: "calibrated", code: 0,
 			tiers: fmt.Sprintf(`{"l3": {"provider": "openai", "base_url": %q, "model": "qwen2.5-coder:7b"}}`, up+"/v1"),
 			meter: `{"calibrations": [{"model": "qwen2.5-coder:7b", "id": "rtx4090-2026-11", "rates": {"input": "10mJ", "cached": "1mJ", "output": "200mJ"}}]}`,
@@ -101,7 +122,7 @@ func TestDoctor(t *testing.T) {
 			}
 			got := map[string]string{}
 			for _, f := range fs {
-				if f.Status != statusOK && f.Status != statusWarn && f.Status != statusFail {
+				if !slices.Contains([]string{statusOK, statusWarn, statusFail, statusOff, statusNote}, f.Status) {
 					t.Errorf("status %q", f.Status)
 				}
 				if f.Status != statusOK && f.Hint == "" {
@@ -124,5 +145,36 @@ func TestDoctor(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDoctorLSPPool: doctor lists the language servers a running joule
+// process keeps (its pool's state file), and not those of a process that
+// has ended.
+func TestDoctorLSPPool(t *testing.T) {
+	env, ws := initHome(t)
+	home := strings.TrimPrefix(env[0], "JOULE_HOME=")
+	dir := lsp.StateDir(home)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ended := exec.Command("true")
+	if err := ended.Run(); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for pid, server := range map[int]string{os.Getpid(): "gopls", ended.Process.Pid: "pyright-langserver"} {
+		b, _ := json.Marshal([]lsp.Running{{Server: server, Root: "/w/" + server, PID: 4242, Started: now.Add(-time.Hour), LastUsed: now.Add(-90 * time.Second)}})
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%d.json", pid)), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := joule(t, nil, env, "doctor", "--root", ws, "--timeout", "3s")
+	// the seconds depend on how long doctor took to start
+	if !regexp.MustCompile(`gopls pid 4242 in /w/gopls, up 1h0m\d+s, idle 1m3\d`).MatchString(r.stdout) {
+		t.Errorf("the running gopls is not shown:\n%s", r.stdout)
+	}
+	if strings.Contains(r.stdout, "pyright") && strings.Contains(r.stdout, "/w/pyright-langserver") {
+		t.Errorf("a server of an ended process is shown:\n%s", r.stdout)
 	}
 }

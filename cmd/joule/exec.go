@@ -51,8 +51,7 @@ $JOULE_HOME/config.json. joule hook --contain rewrites lines to joule-exec
 	writePolicy := fs.Bool("write-policy", false, "run nothing: write the policy joule-exec would confine the session's commands to into $JOULE_HOME/policy and print its path")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fs.Usage()
-			return err
+			return err // fs.Parse printed the help
 		}
 		return usagef("exec: %v (run 'joule exec -h')", err)
 	}

@@ -331,7 +331,10 @@ func TestColourOnlyOnATerminal(t *testing.T) {
 }
 
 // TestProxyPrintsExports: joule proxy prints, after its address, the
-// export lines that point a host at it, and they name that address.
+// export lines that point a host at it, and they name that address. A
+// shell that runs them keeps OLLAMA_HOST as it was, so 'ollama serve'
+// there still listens where it should (it listens on OLLAMA_HOST); Ollama
+// clients get it per command.
 func TestProxyPrintsExports(t *testing.T) {
 	env, _ := initHome(t)
 	cmd := exec.Command(jouleBin, "proxy", "--listen", "127.0.0.1:0", "--quiet")
@@ -349,7 +352,7 @@ func TestProxyPrintsExports(t *testing.T) {
 	}()
 	br := bufio.NewReader(out)
 	var lines []string
-	for len(lines) < 5 {
+	for len(lines) < 6 {
 		l, err := br.ReadString('\n')
 		if err != nil {
 			t.Fatalf("after %q: %v", lines, err)
@@ -357,9 +360,18 @@ func TestProxyPrintsExports(t *testing.T) {
 		lines = append(lines, strings.TrimSpace(l))
 	}
 	_, url, _ := strings.Cut(lines[0], "listening on ")
-	want := []string{"export ANTHROPIC_BASE_URL=" + url, "export OPENAI_BASE_URL=" + url + "/v1", "export OLLAMA_HOST=" + url}
-	if url == "" || !slices.Equal(lines[2:], want) {
-		t.Fatalf("printed %q, want %q after the address", lines, want)
+	want := []string{"export ANTHROPIC_BASE_URL=" + url, "export OPENAI_BASE_URL=" + url + "/v1"}
+	if url == "" || !slices.Equal(lines[2:4], want) || !strings.Contains(lines[5], "OLLAMA_HOST="+url+" ollama run") || strings.Contains(strings.Join(lines, "\n"), "export OLLAMA_HOST") {
+		t.Fatalf("printed %q, want %q after the address, and OLLAMA_HOST per command", lines, want)
+	}
+	sh := exec.Command("sh", "-c", strings.Join(lines[1:], "\n")+"\necho \"$ANTHROPIC_BASE_URL ${OLLAMA_HOST-unset}\"")
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "OLLAMA_HOST=") {
+			sh.Env = append(sh.Env, kv)
+		}
+	}
+	if got, err := sh.Output(); err != nil || string(got) != url+" unset\n" {
+		t.Fatalf("the printed lines, run in sh: %q %v", got, err)
 	}
 	// The printed base URL is the proxy: the models endpoint answers there.
 	resp, err := http.Get(strings.TrimPrefix(want[1], "export OPENAI_BASE_URL=") + "/models")
@@ -608,9 +620,21 @@ func TestReceiptVerifySessionReceipt(t *testing.T) {
 	if r := joule(t, bad, env, "receipt", "verify", "--pubkey", key); r.code != 1 {
 		t.Fatalf("tampered: %+v", r)
 	}
-	exp := joule(t, nil, env, "receipts", "export", "rv")
-	if r := joule(t, []byte(exp.stdout), env, "receipts", "verify", "--pubkey", key); r.code != 0 {
-		t.Fatalf("export | verify --pubkey: %+v", r)
+	// An export given to receipt verify (one envelope) is named for what
+	// it is, and the command the hint prints verifies it, in either format
+	// and without saying which.
+	gateOnce(t, env, `{"session_id":"rv","tool":"Bash","input":{"command":"go test ./..."},"cwd":"`+ws+`"}`)
+	for _, format := range []string{"cbor", "jsonl"} {
+		exp := joule(t, nil, env, "receipts", "export", "rv", "--format", format)
+		r := joule(t, []byte(exp.stdout), env, "receipt", "verify", "--pubkey", key)
+		_, hint, _ := strings.Cut(r.stderr, "hint: verify a chain with: ")
+		if r.code != 1 || !strings.Contains(r.stderr, "an export of a session's chain (2 receipts)") || hint == "" {
+			t.Fatalf("receipt verify of a %s export: %+v", format, r)
+		}
+		args := strings.Fields(strings.NewReplacer("KEY", key, "< FILE", "").Replace(hint))[1:]
+		if r := joule(t, []byte(exp.stdout), env, args...); r.code != 0 || !strings.Contains(r.stdout, "2 receipts, chain intact") {
+			t.Fatalf("the hint %q on a %s export: %+v", hint, format, r)
+		}
 	}
 }
 
@@ -650,8 +674,8 @@ func TestEverySuggestedCommandParses(t *testing.T) {
 	}
 	for line, file := range found {
 		words := strings.Fields(strings.NewReplacer("%s", "x", "%d", "1", "%q", "x", `\"`, "", `"`, "").Replace(line))
-		if len(words) < 2 || words[1] == "x" || strings.ContainsAny(line, "<>[]") {
-			continue // a template of a command ('joule %s -h'), not one
+		if len(words) < 2 || words[1] == "x" || strings.ContainsAny(line, "<>[]") || strings.Contains(line, `"+`) {
+			continue // a template of a command ('joule %s -h', "'joule "+cmd+"'"), not one
 		}
 		t.Run(line, func(t *testing.T) {
 			args := append(words[1:], "-h")

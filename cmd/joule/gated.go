@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/joulehook/joule/core/gate"
+	"github.com/joulehook/joule/core/home"
 	"github.com/joulehook/joule/core/identity"
 	"github.com/joulehook/joule/plugins/hook"
 	"github.com/joulehook/joule/plugins/hook/resident"
@@ -29,6 +30,8 @@ its binary or $JOULE_HOME's configuration changes, and on 'joule gate stop'.
 joule-hook starts it when none answers; there is no need to run it by hand.`)
 	idle := fs.Duration("idle", gateIdle(), "exit after this long without a request (default $JOULE_GATE_IDLE, else 15m)")
 	readyFD := fs.Int("ready-fd", 0, "write one byte to this file descriptor once listening (joule-hook's start signal)")
+	var system systemFlag
+	fs.Var(&system, "system", "serve as the machine's system gate, as its system user (the configuration "+home.SystemConfig+", or =PATH): see docs/receipts.md, System mode")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -37,6 +40,9 @@ joule-hook starts it when none answers; there is no need to run it by hand.`)
 	}
 	if *idle <= 0 {
 		return usagef("gate serve: --idle must be positive")
+	}
+	if system.set {
+		return runSystemGate(ctx, e, system.path, *idle)
 	}
 	cfg, err := gateConfig(e.stderr, *idle)
 	if err != nil {
@@ -132,6 +138,11 @@ func runGateStatus(e *env, args []string) error {
 		return err
 	}
 	ok, text := gateState()
+	if sys, err := machineSystem(); err != nil {
+		ok, text = false, err.Error()
+	} else if sys != nil {
+		ok, text = systemGateState(sys)
+	}
 	fmt.Fprintln(e.stdout, text)
 	if !ok {
 		return &exitError{1}
@@ -156,6 +167,21 @@ func runGateStop(e *env, args []string) error {
 	}
 	if err := noArgs(fs); err != nil {
 		return err
+	}
+	if sys, err := machineSystem(); err != nil || sys != nil {
+		if err != nil {
+			return err
+		}
+		resp, err := resident.AskSystem(sys, &resident.Request{Op: resident.OpStop, Home: sys.Home}, time.Now().Add(15*time.Second), time.Second)
+		if err != nil {
+			return err
+		}
+		e.stdout.Write(resp.Stdout)
+		e.stderr.Write(resp.Stderr)
+		if resp.Exit != 0 {
+			return &exitError{resp.Exit}
+		}
+		return nil
 	}
 	cfg, err := gateConfig(nil, 0)
 	if err != nil {

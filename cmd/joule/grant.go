@@ -124,16 +124,22 @@ func issue(ctx context.Context, ep *endpoint, g *grant.Grant, parent string, use
 }
 
 func runInit(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "init", "init [--steward NAME] [--template dev] [grant flags]\n\nCreates the endpoint key (if missing) and the store in $JOULE_HOME, then\nissues a grant scoped to the current workspace from a template (dev by\ndefault) and makes it active, so a new user is never silently locked out.")
+	fs := newFlags(e, "init", "init [--steward NAME] [--template dev] [grant flags]\n\nCreates the endpoint key (if missing) and the store in $JOULE_HOME, then\nissues a grant scoped to the current project from a template (dev by\ndefault) and makes it active, so a new user is never silently locked out.\nThe project is the root of the git work tree the current directory is in\n(else the current directory); / and the home directory are refused\nwithout --force.")
 	var f issueFlags
 	f.register(fs, "dev")
 	steward := fs.String("steward", "", "the endpoint identity, if a key is created (default: joule@HOSTNAME)")
+	force := fs.Bool("force", false, "grant a workspace at / or your home directory all the same")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if err := noArgs(fs); err != nil {
 		return err
 	}
+	roots, err := initWorkspaces(e, f.workspaces, *force)
+	if err != nil {
+		return err
+	}
+	f.workspaces = roots
 	home, err := identity.Home()
 	if err != nil {
 		return err

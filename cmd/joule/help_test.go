@@ -41,6 +41,11 @@ func TestEveryHelp(t *testing.T) {
 				if err != nil || !strings.Contains(out.String(), "usage: joule "+w[0]) {
 					t.Fatalf("joule %s: %v\nstdout: %.500s\nstderr: %.500s", strings.Join(args, " "), err, out.String(), errb.String())
 				}
+				// Once (exec -h printed it twice), without the flags joule's
+				// own binaries pass (hook's --answer-fd, --then-serve).
+				if n := strings.Count(out.String(), "usage: joule"); n != 1 || strings.Contains(out.String(), internalFlag) {
+					t.Fatalf("joule %s prints its usage %d times, or an internal flag:\n%s", strings.Join(args, " "), n, out.String())
+				}
 				if ents, _ := os.ReadDir(dir); len(ents) > 0 {
 					t.Fatalf("joule %s wrote %s into the current directory", strings.Join(args, " "), ents[0].Name())
 				}

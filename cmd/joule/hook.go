@@ -56,8 +56,8 @@ stdout, stderr, exit status). Every failure is HOST's explicit deny.
 Hosts: `+hostNames()+`.`)
 	contain := fs.Bool("contain", false, "rewrite allowed shell commands to run under 'joule exec', confined by the kernel ("+containHostNames()+"; what joule install writes there by default)")
 	noContain := fs.Bool("no-contain", false, "rewrite nothing, and say in each receipt of an allowed shell command that it was not contained (the hook of 'joule install --no-contain')")
-	answerFD := fs.Int("answer-fd", 0, "write the whole answer (stdout, stderr, exit status) as one joule-hook frame on this file descriptor instead (joule-hook's fallback)")
-	thenServe := fs.Bool("then-serve", false, "with --answer-fd: once the answer is written, stay as the resident gate of $JOULE_HOME (joule-hook's first call)")
+	answerFD := fs.Int("answer-fd", 0, internalFlag+"write the whole answer (stdout, stderr, exit status) as one joule-hook frame on this file descriptor instead (joule-hook's fallback)")
+	thenServe := fs.Bool("then-serve", false, internalFlag+"with --answer-fd: once the answer is written, stay as the resident gate of $JOULE_HOME (joule-hook's first call)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

@@ -72,6 +72,10 @@ func TestIndexCommand(t *testing.T) {
 func TestIndexCommandEmbeds(t *testing.T) {
 	var fail atomic.Bool
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/show" && !fail.Load() {
+			w.Write([]byte(`{"capabilities":["embedding"]}`))
+			return
+		}
 		if r.URL.Path != "/api/embed" || fail.Load() {
 			http.Error(w, `{"error":"unavailable"}`, http.StatusServiceUnavailable)
 			return

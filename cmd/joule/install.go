@@ -67,7 +67,11 @@ func trustNames(why bool) string {
 }
 
 func runInstall(ctx context.Context, e *env, args []string) error {
+	if wantsSystem(args) {
+		return runInstallSystem(ctx, e, args)
+	}
 	fs := newFlags(e, "install", `install HOST [--project [DIR] | --user] [--resident] [--no-contain] [--trust] [--dry-run] [--uninstall]
+       install --system [HOST...] (a managed machine, as root: joule install --system -h)
 
 Writes HOST's configuration so every tool call goes through joule's gate
 (with the host's own fail-closed option), registers joule's MCP server and
@@ -82,7 +86,7 @@ commands joule allows run contained by the kernel (joule exec) unless
 --no-contain; elsewhere the analysis alone judges them.
 Hosts: `+installerNames()+`.`)
 	var project projectFlag
-	fs.Var(&project, "project", "install into the project DIR (default: the current directory)")
+	fs.Var(&project, "project", "install into the project DIR (default: the root of the git work tree you are in, else the current directory)")
 	user := fs.Bool("user", false, "install into your user configuration")
 	dry := fs.Bool("dry-run", false, "print what would be written, write nothing")
 	uninstall := fs.Bool("uninstall", false, "remove joule's entries (and nothing else); without --project or --user, from where $JOULE_HOME/installs.json says HOST was installed")
@@ -100,7 +104,11 @@ Hosts: `+installerNames()+`.`)
 	host := fs.Arg(0)
 	h, ok := hosts.Lookup(host)
 	if !ok || h.Installer == nil {
-		return usagef("install: unknown host %q (hosts: %s)", host, installerNames())
+		err := usagef("install: unknown host %q (hosts: %s)", host, installerNames())
+		if s := closest(host, hosts.Names(hosts.Installable)); s != "" {
+			return withHint(err, "did you mean 'joule install "+s+"'?")
+		}
+		return err
 	}
 	inst := h.Installer
 	if fs.NArg() == 2 {
@@ -163,17 +171,9 @@ Hosts: `+installerNames()+`.`)
 		return err
 	}
 	if project.set {
-		dir := project.dir
-		if dir == "" {
-			dir = "."
-		}
-		if dir, err = filepath.Abs(dir); err != nil {
+		if s.Project, err = projectDir(e, project.dir); err != nil {
 			return err
 		}
-		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			return fmt.Errorf("project %s is not a directory", dir)
-		}
-		s.Project = dir
 	}
 	if err := s.Check(); err != nil {
 		return fmt.Errorf("install: %w", err)
@@ -210,6 +210,14 @@ Hosts: `+installerNames()+`.`)
 		held = hook.Held(inst, s)
 	}
 	prevMode, reinstall := previousMode(rec, changes, held)
+	var ignored []hook.Finding
+	if !*uninstall {
+		exclude, found := hook.Ignore(privateFiles(s, changes, rec))
+		if exclude.Path != "" {
+			changes = append(changes, exclude)
+		}
+		ignored = found
+	}
 	if *dry {
 		for _, c := range changes {
 			switch {
@@ -240,6 +248,7 @@ Hosts: `+installerNames()+`.`)
 	} else {
 		next := hook.NextRecord(rec, host, s.Project, changes, applied, held, time.Now())
 		next.Contain = mode
+		next.Resident = s.Resident != nil
 		err = hook.SaveRecord(home, next)
 	}
 	if err != nil {
@@ -249,18 +258,8 @@ Hosts: `+installerNames()+`.`)
 		fmt.Fprintf(e.stdout, "joule is no longer wired into %s here; receipts and grants in $JOULE_HOME are kept\n", host)
 		return nil
 	}
-	findings := append(inst.Check(s), clientFinding(s), grantFinding(ctx, s.Project))
-	c := containState(mode, home)
-	again := scopeFlags(s.Project)
-	if s.Resident != nil {
-		again += " --resident"
-	}
-	if s.Trust {
-		// The hook line changes with the mode, and so the hash Codex
-		// trusts it by.
-		again += " --trust"
-	}
-	findings = append(findings, c.finding(h, again))
+	findings, c := armedFindings(ctx, h, s, home)
+	findings = append(findings, ignored...)
 	if f, ok := switchFinding(prevMode, reinstall, mode); ok {
 		findings = append(findings, f)
 	}
@@ -281,6 +280,45 @@ Hosts: `+installerNames()+`.`)
 		fmt.Fprintf(e.stdout, "not armed yet: %d thing(s) to do above\n", missing)
 	}
 	return nil
+}
+
+// armedFindings check that h's install for s is armed, as the install
+// and joule doctor say it: the host's own check, how hooks are answered,
+// the active grant, and what contains the shell commands it allows here.
+func armedFindings(ctx context.Context, h hook.Host, s hook.Scope, home string) ([]hook.Finding, contained) {
+	findings := append(h.Installer.Check(s), clientFinding(s), grantFinding(ctx, s.Project))
+	c := containState(s.Contain, home)
+	again := scopeFlags(s.Project)
+	if s.Resident != nil {
+		again += " --resident"
+	}
+	if s.Trust {
+		// The hook line changes with the mode, and so the hash Codex
+		// trusts it by.
+		again += " --trust"
+	}
+	return append(findings, c.finding(h, again)), c
+}
+
+// privateFiles are the files of an install's changes that name paths on
+// this machine (hook.Private): created by joule when absent before this
+// install or, by rec, before the one it replaces.
+func privateFiles(s hook.Scope, changes []hook.Change, rec *hook.Record) []string {
+	var out []string
+	for _, c := range changes {
+		created := c.Before == nil
+		if rec != nil {
+			for _, st := range rec.State {
+				if st.Path == c.Path && !st.Existed {
+					created = true
+				}
+			}
+		}
+		if hook.Private(s, c, created) {
+			out = append(out, c.Path)
+		}
+	}
+	return out
 }
 
 // installMode is the containment mode of an install of h: contained where

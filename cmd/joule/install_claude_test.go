@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -223,10 +224,6 @@ func TestClaudeCodeE2E(t *testing.T) {
 	claudeEnv := []string{
 		"HOME=" + userHome, "PATH=" + filepath.Dir(jouleBin) + ":/usr/local/bin:/usr/bin:/bin",
 		"JOULE_HOME=" + jouleHome,
-		// A temp dir of its own: the workspace lies below /tmp, and a
-		// contained command finds the workspace read-only when it lies
-		// inside the temp tree joule-exec makes writable.
-		"TMPDIR=" + t.TempDir(),
 		"ANTHROPIC_BASE_URL=http://" + ln.Addr().String(), "ANTHROPIC_API_KEY=sk-ant-test-dummy-key-0000000000",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "DISABLE_ERROR_REPORTING=1",
 	}
@@ -286,19 +283,20 @@ func TestClaudeCodeE2E(t *testing.T) {
 		sealed(t, out, "deny", "Bash: dd if=/dev/null of=denied.txt")
 	})
 	t.Run("allowed", func(t *testing.T) {
-		// Contained (the default), in src: while a protected name is
-		// absent at the workspace root, no entry can be created there
-		// inside containment (core/sandbox, docs/gate.md "Containment").
-		api.script("touch src/allowed.txt && echo ran > src/allowed.txt")
+		// Contained (the default), at the workspace root, which lies in
+		// the temp dir (TMPDIR unset: /tmp) and holds none of the other
+		// hosts' configuration: each absent protected name is a stand-in
+		// for the run (docs/gate.md, "Containment").
+		api.script("touch allowed.txt && echo ran > allowed.txt")
 		out := runClaude(t, nil, "write the file", "--allowedTools", "Bash")
-		b, err := os.ReadFile(filepath.Join(ws, "src", "allowed.txt"))
+		b, err := os.ReadFile(filepath.Join(ws, "allowed.txt"))
 		if err != nil || strings.TrimSpace(string(b)) != "ran" {
 			t.Fatalf("the allowed command did not run (%v, %q)\n%s\n%+v", err, b, out, api.results())
 		}
 		if res := api.results(); len(res) != 1 || res[0].IsError {
 			t.Fatalf("tool result %+v", res)
 		}
-		sealed(t, out, "rewrite", "Bash: touch src/allowed.txt")
+		sealed(t, out, "rewrite", "Bash: touch allowed.txt")
 	})
 	// The committed settings.json names joule by a variable and PATH; the
 	// uncommitted settings.local.json's env carries this user's binary
@@ -483,6 +481,68 @@ func TestClaudeCodeE2E(t *testing.T) {
 			t.Logf("%s: %d calls through joule proxy, %d fitted, %d in / %d out tokens", budget, calls, fitted, in, outTok)
 		})
 	}
+	// joule otel prints the variables that turn Claude Code's telemetry on;
+	// a shell that runs them as printed starts a claude whose token usage
+	// reaches joule as observed receipts.
+	t.Run("telemetry as joule otel prints it", func(t *testing.T) {
+		tokenFile := filepath.Join(t.TempDir(), "otlp.token")
+		os.WriteFile(tokenFile, []byte("otlp-test-token-0123456789\n"), 0o600)
+		cmd := exec.Command(jouleBin, "otel", "--listen", "127.0.0.1:0", "--token-file", tokenFile)
+		cmd.Env = append(os.Environ(), env...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		stdout, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		stopped := false
+		stop := func() {
+			if !stopped {
+				stopped = true
+				cmd.Process.Signal(os.Interrupt)
+				cmd.Wait()
+			}
+		}
+		defer stop()
+		br := bufio.NewReader(stdout)
+		var printed []string
+		for !strings.Contains(strings.Join(printed, "\n"), "OTEL_EXPORTER_OTLP_HEADERS") {
+			l, err := br.ReadString('\n')
+			if err != nil {
+				t.Fatalf("joule otel printed %q: %v\n%s", printed, err, stderr.String())
+			}
+			printed = append(printed, strings.TrimSpace(l))
+		}
+		if strings.Contains(strings.Join(printed, "\n"), "otlp-test-token") {
+			t.Fatalf("joule otel printed its token: %q", printed)
+		}
+		sh := exec.Command("sh", "-c", strings.Join(printed[1:], "\n")+"\nenv")
+		sh.Env = []string{"PATH=/usr/bin:/bin"}
+		out, err := sh.Output()
+		if err != nil {
+			t.Fatalf("the printed lines in sh: %v", err)
+		}
+		var telemetry []string
+		for _, kv := range strings.Split(string(out), "\n") {
+			if strings.HasPrefix(kv, "OTEL_") || strings.HasPrefix(kv, "CLAUDE_CODE_") {
+				telemetry = append(telemetry, kv)
+			}
+		}
+		api.script("go version")
+		res := runClaude(t, append(telemetry, "OTEL_METRIC_EXPORT_INTERVAL=1000", "OTEL_LOGS_EXPORT_INTERVAL=500"), "what go is this", "--allowedTools", "Bash")
+		var session struct {
+			SessionID string `json:"session_id"`
+		}
+		if i := strings.LastIndex(res, "\n{"); i >= 0 {
+			res = res[i+1:]
+		}
+		json.Unmarshal([]byte(strings.TrimSpace(res)), &session)
+		stop()
+		r := joule(t, nil, env, "receipts", "ls", session.SessionID)
+		if session.SessionID == "" || !strings.Contains(r.stdout, "observed") {
+			t.Fatalf("no observed receipt in session %q with %q:\n%s%s\njoule otel: %s", session.SessionID, telemetry, r.stdout, r.stderr, stderr.String())
+		}
+	})
 	t.Run("mcp listed", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()

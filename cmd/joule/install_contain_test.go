@@ -151,7 +151,8 @@ func TestInstallWarnsOfWeakContainment(t *testing.T) {
 		t.Fatalf("Landlock alone: %+v", r)
 	}
 	if d := jouleIn(t, ws, nil, only, "doctor", "--timeout", "1s"); !strings.Contains(d.stdout, "warn  sandbox     Landlock ABI ") ||
-		!strings.Contains(d.stdout, "ok    install     opencode --project "+ws+": contained") {
+		!strings.Contains(d.stdout, "ok    install     opencode --project "+ws+": armed, but weaker than joule's default") ||
+		!strings.Contains(d.stdout, "warn  install     opencode --project "+ws+": containment: ") {
 		t.Errorf("doctor, Landlock alone:\n%s", d.stdout)
 	}
 	payload := []byte(`{"hook":"tool.execute.before","input":{"tool":"bash","sessionID":"w1","callID":"c1"},"output":{"args":{"command":"go test ./..."}},"directory":"` + ws + `"}`)

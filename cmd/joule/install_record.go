@@ -21,6 +21,35 @@ func scopeArgs(r hook.Record) string {
 	return "--project " + hook.ShellQuote(r.Project)
 }
 
+// installAgain is the command that installs r again as it is: its scope,
+// and --resident and --trust when it had them (mode flags are the
+// caller's).
+func installAgain(r hook.Record) string {
+	line := "joule install " + r.Host + " " + scopeArgs(r)
+	if residentRecord(r) {
+		line += " --resident"
+	}
+	if r.Trusted {
+		line += " --trust"
+	}
+	return line
+}
+
+// residentRecord reports an install answered by joule serve: the record
+// says so or, for one recorded before it did, a file it wrote holds joule
+// serve's http hook.
+func residentRecord(r hook.Record) bool {
+	if r.Resident {
+		return true
+	}
+	for _, f := range r.Files {
+		if b, err := os.ReadFile(f); err == nil && strings.Contains(string(b), hook.ResidentPath(r.Host, "")) && strings.Contains(string(b), `"http"`) {
+			return true
+		}
+	}
+	return false
+}
+
 // recordedScope picks, for an uninstall that names no scope, the install
 // of host that $JOULE_HOME records: the only one, or the one the user picks
 // on a terminal when there are several. It returns the project ("" for the

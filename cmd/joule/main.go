@@ -105,7 +105,7 @@ func run(ctx context.Context, e *env, args []string) (code int) {
 			if c := lookup(args[1]); c != nil {
 				return report(e, c.run(ctx, e, []string{"-h"}))
 			}
-			fmt.Fprintf(e.stderr, "joule: unknown command %q\n", args[1])
+			fmt.Fprintf(e.stderr, "joule: unknown command %q\nhint: %s\n", args[1], commandHint(args[1], "joule help "))
 			return 2
 		}
 		printUsage(e.stdout)
@@ -116,8 +116,11 @@ func run(ctx context.Context, e *env, args []string) (code int) {
 	}
 	c := lookup(name)
 	if c == nil {
-		fmt.Fprintf(e.stderr, "joule: unknown command %q\nhint: run 'joule help' for the list of commands\n", name)
+		fmt.Fprintf(e.stderr, "joule: unknown command %q\nhint: %s\n", name, commandHint(name, "joule "))
 		return 2
+	}
+	if code, handled := forwardSystem(ctx, e, args); handled {
+		return code
 	}
 	return report(e, c.run(ctx, e, args[1:]))
 }
@@ -170,17 +173,29 @@ func newFlags(e *env, name, synopsis string) *flag.FlagSet {
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {
 		fmt.Fprintf(e.stdout, "usage: joule %s\n", synopsis)
+		// The flags a user may give: those marked internalFlag are for
+		// joule's own binaries (joule-hook's fallback) and not shown.
+		shown := flag.NewFlagSet(name, flag.ContinueOnError)
+		fs.VisitAll(func(f *flag.Flag) {
+			if !strings.HasPrefix(f.Usage, internalFlag) {
+				shown.Var(f.Value, f.Name, f.Usage)
+				shown.Lookup(f.Name).DefValue = f.DefValue
+			}
+		})
 		n := 0
-		fs.VisitAll(func(*flag.Flag) { n++ })
+		shown.VisitAll(func(*flag.Flag) { n++ })
 		if n > 0 {
 			fmt.Fprintln(e.stdout, "\nflags:")
-			fs.SetOutput(e.stdout)
-			fs.PrintDefaults()
-			fs.SetOutput(io.Discard)
+			shown.SetOutput(e.stdout)
+			shown.PrintDefaults()
 		}
 	}
 	return fs
 }
+
+// internalFlag starts the usage of a flag that joule's own binaries pass
+// (joule-hook to joule hook): -h leaves it out.
+const internalFlag = "(internal) "
 
 // parseFlags parses args; -h prints help and returns flag.ErrHelp (exit 0),
 // any other problem is a usage error (exit 2).
@@ -194,9 +209,88 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		usage()
 		return flag.ErrHelp
 	case err != nil:
+		if bad, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: "); ok {
+			var names []string
+			fs.VisitAll(func(f *flag.Flag) {
+				if !strings.HasPrefix(f.Usage, internalFlag) {
+					names = append(names, f.Name)
+				}
+			})
+			if s := closest(strings.TrimLeft(bad, "-"), names); s != "" {
+				return withHint(usagef("%s: unknown flag --%s", fs.Name(), strings.TrimLeft(bad, "-")), "did you mean --"+s+"? ('joule "+fs.Name()+" -h' lists the flags)")
+			}
+		}
 		return usagef("%s: %v (run 'joule %s -h')", fs.Name(), err, fs.Name())
 	}
 	return nil
+}
+
+// commandHint is the hint for an unknown command: the command meant,
+// as prefix+name, when one is close, else where the list is.
+func commandHint(name, prefix string) string {
+	names := []string{"help", "version"}
+	for _, c := range commands {
+		names = append(names, c.name)
+	}
+	if s := closest(name, names); s != "" {
+		return "did you mean '" + prefix + s + "'?"
+	}
+	return "run 'joule help' for the list of commands"
+}
+
+// unknownSub is the usage error for a mistyped subcommand of cmd, with
+// the one meant when one of subs is close.
+func unknownSub(cmd, sub string, subs ...string) error {
+	err := usagef("%s: unknown subcommand %q (want %s)", cmd, sub, strings.Join(subs, ", "))
+	if s := closest(sub, subs); s != "" {
+		return withHint(err, "did you mean 'joule "+cmd+" "+s+"'?")
+	}
+	return err
+}
+
+// closest is the option nearest to word, by edit distance with adjacent
+// transpositions ("recepits", "intall", "docter"), when it is near enough
+// to be a typo of it: at most one edit in a short word, a third of the
+// word in a longer one. "" when none is.
+func closest(word string, options []string) string {
+	word = strings.ToLower(word)
+	best, bestD := "", 1<<30
+	for _, o := range options {
+		if d := editDistance(word, strings.ToLower(o)); d < bestD {
+			best, bestD = o, d
+		}
+	}
+	if bestD == 0 || bestD > max(1, len([]rune(word))/3) {
+		return ""
+	}
+	return best
+}
+
+// editDistance is the optimal string alignment distance of a and b:
+// insertions, deletions, substitutions and swaps of adjacent letters.
+func editDistance(a, b string) int {
+	s, t := []rune(a), []rune(b)
+	d := make([][]int, len(s)+1)
+	for i := range d {
+		d[i] = make([]int, len(t)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(s); i++ {
+		for j := 1; j <= len(t); j++ {
+			cost := 1
+			if s[i-1] == t[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && s[i-1] == t[j-2] && s[i-2] == t[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(s)][len(t)]
 }
 
 // parseInterspersed parses flags wherever they stand among the positional

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -123,7 +122,7 @@ func runMCP(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := listenOn(*addr, "give joule mcp --http 127.0.0.1:PORT")
 	if err != nil {
 		return err
 	}

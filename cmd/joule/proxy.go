@@ -18,6 +18,7 @@ import (
 	"github.com/joulehook/joule/energy"
 	"github.com/joulehook/joule/energy/otlp"
 	"github.com/joulehook/joule/energy/proxy"
+	"github.com/joulehook/joule/plugins/hook"
 	"github.com/joulehook/joule/tiers/config"
 )
 
@@ -61,7 +62,7 @@ func (ep *endpoint) grantSource() (func(ctx context.Context, session string) ([]
 }
 
 func runProxy(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "proxy", `proxy [--listen 127.0.0.1:7411] [--anthropic URL] [--openai URL] [--ollama URL] [--otlp [--otlp-token-file F]] [--session S]
+	fs := newFlags(e, "proxy", `proxy [--listen `+proxy.DefaultListen+`] [--anthropic URL] [--openai URL] [--ollama URL] [--otlp [--otlp-token-file F]] [--session S]
 
 A base URL for hosts (ANTHROPIC_BASE_URL, OPENAI_BASE_URL, an Ollama host):
 it forwards the Anthropic Messages, OpenAI Chat Completions, Responses,
@@ -76,7 +77,7 @@ the session's chain (session from x-claude-code-session-id, else --session). Cre
 pass through untouched and are never logged or stored. With --otlp the same
 listener also receives OTLP/HTTP telemetry (/v1/metrics, /v1/logs,
 /v1/traces). Configuration: $JOULE_HOME/meter.json (docs/meter.md).`)
-	listen := fs.String("listen", "127.0.0.1:7411", "address to listen on")
+	listen := fs.String("listen", proxy.DefaultListen, "address to listen on (joule serve's resident gate is on "+config.DefaultServeAddr+")")
 	anthropic := fs.String("anthropic", "", "Anthropic upstream (default "+proxy.DefaultAnthropicURL+")")
 	openai := fs.String("openai", "", "OpenAI-compatible upstream, e.g. a vLLM server (default "+proxy.DefaultOpenAIURL+")")
 	ollama := fs.String("ollama", "", "Ollama upstream (default "+proxy.DefaultOllamaURL+")")
@@ -136,10 +137,14 @@ listener also receives OTLP/HTTP telemetry (/v1/metrics, /v1/logs,
 		return err
 	}
 	var h http.Handler = p
+	hello := proxyExports
 	if *withOTLP {
 		token, err := otlpToken(*tokenFile)
 		if err != nil {
 			return err
+		}
+		hello = func(addr net.Addr) string {
+			return proxyExports(addr) + telemetryExports(addr, tokenRef(*tokenFile, token))
 		}
 		h = withTelemetry(p, &otlp.Receiver{Table: table, Recorder: recorder, Ledger: m.ep.store, Grants: grants, Session: *session, Logf: logf, Token: token, State: m.ep.store})
 	} else if *tokenFile != "" {
@@ -155,7 +160,7 @@ listener also receives OTLP/HTTP telemetry (/v1/metrics, /v1/logs,
 		}
 		return remove
 	}
-	return serve(ctx, e, "proxy", *listen, h, p.Close, proxyExports, announce)
+	return serve(ctx, e, "proxy", *listen, h, p.Close, hello, announce)
 }
 
 func runOtel(ctx context.Context, e *env, args []string) error {
@@ -169,7 +174,10 @@ with coverage "observed": observed, not enforced. Each figure is charged to
 the session's grant after the fact. Point OTEL_EXPORTER_OTLP_ENDPOINT at
 http://LISTEN. With a token (--token-file, or $JOULE_OTLP_TOKEN) exports
 without "Authorization: Bearer TOKEN" are refused; exporters send it with
-OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20TOKEN.`)
+OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer TOKEN". It prints the
+variables that turn Claude Code's telemetry on and point it here
+(CLAUDE_CODE_ENABLE_TELEMETRY=1, OTEL_METRICS_EXPORTER=otlp,
+OTEL_LOGS_EXPORTER=otlp and the endpoint), the token as a $(cat FILE).`)
 	listen := fs.String("listen", "127.0.0.1:4318", "address to listen on")
 	session := fs.String("session", otlp.DefaultSession, "session for telemetry that names none")
 	quiet := fs.Bool("quiet", false, "do not log one line per receipt to stderr")
@@ -192,8 +200,39 @@ OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20TOKEN.`)
 	r := &otlp.Receiver{Table: m.meter.Table, Recorder: m.recorder, Ledger: m.ep.store, Grants: m.grants, State: m.ep.store,
 		Session: *session, Logf: newLogf(e, *quiet), Token: token}
 	return serve(ctx, e, "otel", *listen, r, func() {}, func(addr net.Addr) string {
-		return "export OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf OTEL_EXPORTER_OTLP_ENDPOINT=" + clientURL(addr) + "\n"
+		return telemetryExports(addr, tokenRef(*tokenFile, token))
 	})
+}
+
+// telemetryExports are the lines that turn Claude Code's OpenTelemetry
+// on and point it (or any OTLP/HTTP exporter) at addr: Claude Code sends
+// nothing unless CLAUDE_CODE_ENABLE_TELEMETRY=1 and an exporter per
+// signal is named. token is how the shell gets the bearer token (never
+// the token itself), "" when exports need none.
+func telemetryExports(addr net.Addr, token string) string {
+	out := "# turn on Claude Code's telemetry and send it here (docs/meter.md); other OTLP/HTTP exporters need only the OTEL_EXPORTER_OTLP_ ones:\n" +
+		"export CLAUDE_CODE_ENABLE_TELEMETRY=1 OTEL_METRICS_EXPORTER=otlp OTEL_LOGS_EXPORTER=otlp\n" +
+		"export OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf OTEL_EXPORTER_OTLP_ENDPOINT=" + clientURL(addr) + "\n"
+	if token != "" {
+		out += "export OTEL_EXPORTER_OTLP_HEADERS=\"Authorization=Bearer " + token + "\"\n"
+	}
+	return out
+}
+
+// tokenRef is how a shell reads the OTLP bearer token: from the token
+// file, or from $JOULE_OTLP_TOKEN; "" when there is none.
+func tokenRef(file, token string) string {
+	switch {
+	case token == "":
+		return ""
+	case file != "":
+		abs, err := filepath.Abs(file)
+		if err != nil {
+			abs = file
+		}
+		return "$(cat " + hook.ShellQuote(abs) + ")"
+	}
+	return "$" + otlpTokenEnv
 }
 
 // otlpTokenEnv names the variable holding the OTLP receiver's bearer
@@ -277,7 +316,7 @@ func newLogf(e *env, quiet bool) func(string, ...any) {
 func serve(ctx context.Context, e *env, name, listen string, h http.Handler, wait func(), hello func(net.Addr) string, onListen ...func(net.Addr) (cleanup func())) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	ln, err := net.Listen("tcp", listen)
+	ln, err := listenOn(listen, "give joule "+name+" --listen 127.0.0.1:PORT")
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
@@ -307,13 +346,17 @@ func serve(ctx context.Context, e *env, name, listen string, h http.Handler, wai
 	return nil
 }
 
-// proxyExports are the lines that point hosts at a proxy on addr.
+// proxyExports are the lines that point hosts at a proxy on addr. Ollama
+// gets no export: OLLAMA_HOST is also the address 'ollama serve' listens
+// on, so exported it would start the server on the proxy's port (address
+// in use) in that shell; it is set for each client command instead.
 func proxyExports(addr net.Addr) string {
 	u := clientURL(addr)
 	return "# point your agent at it (docs/meter.md):\n" +
 		"export ANTHROPIC_BASE_URL=" + u + "\n" +
 		"export OPENAI_BASE_URL=" + u + "/v1\n" +
-		"export OLLAMA_HOST=" + u + "\n"
+		"# Ollama clients: per command, not exported ('ollama serve' listens on OLLAMA_HOST):\n" +
+		"#   OLLAMA_HOST=" + u + " ollama run MODEL\n"
 }
 
 // clientURL is the URL a client on this machine uses for a listener on

@@ -163,7 +163,7 @@ func TestProxyCommand(t *testing.T) {
 	if !strings.Contains(logs, "sealed anthropic messages session=cc-1 seq=1") {
 		t.Errorf("log:\n%s", logs)
 	}
-	if r := joule(t, []byte(`{"session_id":"cc-1"}`), env, "statusline"); !strings.Contains(r.stdout, "1 of 2 calls fitted to the budget") {
+	if r := joule(t, []byte(`{"session_id":"cc-1"}`), env, "statusline"); !strings.Contains(r.stdout, "1 of 2 calls fitted to the budget") || strings.Contains(r.stdout, "model tokens") {
 		t.Errorf("statusline: %q", r.stdout)
 	}
 	if r := joule(t, nil, env, "receipts", "show", "cc-1", "2"); !strings.Contains(r.stdout, "max_output_fitted") || !strings.Contains(r.stdout, "max_tokens 32000 -") {
@@ -228,6 +228,9 @@ func TestOtelCommand(t *testing.T) {
 	r := joule(t, nil, env, "receipts", "show", "cc-session-1", "1")
 	if r.code != 0 || !strings.Contains(r.stdout, "observed, not enforced") {
 		t.Errorf("receipts show: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	if r := joule(t, []byte(`{"session_id":"cc-session-1"}`), env, "statusline"); !strings.Contains(r.stdout, "model tokens observed, not enforced (OTel)") {
+		t.Errorf("statusline with telemetry alone: %q", r.stdout)
 	}
 }
 
@@ -339,7 +342,7 @@ func TestOtelToken(t *testing.T) {
 			return resp.StatusCode
 		}
 		before := strings.Count(joule(t, nil, env, "receipts", "ls", "cc-session-1").stdout, "observed")
-		for _, bad := range []string{"", "Bearer wrong", "Basic czNjcmV0LXRva2Vu", "Bearer s3cret-token-and-more"} {
+		for _, bad := range []string{"", "Bearer wrong", "Basic czNjcmV0LXRva2Vu", "Bearer s3cret-token-and-more", "Bearer%20wrong", "Bearer%2s3cret-token"} {
 			if code := post(bad); code != http.StatusUnauthorized {
 				t.Errorf("%v with %q: %d, want 401", args, bad, code)
 			}
@@ -347,8 +350,12 @@ func TestOtelToken(t *testing.T) {
 		if r := joule(t, nil, env, "receipts", "ls", "cc-session-1"); strings.Count(r.stdout, "observed") != before {
 			t.Errorf("%v: an unauthorized export was recorded: %s", args, r.stdout)
 		}
-		if code := post("Bearer s3cret-token"); code != 200 {
-			t.Errorf("%v with the token: %d", args, code)
+		// As the OTel variable is written, and as Claude Code sends the
+		// specification's URL-encoded form: as written, %20 included.
+		for _, good := range []string{"Bearer s3cret-token", "Bearer%20s3cret-token"} {
+			if code := post(good); code != 200 {
+				t.Errorf("%v with %q: %d", args, good, code)
+			}
 		}
 		stop()
 	}

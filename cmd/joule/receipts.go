@@ -29,7 +29,7 @@ func init() {
 const receiptsUsage = `receipts ls [SESSION] [--since 2h] [--tool T] [--decision D] [-n N] [--json]
        receipts show SESSION SEQ | receipts show INDEX
        receipts verify [SESSION]
-       receipts verify --steward S --pubkey KEY [--format cbor|jsonl] < export
+       receipts verify --pubkey KEY [--steward S] < export
        receipts export SESSION [--format cbor|jsonl]
        receipts prove INDEX [--size N] | receipts prove --from OLD|witness|FILE [--size N]
        receipts prove --spicy INDEX|ID > receipt.tlog-proof
@@ -62,7 +62,7 @@ func runReceipts(ctx context.Context, e *env, args []string) error {
 	}
 	sub, rest := args[0], args[1:]
 	fs := newFlags(e, "receipts "+sub, receiptsUsage)
-	format := fs.String("format", "cbor", "export format: cbor (a CBOR sequence of envelopes) or jsonl")
+	format := fs.String("format", "", "export format: cbor (a CBOR sequence of envelopes, export's default) or jsonl; verify tells them apart itself")
 	steward := fs.String("steward", "", "verify an export offline: the steward")
 	pubkey := fs.String("pubkey", "", "verify an export offline: the steward's public key (base64url or steward.pub)")
 	size := fs.Int64("size", 0, "prove: the tree size to prove against (default: the whole log)")
@@ -84,7 +84,7 @@ func runReceipts(ctx context.Context, e *env, args []string) error {
 		return nil
 	case "ls", "show", "verify", "export", "prove", "checkpoint", "verify-proof":
 	default:
-		return usagef("receipts: unknown subcommand %q", sub)
+		return unknownSub("receipts", sub, "ls", "show", "verify", "export", "prove", "verify-proof", "checkpoint")
 	}
 	if err := parseFlags(fs, rest); err != nil {
 		return err
@@ -96,7 +96,13 @@ func runReceipts(ctx context.Context, e *env, args []string) error {
 		}
 		filter.since = t
 	}
-	if *format != receipts.ExportCBOR && *format != receipts.ExportJSONL {
+	switch *format {
+	case "":
+		if sub != "verify" {
+			*format = receipts.ExportCBOR
+		}
+	case receipts.ExportCBOR, receipts.ExportJSONL:
+	default:
 		return usagef("receipts: --format must be cbor or jsonl")
 	}
 	if sub == "verify" && *pubkey != "" {
@@ -633,6 +639,9 @@ func verifyExport(e *env, steward, pubkey, format string) error {
 	data, err := readAllLimited(e.stdin)
 	if err != nil {
 		return err
+	}
+	if format == "" {
+		format = receipts.ExportFormat(data)
 	}
 	envs, err := receipts.SplitExport(data, format)
 	if err != nil {

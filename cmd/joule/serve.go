@@ -75,9 +75,9 @@ as joule hook's, sealed the same way.`)
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
+	ln, err := listenOn(cfg.Addr, serveMoveHint(home))
 	if err != nil {
-		return err
+		return fmt.Errorf("serve: %w", err)
 	}
 	// A header timeout closes the connection without an answer, which
 	// Claude Code reads as a failed hook, not a deny. It runs from the
@@ -98,6 +98,22 @@ as joule hook's, sealed the same way.`)
 		return err
 	}
 	return nil
+}
+
+// serveMoveHint says how to move joule serve to another port: the hooks
+// name its address, so each resident install is run again with --addr.
+func serveMoveHint(home string) string {
+	var again []string
+	recs, _ := hook.LoadRecords(home)
+	for _, r := range recs {
+		if residentRecord(r) {
+			again = append(again, installAgain(r)+" --addr 127.0.0.1:PORT")
+		}
+	}
+	if len(again) == 0 {
+		again = []string{"joule install claude-code --project --resident --addr 127.0.0.1:PORT"}
+	}
+	return "move the resident gate: its hooks name the port, so run " + strings.Join(again, "; ") + "; then joule serve"
 }
 
 // checkLoopback refuses any address a non-local peer could reach.

@@ -27,6 +27,10 @@ func init() {
 type sessionStats struct {
 	allowed, denied, asked int
 	calls, fitted          int // model calls, and those fitted to the budget
+	// metered counts the host's model calls a meter saw: the proxy
+	// (enforced) or telemetry (observed only); a tier's own calls are
+	// joule's work, not the host's.
+	enforced, observed int
 	// joules by provenance: gate debits and efficiency receipts
 	measured, modelled, estimated uint64
 }
@@ -36,7 +40,9 @@ func runStatusline(ctx context.Context, e *env, args []string) error {
 
 Reads Claude Code's status-line JSON on stdin and prints one short line for
 its session: the joules its receipts account for (split into measured,
-modelled and estimated), the gate's decisions allowed / denied, the
+modelled and estimated), whether the model's own tokens are metered (by
+joule proxy, or only observed through OpenTelemetry; without either the
+figure is joule's own work), the gate's decisions allowed / denied, the
 budget left on the active grant, and a warning when the install of
 Claude Code for its workspace does not contain the shell commands joule
 allows (--no-contain, an install from before containment was the
@@ -95,6 +101,15 @@ func statusLine(ctx context.Context, r io.Reader) (line string) {
 	}
 	if len(split) > 0 {
 		parts[0] += " (" + strings.Join(split, ", ") + ")"
+	}
+	// JouleHook §7: without a meter the figure is joule's own work only,
+	// and says so; telemetry alone observes, it does not enforce.
+	switch {
+	case st.enforced > 0:
+	case st.observed > 0:
+		parts = append(parts, "model tokens observed, not enforced (OTel)")
+	default:
+		parts = append(parts, "model tokens unmetered (joule proxy)")
 	}
 	dec := fmt.Sprintf("%d allowed · %d denied", st.allowed, st.denied)
 	if st.asked > 0 {
@@ -194,6 +209,12 @@ func sessionStatsOf(ctx context.Context, ep *endpoint, session string) (sessionS
 			if a.Efficiency.Unit == "model-call" {
 				st.calls += a.Efficiency.CallCount()
 				st.fitted += a.Efficiency.FittedCount()
+			}
+			switch a.Efficiency.Coverage {
+			case receipts.CoverageEnforced:
+				st.enforced++
+			case receipts.CoverageObserved:
+				st.observed++
 			}
 			st.add(a.Efficiency.Provenance, a.Efficiency.EstimatedUJ, a.Efficiency.MeasuredUJ)
 		}

@@ -20,7 +20,9 @@ func TestStatusline(t *testing.T) {
 		want []string
 	}{
 		// Two Bash allows at the default 50 mJ each, from the 30 MJ dev grant.
-		{status, env, []string{"joule ⚡ 100 mJ (100 mJ estimated)", "2 allowed · 1 denied", "29.999 MJ left"}},
+		// No meter: the figure is the gate's own work, and says the
+		// model's tokens are not in it (JouleHook §7).
+		{status, env, []string{"joule ⚡ 100 mJ (100 mJ estimated) │ model tokens unmetered (joule proxy)", "2 allowed · 1 denied", "29.999 MJ left"}},
 		{`{"session_id":"other"}`, env, []string{"⚡ 0 µJ", "0 allowed · 0 denied"}},
 		{"not json", env, []string{"joule: no session"}},
 		{status, []string{"JOULE_HOME=" + t.TempDir()}, []string{"joule: not initialised"}},

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os/exec"
 	"runtime"
@@ -67,9 +66,9 @@ appear in the page as they are sealed.`)
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := listenOn(*addr, "give joule ui --addr 127.0.0.1:PORT (port 0: any free port)")
 	if err != nil {
-		return fmt.Errorf("ui: listen on %s: %w", *addr, err)
+		return fmt.Errorf("ui: %w", err)
 	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 5 * time.Second}
 	wctx, cancel := context.WithCancel(ctx)

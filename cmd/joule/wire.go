@@ -157,6 +157,10 @@ func runReceipt(_ context.Context, e *env, args []string) error {
 		// A decision or efficiency receipt (what receipts show prints).
 		a, aerr := receipts.Open(v, *steward, env)
 		if aerr != nil {
+			if n := exportLength(env); n > 0 {
+				return withHint(fmt.Errorf("stdin holds an export of a session's chain (%d receipts), not one envelope", n),
+					"verify a chain with: joule receipts verify --pubkey KEY < FILE")
+			}
 			return fmt.Errorf("%w (nor is it a decision or efficiency receipt: %v)", err, aerr)
 		}
 		r, kind = a.Core(), "session receipt"
@@ -169,6 +173,18 @@ func runReceipt(_ context.Context, e *env, args []string) error {
 		fmt.Fprintln(w, "note: this checks its signature alone; its place in its session's chain is checked by 'joule receipts export SESSION | joule receipts verify --steward S --pubkey KEY'")
 	}
 	return w.Flush()
+}
+
+// exportLength is the number of envelopes in data when it is an export of
+// 'joule receipts export' (JSON lines, or a CBOR sequence of more than one
+// envelope), else 0.
+func exportLength(data []byte) int {
+	format := receipts.ExportFormat(data)
+	envs, err := receipts.SplitExport(data, format)
+	if err != nil || len(envs) == 0 || format == receipts.ExportCBOR && len(envs) < 2 {
+		return 0
+	}
+	return len(envs)
 }
 
 func runKeygen(_ context.Context, e *env, args []string) error {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -62,7 +61,7 @@ func runWitness(ctx context.Context, e *env, args []string) error {
 		return nil
 	case "status", "sync", "log", "init", "add-log", "serve":
 	default:
-		return usagef("witness: unknown subcommand %q (run 'joule witness -h')", sub)
+		return unknownSub("witness", sub, "status", "sync", "log", "init", "add-log", "serve")
 	}
 	if err := parseFlags(fs, rest); err != nil {
 		return err
@@ -240,7 +239,7 @@ func witnessServe(ctx context.Context, e *env, dir, addr string) error {
 	srv.OnRequest = func(origin string, status int, detail string) {
 		fmt.Fprintf(e.stderr, "%s add-checkpoint %q: %d %s\n", time.Now().UTC().Format(time.RFC3339), origin, status, detail)
 	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := listenOn(addr, "give joule witness serve --listen 127.0.0.1:PORT")
 	if err != nil {
 		return err
 	}

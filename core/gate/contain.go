@@ -28,6 +28,12 @@ type Containment struct {
 	// which loads the grant itself.
 	Runner    string
 	PolicyDir string
+	// LayerRoot, when set, holds the sessions' private layers
+	// (sandbox.LayerDir) in place of the directory above PolicyDir, and
+	// the policies are written readable by others
+	// (sandbox.Policy.WriteShared): a system gate writes into its own
+	// directory the policies of people whose layers are their own.
+	LayerRoot string
 	// LandlockOnly says contained commands get Landlock alone, without the
 	// user, mount and PID namespaces (they are off here, or
 	// sandbox.LandlockOnlyEnv chooses it): each contained verdict's reason
@@ -157,7 +163,11 @@ func (c *Containment) writePolicy(p *Policy, session string) (string, bool) {
 	}
 	sp := SandboxPolicy(p)
 	sp.Layer = sandbox.LayerDir(filepath.Dir(c.PolicyDir), session)
-	path, err := sp.Write(c.PolicyDir)
+	write := sandbox.Policy.Write
+	if c.LayerRoot != "" {
+		sp.Layer, write = sandbox.LayerDir(c.LayerRoot, session), sandbox.Policy.WriteShared
+	}
+	path, err := write(sp, c.PolicyDir)
 	if err != nil {
 		return "", false
 	}

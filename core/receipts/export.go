@@ -54,6 +54,16 @@ func SplitExport(data []byte, format string) ([][]byte, error) {
 	return nil, fmt.Errorf("export format %q: want %s or %s", format, ExportCBOR, ExportJSONL)
 }
 
+// ExportFormat tells the two export formats apart by their first byte: a
+// JSON line opens with '{', a CBOR sequence of envelopes with the
+// COSE_Sign1 tag (0xd2), never with '{' (a short text string).
+func ExportFormat(data []byte) string {
+	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) > 0 && t[0] == '{' {
+		return ExportJSONL
+	}
+	return ExportCBOR
+}
+
 func splitLines(data []byte) ([][]byte, error) {
 	var envs [][]byte
 	sc := bufio.NewScanner(bytes.NewReader(data))

@@ -199,6 +199,13 @@ func execNamespace(spec Spec, abi int, path string, argv, env []string, warn io.
 			}
 		}
 	}
+	// The stand-ins for absent protected names (standin_linux.go): held
+	// until every process of the command has ended, released on every
+	// return before the program ran (the caller may then confine with
+	// Landlock alone, which carves instead).
+	held, stand := takeStandIns(standInState(spec.LayerDir), spec.wantStandIns(), spec.stats)
+	spec.standIns = held
+	defer stand.release(spec.stats)
 	plan, err := spec.Plan()
 	if err != nil {
 		return err
@@ -489,17 +496,19 @@ func execNamespace(spec Spec, abi int, path string, argv, env []string, warn io.
 		syscall.Close(fd)
 	}
 	fds = nil
-	os.Exit(waitForProgram(int(pid), status))
+	os.Exit(waitForProgram(int(pid), status, func() { stand.release(spec.stats) }))
 	return nil
 }
 
 // waitForProgram waits for the program and returns its exit status; a
 // program killed by a signal kills joule-exec with the same signal, so that
-// the host sees what it would have seen. Signals are not forwarded (setting
-// up os/signal cost more than the rest of the wait): the ones a terminal or
-// a host sends to the process group reach the program directly, and one
-// that ends joule-exec alone reaches it as SIGTERM (its PDEATHSIG).
-func waitForProgram(pid int, status *[2]uint32) int {
+// the host sees what it would have seen. ended runs first, once no process
+// of the command is left (the stand-ins are released then). Signals are
+// not forwarded (setting up os/signal cost more than the rest of the
+// wait): the ones a terminal or a host sends to the process group reach
+// the program directly, and one that ends joule-exec alone reaches it as
+// SIGTERM (its PDEATHSIG).
+func waitForProgram(pid int, status *[2]uint32, ended func()) int {
 	var ws syscall.WaitStatus
 	if status[1] == 1 {
 		// The init reaped the program and every other process of the
@@ -518,6 +527,7 @@ func waitForProgram(pid int, status *[2]uint32) int {
 			}
 		}
 	}
+	ended()
 	switch {
 	case ws.Exited():
 		return ws.ExitStatus()

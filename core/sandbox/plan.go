@@ -28,22 +28,27 @@ import (
 //   - an absent protected path cannot be covered by a mount (a mount needs
 //     a name to sit on): where the deepest directory of it that exists lies
 //     below a writable root (.claude/ for .claude/settings.local.json), that
-//     directory is bound read-only; where it is the writable root itself
+//     directory is bound read-only; where it is a writable root itself
 //     (.mcp.json, .gemini/ absent at the workspace root), and for the
-//     grant's own deny rules, Landlock refuses creating entries in it and
-//     in the directories on the way to it, as the Landlock construction
-//     does (their existing entries stay fully writable): then no entry can
-//     be created at the workspace root. See docs/gate.md, "Containment".
+//     grant's own deny rules wherever they lie, Exec makes a stand-in (a
+//     socket node) at the first missing name on the way to the path, for
+//     the command's run only (standin_linux.go), bound read-only like an
+//     existing protected path, so that nothing can be created there while
+//     every other name of the root can. Without a stand-in (no private
+//     layer in the policy, or none could be made), Landlock refuses
+//     creating entries in that directory and in the ones on the way to it,
+//     as the Landlock construction does (their existing entries stay fully
+//     writable). See docs/gate.md, "Containment".
 //
 // Landlock then has only a handful of rules: "/" readable, each writable
-// tree writable, the carve for absent protected paths. The mounts cannot
-// be undone from inside: Landlock refuses mount, umount, remount, move and
-// pivot_root to every process it confines; the command holds no capability
-// in the namespace (the bounding set is emptied, so not even a uid 0
-// regains one on exec); and a user namespace the command creates itself
-// gets a copy in which these mounts are locked (the kernel refuses to
-// unmount them, or to clone a tree without them for a bind or an overlay
-// layer). /proc/PID/root of a process outside the sandbox is behind
+// tree writable, the carve for absent protected paths without a
+// stand-in. The mounts cannot be undone from inside: Landlock refuses
+// mount, umount, remount, move and pivot_root to every process it
+// confines; the command holds no capability in the namespace (the
+// bounding set is emptied, so not even a uid 0 regains one on exec); and
+// a user namespace the command creates itself gets a copy in which these
+// mounts are locked (the kernel refuses to unmount them, or to clone a
+// tree without them for a bind or an overlay layer). /proc/PID/root of a process outside the sandbox is behind
 // Landlock's ptrace check, which refuses it.
 
 // MountKind is what covers a path in the namespace construction.
@@ -145,6 +150,78 @@ func insideTree(p string, trees []string) bool {
 	return false
 }
 
+// belowRoot reports whether p lies strictly below one of trees and is not
+// one of them itself: a workspace inside the temp dir is a writable root
+// of its own, not a directory of the temp dir to be made read-only.
+func belowRoot(p string, trees []string) bool {
+	return insideTree(p, trees) && !slices.Contains(trees, p)
+}
+
+// wantStandIns lists where Exec makes a stand-in for spec (standin_linux.go):
+// for each protected or denied path that is absent, whose deepest existing
+// directory lies in a writable tree (not a cache's layer) and is not made
+// read-only as a whole (a frozen path's directory below a writable root),
+// the first missing name on the way to it (.gemini for .gemini/settings.json,
+// .mcp.json itself). A node that is not a directory on the way to such a
+// path holds its place and is listed instead, and so is a protected name
+// that is a socket node: a stand-in an earlier command left when its
+// joule-exec was killed, which the last command to hold its directory's
+// stand-ins removes. Either is bound read-only.
+func (spec Spec) wantStandIns() []string {
+	st := spec.stats
+	if st == nil {
+		st = stats{}
+	}
+	var out []string
+	for _, l := range spec.Layers {
+		var trees []string
+		for _, t := range l.Write {
+			if !spec.layered(t) {
+				trees = append(trees, t)
+			}
+		}
+		frozen := map[string]bool{}
+		for _, p := range l.Frozen {
+			frozen[p] = true
+		}
+		for _, p := range l.WriteDeny {
+			var a string // the directory the stand-in is in
+			switch s := st.lstat(p); {
+			case s.exists:
+				// Bound read-only as an existing protected path; listed
+				// only if it may be a stand-in left behind.
+				if fi, err := os.Lstat(p); !frozen[p] || s.dir || s.link || err != nil || fi.Mode().Type() != os.ModeSocket {
+					continue
+				}
+				a = filepath.Dir(p)
+			default:
+				d, dir := st.existingAncestor(p)
+				switch {
+				case d == "" || st.lstat(d).link:
+					continue
+				case dir:
+					a = d
+				default:
+					a = filepath.Dir(d) // a node on the way holds the place
+				}
+			}
+			if !slices.ContainsFunc(trees, func(t string) bool { return within(a, t) }) || spec.layered(a) {
+				continue
+			}
+			if frozen[p] && belowRoot(a, trees) {
+				continue
+			}
+			rel, err := filepath.Rel(a, p)
+			if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+				continue
+			}
+			first, _, _ := strings.Cut(rel, "/")
+			out = append(out, filepath.Join(a, first))
+		}
+	}
+	return compact(out)
+}
+
 // Plan computes the namespace construction of spec.
 func (spec Spec) Plan() (Plan, error) {
 	kinds := map[string]MountKind{}
@@ -202,7 +279,7 @@ func (spec Spec) Plan() (Plan, error) {
 			pinChain(g.path)
 			continue
 		}
-		if a, ok := st.existingAncestor(g.path); ok && insideTree(a, plan.Writable) {
+		if a, ok := st.existingAncestor(g.path); ok && belowRoot(a, plan.Writable) {
 			set(a, MountReadOnly)
 			pinChain(a)
 			continue
@@ -232,9 +309,11 @@ func (spec Spec) Plan() (Plan, error) {
 			// An absent protected configuration whose directory exists
 			// below a writable root (.claude/settings.local.json beside
 			// .claude/settings.json, .cursor/hooks.json): that directory
-			// is made read-only. At the root itself (.mcp.json), or for a
-			// deny rule of the grant, Landlock carves.
-			if a, ok := st.existingAncestor(p); ok && slices.Contains(l.Frozen, p) && insideTree(a, l.Write) {
+			// is made read-only. At a root itself (.mcp.json), or for a
+			// deny rule of the grant, the stand-in Exec made is now the
+			// deepest existing entry, made read-only the same way;
+			// without one, Landlock carves.
+			if a, dir := st.existingAncestor(p); a != "" && (spec.standIns[a] || dir && slices.Contains(l.Frozen, p) && belowRoot(a, l.Write)) {
 				set(a, MountReadOnly)
 				pinChain(a)
 				continue

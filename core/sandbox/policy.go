@@ -81,7 +81,16 @@ func (p Policy) Encode() ([]byte, string, error) {
 
 // Write stores the policy in dir (created 0700) as <sha256>.json, mode
 // 0600, unless a file of that name is there already, and returns its path.
-func (p Policy) Write(dir string) (string, error) {
+func (p Policy) Write(dir string) (string, error) { return p.write(dir, 0o600) }
+
+// WriteShared is Write for a system gate (docs/receipts.md, "System
+// mode"), whose policies the people it decides for run joule-exec with: in
+// dir, which the gate's user made and alone may add entries to (0711: no
+// listing), mode 0644. ReadPolicy takes such a file as it takes a 0600 one
+// of its own user's.
+func (p Policy) WriteShared(dir string) (string, error) { return p.write(dir, 0o644) }
+
+func (p Policy) write(dir string, perm os.FileMode) (string, error) {
 	b, name, err := p.Encode()
 	if err != nil {
 		return "", err
@@ -102,6 +111,10 @@ func (p Policy) Write(dir string) (string, error) {
 		f.Close()
 		return "", err
 	}
+	if err := f.Chmod(perm); err != nil {
+		f.Close()
+		return "", err
+	}
 	if err := f.Close(); err != nil {
 		return "", err
 	}
@@ -113,7 +126,10 @@ func (p Policy) Write(dir string) (string, error) {
 
 // ReadPolicy reads the policy at path and checks it is the one its name
 // says: a regular file (not a link), owned by this user and not readable
-// or writable by anyone else, named <sha256 of its bytes>.json.
+// or writable by anyone else, named <sha256 of its bytes>.json. A policy
+// a system gate wrote (WriteShared) is owned by the gate's user instead:
+// it is taken when neither it nor its directory, that user's too, can be
+// written by anyone else.
 func ReadPolicy(path string) (Policy, error) {
 	name := filepath.Base(path)
 	want, ok := strings.CutSuffix(name, ".json")
@@ -136,7 +152,9 @@ func ReadPolicy(path string) (Policy, error) {
 	case st.Mode&syscall.S_IFMT != syscall.S_IFREG:
 		return Policy{}, fmt.Errorf("policy %s: not a regular file", path)
 	case int(st.Uid) != os.Geteuid():
-		return Policy{}, fmt.Errorf("policy %s: owned by uid %d, not by this user", path, st.Uid)
+		if err := sharedPolicy(path, st); err != nil {
+			return Policy{}, err
+		}
 	case st.Mode&0o077 != 0:
 		return Policy{}, fmt.Errorf("policy %s: mode %04o, want 0600: others could read or change it", path, st.Mode&0o7777)
 	}
@@ -157,6 +175,22 @@ func ReadPolicy(path string) (Policy, error) {
 		return Policy{}, fmt.Errorf("policy %s: %w", path, err)
 	}
 	return p, nil
+}
+
+// sharedPolicy checks a policy of another user's, st its status: a system
+// gate's, which nobody but that user (and root) can have changed.
+func sharedPolicy(path string, st syscall.Stat_t) error {
+	if st.Mode&0o022 != 0 {
+		return fmt.Errorf("policy %s: mode %04o: others could change it", path, st.Mode&0o7777)
+	}
+	var dir syscall.Stat_t
+	if err := syscall.Lstat(filepath.Dir(path), &dir); err != nil {
+		return fmt.Errorf("policy %s: %w", path, err)
+	}
+	if dir.Mode&syscall.S_IFMT != syscall.S_IFDIR || dir.Uid != st.Uid || dir.Mode&0o022 != 0 {
+		return fmt.Errorf("policy %s: owned by uid %d, not by this user, and not in a directory only that user can write", path, st.Uid)
+	}
+	return nil
 }
 
 // readFD reads the size bytes of the file at fd with plain read calls:

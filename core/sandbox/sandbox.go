@@ -147,6 +147,9 @@ type Spec struct {
 	// found of persist.go's paths (their placeholders made), for Plan.
 	overlays []Overlay
 	guarded  []guard
+	// standIns are the stand-ins Exec holds for the command's run
+	// (standin_linux.go), for Plan: each is bound read-only.
+	standIns map[string]bool
 }
 
 // backgroundWithheld are the rights a background command does not get on

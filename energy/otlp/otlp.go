@@ -64,7 +64,7 @@ type Receiver struct {
 	Logf    func(format string, args ...any)
 	// Token, when set, is the bearer token every export must carry
 	// (Authorization: Bearer TOKEN; exporters send it with
-	// OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20TOKEN); exports
+	// OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer TOKEN"); exports
 	// without it are refused with 401 and recorded nowhere.
 	Token string
 
@@ -183,7 +183,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	if r.Token != "" && !r.authorized(req) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="joule otel"`)
-		http.Error(w, "joule otel: this receiver takes exports with its bearer token only: set OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20TOKEN", http.StatusUnauthorized)
+		http.Error(w, "joule otel: this receiver takes exports with its bearer token only: set OTEL_EXPORTER_OTLP_HEADERS=\"Authorization=Bearer TOKEN\"", http.StatusUnauthorized)
 		return
 	}
 	mt, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type"))
@@ -264,9 +264,15 @@ func writeResponse(w http.ResponseWriter, signal string, isJSON bool, ex *export
 }
 
 // authorized reports whether req carries the receiver's bearer token,
-// compared in constant time.
+// compared in constant time. "Bearer%20TOKEN" is taken too: the OTel
+// specification has OTEL_EXPORTER_OTLP_HEADERS values URL-encoded, but
+// Claude Code sends them as written, %20 included.
 func (r *Receiver) authorized(req *http.Request) bool {
-	scheme, tok, ok := strings.Cut(req.Header.Get("Authorization"), " ")
+	auth := req.Header.Get("Authorization")
+	if len(auth) > 9 && strings.EqualFold(auth[:9], "Bearer%20") {
+		auth = auth[:6] + " " + auth[9:]
+	}
+	scheme, tok, ok := strings.Cut(auth, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return false
 	}

@@ -9,6 +9,10 @@ import (
 	"syscall"
 )
 
+// DefaultListen is where joule proxy listens unless told otherwise (the
+// resident gate, joule serve, has a port of its own: 7412).
+const DefaultListen = "127.0.0.1:7411"
+
 // AddrFile is the file in $JOULE_HOME where a running proxy announces its
 // address, so local tiers can route their model calls through it.
 const AddrFile = "proxy.json"

@@ -26,6 +26,7 @@ var Entry = hook.Host{
 	Name:      Host,
 	Adapter:   func(string) hook.Adapter { return Adapter{} },
 	Installer: Installer{},
+	System:    SystemInstaller{},
 	Contain:   "containment: allowed Bash commands run under joule exec (%s); Claude Code still asks as it would, its rules now matching the joule exec line",
 	Resident:  true,
 	Config: gate.ConfigPaths{

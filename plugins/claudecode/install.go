@@ -187,7 +187,7 @@ func Files(s hook.Scope) (target, other, mcp string) {
 	mcp = filepath.Join(s.Project, ".mcp.json")
 	if s.Resident != nil {
 		// The bearer token must not be committed: settings.local.json is
-		// git-ignored by Claude Code.
+		// git-ignored (hook.Ignore).
 		return local, shared, mcp
 	}
 	return shared, local, mcp
@@ -214,7 +214,9 @@ func (Installer) Plan(s hook.Scope, uninstall bool) ([]hook.Change, error) {
 				return nil, err
 			}
 		}
-		changes = append(changes, f.Change(uninstall))
+		c := f.Change(uninstall)
+		c.Local = s.Project != "" && strings.HasSuffix(path, "settings.local.json")
+		changes = append(changes, c)
 	}
 	f, err := hook.ReadJSON(mcpPath)
 	if err != nil {

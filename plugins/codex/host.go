@@ -17,6 +17,7 @@ var Entry = hook.Host{
 	Name:      Host,
 	Adapter:   func(string) hook.Adapter { return Adapter{} },
 	Installer: Installer{},
+	System:    SystemInstaller{},
 	Contain:   "containment: allowed shell commands run under joule exec (%s), inside Codex's own sandbox and approval policy, which still apply to the rewritten line",
 	Trust:     "its trust of a project and of a hook is a line in its config.toml",
 	Config: gate.ConfigPaths{
@@ -54,6 +55,6 @@ var Entry = hook.Host{
 	// managed_config.toml and the system config layer, a config folder
 	// whose skills/ and rules/ count too, on Unix [src:
 	// DEFAULT_REQUIREMENTS_TOML_FILE_UNIX, SYSTEM_CONFIG_TOML_FILE_UNIX].
-	Managed: []string{"/etc/codex/requirements.toml", "/etc/codex/managed_config.toml", "/etc/codex/config.toml",
+	Managed: []string{RequirementsFile, "/etc/codex/managed_config.toml", "/etc/codex/config.toml",
 		"/etc/codex/hooks.json", "/etc/codex/skills", "/etc/codex/rules"},
 }

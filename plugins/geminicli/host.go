@@ -18,6 +18,7 @@ var Entry = hook.Host{
 	Name:      Host,
 	Adapter:   func(string) hook.Adapter { return Adapter{} },
 	Installer: Installer{},
+	System:    SystemInstaller{},
 	Contain:   "containment: allowed shell commands run under joule exec (%s); Gemini CLI still applies its own approval to the rewritten joule exec line (it asks, or with --approval-mode yolo runs it), so its allow rules for a command no longer match it",
 	Trust:     "it trusts the project folder in ~/.gemini/trustedFolders.json",
 	// Folder trust is per project; a user install has none to give.

@@ -53,6 +53,9 @@ type Host struct {
 	// enterprise) settings: only root writes them, so the gate does not
 	// guard them, and an install reads them for policies that override it.
 	Managed []string
+	// System, when set, writes joule's hook into the host's managed
+	// settings (one of Managed) for joule install --system.
+	System SystemInstaller
 }
 
 // UserDir is user configuration that the host finds below the directory an

@@ -63,6 +63,10 @@ type Change struct {
 	// (Scope.Trust), which an uninstall reverts only when the install made
 	// it.
 	Trust bool
+	// Local marks a file the host keeps for this machine alone (Claude
+	// Code's settings.local.json): a project install keeps it out of git
+	// (Private, Ignore).
+	Local bool
 }
 
 // Finding is one result of checking that a hook is really armed.

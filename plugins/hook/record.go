@@ -37,6 +37,10 @@ type Record struct {
 	// allows: the one record of it that the armed check, joule doctor and
 	// the status line read. "" is a record from before it was kept.
 	Contain ContainMode `json:"contain,omitempty"`
+	// Resident says the hooks are answered by joule serve over loopback
+	// http (install --resident), which every command that suggests
+	// installing again must keep.
+	Resident bool `json:"resident,omitempty"`
 }
 
 // FileState is one file as an install found it, and a digest of what it

@@ -29,7 +29,7 @@ func Module(joule string) []byte {
 --
 --   CodeCompanion: require("codecompanion").setup({
 --     adapters = { acp = { joule = require("joule_acp").codecompanion } },
---     strategies = { chat = { adapter = "joule" } },
+--     interactions = { chat = { adapter = "joule" } },
 --   })
 --   avante.nvim:   require("avante").setup({
 --     provider = "joule",
@@ -39,17 +39,51 @@ local M = {}
 
 M.command = ` + q + `
 
+-- A custom ACP adapter as CodeCompanion documents one ("Creating Custom
+-- ACP Adapters"). joule advertises no authentication method.
 M.codecompanion = function()
-  return require("codecompanion.adapters").extend("gemini_cli", {
+  local helpers = require("codecompanion.adapters.acp.helpers")
+  return {
     name = "joule",
     formatted_name = "joule",
-    commands = { default = { M.command, "acp" } },
-    defaults = { mcpServers = {}, timeout = 120000 },
-    env = {},
-    handlers = { auth = function() return true end },
-  })
+    type = "acp",
+    roles = {
+      llm = "assistant",
+      user = "user",
+    },
+    commands = {
+      default = { M.command, "acp" },
+    },
+    defaults = {
+      mcpServers = {},
+      timeout = 20000,
+    },
+    parameters = {
+      protocolVersion = 1,
+      clientCapabilities = {
+        fs = { readTextFile = true, writeTextFile = true },
+      },
+      clientInfo = {
+        name = "CodeCompanion.nvim",
+        version = "1.0.0",
+      },
+    },
+    handlers = {
+      setup = function(self)
+        return true
+      end,
+      auth = function(self)
+        return true
+      end,
+      form_messages = function(self, messages, capabilities)
+        return helpers.form_messages(self, messages, capabilities)
+      end,
+      on_exit = function(self, code) end,
+    },
+  }
 end
 
+-- An avante.nvim ACP provider (AvanteACPProvider: command, args, env).
 M.avante = { command = M.command, args = { "acp" }, env = {} }
 
 return M

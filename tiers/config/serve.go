@@ -14,8 +14,10 @@ import (
 // (0600); 'joule install HOST --resident' writes it.
 const ServeFile = "serve.json"
 
-// DefaultServeAddr is where joule serve listens unless told otherwise.
-const DefaultServeAddr = "127.0.0.1:7411"
+// DefaultServeAddr is where joule serve listens unless told otherwise: a
+// port of its own, apart from joule proxy's (127.0.0.1:7411), so that
+// both run at once.
+const DefaultServeAddr = "127.0.0.1:7412"
 
 // Serve is serve.json, parsed: where joule serve listens and the token
 // every request to it must carry.

@@ -75,7 +75,7 @@ func TestResidentServe(t *testing.T) {
 	}
 	path := filepath.Join(home, ServeFile)
 	b, err := os.ReadFile(path)
-	if want := "{\n  \"addr\": \"127.0.0.1:7411\",\n  \"token\": \"" + first.Token + "\"\n}\n"; err != nil || string(b) != want {
+	if want := "{\n  \"addr\": \"" + DefaultServeAddr + "\",\n  \"token\": \"" + first.Token + "\"\n}\n"; err != nil || string(b) != want {
 		t.Fatalf("serve.json:\n%s\nwant:\n%s", b, want)
 	}
 	for p, want := range map[string]os.FileMode{home: 0o700, path: 0o600} {

@@ -5,13 +5,16 @@ import (
 	"crypto/ed25519"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/joulehook/joule/core"
 	"github.com/joulehook/joule/tiers"
 	"github.com/joulehook/joule/tiers/l0"
+	"github.com/joulehook/joule/tiers/l1/lsp"
 )
 
 // timeRaw times op b.N times with the benchmark timer stopped: the
@@ -138,4 +141,68 @@ func BenchmarkFormatImportsVsGofmt(b *testing.B) {
 		}
 	}
 	reportRatio(b, raw, "gofmt")
+}
+
+// p50 is the median of ds.
+func p50(ds []time.Duration) time.Duration {
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return ds[len(ds)/2]
+}
+
+// BenchmarkWarmRenameVsGopls renames container/list's List.PushBack with
+// L1 (in memory, type-checked, ready to sign) against gopls's own
+// textDocument/rename on a resident gopls (pooled, warmed by a first
+// request, synced with the same snapshot): p50 of each, and the ratio.
+// The goal is ours ≤ 1 s and ≤ 1.5× the server's.
+func BenchmarkWarmRenameVsGopls(b *testing.B) {
+	goplsPath(b)
+	base := stdModule(b)
+	files, err := core.ReadDir(base)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rel := "container/list/list.go"
+	line, col := 0, 0
+	for i, l := range strings.Split(string(files[rel]), "\n") {
+		if j := strings.Index(l, "func (l *List) PushBack("); j >= 0 {
+			line, col = i+1, j+len("func (l *List) ")+1
+		}
+	}
+	if line == 0 {
+		b.Fatal("PushBack not found")
+	}
+	ctx := context.Background()
+	pool := &lsp.Pool{}
+	old := lsp.Default
+	lsp.Default = pool
+	defer func() { pool.Close(); lsp.Default = old }()
+	server := func() time.Duration {
+		d, err := lsp.ServerRename(ctx, lsp.Gopls, base, files, rel, line, col, "Append")
+		if err != nil {
+			b.Fatal(err)
+		}
+		return d
+	}
+	pos := rel + ":" + strconv.Itoa(line) + ":" + strconv.Itoa(col)
+	ours := func() time.Duration {
+		t0 := time.Now()
+		if _, _, err := rename(ctx, base, files, rn(pos, "Append")); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(t0)
+	}
+	b.StopTimer()
+	server() // start and load gopls: the cold request is not measured
+	ours()
+	var srv, our []time.Duration
+	for i := 0; i < b.N; i++ {
+		srv = append(srv, server())
+		b.StartTimer()
+		our = append(our, ours())
+		b.StopTimer()
+	}
+	s50, o50 := p50(srv), p50(our)
+	b.ReportMetric(float64(o50.Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(s50.Nanoseconds()), "gopls-p50-ns")
+	b.ReportMetric(float64(o50)/float64(s50), "x-of-gopls")
 }

@@ -7,7 +7,9 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/ollama/ollama/api"
 	openai "github.com/sashabaranov/go-openai"
@@ -33,6 +35,7 @@ func NewOllamaEmbedder(baseURL, model string, hc *http.Client) Embedder {
 type ollamaEmbedder struct {
 	base, model string
 	hc          *http.Client
+	embeds      atomic.Bool // the server said the model is an embedding model
 }
 
 func (o *ollamaEmbedder) Model() string { return "ollama:" + o.model }
@@ -42,12 +45,39 @@ func (o *ollamaEmbedder) Embed(ctx context.Context, texts []string) ([][]float32
 	if err != nil || u.Scheme == "" || u.Host == "" {
 		return nil, fmt.Errorf("l2: ollama base URL %q is not an absolute URL", o.base)
 	}
+	c := api.NewClient(u, o.hc)
+	if !o.embeds.Load() {
+		if err := o.checkModel(ctx, c); err != nil {
+			return nil, err
+		}
+	}
 	truncate := true
-	resp, err := api.NewClient(u, o.hc).Embed(ctx, &api.EmbedRequest{Model: o.model, Input: texts, Truncate: &truncate})
+	resp, err := c.Embed(ctx, &api.EmbedRequest{Model: o.model, Input: texts, Truncate: &truncate})
 	if err != nil {
 		return nil, fmt.Errorf("l2: ollama embed (%s): %w", o.model, err)
 	}
 	return checkVectors(texts, resp.Embeddings)
+}
+
+// checkModel asks the server, once, whether the model is an embedding
+// model. Ollama embeds with a chat model too, without complaint: the
+// vectors are then its last hidden state, not an embedding, and an index
+// built on them ranks by noise (found against a real Ollama). A server too
+// old to list capabilities is taken at its word.
+func (o *ollamaEmbedder) checkModel(ctx context.Context, c *api.Client) error {
+	show, err := c.Show(ctx, &api.ShowRequest{Model: o.model})
+	if err != nil {
+		return fmt.Errorf("l2: ollama embed (%s): %w", o.model, err)
+	}
+	var caps []string
+	for _, c := range show.Capabilities {
+		caps = append(caps, string(c))
+	}
+	if len(caps) > 0 && !slices.Contains(caps, "embedding") {
+		return fmt.Errorf("l2: ollama embed (%s): not an embedding model (its capabilities: %s); name one such as nomic-embed-text", o.model, strings.Join(caps, ", "))
+	}
+	o.embeds.Store(true)
+	return nil
 }
 
 // NewOpenAIEmbedder embeds through an OpenAI-compatible /v1/embeddings

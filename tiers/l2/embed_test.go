@@ -51,6 +51,7 @@ func TestEmbedderErrors(t *testing.T) {
 		want  string
 	}{
 		{"ollama unknown model", nil, NewOllamaEmbedder(srv.URL, "no-such-model", nil), "no-such-model"},
+		{"ollama chat model", nil, NewOllamaEmbedder(srv.URL, "qwen2.5-coder:7b", nil), "not an embedding model (its capabilities: completion, tools, insert)"},
 		{"ollama bad URL", nil, NewOllamaEmbedder("not a url", "m", nil), "not an absolute URL"},
 		{"ollama server error", func() { srv.set(true, 0) }, NewOllamaEmbedder(srv.URL, "nomic-embed-text", nil), "crashed"},
 		{"ollama timeout", func() { srv.set(false, 2*time.Second) }, NewOllamaEmbedder(srv.URL, "nomic-embed-text", short), "ollama embed"},

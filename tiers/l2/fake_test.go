@@ -73,6 +73,20 @@ func newFakeEmbedServer(t *testing.T) *fakeEmbedServer {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string]any{"model": req.Model, "embeddings": vs, "prompt_eval_count": len(texts)})
 	})
+	mux.HandleFunc("POST /api/show", func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ Model string }
+		json.NewDecoder(r.Body).Decode(&req)
+		w.Header().Set("Content-Type", "application/json")
+		switch req.Model {
+		case f.model:
+			w.Write([]byte(`{"capabilities":["embedding"]}`))
+		case "qwen2.5-coder:7b":
+			w.Write([]byte(`{"capabilities":["completion","tools","insert"]}`))
+		default:
+			w.WriteHeader(http.StatusNotFound)
+			w.Write([]byte(sprintf(`{"error":"model '%s' not found"}`, req.Model)))
+		}
+	})
 	mux.HandleFunc("POST /v1/embeddings", func(w http.ResponseWriter, r *http.Request) {
 		if f.auth != "" && r.Header.Get("Authorization") != "Bearer "+f.auth {
 			w.WriteHeader(http.StatusUnauthorized)

@@ -26,6 +26,10 @@ type fakeCall struct {
 	Messages  []Message
 	Session   string
 	MaxOutput int // num_predict or max_tokens as the request set it
+	// Temperature as the request set it; nil when it named none.
+	Temperature *float64
+	// Truncate and Shift as an Ollama request set them; nil when absent.
+	Truncate, Shift *bool
 }
 
 const hang = "\x00hang"
@@ -73,14 +77,17 @@ func fakeOllama(t *testing.T, s *script) *httptest.Server {
 			Model    string `json:"model"`
 			Messages []struct{ Role, Content string }
 			Options  struct {
-				NumPredict int `json:"num_predict"`
+				NumPredict  int      `json:"num_predict"`
+				Temperature *float64 `json:"temperature"`
 			} `json:"options"`
+			Truncate, Shift *bool
 		}
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 			http.Error(w, `{"error":"bad request"}`, 400)
 			return
 		}
-		c := fakeCall{Model: req.Model, Session: r.Header.Get("X-Joule-Session"), MaxOutput: req.Options.NumPredict}
+		c := fakeCall{Model: req.Model, Session: r.Header.Get("X-Joule-Session"), MaxOutput: req.Options.NumPredict,
+			Temperature: req.Options.Temperature, Truncate: req.Truncate, Shift: req.Shift}
 		in := 0
 		for _, m := range req.Messages {
 			c.Messages = append(c.Messages, Message{m.Role, m.Content})
@@ -126,14 +133,15 @@ func fakeOpenAI(t *testing.T, s *script) *httptest.Server {
 			StreamOptions *struct {
 				IncludeUsage bool `json:"include_usage"`
 			} `json:"stream_options"`
-			Messages  []struct{ Role, Content string }
-			MaxTokens int `json:"max_tokens"`
+			Messages    []struct{ Role, Content string }
+			MaxTokens   int      `json:"max_tokens"`
+			Temperature *float64 `json:"temperature"`
 		}
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || !req.Stream {
 			http.Error(w, `{"error":{"message":"want a streaming request","type":"invalid_request_error"}}`, 400)
 			return
 		}
-		c := fakeCall{Model: req.Model, Session: r.Header.Get("X-Joule-Session"), MaxOutput: req.MaxTokens}
+		c := fakeCall{Model: req.Model, Session: r.Header.Get("X-Joule-Session"), MaxOutput: req.MaxTokens, Temperature: req.Temperature}
 		in := 0
 		for _, m := range req.Messages {
 			c.Messages = append(c.Messages, Message{m.Role, m.Content})

@@ -1,7 +1,9 @@
 package l3
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -106,7 +108,13 @@ func (o *Ollama) Name() string { return o.model }
 
 // Chat implements Model.
 func (o *Ollama) Chat(ctx context.Context, msgs []Message) (*Reply, error) {
-	req := &api.ChatRequest{Model: o.model, Options: o.Options}
+	// A prompt longer than the model's context is refused, not cut: by
+	// default Ollama drops its start (the instructions, the files) and
+	// answers what is left, and a reply past the context is continued over
+	// a shifted window that has lost the prompt. The tier wants an error
+	// it can report instead of an edit made without the request.
+	no := false
+	req := &api.ChatRequest{Model: o.model, Options: o.Options, Truncate: &no, Shift: &no}
 	if req.Options == nil {
 		req.Options = map[string]any{"temperature": 0}
 	}
@@ -140,6 +148,9 @@ func (o *Ollama) Chat(ctx context.Context, msgs []Message) (*Reply, error) {
 		return nil
 	})
 	if err != nil {
+		if strings.Contains(err.Error(), "exceeds the context length") {
+			return nil, fmt.Errorf("l3: Ollama at %s: the prompt does not fit the model's context (%v): raise the model's num_ctx, or lower tiers.l3.max_context", o.base, err)
+		}
 		return nil, callError(ctx, "Ollama", o.base, err)
 	}
 	if !done {
@@ -171,6 +182,8 @@ func NewOpenAI(baseURL, key, model string, hc *http.Client) (*OpenAI, error) {
 	cfg := openai.DefaultConfig(key)
 	cfg.BaseURL = strings.TrimSuffix(u.String(), "/")
 	cfg.HTTPClient = withSession(hc)
+	tr := cfg.HTTPClient.(*http.Client)
+	tr.Transport = greedyTransport{tr.Transport}
 	return &OpenAI{client: openai.NewClientWithConfig(cfg), base: cfg.BaseURL, model: model}, nil
 }
 
@@ -225,6 +238,42 @@ func (o *OpenAI) Chat(ctx context.Context, msgs []Message) (*Reply, error) {
 	}
 	r.Text = sb.String()
 	return r, nil
+}
+
+// greedyTransport sends "temperature": 0 in a chat completions request
+// that has no temperature. go-openai leaves a zero temperature out of the
+// body (omitempty), and the servers L3 talks to then sample at their
+// default of 1.0 (vLLM, and Ollama's /v1, which overrides the model's own
+// setting with it): L3's edits would be drawn at random instead of the
+// model's most likely answer. Found against a real Ollama.
+type greedyTransport struct{ base http.RoundTripper }
+
+func (t greedyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/chat/completions") || r.Body == nil {
+		return t.base.RoundTrip(r)
+	}
+	body, err := io.ReadAll(r.Body)
+	r.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	var probe map[string]json.RawMessage
+	if json.Unmarshal(body, &probe) == nil {
+		if _, set := probe["temperature"]; !set {
+			member := `"temperature":0,`
+			if len(probe) == 0 {
+				member = `"temperature":0`
+			}
+			if i := bytes.IndexByte(body, '{'); i >= 0 {
+				body = append(append(append([]byte(nil), body[:i+1]...), member...), body[i+1:]...)
+			}
+		}
+	}
+	r = r.Clone(r.Context())
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	r.ContentLength = int64(len(body))
+	return t.base.RoundTrip(r)
 }
 
 // callError names the server and, when the call ran out of time, says so

@@ -240,19 +240,28 @@ func (s *Stage) call(ctx context.Context, session string, round int, msgs []Mess
 	return reply, err
 }
 
-// maxCost is the most a call with msgs may cost: its prompt at a
-// conservative 1 token per 2 bytes, plus the output cap.
+// maxCost is the most a call with msgs may cost: its prompt at
+// TokensAtMost, a few tokens more per message for the chat template, plus
+// the output cap.
 func (s *Stage) maxCost(msgs []Message) uint64 {
-	in := 0
+	var in uint64
 	for _, m := range msgs {
-		in += len(m.Content)/2 + 8
+		in += TokensAtMost(len(m.Content)) + 8
 	}
 	out := uint64(s.MaxOutput)
 	if out == 0 {
 		out = s.Energy.MaxOutput(s.Model.Name())
 	}
-	return s.Energy.Energy(s.Model.Name(), energy.Usage{Input: uint64(in), Output: out}).UJ
+	return s.Energy.Energy(s.Model.Name(), energy.Usage{Input: in, Output: out}).UJ
 }
+
+// TokensAtMost bounds the tokens a text of n bytes can make: a tokenizer
+// with byte fallback (SentencePiece, byte-level BPE) never makes more
+// tokens than bytes, though code usually takes a third to a quarter of
+// that. A reservation holds the worst case: the bound before, one token per
+// two bytes, was passed by a real Ollama whose model read the prompt byte by
+// byte, and its calls then settled above what they had reserved.
+func TokensAtMost(n int) uint64 { return uint64(max(n, 0)) }
 
 func (s *Stage) close(req *tiers.Request, prior, next core.Files, changed []string, model string, round int, spent []energy.Estimate, tokens energy.Usage, unknown bool) (*tiers.Resolution, error) {
 	pub := s.Key.Public().(ed25519.PublicKey)

@@ -30,7 +30,7 @@ func Add(a, b int) int {
 }
 `
 
-func workspace(t *testing.T) string {
+func workspace(t testing.TB) string {
 	dir := t.TempDir()
 	for p, s := range map[string]string{
 		"go.mod":       "module example.com/ws\n\ngo 1.21\n",

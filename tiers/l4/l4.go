@@ -822,18 +822,24 @@ func (c *client) RequestPermission(ctx context.Context, p acp.RequestPermissionR
 	reject := func() acp.RequestPermissionResponse {
 		return pick(acp.PermissionOptionKindRejectOnce, acp.PermissionOptionKindRejectAlways)
 	}
-	tool, input, ok, why := event(call, c.exists)
-	if !ok {
-		_ = c.s.ed.Update(ctx, acp.UpdateAgentThoughtText(why+"; asking you."))
+	// relay asks the editor. The remote always gets an ACP outcome, never a
+	// JSON-RPC error: "cancelled" when its turn is being cancelled (as ACP
+	// asks of a client), its reject option when the editor has no answer.
+	relay := func(why string) (acp.RequestPermissionResponse, error) {
 		resp, err := c.s.ed.Permission(ctx, acp.RequestPermissionRequest{ToolCall: call, Options: p.Options})
-		if err != nil {
-			if ctx.Err() != nil {
-				return acp.RequestPermissionResponse{}, err
-			}
+		switch {
+		case ctx.Err() != nil:
+			return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{Cancelled: &acp.RequestPermissionOutcomeCancelled{}}}, nil
+		case err != nil:
 			_ = c.s.ed.Update(ctx, acp.UpdateAgentThoughtText(fmt.Sprintf("joule rejected the remote's tool call: %s, and the editor did not answer (%v)", why, err)))
 			return reject(), nil
 		}
 		return resp, nil
+	}
+	tool, input, ok, why := event(call, c.exists)
+	if !ok {
+		_ = c.s.ed.Update(ctx, acp.UpdateAgentThoughtText(why+"; asking you."))
+		return relay(why)
 	}
 	r := c.decide(ctx, tool, input)
 	switch r.Decision {
@@ -841,7 +847,7 @@ func (c *client) RequestPermission(ctx context.Context, p acp.RequestPermissionR
 		// Once only: a later call of the same tool is decided again.
 		return pick(acp.PermissionOptionKindAllowOnce, acp.PermissionOptionKindAllowAlways), nil
 	case gate.Ask:
-		return c.s.ed.Permission(ctx, acp.RequestPermissionRequest{ToolCall: call, Options: p.Options})
+		return relay(fmt.Sprintf("the grant asks about its %s %s", tool, describe(input)))
 	}
 	_ = c.s.ed.Update(ctx, acp.UpdateAgentThoughtText(fmt.Sprintf("joule denied the remote agent's %s %s (%s): %s", tool, describe(input), r.Code, r.Reason)))
 	return reject(), nil

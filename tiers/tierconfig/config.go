@@ -10,6 +10,7 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"regexp"
@@ -58,7 +59,11 @@ func (e Endpoint) APIKey() (string, error) {
 
 type L2 struct {
 	Embedder *Endpoint // nil: lexical and symbol retrieval only
-	Context  int       // snippets handed on to L3 on a miss; 0: L2's default
+	// EmbedTimeout bounds each embedding request (a batch of an index
+	// update, or a query): past it the update leaves the rest unembedded
+	// and the query answers lexically, each saying why.
+	EmbedTimeout time.Duration
+	Context      int // snippets handed on to L3 on a miss; 0: L2's default
 }
 
 type L3 struct {
@@ -81,6 +86,7 @@ const (
 	defaultL3Timeout    = 5 * time.Minute
 	defaultCheckTimeout = 2 * time.Minute
 	defaultL4Timeout    = 30 * time.Minute
+	defaultEmbedTimeout = 2 * time.Minute
 )
 
 // Names are the cascade's tiers, in order.
@@ -118,6 +124,7 @@ func (c *Tiers) EnabledNames() []string {
 func Parse(raw json.RawMessage) (*Tiers, error) {
 	c := &Tiers{}
 	c.L3.Timeout, c.L3.CheckTimeout, c.L4.Timeout = defaultL3Timeout, defaultCheckTimeout, defaultL4Timeout
+	c.L2.EmbedTimeout = defaultEmbedTimeout
 	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
 		return c, nil
 	}
@@ -141,7 +148,7 @@ func Parse(raw json.RawMessage) (*Tiers, error) {
 				"context": intField(&c.L2.Context, 1, 100),
 				"embedder": func(p string, v json.RawMessage) error {
 					c.L2.Embedder = &Endpoint{}
-					return modelServer(p, v, c.L2.Embedder)
+					return modelServer(p, v, c.L2.Embedder, fields{"timeout": durationField(&c.L2.EmbedTimeout)})
 				},
 			})
 		},
@@ -289,8 +296,13 @@ func endpointFields(fs fields, e *Endpoint) error {
 	return nil
 }
 
-func modelServer(path string, raw json.RawMessage, e *Endpoint) error {
+// modelServer parses a model server's settings, and the extra fields
+// given.
+func modelServer(path string, raw json.RawMessage, e *Endpoint, extra fields) error {
 	fs := fields{}
+	for k, f := range extra {
+		fs[k] = f
+	}
 	if err := endpointFields(fs, e); err != nil {
 		return err
 	}
@@ -411,18 +423,26 @@ func (c *Tiers) LocalStage(home string, key ed25519.PrivateKey, table *energy.Ta
 }
 
 // Embedder builds L2's embedding model client; nil when none is configured.
+// Each of its requests is bounded by the configured timeout, so that a
+// server that accepts and never answers holds up neither an index update
+// nor a query past it.
 func (c *Tiers) Embedder(home string) (l2.Embedder, Route, error) {
 	e := c.L2.Embedder
 	if e == nil {
 		return nil, Route{Note: l2.LexicalOnly}, nil
 	}
 	rt := RouteOf(home, *e)
+	timeout := c.L2.EmbedTimeout
+	if timeout <= 0 {
+		timeout = defaultEmbedTimeout
+	}
+	hc := &http.Client{Timeout: timeout}
 	if e.Provider == "ollama" {
-		return l2.NewOllamaEmbedder(rt.BaseURL, e.Model, nil), rt, nil
+		return l2.NewOllamaEmbedder(rt.BaseURL, e.Model, hc), rt, nil
 	}
 	key, err := e.APIKey()
 	if err != nil {
 		return nil, rt, err
 	}
-	return l2.NewOpenAIEmbedder(rt.BaseURL, key, e.Model, nil), rt, nil
+	return l2.NewOpenAIEmbedder(rt.BaseURL, key, e.Model, hc), rt, nil
 }

@@ -23,7 +23,7 @@ func TestParseTiers(t *testing.T) {
 			if got := c.EnabledNames(); !reflect.DeepEqual(got, []string{"l0", "l1", "l2"}) {
 				t.Errorf("on = %v", got)
 			}
-			if c.L3.Timeout != defaultL3Timeout || c.L4.Timeout != defaultL4Timeout {
+			if c.L3.Timeout != defaultL3Timeout || c.L4.Timeout != defaultL4Timeout || c.L2.EmbedTimeout != defaultEmbedTimeout {
 				t.Errorf("defaults: %+v", c)
 			}
 		}},
@@ -33,7 +33,7 @@ func TestParseTiers(t *testing.T) {
 			}
 		}},
 		{name: "full", raw: `{"on": ["l1","l2","l3","l4"],
-			"l2": {"context": 8, "embedder": {"provider": "ollama", "model": "nomic-embed-text"}},
+			"l2": {"context": 8, "embedder": {"provider": "ollama", "model": "nomic-embed-text", "timeout": "20s"}},
 			"l3": {"provider": "openai", "base_url": "http://127.0.0.1:8000/v1", "model": "Qwen/Qwen2.5-Coder-7B-Instruct", "api_key_env": "VLLM_KEY",
 			       "check": "make -C . 'check all'", "timeout": "90s", "check_timeout": "1m", "max_context": 32768, "max_output": 512},
 			"l4": {"command": "npx @zed-industries/claude-code-acp", "timeout": "10m"}}`,
@@ -41,7 +41,7 @@ func TestParseTiers(t *testing.T) {
 				if got := c.EnabledNames(); !reflect.DeepEqual(got, []string{"l1", "l2", "l3", "l4"}) {
 					t.Errorf("on = %v", got)
 				}
-				if c.L2.Embedder.BaseURL != defaultOllamaURL || c.L2.Context != 8 {
+				if c.L2.Embedder.BaseURL != defaultOllamaURL || c.L2.Context != 8 || c.L2.EmbedTimeout != 20*time.Second {
 					t.Errorf("l2 = %+v", c.L2)
 				}
 				if !reflect.DeepEqual(c.L3.Check, []string{"make", "-C", ".", "check all"}) || c.L3.Timeout != 90*time.Second || c.L3.CheckTimeout != time.Minute || c.L3.MaxContext != 32768 || c.L3.MaxOutput != 512 || c.L3.APIKeyEnv != "VLLM_KEY" {
@@ -73,6 +73,7 @@ func TestParseTiers(t *testing.T) {
 		{name: "key in api_key_env", raw: `{"l3": {"provider": "openai", "base_url": "http://h/v1", "model": "m", "api_key_env": "sk-abc123"}}`, err: "not an environment variable name"},
 		{name: "bad timeout", raw: `{"l3": {"provider": "ollama", "model": "m", "timeout": "soon"}}`, err: "tiers.l3.timeout"},
 		{name: "negative timeout", raw: `{"l4": {"command": "x", "timeout": "-1s"}}`, err: "tiers.l4.timeout"},
+		{name: "bad embedder timeout", raw: `{"l2": {"embedder": {"provider": "ollama", "model": "m", "timeout": "0s"}}}`, err: "tiers.l2.embedder.timeout"},
 		{name: "timeout as number", raw: `{"l4": {"command": "x", "timeout": 30}}`, err: "tiers.l4.timeout"},
 		{name: "bad check", raw: `{"l3": {"provider": "ollama", "model": "m", "check": "make 'unterminated"}}`, err: "tiers.l3.check"},
 		{name: "empty command", raw: `{"l4": {"command": "  "}}`, err: "tiers.l4.command"},

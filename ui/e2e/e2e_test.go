@@ -193,8 +193,15 @@ func statusOf(t *testing.T, home, session string) statusLine {
 	if !ok {
 		t.Fatalf("statusline printed %q", out)
 	}
+	// energy │ [the meter's coverage │] decisions │ … │ budget left
 	parts := strings.Split(body, " │ ")
-	return statusLine{parts[0], parts[1], parts[len(parts)-1]}
+	sl := statusLine{energy: parts[0], left: parts[len(parts)-1]}
+	for _, p := range parts[1:] {
+		if strings.Contains(p, " allowed · ") {
+			sl.decisions = p
+		}
+	}
+	return sl
 }
 
 // lsRow is one row of `joule receipts ls SESSION`, read from its --json

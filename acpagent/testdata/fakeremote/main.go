@@ -5,7 +5,7 @@
 //	answer TEXT       send TEXT as a message, change nothing
 //	newkind           send an update of a kind ACP v1 does not define, then answer
 //	crash             exit mid-prompt
-//	hang              never answer
+//	hang              say "remote: hanging", then never answer
 //	deny PATH         ask permission to edit PATH and report the outcome
 //	term [-limit N] [-kill] [-cwd DIR] [-line] CMD ARGS…
 //	                  run CMD in a client terminal (killed at once with
@@ -93,11 +93,17 @@ func (a *agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResp
 			if ctx.Err() != nil {
 				return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
 			}
-			return acp.PromptResponse{}, err
+			// A client must answer with an outcome; say what came instead.
+			a.say(ctx, sid, "remote: permission request failed: "+err.Error())
+			break
 		}
 		granted := resp.Outcome.Selected != nil && resp.Outcome.Selected.OptionId == "yes"
+		outcome := "cancelled"
+		if resp.Outcome.Selected != nil {
+			outcome = "selected:" + string(resp.Outcome.Selected.OptionId)
+		}
 		if f[0] == "deny" || !granted {
-			a.say(ctx, sid, fmt.Sprintf("remote: permission granted=%v", granted))
+			a.say(ctx, sid, fmt.Sprintf("remote: permission granted=%v outcome=%s", granted, outcome))
 			break
 		}
 		old, err := a.conn.ReadTextFile(ctx, acp.ReadTextFileRequest{SessionId: sid, Path: path(1)})
@@ -129,6 +135,7 @@ func (a *agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResp
 		a.say(ctx, sid, "remote: about to crash")
 		os.Exit(3)
 	case "hang":
+		a.say(ctx, sid, "remote: hanging")
 		<-ctx.Done()
 		return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
 	default:

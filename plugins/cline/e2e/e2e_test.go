@@ -201,9 +201,7 @@ func TestClineE2E(t *testing.T) {
 	}
 	w.api.Script(
 		runCommands("dd if=/dev/null of=denied.txt"),
-		// Contained (the default), in src: while a protected name is absent
-		// at the workspace root, no entry can be created there inside
-		// containment (docs/gate.md, "Containment").
+		// Contained (the default).
 		runCommands("touch src/allowed.txt && echo ran > src/allowed.txt"),
 		hosttest.Turn{Calls: []hosttest.Call{{Name: "editor", Args: map[string]any{"path": "src/written.txt", "new_text": "written by the model\n"}}}},
 		// Shapes of run_commands input Cline runs (TestClineFailures shows

@@ -72,9 +72,7 @@ func TestCodexE2E(t *testing.T) {
 		}
 	})
 	t.Run("allowed", func(t *testing.T) {
-		// Contained (the default), in src: while a protected name is absent
-		// at the workspace root, no entry can be created there inside
-		// containment (docs/gate.md, "Containment").
+		// Contained (the default).
 		os.MkdirAll(filepath.Join(r.ws, "src"), 0o755)
 		res := r.exec("write the file", call{Name: "exec_command", Args: `{"cmd":"touch src/allowed.txt && echo ran > src/allowed.txt"}`})
 		if b, err := os.ReadFile(filepath.Join(r.ws, "src", "allowed.txt")); err != nil || strings.TrimSpace(string(b)) != "ran" {

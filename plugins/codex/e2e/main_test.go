@@ -44,9 +44,10 @@ func TestMain(m *testing.M) {
 	if inNetns() {
 		// The same test binary, with the same flags, in a namespace whose
 		// only interface is loopback: nothing the CLI does can leave the
-		// machine.
+		// machine; and in a mount namespace of its own, where a system-mode
+		// test overlays /etc (hosttest.Machine).
 		ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
-		cmd := exec.CommandContext(ctx, "unshare", append([]string{"-n", "--", "sh", "-c", `ip link set lo up && exec "$0" "$@"`, os.Args[0]}, os.Args[1:]...)...)
+		cmd := exec.CommandContext(ctx, "unshare", append([]string{"-n", "-m", "--", "sh", "-c", `ip link set lo up && exec "$0" "$@"`, os.Args[0]}, os.Args[1:]...)...)
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 		cmd.Env = append(os.Environ(), netnsEnv+"=1", "JOULE_CODEX_E2E_BIN="+dir)
 		if err := cmd.Run(); err != nil {
@@ -70,7 +71,7 @@ func inNetns() bool {
 	if os.Getenv("JOULE_CODEX_E2E_NO_NETNS") != "" || runtime.GOOS != "linux" || os.Geteuid() != 0 {
 		return false
 	}
-	return exec.Command("unshare", "-n", "--", "sh", "-c", "ip link set lo up").Run() == nil
+	return exec.Command("unshare", "-n", "-m", "--", "sh", "-c", "ip link set lo up").Run() == nil
 }
 
 // codexBin finds the pinned Codex CLI's native binary, which

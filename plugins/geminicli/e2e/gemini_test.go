@@ -60,9 +60,7 @@ func TestGeminiE2E(t *testing.T) {
 	}
 	f.api.play(
 		call{"run_shell_command", map[string]any{"command": "dd if=/dev/null of=denied.txt"}},
-		// Contained (the default), in src: while a protected name is absent
-		// at the workspace root, no entry can be created there inside
-		// containment (docs/gate.md, "Containment").
+		// Contained (the default).
 		call{"run_shell_command", map[string]any{"command": "touch src/allowed.txt && echo ran > src/allowed.txt"}},
 		call{"write_file", map[string]any{"file_path": filepath.Join(f.ws, "src", "written.txt"), "content": "hi\n"}},
 		call{"mcp_joule_write_file", map[string]any{"path": "src/mcp.txt", "content": "via mcp\n"}},

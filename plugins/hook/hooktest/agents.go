@@ -1,11 +1,14 @@
 package hooktest
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/joulehook/joule/plugins/hook"
 )
@@ -78,5 +81,64 @@ func AgentServers(t *testing.T, in hook.Installer, rel, agent string, cases []Ag
 				}
 			}
 		})
+	}
+}
+
+// AgentServerSchema installs the ACP agent entry agent into the settings
+// file at rel (below a fresh home, over existing, the user's file) and
+// validates what was written against the editor's published settings
+// shape, pinned as the JSON schema at schemaPath: the whole file against
+// its root, and, when entryDef is not empty, agent's entry against
+// #/$defs/entryDef.
+func AgentServerSchema(t *testing.T, in hook.Installer, rel, agent, existing, schemaPath, entryDef string) {
+	t.Helper()
+	home := t.TempDir()
+	s := hook.Scope{Home: home, Joule: "/usr/local/bin/joule"}
+	p := filepath.Join(home, filepath.FromSlash(rel))
+	if existing != "" {
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(existing), 0o644)
+	}
+	changes, err := in.Plan(s, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hook.Apply(changes, time.Now(), filepath.Join(t.TempDir(), "backups")); err != nil {
+		t.Fatal(err)
+	}
+	written, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(schemaPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	schemaDoc, err := jsonschema.UnmarshalJSON(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("settings.json", schemaDoc); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(written))
+	if err != nil {
+		t.Fatalf("%v: %s", err, written)
+	}
+	check := func(loc string, v any) {
+		sch, err := c.Compile(loc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sch.Validate(v); err != nil {
+			t.Errorf("%s does not match %s: %v\n%s", rel, loc, err, written)
+		}
+	}
+	check("settings.json", doc)
+	if entryDef != "" {
+		servers, _ := doc.(map[string]any)["agent_servers"].(map[string]any)
+		check("settings.json#/$defs/"+entryDef, servers[agent])
 	}
 }

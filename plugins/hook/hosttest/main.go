@@ -120,9 +120,14 @@ func NeedTool(t *testing.T, what, how string) {
 // CLI's MCP servers, a hook it left behind) is killed, so nothing writes
 // into the test's directories after the test.
 func Run(ctx context.Context, cmd *exec.Cmd) ([]byte, error) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return run(ctx, cmd)
+}
+
+// run is Run for a cmd whose SysProcAttr asks for its own process group.
+func run(ctx context.Context, cmd *exec.Cmd) ([]byte, error) {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// A child that keeps the output open must not hold Wait past the CLI.
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {

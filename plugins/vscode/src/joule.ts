@@ -228,3 +228,52 @@ export function meterMessage(proxy: string, upstream: string): string {
     `Point Copilot Chat's bring-your-own-key Ollama models at it by setting ${OllamaEndpoint} to ${proxy} in this workspace's settings? ` +
     "Only models whose calls go through this base URL are metered: VS Code's own agent, Copilot's default models and their tokens stay invisible to an extension (JouleHook §7).";
 }
+
+// TaskType is the task type the extension provides: a tasks.json entry
+// {"type": "joule", "command": LINE} is a shell line that joule's gate
+// decides before it runs, and that runs confined by joule exec.
+export const TaskType = "joule";
+
+// TaskIO is what a gated task needs of its host: a terminal to write to
+// (lines end in \r\n there) and a human to ask when the gate says ask.
+export interface TaskIO {
+  write(text: string): void;
+  ask(line: string, reason: string): Promise<boolean>;
+}
+
+// execArgs is the command line a gated task runs: the line under joule
+// exec, confined by the kernel to what the session's active grant allows
+// (docs/gate.md, "Containment"), as the hosts that can rewrite a command
+// run it.
+export function execArgs(session: string, line: string): string[] {
+  return ["exec", "--session", session, "--", "/bin/sh", "-c", line];
+}
+
+// runTask is a gated task: joule gate decides the line (a receipt is
+// sealed either way); it runs, under joule exec, only on allow, or on ask
+// when the human says yes. Anything else, a gate that cannot answer
+// included, runs nothing and fails the task. It resolves to the exit
+// status; kill stops a running line.
+export function runTask(o: Options, cwd: string, line: string, io: TaskIO): { done: Promise<number>; kill(): void } {
+  let child: ReturnType<typeof spawn> | undefined;
+  let killed = false;
+  const crlf = (s: string) => s.replace(/\r?\n/g, "\r\n");
+  const done = (async () => {
+    const d = await gate(o, cwd, { tool: "Bash", command: line });
+    io.write(crlf(describe(d)) + "\r\n");
+    let run = d.decision === "allow";
+    if (d.decision === "ask") run = await io.ask(line, d.reason ?? "");
+    if (!run || killed) {
+      io.write(`joule: not run: ${line}\r\n`);
+      return 1;
+    }
+    return await new Promise<number>((resolve) => {
+      child = spawn(o.path, execArgs(o.session, line), { env: env(o), cwd, stdio: ["ignore", "pipe", "pipe"] });
+      child.stdout?.on("data", (b) => io.write(crlf(String(b))));
+      child.stderr?.on("data", (b) => io.write(crlf(String(b))));
+      child.on("error", (e) => { io.write(`joule exec: ${e.message}\r\n`); resolve(1); });
+      child.on("close", (code) => resolve(code ?? 1));
+    });
+  })();
+  return { done, kill: () => { killed = true; child?.kill(); } };
+}

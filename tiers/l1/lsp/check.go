@@ -18,8 +18,8 @@ import (
 	"github.com/joulehook/joule/core"
 )
 
-// ErrRegression is returned when an edit leaves the project with more type
-// errors than it had.
+// ErrRegression is returned when an edit leaves the project with a type
+// error it did not have.
 var ErrRegression = errors.New("the edit breaks the type check")
 
 // Check type-checks prior and next, each written to a temporary directory
@@ -33,9 +33,8 @@ func Check(ctx context.Context, srv Server, root string, prior, next core.Files)
 	// The two trees are checked at once: each check is a node process
 	// reading the whole project, the longest part of a request.
 	type count struct {
-		n     int
-		first string
-		err   error
+		errs []string
+		err  error
 	}
 	var dirs []string // for go vet: the packages the edit touches
 	seen := map[string]bool{}
@@ -47,10 +46,10 @@ func Check(ctx context.Context, srv Server, root string, prior, next core.Files)
 	}
 	done := make(chan count, 1)
 	go func() {
-		n, first, err := checkTree(ctx, srv, bin, root, prior, dirs)
-		done <- count{n, first, err}
+		errs, err := checkTree(ctx, srv, bin, root, prior, dirs)
+		done <- count{errs, err}
 	}()
-	after, first, err := checkTree(ctx, srv, bin, root, next, dirs)
+	after, err := checkTree(ctx, srv, bin, root, next, dirs)
 	b := <-done
 	if b.err != nil {
 		return b.err
@@ -58,22 +57,48 @@ func Check(ctx context.Context, srv Server, root string, prior, next core.Files)
 	if err != nil {
 		return err
 	}
-	before := b.n
-	if after > before {
-		return fmt.Errorf("%w: %s reports %d error(s) after it, %d before (%s)", ErrRegression, srv.Checker, after, before, first)
+	if added := newErrors(b.errs, after); len(added) > 0 {
+		return fmt.Errorf("%w: %s reports %d error(s) it did not before (%d before, %d after): %s", ErrRegression, srv.Checker, len(added), len(b.errs), len(after), added[0])
 	}
 	return nil
+}
+
+// newErrors are the errors of after that before has not, counted: a
+// second copy of an error already there is new too.
+func newErrors(before, after []string) []string {
+	have := map[string]int{}
+	for _, e := range before {
+		have[e]++
+	}
+	var added []string
+	for _, e := range after {
+		if have[e] > 0 {
+			have[e]--
+			continue
+		}
+		added = append(added, e)
+	}
+	sort.Strings(added)
+	return added
+}
+
+// errorKey is an error without its position: FILE: MESSAGE.
+var errorPos = regexp.MustCompile(`(:\d+:\d+|\(\d+,\d+\))(:)?`)
+
+func errorKey(dir, e string) string {
+	e = strings.ReplaceAll(firstLine(e), dir+string(filepath.Separator), "")
+	return errorPos.ReplaceAllString(e, ":")
 }
 
 var goError = regexp.MustCompile(`(?m)^(vet: )?\S+\.go:\d+:\d+: .*$`)
 
 var tscError = regexp.MustCompile(`(?m)^(.*?)\(\d+,\d+\): error TS\d+: .*$|^error TS\d+: .*$`)
 
-// checkTree counts the checker's errors on files, returning the first.
-func checkTree(ctx context.Context, srv Server, bin, root string, files core.Files, dirs []string) (int, string, error) {
+// checkTree lists the checker's errors on files, without positions.
+func checkTree(ctx context.Context, srv Server, bin, root string, files core.Files, dirs []string) ([]string, error) {
 	dir, err := os.MkdirTemp("", "joule-lsp-check-")
 	if err != nil {
-		return 0, "", err
+		return nil, err
 	}
 	defer os.RemoveAll(dir)
 	for _, p := range files.Paths() {
@@ -82,15 +107,15 @@ func checkTree(ctx context.Context, srv Server, bin, root string, files core.Fil
 		}
 		abs := filepath.Join(dir, filepath.FromSlash(p))
 		if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
-			return 0, "", err
+			return nil, err
 		}
 		if err := os.WriteFile(abs, files[p], 0o600); err != nil {
-			return 0, "", err
+			return nil, err
 		}
 	}
 	if fi, err := os.Stat(filepath.Join(root, "node_modules")); err == nil && fi.IsDir() {
 		if err := os.Symlink(filepath.Join(root, "node_modules"), filepath.Join(dir, "node_modules")); err != nil {
-			return 0, "", err
+			return nil, err
 		}
 	}
 	var args []string
@@ -115,11 +140,11 @@ func checkTree(ctx context.Context, srv Server, bin, root string, files core.Fil
 		}
 	case "go":
 		if len(dirs) == 0 {
-			return 0, "", nil
+			return nil, nil
 		}
 		args = append([]string{"vet"}, dirs...)
 	default:
-		return 0, "", fmt.Errorf("no way to run checker %s", srv.Checker)
+		return nil, fmt.Errorf("no way to run checker %s", srv.Checker)
 	}
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = dir
@@ -133,19 +158,19 @@ func checkTree(ctx context.Context, srv Server, bin, root string, files core.Fil
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	runErr := cmd.Run()
 	if ctx.Err() != nil {
-		return 0, "", ctx.Err()
+		return nil, ctx.Err()
 	}
 	switch srv.Checker {
 	case "go":
 		ms := goError.FindAllString(stderr.String()+out.String(), -1)
 		if runErr != nil && len(ms) == 0 {
-			return 0, "", fmt.Errorf("go vet failed without reporting a position (%v): %s", runErr, firstLine(stderr.String()))
+			return nil, fmt.Errorf("go vet failed without reporting a position (%v): %s", runErr, firstLine(stderr.String()))
 		}
-		first := ""
-		if len(ms) > 0 {
-			first = firstLine(ms[0])
+		keys := make([]string, len(ms))
+		for i, m := range ms {
+			keys[i] = errorKey(dir, m)
 		}
-		return len(ms), first, nil
+		return keys, nil
 	case "pyright":
 		var rep struct {
 			GeneralDiagnostics []struct {
@@ -159,31 +184,26 @@ func checkTree(ctx context.Context, srv Server, bin, root string, files core.Fil
 			} `json:"summary"`
 		}
 		if err := json.Unmarshal(out.Bytes(), &rep); err != nil || rep.Summary == nil {
-			return 0, "", fmt.Errorf("pyright did not report (%v): %s", runErr, firstLine(stderr.String()+out.String()))
+			return nil, fmt.Errorf("pyright did not report (%v): %s", runErr, firstLine(stderr.String()+out.String()))
 		}
 		var msgs []string
 		for _, d := range rep.GeneralDiagnostics {
 			if d.Severity == "error" {
 				rel, _ := filepath.Rel(dir, d.File)
-				msgs = append(msgs, fmt.Sprintf("%s:%d: %s", filepath.ToSlash(rel), d.Range.Start.Line+1, firstLine(d.Message)))
+				msgs = append(msgs, filepath.ToSlash(rel)+": "+firstLine(d.Message))
 			}
 		}
-		sort.Strings(msgs)
-		first := ""
-		if len(msgs) > 0 {
-			first = msgs[0]
-		}
-		return rep.Summary.ErrorCount, first, nil
+		return msgs, nil
 	default:
 		ms := tscError.FindAllString(out.String(), -1)
 		if runErr != nil && len(ms) == 0 {
-			return 0, "", fmt.Errorf("tsc failed without reporting an error (%v): %s", runErr, firstLine(stderr.String()+out.String()))
+			return nil, fmt.Errorf("tsc failed without reporting an error (%v): %s", runErr, firstLine(stderr.String()+out.String()))
 		}
-		first := ""
-		if len(ms) > 0 {
-			first = firstLine(ms[0])
+		keys := make([]string, len(ms))
+		for i, m := range ms {
+			keys[i] = errorKey(dir, m)
 		}
-		return len(ms), first, nil
+		return keys, nil
 	}
 }
 

@@ -51,7 +51,8 @@ type conn struct {
 	cmd     *exec.Cmd
 	in      io.WriteCloser
 	msgs    chan *message
-	readErr error // set before msgs is closed
+	readErr error         // set before msgs is closed
+	done    chan struct{} // closed when the server's stdout closes
 	nextID  int
 	stderr  *tail
 
@@ -96,7 +97,7 @@ func start(argv []string, dir string) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &conn{cmd: cmd, in: in, msgs: make(chan *message, 64), stderr: &tail{}}
+	c := &conn{cmd: cmd, in: in, msgs: make(chan *message, 64), stderr: &tail{}, done: make(chan struct{})}
 	cmd.Stderr = c.stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %v", argv[0], err)
@@ -107,6 +108,7 @@ func start(argv []string, dir string) (*conn, error) {
 
 // read decodes framed messages until the server's stdout closes.
 func (c *conn) read(r *bufio.Reader) {
+	defer close(c.done)
 	defer close(c.msgs)
 	for {
 		n := -1
@@ -143,6 +145,16 @@ func (c *conn) read(r *bufio.Reader) {
 			return
 		}
 		c.msgs <- m
+	}
+}
+
+// exited reports whether the server's output has ended.
+func (c *conn) exited() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -119,11 +119,11 @@ func CodeAction(ctx context.Context, root string, files core.Files, a Action) (*
 			return nil, fmt.Errorf("%s: %s ends before it starts", what, a.Where())
 		}
 	}
-	s, err := openServer(ctx, Gopls, root)
+	s, release, err := Default.acquire(ctx, Gopls, root)
 	if err != nil {
 		return nil, err
 	}
-	defer s.close()
+	defer func() { release(ctx.Err() != nil) }()
 	if err := s.syncGo(files, rel); err != nil {
 		return nil, err
 	}
@@ -256,11 +256,7 @@ func (s *session) renameFresh(ctx context.Context, prior, next core.Files, rel s
 		return next, nil
 	}
 	uri := fileURI(filepath.Join(s.root, filepath.FromSlash(rel)))
-	err := s.c.notify("textDocument/didChange", map[string]any{
-		"textDocument":   map[string]any{"uri": uri, "version": 2},
-		"contentChanges": []any{map[string]any{"text": string(src)}},
-	})
-	if err != nil {
+	if err := s.put(rel, "go", src); err != nil {
 		return nil, err
 	}
 	line := bytes.Count(src[:at[0]], []byte("\n"))
@@ -286,25 +282,43 @@ func (s *session) renameFresh(ctx context.Context, prior, next core.Files, rel s
 // (an editor's unsaved buffers), in gopls: it reads the rest from disk.
 func (s *session) syncGo(files core.Files, rel string) error {
 	n := 0
+	var events []any
 	for _, p := range files.Paths() {
 		if !strings.HasSuffix(p, ".go") || ignored(p) {
 			continue
 		}
 		abs := filepath.Join(s.root, filepath.FromSlash(p))
-		if p != rel {
+		if _, open := s.docs[p]; p != rel && !open {
 			if disk, err := os.ReadFile(abs); err == nil && bytes.Equal(disk, files[p]) {
+				// gopls reads it from disk; a reused session is told
+				// when the disk has changed since it last read it
+				if prior, ok := s.disk[p]; s.disk != nil && (!ok || !sameBytes(prior, files[p])) {
+					typ := 2 // changed
+					if !ok {
+						typ = 1 // created
+					}
+					events = append(events, map[string]any{"uri": fileURI(abs), "type": typ})
+				}
 				continue
 			}
 		}
 		if n++; n > maxOpen {
 			return fmt.Errorf("more than %d Go files differ from the disk: too many to open in gopls", maxOpen)
 		}
-		err := s.c.notify("textDocument/didOpen", map[string]any{"textDocument": map[string]any{
-			"uri": fileURI(abs), "languageId": "go", "version": 1, "text": string(files[p]),
-		}})
-		if err != nil {
+		if err := s.put(p, "go", files[p]); err != nil {
 			return err
 		}
 	}
-	return nil
+	for p := range s.disk {
+		if _, ok := files[p]; !ok && strings.HasSuffix(p, ".go") {
+			events = append(events, map[string]any{"uri": fileURI(filepath.Join(s.root, filepath.FromSlash(p))), "type": 3})
+		}
+	}
+	s.disk = files
+	if len(events) > 0 {
+		if err := s.c.notify("workspace/didChangeWatchedFiles", map[string]any{"changes": events}); err != nil {
+			return err
+		}
+	}
+	return s.drop(func(rel string) bool { _, ok := files[rel]; return ok })
 }

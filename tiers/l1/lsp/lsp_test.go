@@ -30,7 +30,9 @@ func TestMain(m *testing.M) {
 		bin = abs
 		os.Setenv(lsp.PathEnv, abs)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	lsp.Default.Close()
+	os.Exit(code)
 }
 
 // need fails under CI and skips locally when the servers are not installed.
@@ -51,7 +53,7 @@ func need(t *testing.T) {
 }
 
 // project copies a testdata project to a temporary directory.
-func project(t *testing.T, name string) (string, core.Files) {
+func project(t testing.TB, name string) (string, core.Files) {
 	t.Helper()
 	files, err := core.ReadDir(filepath.Join("testdata", name))
 	if err != nil {
@@ -89,7 +91,7 @@ func reference(t *testing.T, server, root, exts string, args ...string) map[stri
 }
 
 // col is the 1-based byte column of the first occurrence of what on line.
-func col(t *testing.T, files core.Files, rel string, line int, what string) int {
+func col(t testing.TB, files core.Files, rel string, line int, what string) int {
 	t.Helper()
 	l := strings.Split(string(files[rel]), "\n")[line-1]
 	i := strings.Index(l, what)

@@ -43,6 +43,70 @@ type session struct {
 	// capture, when set, takes a workspace/applyEdit the server sends
 	// while a command runs; an error declines it.
 	capture func(*WorkspaceEdit) error
+
+	// docs are the documents open in the server, with the text it has; a
+	// reused session sends only what changed since.
+	docs map[string]doc
+	// disk is the snapshot gopls last read unopened files of; files that
+	// differ from it since are announced as changed on disk.
+	disk core.Files
+}
+
+type doc struct {
+	version int
+	text    []byte
+}
+
+// put makes the server's copy of rel the given text: didOpen the first
+// time, didChange (the full text) when it differs.
+func (s *session) put(rel, languageID string, text []byte) error {
+	if s.docs == nil {
+		s.docs = map[string]doc{}
+	}
+	uri := fileURI(filepath.Join(s.root, filepath.FromSlash(rel)))
+	d, ok := s.docs[rel]
+	if !ok {
+		s.docs[rel] = doc{1, text}
+		return s.c.notify("textDocument/didOpen", map[string]any{"textDocument": map[string]any{
+			"uri": uri, "languageId": languageID, "version": 1, "text": string(text),
+		}})
+	}
+	if sameBytes(d.text, text) {
+		return nil
+	}
+	s.docs[rel] = doc{d.version + 1, text}
+	return s.c.notify("textDocument/didChange", map[string]any{
+		"textDocument":   map[string]any{"uri": uri, "version": d.version + 1},
+		"contentChanges": []any{map[string]any{"text": string(text)}},
+	})
+}
+
+// drop closes the documents open in the server that keep returns false for.
+func (s *session) drop(keep func(rel string) bool) error {
+	for rel := range s.docs {
+		if keep(rel) {
+			continue
+		}
+		delete(s.docs, rel)
+		err := s.c.notify("textDocument/didClose", map[string]any{"textDocument": map[string]any{
+			"uri": fileURI(filepath.Join(s.root, filepath.FromSlash(rel)))}})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sameBytes is bytes.Equal with a shortcut for the same backing array, the
+// common case of a file unchanged between two snapshots.
+func sameBytes(a, b []byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) == 0 || &a[0] == &b[0] {
+		return true
+	}
+	return bytes.Equal(a, b)
 }
 
 // ResolveEdits makes the client announce codeAction/resolve support for
@@ -62,15 +126,6 @@ func codeActionCaps() map[string]any {
 		caps["resolveSupport"] = map[string]any{"properties": []string{"edit"}}
 	}
 	return caps
-}
-
-// open starts the server for rel in root and initializes it.
-func open(ctx context.Context, root, rel string) (*session, error) {
-	srv, ok := For(rel)
-	if !ok {
-		return nil, fmt.Errorf("%w for %s", ErrNoServer, rel)
-	}
-	return openServer(ctx, srv, root)
 }
 
 // openServer starts srv in root and initializes it.
@@ -174,14 +229,11 @@ func (s *session) sync(files core.Files) error {
 		if n++; n > maxOpen {
 			return fmt.Errorf("more than %d %s files: too many to open in %s", maxOpen, s.srv.Language, s.srv.Name)
 		}
-		err := s.c.notify("textDocument/didOpen", map[string]any{"textDocument": map[string]any{
-			"uri": fileURI(filepath.Join(s.root, filepath.FromSlash(p))), "languageId": languageID(p), "version": 1, "text": string(files[p]),
-		}})
-		if err != nil {
+		if err := s.put(p, languageID(p), files[p]); err != nil {
 			return err
 		}
 	}
-	return nil
+	return s.drop(func(rel string) bool { _, ok := files[rel]; return ok })
 }
 
 // maxOpen bounds the files one request opens in a server.
@@ -231,11 +283,15 @@ func Rename(ctx context.Context, root string, files core.Files, rel string, line
 	if err != nil {
 		return nil, fmt.Errorf("rename: %s: %v", rel, err)
 	}
-	s, err := open(ctx, root, rel)
+	srv, ok := For(rel)
+	if !ok {
+		return nil, fmt.Errorf("%w for %s", ErrNoServer, rel)
+	}
+	s, release, err := Default.acquire(ctx, srv, root)
 	if err != nil {
 		return nil, err
 	}
-	defer s.close()
+	defer func() { release(ctx.Err() != nil) }()
 	if err := s.sync(files); err != nil {
 		return nil, err
 	}
@@ -287,17 +343,18 @@ func OrganizeImports(ctx context.Context, root string, files core.Files, rel str
 		return nil, fmt.Errorf("organize imports: %s is not in the workspace", rel)
 	}
 	goFile := strings.HasSuffix(rel, ".go")
-	var s *session
-	var err error
+	srv, ok := For(rel)
 	if goFile {
-		s, err = openServer(ctx, Gopls, root)
-	} else {
-		s, err = open(ctx, root, rel)
+		srv, ok = Gopls, true
 	}
+	if !ok {
+		return nil, fmt.Errorf("%w for %s", ErrNoServer, rel)
+	}
+	s, release, err := Default.acquire(ctx, srv, root)
 	if err != nil {
 		return nil, err
 	}
-	defer s.close()
+	defer func() { release(ctx.Err() != nil) }()
 	if goFile {
 		err = s.syncGo(files, rel)
 	} else {
@@ -378,4 +435,40 @@ func changed(prior, next core.Files) int {
 		}
 	}
 	return n
+}
+
+// ServerRename sends srv's own textDocument/rename for the symbol at
+// line:col of rel on the pooled server of root (started or reused, synced
+// with files) and returns how long the request took, its edit discarded:
+// the baseline benchmarks hold L1's renames against.
+func ServerRename(ctx context.Context, srv Server, root string, files core.Files, rel string, line, col int, to string) (time.Duration, error) {
+	pos, err := position(files[rel], line, col)
+	if err != nil {
+		return 0, err
+	}
+	s, release, err := Default.acquire(ctx, srv, root)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { release(ctx.Err() != nil) }()
+	if srv.Name == Gopls.Name {
+		err = s.syncGo(files, rel)
+	} else {
+		err = s.sync(files)
+	}
+	if err != nil {
+		return 0, err
+	}
+	var we *WorkspaceEdit
+	t0 := time.Now()
+	err = s.c.call(ctx, "textDocument/rename", map[string]any{
+		"textDocument": map[string]any{"uri": fileURI(filepath.Join(s.root, filepath.FromSlash(rel)))},
+		"position":     pos,
+		"newName":      to,
+	}, &we)
+	d := time.Since(t0)
+	if err == nil && (we == nil || len(we.Changes)+len(we.DocumentChanges) == 0) {
+		err = fmt.Errorf("%s finds nothing to rename at %s:%d:%d", srv.Name, rel, line, col)
+	}
+	return d, err
 }

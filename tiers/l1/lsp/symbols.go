@@ -70,11 +70,11 @@ func RenameSymbol(ctx context.Context, root string, files core.Files, srv Server
 			return nil, fmt.Errorf("rename: %s is not in the workspace", file)
 		}
 	}
-	s, err := openServer(ctx, srv, root)
+	s, release, err := Default.acquire(ctx, srv, root)
 	if err != nil {
 		return nil, err
 	}
-	defer s.close()
+	defer func() { release(ctx.Err() != nil) }()
 	if err := s.sync(files); err != nil {
 		return nil, err
 	}

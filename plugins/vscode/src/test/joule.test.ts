@@ -6,7 +6,7 @@ import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import * as joule from "../joule";
 
 const bin = process.env.JOULE_BIN;
@@ -172,4 +172,69 @@ test("joule.meterModels: the setting written keeps the user's entries and refuse
   assert.equal(joule.upstreamFor("http://127.0.0.1:5", "http://127.0.0.1:5", "http://gpu:11434"), "http://gpu:11434");
   const m = joule.meterMessage("http://127.0.0.1:5", "http://gpu:11434");
   assert.ok(m.includes(joule.OllamaEndpoint) && m.includes("stay invisible to an extension"), m);
+});
+
+test("a joule task runs its line under joule exec only when the gate allows it, or a human says yes to an ask", async () => {
+  const t: joule.Options = { ...o, session: "vscode-task" };
+  // joule exec keeps a workspace below the temp dir read-only while a
+  // protected path below it is absent: the lines run with a temp dir
+  // beside the workspace, as a real one is.
+  const saved = process.env.TMPDIR;
+  process.env.TMPDIR = fs.mkdtempSync(path.join(tmp, "t-"));
+  fs.mkdirSync(path.join(ws, "out"), { recursive: true });
+  const outside = path.join(tmp, "outside.txt");
+  const run = async (line: string, answer: boolean | undefined, opts = t) => {
+    let text = "";
+    const asked: string[] = [];
+    const code = await joule.runTask(opts, ws, line, {
+      write: (s) => (text += s),
+      ask: async (l) => { asked.push(l); return answer ?? false; },
+    }).done;
+    return { code, text, asked };
+  };
+  try {
+    const ok = await run("echo made by a task > out/task.txt && cat out/task.txt", undefined);
+    assert.equal(ok.code, 0, ok.text);
+    assert.match(ok.text, /^joule gate: allow \(allowed\)/);
+    assert.match(ok.text, /made by a task\r\n/); // the line's output, for a terminal
+    assert.equal(fs.readFileSync(path.join(ws, "out", "task.txt"), "utf8"), "made by a task\n");
+
+    const denied = await run(`echo pwned > ${outside}`, undefined);
+    assert.equal(denied.code, 1, denied.text);
+    assert.match(denied.text, /^joule gate: deny \(outside-workspace\)/);
+    assert.ok(!fs.existsSync(outside), "a denied line ran");
+
+    // The default grant asks before rm: no, then yes.
+    const no = await run("rm out/task.txt", false);
+    assert.deepEqual([no.code, no.asked], [1, ["rm out/task.txt"]]);
+    assert.ok(fs.existsSync(path.join(ws, "out", "task.txt")), "rm ran without a yes");
+    const yes = await run("rm out/task.txt", true);
+    assert.equal(yes.code, 0, yes.text);
+    assert.ok(!fs.existsSync(path.join(ws, "out", "task.txt")), "rm did not run after a yes");
+
+    // The line runs under joule exec: the gate allows `make`, the kernel
+    // refuses the recipe's write into a repository's hooks, which an
+    // unconfined git would run later (docs/gate.md, "Containment").
+    const lib = path.join(ws, "lib");
+    fs.mkdirSync(lib);
+    execFileSync("git", ["init", "-q", lib]);
+    fs.writeFileSync(path.join(ws, "Makefile"), "all:\n\techo 'touch pwned' > lib/.git/hooks/pre-commit\n");
+    const hook = await run("make", undefined);
+    assert.match(hook.text, /^joule gate: allow \(allowed\)/);
+    assert.notEqual(hook.code, 0, hook.text);
+    assert.match(hook.text, /Permission denied|Read-only file system/);
+    assert.ok(!fs.existsSync(path.join(lib, ".git", "hooks", "pre-commit")), "the line ran unconfined");
+
+    // No joule: nothing runs, and the task fails.
+    const missing = await run("echo never > out/missing.txt", undefined, { ...t, path: path.join(tmp, "no-such-joule") });
+    assert.equal(missing.code, 1);
+    assert.match(missing.text, /^joule gate: deny \(internal-error\)/);
+    assert.ok(!fs.existsSync(path.join(ws, "out", "missing.txt")));
+
+    const ls = await joule.run(t, ["receipts", "ls", "vscode-task", "--json"]);
+    const decisions = (JSON.parse(ls.stdout) as { decision: string }[]).map((r) => r.decision);
+    assert.deepEqual(decisions, ["allow", "deny", "ask", "ask", "allow"], ls.stdout);
+  } finally {
+    process.env.TMPDIR = saved;
+  }
 });

@@ -57,6 +57,37 @@ async function palette(title) {
   await row.click();
 }
 
+// figures are the session view's figures in a frame (the webview's or
+// joule ui's own page).
+async function figures(frame) {
+  const f = {};
+  for (const k of ["energy", "decisions", "budget-left", "receipts"]) f[k] = (await frame.locator(`[data-testid=${k}]`).first().textContent()).trim();
+  f.rows = await frame.locator("#chain .r").count();
+  return f;
+}
+
+// runTask runs a task of tasks.json through VS Code's own "Tasks: Run
+// Task", by its label.
+async function runTask(label) {
+  await palette("Tasks: Run Task");
+  const row = page.locator(".quick-input-list .monaco-list-row", { hasText: label }).first();
+  await row.waitFor({ timeout: 60000 });
+  await row.click();
+}
+
+// terminalText waits until a terminal shows text, and returns what it shows.
+async function terminalText(text, ms = 60000) {
+  const t0 = Date.now();
+  let all = [];
+  while (Date.now() - t0 < ms) {
+    all = await page.$$eval(".xterm-rows", (rs) => rs.map((r) => r.innerText.replace(/\u00a0/g, " ")));
+    const hit = all.find((t) => t.includes(text));
+    if (hit) return hit.split("\n").map((l) => l.trimEnd()).filter((l) => l).join("\n");
+    await sleep(200);
+  }
+  throw new Error(`no terminal shows ${JSON.stringify(text)}: ${JSON.stringify(all)}`);
+}
+
 async function toast(text, ms = 60000) {
   const t = page.locator(".notification-list-item-message", { hasText: text }).last();
   await t.waitFor({ timeout: ms });
@@ -140,6 +171,14 @@ async function main() {
   await frame.waitForFunction((want) => document.querySelector("[data-testid=decisions]")?.textContent.trim() === want, reply.decisions, { timeout: 90000 });
   out.webview.liveDecisions = (await frame.locator("[data-testid=decisions]").first().textContent()).trim();
   out.webview.liveRows = await frame.locator("#chain .r").count();
+  out.webview.after = await figures(frame);
+  // joule ui itself, started by the test for the same store: its session
+  // view shows the same figures as the webview.
+  const ui = await browser.newPage({ viewport: { width: 1200, height: 800 } });
+  await ui.goto(reply.ui, { waitUntil: "domcontentloaded" });
+  await ui.waitForFunction((n) => document.querySelectorAll("#chain .r").length === n, out.webview.liveRows, { timeout: 60000 });
+  out.jouleUI = await figures(ui.mainFrame());
+  await ui.close();
 
   // Model traffic through joule proxy: the command starts the proxy, asks
   // (a modal) before it writes the workspace setting, then says where.
@@ -152,6 +191,34 @@ async function main() {
   out.meter = await toast("written to");
   out.meterMs = Date.now() - m0;
   await handshake("meter", { toast: out.meter });
+
+  // A gated action through the host's own task system: tasks of type
+  // "joule" in the workspace's tasks.json, run by "Tasks: Run Task" in
+  // VS Code's terminal. The first is allowed and writes in the workspace;
+  // the second is denied, and its terminal says why.
+  await page.keyboard.press("Escape");
+  await runTask("gated: write in the workspace");
+  out.task1 = await terminalText("joule gate: allow");
+  reply = await handshake("task1", { terminal: out.task1 });
+  await waitStatus(reply.want);
+  await runTask("gated: write outside the workspace");
+  out.task2 = await terminalText("joule gate: deny");
+  await shot("vscode-task.png");
+  reply = await handshake("task2", { terminal: out.task2 });
+  await waitStatus(reply.want);
+  out.status4 = await statusText();
+
+  // No joule: the test moves the binary away. The status bar says so, and
+  // the tool answers deny without a decision from joule.
+  await handshake("missing", {});
+  await waitStatus("joule");
+  await page.keyboard.press("Escape");
+  await palette("joule: Ask the gate about a shell command");
+  await page.locator(".quick-input-widget", { hasText: "A shell command to check" }).first().waitFor({ timeout: 30000 });
+  await box.fill("go vet ./...");
+  await page.keyboard.press("Enter");
+  out.missing = await toast("joule gate: deny (internal-error)");
+  await handshake("missing-checked", { toast: out.missing });
 }
 
 try {
