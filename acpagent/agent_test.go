@@ -112,12 +112,11 @@ func newFixtureWith(t *testing.T, g *grant.Grant, ed acp.Client, cl *client, cap
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := st.PutGrant(ctx, store.GrantRecord{ID: s.ID.String(), Signed: s.Envelope, BudgetUJ: g.BudgetUJ}); err != nil {
-		t.Fatal(err)
-	}
-	st.SetSetting(ctx, gate.SettingActive, s.ID.String())
 	sealer, _ := id.Sealer()
 	gt := &gate.Gate{Store: st, Sealer: sealer, Trust: grant.Trust{id.Steward: id.Public()}, JouleHome: home, Costs: gate.DefaultCosts}
+	if err := gt.Adopt(ctx, s, "test grant", true); err != nil {
+		t.Fatal(err)
+	}
 	cache, err := l0.Open(filepath.Join(home, l0.Dir))
 	if err != nil {
 		t.Fatal(err)

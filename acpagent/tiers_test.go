@@ -101,12 +101,11 @@ func tierFixture(t *testing.T, ol *fakeOllama) (*fixture, *planClient, string) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := st.PutGrant(ctx, store.GrantRecord{ID: s.ID.String(), Signed: s.Envelope, BudgetUJ: g.BudgetUJ}); err != nil {
-		t.Fatal(err)
-	}
-	st.SetSetting(ctx, gate.SettingActive, s.ID.String())
 	sealer, _ := id.Sealer()
 	gt := &gate.Gate{Store: st, Sealer: sealer, Trust: grant.Trust{id.Steward: id.Public()}, JouleHome: home, Costs: gate.DefaultCosts}
+	if err := gt.Adopt(ctx, s, "test grant", true); err != nil {
+		t.Fatal(err)
+	}
 	srv := httptest.NewServer(ol)
 	t.Cleanup(srv.Close)
 	model, err := l3.NewOllama(srv.URL, "qwen2.5-coder:7b", nil)

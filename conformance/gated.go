@@ -93,6 +93,13 @@ func runGated(f *GatedFile, v *GatedVector) (*GatedVector, error) {
 	}
 	defer st.Close()
 	trust := grant.Trust{f.Issuer: f.IssuerPublicKey}
+	sealer, err := core.NewSealer(f.Issuer, key)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Unix(f.Now, 0)
+	g := &gate.Gate{Store: st, Sealer: sealer, Trust: trust, Now: func() time.Time { return now }}
+	// Each grant is recorded in the trust chain, the last made active.
 	var ids []string
 	for i, h := range v.Grants {
 		env, err := hex.DecodeString(h)
@@ -103,22 +110,11 @@ func runGated(f *GatedFile, v *GatedVector) (*GatedVector, error) {
 		if err != nil {
 			return nil, fmt.Errorf("grant %d: %v", i, err)
 		}
-		if err := st.PutGrant(ctx, store.GrantRecord{ID: s.ID.String(), Parent: s.Grant.Parent, Signed: env, BudgetUJ: s.Grant.BudgetUJ}); err != nil {
-			return nil, err
+		if err := g.Adopt(ctx, s, "a conformance vector's grant", i == len(v.Grants)-1); err != nil {
+			return nil, fmt.Errorf("grant %d: %v", i, err)
 		}
 		ids = append(ids, s.ID.String())
 	}
-	if len(ids) > 0 {
-		if err := st.SetSetting(ctx, gate.SettingActive, ids[len(ids)-1]); err != nil {
-			return nil, err
-		}
-	}
-	sealer, err := core.NewSealer(f.Issuer, key)
-	if err != nil {
-		return nil, err
-	}
-	now := time.Unix(f.Now, 0)
-	g := &gate.Gate{Store: st, Sealer: sealer, Trust: trust, Now: func() time.Time { return now }}
 	stages := make([]tiers.Stage, len(v.Stages))
 	for i, s := range v.Stages {
 		stages[i] = scripted{s.Tier, s.Outcome}

@@ -200,14 +200,11 @@ func gateDemo(ctx context.Context, home, ws string, id *identity.Identity, say f
 	if err != nil {
 		return err
 	}
-	if err := st.PutGrant(ctx, store.GrantRecord{ID: s.ID.String(), Signed: s.Envelope, BudgetUJ: s.Grant.BudgetUJ}); err != nil {
-		return err
-	}
-	if err := st.SetSetting(ctx, gate.SettingActive, s.ID.String()); err != nil {
-		return err
-	}
 	sealer, _ := id.Sealer()
 	g := &gate.Gate{Store: st, Sealer: sealer, Trust: grant.Trust{id.Steward: id.Public()}, JouleHome: home, Hosts: hosts.Config(nil, "")}
+	if err := g.Adopt(ctx, s, "the demo's grant", true); err != nil {
+		return err
+	}
 	say("7. grant     %s: template dev, %s, workspace %s", s.ID, grant.FormatEnergy(s.Grant.BudgetUJ), root)
 	events := []string{
 		`{"session_id":"demo","tool":"Bash","input":{"command":"go vet ./... && go test ./..."},"cwd":%q}`,

@@ -51,17 +51,17 @@ func Proxy(ctx context.Context, home string, say func(string, ...any)) error {
 	if err != nil {
 		return err
 	}
-	if err := st.PutGrant(ctx, store.GrantRecord{ID: g.ID.String(), Signed: g.Envelope, BudgetUJ: g.Grant.BudgetUJ}); err != nil {
-		return err
-	}
-	if err := st.SetSetting(ctx, gate.SettingActive+":"+proxySession, g.ID.String()); err != nil {
-		return err
-	}
 	sealer, err := id.Sealer()
 	if err != nil {
 		return err
 	}
 	gt := &gate.Gate{Store: st, Sealer: sealer, Trust: grant.Trust{id.Steward: id.Public()}, JouleHome: home, Hosts: hosts.Config(nil, "")}
+	if err := gt.Adopt(ctx, g, "the demo proxy's grant", false); err != nil {
+		return err
+	}
+	if err := gt.Use(ctx, g.ID.String(), proxySession); err != nil {
+		return err
+	}
 
 	upstream, err := startServer(AnthropicStandIn())
 	if err != nil {

@@ -14,8 +14,8 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/joulehook/joule/core"
-	"github.com/joulehook/joule/core/gate"
 	"github.com/joulehook/joule/core/store"
+	"github.com/joulehook/joule/core/trust"
 )
 
 // The joule:// resources.
@@ -351,9 +351,14 @@ type grantView struct {
 	Error      string    `json:"error,omitempty"` // does not verify against the trusted issuers
 }
 
-func (s *Server) grantView(rec store.GrantRecord, active string) grantView {
-	v := grantView{ID: rec.ID, URI: URIGrants + "/" + rec.ID, Parent: rec.Parent, Active: rec.ID == active,
+// grantView shows rec, active and revoked as ts, the signed trust state,
+// says (nil: it could not be read, and nothing is shown active).
+func (s *Server) grantView(rec store.GrantRecord, ts *trust.Grants) grantView {
+	v := grantView{ID: rec.ID, URI: URIGrants + "/" + rec.ID, Parent: rec.Parent,
 		BudgetUJ: rec.BudgetUJ, SpentUJ: rec.SpentUJ, ReservedUJ: rec.ReservedUJ, LeftUJ: rec.RemainingUJ(), Revoked: rec.Revoked, Created: rec.Created.UTC()}
+	if ts != nil {
+		v.Active, v.Revoked = rec.ID == ts.Default(), rec.Revoked || ts.Revoked(rec.ID)
+	}
 	sg, err := s.cfg.Gate.Trust.Open(rec.Signed)
 	if err != nil {
 		v.Error = err.Error()
@@ -370,10 +375,14 @@ func (s *Server) readGrants(ctx context.Context, req mcp.ReadResourceRequest) ([
 	if err != nil {
 		return nil, err
 	}
-	active, _ := s.store.Setting(ctx, gate.SettingActive)
+	ts, _ := s.cfg.Gate.TrustState(ctx)
+	active := ""
+	if ts != nil {
+		active = ts.Default()
+	}
 	out := make([]grantView, 0, len(recs))
 	for _, r := range recs {
-		out = append(out, s.grantView(r, active))
+		out = append(out, s.grantView(r, ts))
 	}
 	return jsonContents(req.Params.URI, map[string]any{"active": active, "grants": out})
 }
@@ -383,6 +392,6 @@ func (s *Server) readGrant(ctx context.Context, req mcp.ReadResourceRequest) ([]
 	if err != nil {
 		return nil, err
 	}
-	active, _ := s.store.Setting(ctx, gate.SettingActive)
-	return jsonContents(req.Params.URI, s.grantView(rec, active))
+	ts, _ := s.cfg.Gate.TrustState(ctx)
+	return jsonContents(req.Params.URI, s.grantView(rec, ts))
 }

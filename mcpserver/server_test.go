@@ -70,10 +70,9 @@ func newFixture(t testing.TB, limits Limits) *fixture {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := f.gate.Store.PutGrant(ctx, store.GrantRecord{ID: sg.ID.String(), Signed: sg.Envelope, BudgetUJ: sg.Grant.BudgetUJ}); err != nil {
+	if err := f.gate.Adopt(ctx, sg, "test grant", true); err != nil {
 		t.Fatal(err)
 	}
-	f.gate.Store.SetSetting(ctx, gate.SettingActive, sg.ID.String())
 	f.srv = f.newServer(t, f.gate, "s1", limits)
 	f.c, f.notes = f.connect(t, f.srv)
 	return f
@@ -417,8 +416,10 @@ func TestResources(t *testing.T) {
 	if st["steward"] != "test.example" || st["verifier_key"] != f.id.VerifierKey {
 		t.Errorf("steward: %v", st)
 	}
+	// The session, and the trust chain that issued and activated the
+	// fixture's grant (session joule-grants, two receipts).
 	sess, _ := f.read(t, URISessions)
-	if sess["total"].(float64) != 1 {
+	if sess["total"].(float64) != 2 {
 		t.Errorf("sessions: %v", sess)
 	}
 	sum, _ := f.read(t, "joule://sessions/s1")
@@ -448,7 +449,7 @@ func TestResources(t *testing.T) {
 		t.Errorf("receipt list: %v", rl)
 	}
 	cp, _ := f.read(t, URICheckpoint)
-	if cp["size"].(float64) != 2 || !strings.Contains(cp["note"].(string), "— test.example ") {
+	if cp["size"].(float64) != 4 || !strings.Contains(cp["note"].(string), "— test.example ") {
 		t.Errorf("checkpoint: %v", cp)
 	}
 	gr, _ := f.read(t, URIGrants)
@@ -481,7 +482,7 @@ func TestPagination(t *testing.T) {
 		t.Fatalf("page 1: %d next %v", len(p1["sessions"].([]any)), p1["next_uri"])
 	}
 	p2, _ := f.read(t, p1["next_uri"].(string))
-	if len(p2["sessions"].([]any)) != 6 || p2["next_uri"] != nil {
+	if len(p2["sessions"].([]any)) != 7 || p2["next_uri"] != nil { // joule-grants too
 		t.Errorf("page 2: %v", p2)
 	}
 	r1, _ := f.read(t, "joule://sessions/s1/receipts")

@@ -14,7 +14,6 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/joulehook/joule/core"
-	"github.com/joulehook/joule/core/gate"
 	"github.com/joulehook/joule/core/receipts"
 	"github.com/joulehook/joule/core/store"
 )
@@ -253,7 +252,12 @@ func (s *Server) grants(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	active, _ := s.cfg.Store.Setting(ctx, gate.SettingActive)
+	active, revoked := "", func(string) bool { return false }
+	if s.cfg.TrustState != nil {
+		if ts, err := s.cfg.TrustState(ctx); err == nil {
+			active, revoked = ts.Default(), ts.Revoked
+		}
+	}
 	parent := map[string]string{}
 	for _, g := range recs {
 		parent[g.ID] = g.Parent
@@ -262,7 +266,7 @@ func (s *Server) grants(r *http.Request) (any, error) {
 	out := []GrantView{}
 	for _, g := range recs {
 		v := GrantView{ID: g.ID, Parent: g.Parent, Active: g.ID == active, BudgetUJ: g.BudgetUJ, SpentUJ: g.SpentUJ, ReservedUJ: g.ReservedUJ,
-			LeftUJ: g.RemainingUJ(), Revoked: g.Revoked, Created: g.Created.UnixMilli()}
+			LeftUJ: g.RemainingUJ(), Revoked: g.Revoked || revoked(g.ID), Created: g.Created.UnixMilli()}
 		for id, n := g.ID, 0; id != "" && n < 17; id, n = parent[id], n+1 {
 			v.Chain = append([]string{id}, v.Chain...)
 		}

@@ -26,6 +26,7 @@ import (
 	"github.com/joulehook/joule/core/grant"
 	"github.com/joulehook/joule/core/receipts"
 	"github.com/joulehook/joule/core/store"
+	"github.com/joulehook/joule/core/trust"
 )
 
 //go:embed assets/index.html
@@ -49,6 +50,10 @@ type Config struct {
 	// ActiveChain returns the ids of the session's active grant chain,
 	// root first (the gate's ActiveChain); nil when there is none.
 	ActiveChain func(ctx context.Context, session string) ([]string, error)
+	// TrustState returns the grant trust state the signed trust chain
+	// says (the gate's TrustState): which grant is active and which are
+	// revoked. Nil: none is shown active.
+	TrustState func(ctx context.Context) (*trust.Grants, error)
 	// Token is the per-start secret every request must carry.
 	Token string
 	// Poll is how often live updates check the log size (default 500ms).

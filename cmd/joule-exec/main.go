@@ -18,7 +18,10 @@
 // off, under the seccomp filter too), with the policy's resource limits:
 // in a user, mount and PID namespace whose mounts make all but the
 // writable trees read-only and hide the refused paths, waiting for it,
-// ending every process it left behind and exiting with its status, or,
+// ending every process it left behind, taking out what git would run of
+// the repositories the command made or that were not guarded while it ran
+// (kept in $JOULE_HOME/layers/.quarantine, said on stderr), and exiting
+// with its status, or,
 // where user namespaces are off, confined by Landlock alone in its own
 // place (sandbox.Exec, whose warning says what that leaves open). It opens no store and
 // verifies no signature: the gate did that when it decided, and wrote the

@@ -459,3 +459,75 @@ func TestOrdinaryWork(t *testing.T) {
 		t.Fatalf("ordinary work failed under the sandbox (%v): %s", err, out)
 	}
 }
+
+// TestConnectOnlyToAllowedPorts: a policy's Connect opens TCP connect to
+// its ports alone with the network off (how joule acp's contained remote
+// agent reaches joule proxy): a confined connect to the allowed port is
+// accepted and one to another port is refused, in both constructions;
+// unconfined, both connect; with --net, both do too.
+func TestConnectOnlyToAllowedPorts(t *testing.T) {
+	listen := func() (net.Listener, uint16) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				c.Close()
+			}
+		}()
+		return l, uint16(l.Addr().(*net.TCPAddr).Port)
+	}
+	_, allowed := listen()
+	_, other := listen()
+	connect := func(port uint16) string {
+		return fmt.Sprintf(`python3 -c 'import socket
+s=socket.socket()
+try:
+    s.connect(("127.0.0.1", %d)); print("port %d connected")
+except OSError as e:
+    print("port %d refused", e)'`, port, port, port)
+	}
+	script := connect(allowed) + "; " + connect(other)
+	out, err := exec.Command("/bin/bash", "-c", script).CombinedOutput()
+	if err != nil || strings.Count(string(out), "connected") != 2 {
+		t.Fatalf("unconfined, both connects should succeed: %v: %s", err, out)
+	}
+	for _, tt := range []struct {
+		name         string
+		landlockOnly bool
+		net          bool
+		want         []string
+	}{
+		{"namespaces", false, false, []string{fmt.Sprintf("port %d connected", allowed), fmt.Sprintf("port %d refused", other)}},
+		{"landlock alone", true, false, []string{fmt.Sprintf("port %d connected", allowed), fmt.Sprintf("port %d refused", other)}},
+		{"--net", false, true, []string{fmt.Sprintf("port %d connected", allowed), fmt.Sprintf("port %d connected", other)}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if !tt.landlockOnly {
+				needNamespaces(t)
+			}
+			b := newBox(t, nil, false)
+			p, err := sandbox.ReadPolicy(b.policy)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Connect = []uint16{allowed}
+			if b.policy, err = p.Write(filepath.Join(b.base, "policy")); err != nil {
+				t.Fatal(err)
+			}
+			b.landlockOnly, b.net = tt.landlockOnly, tt.net
+			out, code := b.run(t, script)
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("want %q (exit %d): %s", w, code, out)
+				}
+			}
+		})
+	}
+}

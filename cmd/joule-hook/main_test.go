@@ -280,7 +280,7 @@ func TestFirstCallStartsOneGate(t *testing.T) {
 		t.Fatalf("status after stop: %+v", s)
 	}
 	r = f.joule(nil, "receipts", "verify")
-	if r.code != 0 || !strings.Contains(r.stdout, "4 receipts verified") {
+	if r.code != 0 || !strings.Contains(r.stdout, "6 receipts verified") {
 		t.Fatalf("verify: %+v", r)
 	}
 }

@@ -15,7 +15,9 @@ import (
 
 	"github.com/joulehook/joule/acpagent"
 	"github.com/joulehook/joule/core/gate"
+	"github.com/joulehook/joule/core/sandbox"
 	"github.com/joulehook/joule/energy"
+	"github.com/joulehook/joule/plugins/hook/resident"
 	"github.com/joulehook/joule/tiers/config"
 	"github.com/joulehook/joule/tiers/l0"
 	"github.com/joulehook/joule/tiers/l1/lsp"
@@ -35,7 +37,7 @@ const OpsDir = "ops"
 // so that a session is loadable before its first receipt.
 const ACPSessionsDir = "acp-sessions"
 
-const acpUsage = `acp [--remote 'COMMAND ARGS…' [--remote-timeout 30m] [--proxy URL]] [--no-cache] [--log FILE]
+const acpUsage = `acp [--remote 'COMMAND ARGS…' [--remote-timeout 30m] [--remote-mode MODE] [--proxy URL]] [--no-cache] [--log FILE]
 
 Speaks the Agent Client Protocol (version 1) on stdin/stdout, as Zed,
 JetBrains IDEs and Neovim (CodeCompanion, avante.nvim) launch an agent. Each
@@ -61,6 +63,7 @@ func runACP(ctx context.Context, e *env, args []string) error {
 	remoteTimeout := fs.Duration("remote-timeout", 30*time.Minute, "the longest one prompt may run at the remote agent before L4 gives up")
 	noCache := fs.Bool("no-cache", false, "do not consult or fill the L0 cache")
 	logFile := fs.String("log", "", "append diagnostics to FILE (default: stderr)")
+	remoteMode := fs.String("remote-mode", os.Getenv("JOULE_ACP_REMOTE_MODE"), "the ACP session mode the remote agent's sessions are put in (e.g. bypassPermissions for claude-agent-acp); default its own (default $JOULE_ACP_REMOTE_MODE)")
 	proxyURL := fs.String("proxy", os.Getenv("JOULE_PROXY_URL"), "a running joule proxy's base URL; the remote agent's model calls are pointed at it (default $JOULE_PROXY_URL)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -157,6 +160,13 @@ func runACP(ctx context.Context, e *env, args []string) error {
 		}
 		r.Log = opt.Log
 		r.Timeout = *remoteTimeout
+		r.Mode = *remoteMode
+		if r.Contain, err = remoteContainment(ep.home, cfg); err != nil {
+			return err
+		}
+		if r.Contain == nil {
+			opt.Log.Warn("l4: the remote agent runs uncontained (exec_fallback is unconfined): its own changes to the disk are decided after its turn and undone if denied")
+		}
 		opt.Remote = r
 		opt.Metered = *proxyURL != ""
 		if *proxyURL == "" {
@@ -180,4 +190,25 @@ func newRemote(cmdline string, stderr io.Writer, g *gate.Gate, key ed25519.Priva
 		r.Proxy = func() string { return proxyURL }
 	}
 	return r, nil
+}
+
+// remoteContainment is how L4 confines the remote agent's process tree:
+// under joule-exec beside this binary, with the session's grant
+// (l4.Containment). Where it cannot (no joule-exec, no Landlock) L4 does
+// not start unless exec_fallback is "unconfined": then nil, and the
+// agent runs as it is.
+func remoteContainment(home string, cfg *config.Config) (*l4.Containment, error) {
+	c, err := containment(home, resident.ModeContain)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case c.Runner != "" && c.ABI > 0:
+		return &l4.Containment{Runner: c.Runner, PolicyDir: c.PolicyDir}, nil
+	case cfg.ExecFallback == "unconfined":
+		return nil, nil
+	case c.ABI == 0:
+		return nil, fmt.Errorf("acp: --remote runs the remote agent contained, but %v; set \"exec_fallback\": \"unconfined\" in %s to run it uncontained", sandbox.ErrUnavailable, filepath.Join(home, ConfigFile))
+	}
+	return nil, fmt.Errorf("acp: --remote runs the remote agent contained under joule-exec, which is not beside this binary (make build puts it there); set \"exec_fallback\": \"unconfined\" in %s to run it uncontained", filepath.Join(home, ConfigFile))
 }

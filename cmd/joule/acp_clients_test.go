@@ -49,12 +49,21 @@ import (
 // build cache lives under $HOME by default: the home here is new, so the
 // cache is the test process's own (a cold one costs a minute of compiling
 // the standard library's export data, not joule's work).
+// testGoCache is GOCACHE= the test process's build cache, for a joule
+// whose fresh $HOME would otherwise compile the standard library's export
+// data into a cold one on its first type-check.
+func testGoCache() []string {
+	out, err := exec.Command("go", "env", "GOCACHE").Output()
+	if err != nil || len(bytes.TrimSpace(out)) == 0 {
+		return nil
+	}
+	return []string{"GOCACHE=" + string(bytes.TrimSpace(out))}
+}
+
 func clientWorkspace(t *testing.T) (env []string, ws string) {
 	t.Helper()
 	env, ws = initHome(t, "--budget", "1kJ", "--ask", "Write(gated/**)")
-	if out, err := exec.Command("go", "env", "GOCACHE").Output(); err == nil && len(bytes.TrimSpace(out)) > 0 {
-		env = append(env, "GOCACHE="+string(bytes.TrimSpace(out)))
-	}
+	env = append(env, testGoCache()...)
 	writeTree(t, ws, demo.Module)
 	writeTree(t, ws, map[string]string{
 		"scripts/report.py": "def render_csv(rows):\n    return \"\\n\".join(rows)\n",

@@ -64,13 +64,14 @@ type acpRun struct {
 	p   *demo.Process
 	ed  *demo.Editor
 	sid acp.SessionId
-	err *bytes.Buffer
+	err *lockedBuffer // joule acp writes it while a failing test reads it
 }
 
 func startEditor(t *testing.T, env []string, ws string, args ...string) *acpRun {
 	t.Helper()
 	ed := &demo.Editor{Allow: true}
-	var stderr bytes.Buffer
+	var stderr lockedBuffer
+	env = append(env, testGoCache()...)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	p, err := demo.StartACP(ctx, jouleBin, env, ws, ed, &stderr, args...)

@@ -232,6 +232,54 @@ var persistAttacks = []persistAttack{
 		attack: `evilgit .git src/evilgd && echo "gitdir: $WS/src/evilgd" > src/deep/wt3/.git`, later: `git -C src/deep/wt3 status -s`},
 	{name: "a git directory GIT_DIR names", env: []string{"GIT_DIR={ws}/src/x/gd", "GIT_WORK_TREE={ws}"},
 		setup: `(unset GIT_DIR GIT_WORK_TREE; git init -q --bare src/x/gd)`, attack: `fsm "$GIT_DIR/config"; hook "$GIT_DIR/hooks/pre-commit"`, later: `git status -s; ` + commit},
+	// Repositories the command makes, or that the discovery did not reach:
+	// the sweep after the command (core/sandbox/sweep_linux.go).
+	{name: "new repository at the root, its hook", setup: `rm -rf .git`, attack: `git init -q && hook .git/hooks/pre-commit`, later: `git add -A && ` + commit},
+	{name: "new repository at the root, fsmonitor", setup: `rm -rf .git`, attack: `git init -q && fsm .git/config`, later: `git status -s`},
+	{name: "new repository in a subdirectory, its hook", attack: `git init -q src/n && hook src/n/.git/hooks/pre-commit`, later: `cd src/n && ` + commit},
+	{name: "new repository in a subdirectory, fsmonitor", attack: `git init -q src/n && fsm src/n/.git/config`, later: `git -C src/n status -s`},
+	{name: "new repository six levels down", attack: `git init -q src/a/b/c/d/e/f && fsm src/a/b/c/d/e/f/.git/config`, later: `git -C src/a/b/c/d/e/f status -s`},
+	{name: "new repository, fsmonitor in another spelling", attack: `git init -q src/n && printf '[Core]\n\tFsMonitor = "touch $MARK; false"\n' >> src/n/.git/config`, later: `git -C src/n status -s`},
+	{name: "new repository, fsmonitor across a line continuation", attack: `git init -q src/n && printf '[core]\n\tfsmonitor = "touch $MARK; \\\n false"\n' >> src/n/.git/config`, later: `git -C src/n status -s`},
+	{name: "new repository, hooksPath to the temp dir", attack: `git init -q src/n && git -C src/n config core.hooksPath "$TMPDIR/h" && hook "$TMPDIR/h/pre-commit"`, later: `cd src/n && ` + commit},
+	{name: "new repository, hooksPath inside it", attack: `git init -q src/n && git -C src/n config core.hooksPath hk && hook src/n/hk/pre-commit`, later: `cd src/n && ` + commit},
+	{name: "new repository, an alias", attack: `git init -q src/n && git -C src/n config alias.st '!touch "$MARK"'`, later: `git -C src/n st`},
+	{name: "new repository, a clean filter", attack: `git init -q src/n && git -C src/n config filter.evil.clean 'touch "$MARK"; cat' && echo '* filter=evil' > src/n/.gitattributes && echo x > src/n/f`, later: `git -C src/n add -A`},
+	{name: "new repository, a diff driver in info/attributes", attack: `git init -q src/n && cd src/n && echo x > a.txt && git add a.txt && git commit -qm a && echo y >> a.txt && git config diff.evil.textconv 'sh -c "touch $MARK; cat \"\$0\""' && echo '*.txt diff=evil' > .git/info/attributes`,
+		later: `git -C src/n diff --stat -p >/dev/null`},
+	{name: "new repository, include.path to the temp dir", attack: `git init -q src/n && printf '[core]\n\tfsmonitor = "touch $MARK; false"\n' > "$TMPDIR/inc" && git -C src/n config include.path "$TMPDIR/inc"`, later: `git -C src/n status -s`},
+	{name: "new repository, includeIf inside it", attack: `git init -q src/n && fsm src/n/inc.cfg && git -C src/n config includeIf.gitdir:/.path ../inc.cfg`, later: `git -C src/n status -s`},
+	{name: "new repository, core.editor", attack: `git init -q src/n && git -C src/n config core.editor 'touch "$MARK"; true'`, later: `git -C src/n commit -q --allow-empty; true`},
+	{name: "new repository, gpg.program", attack: `git init -q src/n && hook "$TMPDIR/gpg" && git -C src/n config commit.gpgsign true && git -C src/n config gpg.program "$TMPDIR/gpg"`, later: `cd src/n && ` + commit + `; true`},
+	{name: "new repository, a remote's uploadpack", attack: `git init -q src/n && git -C src/n remote add o "$WS" && git -C src/n config remote.o.uploadpack 'touch "$MARK"; git-upload-pack'`, later: `git -C src/n fetch -q o`},
+	{name: "new repository, an ext:: remote", attack: `git init -q src/n && git -C src/n remote add o "ext::sh -c touch% $MARK" && git -C src/n config protocol.ext.allow always`, later: `git -C src/n fetch -q o; true`},
+	{name: "new repository, core.sshCommand", attack: `git init -q src/n && git -C src/n remote add o ssh://example.invalid/r && git -C src/n config core.sshCommand 'touch "$MARK"; false'`, later: `git -C src/n fetch -q o; true`},
+	{name: "new repository, config.worktree with the extension", attack: `git init -q src/n && git -C src/n config extensions.worktreeConfig true && fsm src/n/.git/config.worktree`, later: `git -C src/n status -s`},
+	{name: "new repository, a hook that links to the temp dir", attack: `git init -q src/n && hook "$TMPDIR/h" && ln -s "$TMPDIR/h" src/n/.git/hooks/pre-commit`, later: `cd src/n && ` + commit},
+	{name: "new repository, hooks/ a link to the temp dir", attack: `git init -q src/n && hook "$TMPDIR/hk/pre-commit" && rm -rf src/n/.git/hooks && ln -s "$TMPDIR/hk" src/n/.git/hooks`, later: `cd src/n && ` + commit},
+	{name: "new repository, config a link to the temp dir", attack: `git init -q src/n && cp src/n/.git/config "$TMPDIR/c" && fsm "$TMPDIR/c" && ln -sf "$TMPDIR/c" src/n/.git/config`, later: `git -C src/n status -s`},
+	{name: "new repository made in the temp dir and moved in", attack: `git init -q "$TMPDIR/m" && fsm "$TMPDIR/m/.git/config" && mv "$TMPDIR/m" src/m`, later: `git -C src/m status -s`},
+	{name: "new .git file naming a git directory in the temp dir", attack: `evilgit .git "$TMPDIR/evil" && mkdir -p src/n && echo "gitdir: $TMPDIR/evil" > src/n/.git`, later: `git -C src/n status -s`},
+	{name: "new .git link to a git directory in the temp dir", attack: `evilgit .git "$TMPDIR/evil" && mkdir -p src/n && ln -s "$TMPDIR/evil" src/n/.git`, later: `git -C src/n status -s`},
+	{name: "new .git file naming a git directory in the workspace", attack: `evilgit .git src/x/y/evil && mkdir -p src/n && echo "gitdir: $WS/src/x/y/evil" > src/n/.git`, later: `git -C src/n status -s`},
+	{name: "new bare repository as plain files, deep", attack: `git init -q --bare src/x/y/z/r.git && printf '[core]\n\tbare = false\n\tworktree = ..\n\tfsmonitor = "touch $MARK; false"\n' >> src/x/y/z/r.git/config`, later: `cd src/x/y/z/r.git && git status -s`},
+	{name: "new bare repository, its hook", attack: `git init -q --bare srv2.git && hook srv2.git/hooks/post-receive`, later: `git push -q srv2.git HEAD:refs/heads/x`},
+	{name: "new git directory without objects/, its commondir elsewhere", attack: `evilgit .git "$TMPDIR/common" && mkdir -p src/g/.git/refs && echo 'ref: refs/heads/master' > src/g/.git/HEAD && echo "$TMPDIR/common" > src/g/.git/commondir`, later: `git -C src/g status -s; true`},
+	{name: "a clone, its hook", attack: `git clone -q . src/cl && hook src/cl/.git/hooks/pre-commit`, later: `cd src/cl && ` + commit},
+	{name: "a clone, fsmonitor", attack: `git clone -q . src/cl && fsm src/cl/.git/config`, later: `git -C src/cl status -s`},
+	{name: "new repository's submodule, its hook in modules/", setup: `git init -q "$ROOT/subsrc" && git -C "$ROOT/subsrc" commit -q --allow-empty -m s`,
+		attack: `git init -q src/n && cd src/n && git -c protocol.file.allow=always submodule add -q "$ROOT/subsrc" s && hook .git/modules/s/hooks/pre-commit`, later: `cd src/n/s && ` + commit},
+	{name: "new repository's submodule, fsmonitor in modules/", setup: `git init -q "$ROOT/subsrc" && git -C "$ROOT/subsrc" commit -q --allow-empty -m s`,
+		attack: `git init -q src/n && cd src/n && git -c protocol.file.allow=always submodule add -q "$ROOT/subsrc" s && fsm .git/modules/s/config`, later: `git -C src/n/s status -s`},
+	{name: "new repository's submodule, core.worktree out of the workspace", setup: `git init -q "$ROOT/subsrc" && git -C "$ROOT/subsrc" commit -q --allow-empty -m s && mkdir -p "$ROOT/out"`,
+		attack: `git init -q src/n && cd src/n && git -c protocol.file.allow=always submodule add -q "$ROOT/subsrc" s && git --git-dir=.git/modules/s config core.worktree "$ROOT/out" && git --git-dir=.git/modules/s config core.fsmonitor 'touch "$MARK"; false'`,
+		later:  `git --git-dir=src/n/.git/modules/s status -s; true`},
+	{name: "new linked worktree of a new repository, config.worktree", attack: `git init -q src/n && git -C src/n commit -q --allow-empty -m i && git -C src/n worktree add -q ../wtn && git -C src/n config extensions.worktreeConfig true && fsm src/n/.git/worktrees/wtn/config.worktree`,
+		later: `git -C src/wtn status -s`},
+	{name: "new linked worktree, commondir to the temp dir", attack: `git init -q src/n && git -C src/n commit -q --allow-empty -m i && git -C src/n worktree add -q ../wtn && evilgit src/n/.git "$TMPDIR/ev" && echo "$TMPDIR/ev" > src/n/.git/worktrees/wtn/commondir`,
+		later: `git -C src/wtn status -s; true`},
+	{name: "existing repository deeper than the discovery, fsmonitor", setup: `git init -q src/a/b/c/deep`, attack: `fsm src/a/b/c/deep/.git/config`, later: `git -C src/a/b/c/deep status -s`},
+	{name: "existing repository deeper than the discovery, its hook", setup: `git init -q src/a/b/c/deep`, attack: `hook src/a/b/c/deep/.git/hooks/pre-commit`, later: `cd src/a/b/c/deep && ` + commit},
 	// Shell start-up files, where the workspace is the home.
 	{name: "~/.bashrc appended", home: true, setup: `echo '# rc' > ~/.bashrc`, attack: `echo 'touch "$MARK"' >> ~/.bashrc`, later: `bash -i -c true </dev/null`},
 	{name: "~/.bash_profile created", home: true, attack: `echo 'touch "$MARK"' > ~/.bash_profile`, later: `bash -l -c true`},
@@ -406,7 +454,8 @@ func TestContainOrdinaryWorkPersist(t *testing.T) {
 	// not made inside containment.
 	if out := b.run(t, false, `set -e; mkdir -p ~/go/pkg/mod && git clone -q --bare . "$ROOT/remote.git" && git remote add origin "$ROOT/remote.git" && git -C "$ROOT/remote.git" branch -q fetched HEAD && mkdir -p src/pkg/dep &&
 printf '{"name":"dep","version":"1.0.0","bin":{"dep-bin":"bin.js"}}' > src/pkg/dep/package.json && printf '#!/usr/bin/env node\nconsole.log("dep-bin ran")\n' > src/pkg/dep/bin.js &&
-printf '{"name":"pkg","version":"1.0.0","dependencies":{"dep":"file:./dep"}}' > src/pkg/package.json && echo ready`, nil); !strings.Contains(out, "ready") {
+printf '{"name":"pkg","version":"1.0.0","dependencies":{"dep":"file:./dep"}}' > src/pkg/package.json &&
+git init -q "$ROOT/subsrc" && git -C "$ROOT/subsrc" commit -q --allow-empty -m s && echo ready`, nil); !strings.Contains(out, "ready") {
 		t.Fatalf("setup: %s", out)
 	}
 	steps := []struct {
@@ -422,6 +471,9 @@ echo s > src/s && git add src/s && git commit -qm s && git rebase -q feat2 && gi
 		{"the download is the session's", `cd src/other && GOPROXY=off go build -o /dev/null . && echo built`, "built", nil, "go"},
 		{"npm install", `cd src/pkg && npm install --offline --no-audit --no-fund >/dev/null 2>&1; ./node_modules/.bin/dep-bin`, "dep-bin ran", nil, "npm"},
 		{"python -m venv", `/usr/bin/python3 -m venv src/.venv && src/.venv/bin/python -c 'print("venv", 1+1)'`, "venv 2", nil, "/usr/bin/python3"},
+		{"new repositories", `git init -q src/n && cd src/n && echo a > a && git add a && git commit -qm a && git clone -q . ../cl && cd ../cl &&
+git -c protocol.file.allow=always submodule add -q "$ROOT/subsrc" s && git commit -qm s && git worktree add -q ../wt && git -C ../wt commit -q --allow-empty -m w && echo made`, "made", nil, ""},
+		{"new repositories afterwards", `git -C src/cl status --short && git -C src/cl submodule status | cut -c43- && git -C src/wt log --oneline | wc -l && git -C src/cl/s log --oneline | wc -l`, "s (heads/master)\n3\n1", nil, ""},
 		{"the workspace root and the temp dir", `touch new.txt && mkdir newdir && mv new.txt newdir/ && f=$(mktemp) && echo t > "$f" && cat "$f" && rm -r "$f" newdir`, "t", nil, ""},
 	}
 	for _, s := range steps {
@@ -434,6 +486,9 @@ echo s > src/s && git add src/s && git commit -qm s && git rebase -q feat2 && gi
 			out := b.run(t, true, "set -e; "+s.line, nil, s.flags...)
 			if !strings.Contains(out, s.want) {
 				t.Fatalf("%s: want %q in:\n%s", s.line, s.want, out)
+			}
+			if strings.Contains(out, "git would have run") {
+				t.Errorf("the sweep took something of ordinary work:\n%s", out)
 			}
 		})
 	}

@@ -205,6 +205,7 @@ func (d *doctor) run(ctx context.Context, root string, probe bool) {
 	} else {
 		defer ep.Close()
 		d.add("store", statusOK, "the store opens", "")
+		d.trust(ctx, ep)
 		d.grant(ctx, ep)
 		d.witness(ctx, ep)
 	}
@@ -423,6 +424,25 @@ func configLine(home string, tc *tierconfig.Tiers) string {
 	return line
 }
 
+// trust reports whether the issuers file, config.json and the store are
+// what the home's signed history says, and what user mode leaves open.
+func (d *doctor) trust(ctx context.Context, ep *endpoint) {
+	g, err := ep.gate()
+	if err != nil {
+		d.add("trust", statusFail, err.Error(), "")
+		return
+	}
+	if _, err := g.HomeState(ctx); err != nil {
+		d.add("trust", statusFail, gate.ChainError(err).Error(), "'joule trust' shows what differs")
+		return
+	}
+	if _, err := g.TrustState(ctx); err != nil {
+		d.add("trust", statusFail, gate.ChainError(err).Error(), "'joule store check' names what is wrong")
+		return
+	}
+	d.add("trust", statusOK, "the issuers file, config.json and the grants' trust chain are the signed ones (user mode: the key is this user's, so code running as this user outside containment can still run joule or sign with it; that leaves receipts, which a witness elsewhere keeps out of its reach: docs/receipts.md, \"Threat model\")", "")
+}
+
 func (d *doctor) grant(ctx context.Context, ep *endpoint) {
 	g, err := ep.gate()
 	if err != nil {
@@ -431,7 +451,7 @@ func (d *doctor) grant(ctx context.Context, ep *endpoint) {
 	}
 	chain, err := g.ActiveChain(ctx, "")
 	if err != nil {
-		d.add("grant", statusFail, err.Error(), "run 'joule init' or 'joule grant use ID'")
+		d.add("grant", statusFail, gate.ChainError(err).Error(), "run 'joule init' or 'joule grant use ID'")
 		return
 	}
 	if err := chain.Check("", time.Now()); err != nil {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/joulehook/joule/core/gate"
 	"github.com/joulehook/joule/core/sandbox"
-	"github.com/joulehook/joule/tiers/config"
 )
 
 func init() {
@@ -75,9 +74,15 @@ $JOULE_HOME/config.json. joule hook --contain rewrites lines to joule-exec
 	if err != nil {
 		return refuse("%v", err)
 	}
-	cfg, err := config.Load(ep.home)
+	cfg := ep.cfg
+	g, err := ep.gate()
 	if err != nil {
 		return refuse("%v", err)
+	}
+	// exec_fallback is a trust setting: it runs only as the home's
+	// signed chain records it.
+	if _, err := g.HomeState(ctx); err != nil {
+		return refuse("%v", gate.ChainError(err))
 	}
 	abi := sandbox.ABI()
 	if os.Getenv(simulateNoLandlock) == "1" {
@@ -89,10 +94,6 @@ $JOULE_HOME/config.json. joule hook --contain rewrites lines to joule-exec
 		}
 		fmt.Fprintf(e.stderr, "joule exec: %v; running %s unconfined (exec_fallback is \"unconfined\")\n", sandbox.ErrUnavailable, argv[0])
 		return execUnconfined(path, argv)
-	}
-	g, err := ep.gate()
-	if err != nil {
-		return refuse("%v", err)
 	}
 	chain, err := g.ActiveChain(ctx, *session)
 	if err != nil {

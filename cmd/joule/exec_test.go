@@ -213,6 +213,10 @@ func TestExecWithoutLandlock(t *testing.T) {
 	}
 
 	os.WriteFile(filepath.Join(jh, ConfigFile), []byte(`{"exec_fallback":"unconfined"}`), 0o600)
+	if r := execIn(t, env, ws, "true"); r.code != 126 || !strings.Contains(r.stdout, "configuration not recorded") {
+		t.Fatalf("exec_fallback written without a receipt still ran the command unconfined: %+v", r)
+	}
+	acceptTrust(t, env)
 	r = execIn(t, env, ws, "touch src/ran && echo ran")
 	if r.code != 0 || strings.Count(r.stdout, "Landlock is not available") != 1 || !strings.Contains(r.stdout, "unconfined") || !strings.Contains(r.stdout, "ran") {
 		t.Fatalf("with exec_fallback unconfined: %+v", r)

@@ -158,7 +158,7 @@ func TestGrantRenew(t *testing.T) {
 	if !regexp.MustCompile(oldID + `\s.*revoked`).MatchString(r.stdout) {
 		t.Fatalf("old grant not revoked: %s", r.stdout)
 	}
-	r = joule(t, nil, env, "receipts", "show", "joule-grants", "1")
+	r = joule(t, nil, env, "receipts", "show", "joule-grants", "3") // after the grant's issue and activation
 	if r.code != 0 || !strings.Contains(r.stdout, oldID) || !strings.Contains(r.stdout, newID) || !strings.Contains(r.stdout, `"verified": true`) {
 		t.Fatalf("renew receipt: %+v", r)
 	}
@@ -217,7 +217,7 @@ func TestReceiptsList(t *testing.T) {
 	if n := list("--tool", "Bash", "-n", "1"); n != 1 || rows[0].Session != "ls-b" {
 		t.Fatalf("-n 1: %+v", rows)
 	}
-	if n := list("--since", "1h"); n != 2 {
+	if n := list("--since", "1h"); n != 3 { // and joule-grants
 		t.Fatalf("sessions --since 1h: %d", n)
 	}
 	if n := list("--since", "2099-01-01"); n != 0 {
@@ -266,7 +266,7 @@ func TestReceiptsListHostileText(t *testing.T) {
 			t.Fatalf("%q: %+v", args, r)
 		}
 		lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
-		want := map[int]int{2: 2, 3: 2 + len(cmds), 4: 2}[len(args)] // a header and the rows
+		want := map[int]int{2: 3, 3: 2 + len(cmds), 4: 2}[len(args)] // a header and the rows (joule-grants among the sessions)
 		if len(lines) != want {
 			t.Errorf("%q: %d lines, want %d:\n%s", args, len(lines), want, r.stdout)
 		}
@@ -405,7 +405,7 @@ func TestStoreBackupRestore(t *testing.T) {
 	gateOnce(t, env, ev)
 	bak := filepath.Join(t.TempDir(), "joule-backup.db")
 	r := joule(t, nil, env, "store", "backup", bak)
-	if r.code != 0 || !strings.Contains(r.stdout, "log size 2") {
+	if r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("log size %d", 2+initReceipts)) {
 		t.Fatalf("backup: %+v", r)
 	}
 	if r := joule(t, nil, env, "store", "backup", bak); r.code != 1 || !strings.Contains(r.stderr, "exists") {
@@ -413,7 +413,7 @@ func TestStoreBackupRestore(t *testing.T) {
 	}
 	gateOnce(t, env, ev)
 	r = joule(t, nil, env, "store", "restore", bak)
-	if r.code != 0 || !strings.Contains(r.stdout, "log size 2") {
+	if r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("log size %d", 2+initReceipts)) {
 		t.Fatalf("restore: %+v", r)
 	}
 	m := regexp.MustCompile(`run '(joule [^']+)'`).FindStringSubmatch(r.stdout)

@@ -85,6 +85,8 @@ func endpointCode(err error) string {
 		return gate.CodeNoActiveGrant
 	case errors.Is(err, identity.ErrKeyUnusable):
 		return gate.CodeKeyUnusable
+	case errors.Is(err, errIssuersFile):
+		return gate.CodeIssuersUnsigned
 	}
 	return gate.CodeStoreError
 }

@@ -111,7 +111,7 @@ func (ep *endpoint) grants() (*gate.Gate, *grant.Issuer, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return &gate.Gate{Store: ep.store, Sealer: sealer, Trust: ep.trust, JouleHome: ep.home}, is, nil
+	return &gate.Gate{Store: ep.store, Sealer: sealer, Trust: ep.trust, JouleHome: ep.home, Files: &ep.files}, is, nil
 }
 
 // issue signs g (checking delegation against the stored parent) and stores it.
@@ -170,6 +170,12 @@ func runInit(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	// The issuers file and config.json found here are what the person
+	// running init starts from: recorded, unless they are already.
+	recorded, err := recordFilesIfChanged(ctx, ep, "joule init", "the files joule init found")
+	if err != nil {
+		return err
+	}
 	s, err := issue(ctx, ep, g, f.parent, true)
 	if err != nil {
 		return err
@@ -180,6 +186,9 @@ func runInit(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(e.stdout, "using key      %s (%s)\n", ep.id.Steward, ep.id.Public())
 	}
 	fmt.Fprintf(e.stdout, "store          %s\n", ep.store.Path())
+	if recorded != nil {
+		fmt.Fprintf(e.stdout, "recorded       the issuers file and config.json's trust settings (session %s seq %d)\n", recorded.Session, recorded.Seq)
+	}
 	printGrantSummary(e, s, g.BudgetUJ)
 	fmt.Fprintln(e.stdout, "active         yes: every session now decides against this grant")
 	return nil
@@ -202,13 +211,18 @@ func printGrantSummary(e *env, s *grant.Signed, remaining uint64) {
 }
 
 const grantUsage = `grant issue [flags] | grant ls | grant show ID | grant use ID [--session S]
-       grant renew ID [--ttl D] | grant revoke ID
+       grant renew ID [--ttl D] | grant revoke ID | grant adopt ID [--use]
 
 issue signs a new grant with the endpoint key and stores it; ls lists grants
 with their budgets; show prints one as JSON; use makes one active (for every
 session, or one); renew replaces one (expired or not) by a new signed grant
 with the same rules and what the old one has left, valid from now, active
-wherever the old one was; revoke stops one and every grant delegated from it.
+wherever the old one was; revoke stops one and every grant delegated from it;
+adopt records as issued a grant that is in the store without its issue
+receipt (signed by a trusted issuer elsewhere, or before joule recorded
+issues). Each change seals a receipt into the trust chain (session
+` + gate.GrantsSession + `) before it takes effect: the gate reads which grants
+exist, which are revoked and which is active from those receipts only.
 An ID may be any unique prefix of a grant id, or 'active' for the active
 grant.`
 
@@ -259,14 +273,17 @@ func runGrant(ctx context.Context, e *env, args []string) error {
 		return nil
 	case "renew":
 		return grantRenew(ctx, e, rest)
-	case "ls", "show", "use", "revoke":
+	case "ls", "show", "use", "revoke", "adopt":
 	default:
-		return usagef("grant: unknown subcommand %q (want issue, ls, show, use, renew or revoke)", sub)
+		return usagef("grant: unknown subcommand %q (want issue, ls, show, use, renew, revoke or adopt)", sub)
 	}
 	fs := newFlags(e, "grant "+sub, grantUsage)
-	session := ""
+	session, use := "", false
 	if sub == "use" {
 		fs.StringVar(&session, "session", "", "make the grant active for this session only")
+	}
+	if sub == "adopt" {
+		fs.BoolVar(&use, "use", false, "make the grant the active one too")
 	}
 	asJSON := false
 	if sub == "ls" {
@@ -307,10 +324,30 @@ func runGrant(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err
 		}
+		gt, _, err := ep.grants()
+		if err != nil {
+			return err
+		}
 		out := map[string]any{"id": id, "grant": s.Grant, "issuer_name": s.IssuerName, "spent_uj": rec.SpentUJ,
 			"reserved_uj": rec.ReservedUJ, "remaining_uj": rec.RemainingUnder(s.Grant.BudgetUJ), "revoked": rec.Revoked}
 		if fault := rec.ColumnFault(s.ID.String(), gate.SignedFacts(s)); fault != "" {
 			out["store_fault"] = fault + ": decisions on this grant are denied store-corrupt (run 'joule store check')"
+		}
+		if ts, err := gt.TrustState(ctx); err != nil {
+			out["trust_fault"] = err.Error()
+		} else {
+			out["revoked"] = ts.Revoked(id) || rec.Revoked
+			out["recorded"] = ts.Issued(id)
+			if at := ts.IssuedAt(id); at > 0 {
+				out["issued_at"] = fmt.Sprintf("session %s seq %d", gate.GrantsSession, at)
+			} else {
+				out["trust_fault"] = "no issue of this grant is recorded in the trust chain: decisions on it are denied grant-unrecorded; 'joule grant adopt " + id + "' records it"
+			}
+			if at := ts.RevokedAt(id); at > 0 {
+				out["revoked_at"] = fmt.Sprintf("session %s seq %d", gate.GrantsSession, at)
+			} else if rec.Revoked {
+				out["trust_fault"] = "the row says revoked, the trust chain does not (run 'joule store check')"
+			}
 		}
 		b, _ := json.MarshalIndent(out, "", "  ")
 		fmt.Fprintf(e.stdout, "%s\n", b)
@@ -332,6 +369,27 @@ func runGrant(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "revoked %s (and every grant delegated from it)\n", id)
+	case "adopt":
+		gt, _, err := ep.grants()
+		if err != nil {
+			return err
+		}
+		s, err := ep.trust.Open(rec.Signed)
+		if err != nil {
+			return fmt.Errorf("grant %s: %w: only a grant signed by a trusted issuer can be adopted", id, err)
+		}
+		if ts, err := gt.TrustState(ctx); err != nil {
+			return err
+		} else if ts.Issued(id) {
+			return fmt.Errorf("grant %s is recorded already (session %s seq %d)", id, gate.GrantsSession, ts.IssuedAt(id))
+		}
+		if err := gt.Adopt(ctx, s, "adopted: signed by "+s.IssuerName+", found in the store without its issue receipt", use); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "adopted %s: its issue is recorded in session %s\n", id, gate.GrantsSession)
+		if use {
+			fmt.Fprintf(e.stdout, "active grant %s\n", id)
+		}
 	}
 	return nil
 }
@@ -344,7 +402,7 @@ type grantRow struct {
 	SpentUJ  uint64 `json:"spent_uj"`
 	LeftUJ   uint64 `json:"remaining_uj"`
 	Expires  string `json:"expires,omitempty"`
-	State    string `json:"state"` // ok, expired, revoked, invalid or store-corrupt
+	State    string `json:"state"` // ok, expired, revoked, unrecorded, invalid or store-corrupt
 	Active   bool   `json:"active"`
 	valid    bool
 }
@@ -354,7 +412,19 @@ func grantList(ctx context.Context, e *env, ep *endpoint, asJSON bool) error {
 	if err != nil {
 		return err
 	}
-	active, _ := ep.store.Setting(ctx, gate.SettingActive)
+	gt, _, err := ep.grants()
+	if err != nil {
+		return err
+	}
+	ts, terr := gt.TrustState(ctx)
+	if terr != nil {
+		fmt.Fprintf(e.stderr, "joule: the trust chain cannot be read, so no grant is shown active: %v\n", terr)
+		ts = nil
+	}
+	active := ""
+	if ts != nil {
+		active = ts.Default()
+	}
 	out := []grantRow{}
 	for _, r := range recs {
 		row := grantRow{ID: r.ID, SpentUJ: r.SpentUJ, State: "ok", Active: r.ID == active}
@@ -370,8 +440,11 @@ func grantList(ctx context.Context, e *env, ep *endpoint, asJSON bool) error {
 			// The signed figures; a column that disagrees is a fault.
 			row.BudgetUJ, row.LeftUJ, row.Parent = s.Grant.BudgetUJ, r.RemainingUnder(s.Grant.BudgetUJ), s.Grant.Parent
 		}
-		if r.Revoked {
+		switch {
+		case r.Revoked || ts != nil && ts.Revoked(r.ID):
 			row.State = "revoked"
+		case ts != nil && !ts.Issued(r.ID):
+			row.State = "unrecorded"
 		}
 		if err == nil && r.ColumnFault(s.ID.String(), gate.SignedFacts(s)) != "" {
 			row.State = "store-corrupt"
@@ -411,7 +484,11 @@ func shortID(id string) string {
 // prefix of one, or "active", into the grant's id, with a hint where it
 // names none or several.
 func resolveGrant(ctx context.Context, ep *endpoint, arg string) (string, error) {
-	id, err := gate.ResolveGrant(ctx, ep.store, arg)
+	gt, _, err := ep.grants()
+	if err != nil {
+		return "", err
+	}
+	id, err := gt.ResolveGrant(ctx, arg)
 	switch {
 	case errors.Is(err, gate.ErrNoActiveGrant):
 		return "", withHint(err, "run 'joule init' or 'joule grant use ID'")

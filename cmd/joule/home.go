@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"github.com/joulehook/joule/core/identity"
 	"github.com/joulehook/joule/core/receipts"
 	"github.com/joulehook/joule/core/store"
+	"github.com/joulehook/joule/core/trust"
 	"github.com/joulehook/joule/plugins/hosts"
 	"github.com/joulehook/joule/tiers/config"
 )
@@ -31,6 +33,15 @@ type endpoint struct {
 	id    *identity.Identity
 	store *store.Store
 	trust grant.Trust
+	// files is what the issuers file and config.json say, which a
+	// decision compares with what the home's signed chain records.
+	files trust.Files
+	// issuers are the issuers file's keys, as read.
+	issuers []string
+	// cfg is config.json as read once, with files: a decision uses the
+	// settings it checked, never a second read.
+	cfg *config.Config
+	loc string // the store's location
 }
 
 func (ep *endpoint) Close() error { return ep.store.Close() }
@@ -106,38 +117,68 @@ func openHome(readOnly bool) (*endpoint, error) {
 		st.Close()
 		return nil, err
 	}
-	trust, err := loadTrust(home, id)
+	tr, lines, err := loadTrust(home, id)
 	if err != nil {
 		st.Close()
 		return nil, err
 	}
-	return &endpoint{home: home, id: id, store: st, trust: trust}, nil
+	return &endpoint{home: home, id: id, store: st, trust: tr, files: homeFiles(id, lines, cfg), issuers: lines, cfg: cfg, loc: loc}, nil
 }
 
-// loadTrust trusts the endpoint's own key and every key in IssuersFile.
-func loadTrust(home string, id *identity.Identity) (grant.Trust, error) {
-	trust := grant.Trust{id.Steward: id.Public()}
-	f, err := os.Open(filepath.Join(home, IssuersFile))
+// homeFiles is what the home of id says in its files: the issuers file's
+// keys (lines) and config.json (cfg), as the digests its chain signs.
+func homeFiles(id *identity.Identity, lines []string, cfg *config.Config) trust.Files {
+	return trust.Files{Home: trust.HomeSession(id.VerifierKey), Steward: id.Steward, Key: id.Public(),
+		Issuers: trust.IssuersDigest(lines), Config: cfg.TrustDigest(), DefaultConfig: config.DefaultTrustDigest()}
+}
+
+// loadTrust trusts the endpoint's own key and every key in IssuersFile,
+// and returns those keys' lines as read. A line that names the endpoint's
+// own steward is refused: it would replace the endpoint's key.
+func loadTrust(home string, id *identity.Identity) (grant.Trust, []string, error) {
+	tr := grant.Trust{id.Steward: id.Public()}
+	b, err := os.ReadFile(filepath.Join(home, IssuersFile))
 	if errors.Is(err, os.ErrNotExist) {
-		return trust, nil
+		return tr, nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
+	lines, err := parseIssuers(filepath.Join(home, IssuersFile), b, id.Steward)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, line := range lines {
+		key, name, _ := identity.ParsePublicKey(line)
+		tr[name] = key
+	}
+	return tr, lines, nil
+}
+
+// errIssuersFile marks an issuers file that cannot be read as one: every
+// decision is refused (issuers-unsigned) until it is fixed.
+var errIssuersFile = errors.New("issuers file refused")
+
+// parseIssuers reads an issuers file's text: its verifier keys, each
+// checked, in order; blank lines and # comments are skipped.
+func parseIssuers(path string, b []byte, own string) ([]string, error) {
+	var out []string
+	sc := bufio.NewScanner(bytes.NewReader(b))
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		key, name, err := identity.ParsePublicKey(line)
+		_, name, err := identity.ParsePublicKey(line)
 		if err != nil || name == "" {
-			return nil, fmt.Errorf("%s line %d: want a signed-note verifier key NAME+HASH+KEY", filepath.Join(home, IssuersFile), n)
+			return nil, fmt.Errorf("%w: %s line %d: want a signed-note verifier key NAME+HASH+KEY", errIssuersFile, path, n)
 		}
-		trust[name] = key
+		if name == own {
+			return nil, fmt.Errorf("%w: %s line %d: names %s, this endpoint's own steward, whose key is steward.pub's: remove the line", errIssuersFile, path, n, own)
+		}
+		out = append(out, line)
 	}
-	return trust, sc.Err()
+	return out, sc.Err()
 }
 
 func (ep *endpoint) gate() (*gate.Gate, error) {
@@ -145,16 +186,13 @@ func (ep *endpoint) gate() (*gate.Gate, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := config.Load(ep.home)
-	if err != nil {
-		return nil, err
-	}
+	cfg := ep.cfg
 	home, _ := os.UserHomeDir()
 	// A hook runs in its host's environment and working directory: the
 	// hosts' configuration is where they would find it ($CODEX_HOME, …).
 	cwd, _ := os.Getwd()
 	return &gate.Gate{Store: ep.store, Sealer: sealer, Trust: ep.trust, JouleHome: ep.home, Home: home, Costs: gate.DefaultCosts.Merge(cfg.Costs),
-		Hosts: hosts.Config(os.Getenv, cwd)}, nil
+		Hosts: hosts.Config(os.Getenv, cwd), Files: &ep.files}, nil
 }
 
 // keys verifies receipts sealed by this endpoint or by any trusted issuer:

@@ -208,7 +208,7 @@ func containment(home, mode string) (*gate.Containment, error) {
 		return nil, err
 	}
 	abi, namespaces := sandboxState()
-	c := &gate.Containment{Exe: self, ABI: abi, Fallback: cfg.ExecFallback == "unconfined", LandlockOnly: !namespaces}
+	c := &gate.Containment{Exe: self, ABI: abi, Fallback: cfg.ExecFallback == "unconfined", LandlockOnly: !namespaces, Config: cfg.TrustDigest()}
 	// joule-exec beside this binary (make build puts it there) confines
 	// without opening the store; without it lines run under joule exec.
 	if runner := filepath.Join(filepath.Dir(self), "joule-exec"); isExecutable(runner) {

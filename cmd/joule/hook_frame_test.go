@@ -146,7 +146,7 @@ func TestHookThenServe(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the gate did not exit on gate stop")
 	}
-	if r := jouleIn(t, ws, nil, env, "receipts", "verify"); r.code != 0 || !strings.Contains(r.stdout, "2 receipts verified") {
+	if r := jouleIn(t, ws, nil, env, "receipts", "verify"); r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("%d receipts verified", 2+initReceipts)) {
 		t.Fatalf("verify: %+v", r)
 	}
 }

@@ -314,7 +314,7 @@ func TestHookAskSealedAsAnswered(t *testing.T) {
 	cannotAsk := map[string]bool{"codex": true, "windsurf": true, "cline": true, "opencode": true}
 	for i, h := range hostCases {
 		r := jouleIn(t, ws, []byte(h.call(ws, h.shell, `{"command":"git push origin main"}`)), env, "hook", h.host)
-		show := joule(t, nil, env, "receipts", "show", fmt.Sprint(i))
+		show := joule(t, nil, env, "receipts", "show", fmt.Sprint(initReceipts+i))
 		if show.code != 0 {
 			t.Fatalf("%s: receipts show %d: %+v", h.host, i, show)
 		}

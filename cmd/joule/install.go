@@ -434,22 +434,16 @@ func (c contained) armed(host string) string {
 }
 
 // customHome is the $JOULE_HOME an install records in the hooks it
-// writes: the absolute JOULE_HOME of this process, or "" when it is the
-// default home (the hook finds that one by itself, and no file gets a
-// per-user path it does not need).
+// writes: the absolute home of this process, the default one included, so
+// that a JOULE_HOME in the host's environment (a line added to a shell
+// profile, say) cannot point the hook at another home, with another key
+// and another store.
 func customHome() (string, error) {
-	h := os.Getenv("JOULE_HOME")
-	if h == "" {
-		return "", nil
-	}
-	h, err := filepath.Abs(h)
+	h, err := home.Dir()
 	if err != nil {
 		return "", err
 	}
-	if def, err := home.Default(); err == nil && filepath.Clean(def) == h {
-		return "", nil
-	}
-	return h, nil
+	return filepath.Abs(h)
 }
 
 // ClientName is the thin hook client's file name, installed beside joule.

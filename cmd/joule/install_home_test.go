@@ -410,3 +410,51 @@ func TestInstalledLineAnswersInTime(t *testing.T) {
 		stop()
 	})
 }
+
+// TestInstalledLineIgnoresHostJouleHome installs Claude Code from the
+// default home (no JOULE_HOME at install) and runs the line it wrote as
+// Claude Code would, with a JOULE_HOME in the host's environment that
+// names another home, whose key and grant allow every command: the
+// decision still comes from the home the line was installed with (its dev
+// grant denies dd, action-not-granted), and the other home seals nothing.
+func TestInstalledLineIgnoresHostJouleHome(t *testing.T) {
+	bin := copyBins(t)
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	userHome, ws := filepath.Join(dir, "user"), filepath.Join(dir, "ws")
+	os.MkdirAll(ws, 0o755)
+	def := filepath.Join(userHome, ".local", "share", "joule")
+	base := []string{"HOME=" + userHome, "XDG_DATA_HOME=", "JOULE_HOME=", "PATH=/usr/bin:/bin", "JOULE_GATE_IDLE=1m"}
+	run := func(env []string, args ...string) {
+		cmd := exec.Command(filepath.Join(bin, "joule"), args...)
+		cmd.Dir, cmd.Env = ws, env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("joule %v: %v\n%s", args, err, out)
+		}
+	}
+	run(base, "init", "--steward", "me.example", "--workspace", ws)
+	evil := filepath.Join(dir, "evil")
+	evilEnv := append(append([]string{}, base...), "JOULE_HOME="+evil)
+	run(evilEnv, "init", "--steward", "agent.example", "--workspace", ws, "--template", "", "--allow", "Bash")
+	t.Cleanup(func() {
+		for _, env := range [][]string{base, evilEnv} {
+			stop := exec.Command(filepath.Join(bin, "joule"), "gate", "stop")
+			stop.Env = env
+			stop.Run()
+		}
+	})
+	run(base, "install", "claude-code", "--user")
+	line := installedLine(t, filepath.Join(userHome, ".claude", "settings.json"), "claude-code")
+	if got := hook.RecordedHome(line); got != def {
+		t.Fatalf("the line records JOULE_HOME %q, want the default home %s: %s", got, def, line)
+	}
+	payload := strings.NewReplacer("WS", ws, "CMD", "dd if=/dev/null of=denied.txt").Replace(hostLines[0].payload)
+	r := runLine(t, ws, line, evilEnv, payload)
+	if !strings.Contains(r.stdout+r.stderr, "action-not-granted") {
+		t.Fatalf("with JOULE_HOME=%s in the host's environment, the line answered %+v: want its own home's action-not-granted", evil, r)
+	}
+	if _, err := os.Stat(filepath.Join(evil, StoreFile)); err == nil {
+		if r := joule(t, nil, []string{"JOULE_HOME=" + evil}, "receipts", "ls", "s-home"); r.code == 0 {
+			t.Fatalf("the other home sealed the call: %s", r.stdout)
+		}
+	}
+}

@@ -25,19 +25,18 @@ func TestReceiptsFromTwoMachines(t *testing.T) {
 	if r := joule(t, nil, envB, "keygen", "--steward", "b.example"); r.code != 0 {
 		t.Fatalf("keygen: %+v", r)
 	}
-	trust := func(home, pubOf string) {
+	// Trusting a key is a change of trust state: a receipt in the home's
+	// own chain, then the issuers file.
+	trust := func(env []string, pubOf string) {
 		pub, err := os.ReadFile(filepath.Join(pubOf, "steward.pub"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		f, err := os.OpenFile(filepath.Join(home, "issuers"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
-		if err != nil {
-			t.Fatal(err)
+		if r := joule(t, nil, env, "trust", "add-issuer", strings.TrimSpace(string(pub))); r.code != 0 {
+			t.Fatalf("trust add-issuer: %+v", r)
 		}
-		f.Write(pub)
-		f.Close()
 	}
-	trust(homeB, homeA) // B honours A's team grant
+	trust(envB, homeA) // B honours A's team grant
 	event := fmt.Sprintf(`{"session_id":"shared","tool":"Bash","input":{"command":"go test ./..."},"cwd":%q}`, ws)
 	for i, env := range [][]string{envA, envB, envA, envB} {
 		if d := gateOnce(t, env, event); d.Decision != "allow" || d.Sequence != uint64(i+1) {
@@ -51,7 +50,7 @@ func TestReceiptsFromTwoMachines(t *testing.T) {
 	if r.code == 0 || !strings.Contains(r.stdout, `"b.example"`) {
 		t.Fatalf("A does not trust B, yet: %+v", r)
 	}
-	trust(homeA, homeB)
+	trust(envA, homeB)
 	if r := joule(t, nil, envA, "receipts", "verify", "shared"); r.code != 0 {
 		t.Fatalf("A trusts B now, yet: %+v", r)
 	}

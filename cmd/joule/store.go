@@ -9,10 +9,12 @@ import (
 	"strings"
 
 	"github.com/joulehook/joule/core/audit"
+	"github.com/joulehook/joule/core/gate"
 	"github.com/joulehook/joule/core/grant"
 	"github.com/joulehook/joule/core/identity"
 	"github.com/joulehook/joule/core/receipts"
 	"github.com/joulehook/joule/core/store"
+	"github.com/joulehook/joule/core/trust"
 	"github.com/joulehook/joule/tiers/config"
 )
 
@@ -74,6 +76,9 @@ func runStore(ctx context.Context, e *env, args []string) error {
 		if *loc, err = filepath.Abs(*loc); err != nil {
 			return err
 		}
+	}
+	if cur, err := config.StoreLocation(home, cfg); err == nil && !configured && boundLocation(home, cur) == boundLocation(home, *loc) {
+		configured = true // --store names the configured store
 	}
 	// Open migrates: migrate is Open plus a report, check is Open plus
 	// Verify.
@@ -178,7 +183,15 @@ func checkStore(ctx context.Context, e *env, st *store.Store, home, loc string, 
 			rep.Witness = append(rep.Witness, l)
 		}
 	}
-	trust, keys, why := checkKeys()
+	trust, keys, files, why := checkKeys(cfg)
+	if strings.HasPrefix(why, errIssuersFile.Error()) {
+		// Not a home without a key: one whose trust cannot be read.
+		rep.Error = why
+		return rep
+	}
+	if !configured {
+		files = nil // another store: this home's files are not its business
+	}
 	if why != "" {
 		// Only the structure can be checked.
 		rep.NotChecked = why
@@ -193,6 +206,12 @@ func checkStore(ctx context.Context, e *env, st *store.Store, home, loc string, 
 			rep.Error = err.Error()
 			return rep
 		}
+		tf, err := audit.Trust(ctx, st, trust, files)
+		if err != nil {
+			rep.Error = err.Error()
+			return rep
+		}
+		findings = append(findings, tf...)
 		for _, f := range findings {
 			rep.Findings = append(rep.Findings, checkFinding{Grant: f.Grant, Session: f.Session, Seq: f.Seq, Index: f.Index, Problem: f.Problem, Text: f.String()})
 		}
@@ -213,25 +232,27 @@ func checkStore(ctx context.Context, e *env, st *store.Store, home, loc string, 
 }
 
 // checkKeys loads the trusted grant issuers and receipt keys of
-// $JOULE_HOME, or says why it cannot (no endpoint key there).
-func checkKeys() (grant.Trust, receipts.Keys, string) {
+// $JOULE_HOME and what its files say (cfg is its config.json), or says why
+// it cannot (no endpoint key there).
+func checkKeys(cfg *config.Config) (grant.Trust, receipts.Keys, *trust.Files, string) {
 	home, err := identity.Home()
 	if err != nil {
-		return nil, nil, err.Error()
+		return nil, nil, nil, err.Error()
 	}
 	id, err := identity.Load(home)
 	if err != nil {
-		return nil, nil, fmt.Sprintf("no endpoint key in %s (%v)", home, err)
+		return nil, nil, nil, fmt.Sprintf("no endpoint key in %s (%v)", home, err)
 	}
-	trust, err := loadTrust(home, id)
+	tr, lines, err := loadTrust(home, id)
 	if err != nil {
-		return nil, nil, err.Error()
+		return nil, nil, nil, err.Error()
 	}
-	keys, err := receipts.NewKeys(trust)
+	keys, err := receipts.NewKeys(tr)
 	if err != nil {
-		return nil, nil, err.Error()
+		return nil, nil, nil, err.Error()
 	}
-	return trust, keys, ""
+	files := homeFiles(id, lines, cfg)
+	return tr, keys, &files, ""
 }
 
 // verifySigned is the store half of 'receipts verify': the store's own
@@ -239,6 +260,11 @@ func checkKeys() (grant.Trust, receipts.Keys, string) {
 // (core/audit). It prints one FAIL line per finding and returns how many.
 func verifySigned(ctx context.Context, e *env, ep *endpoint, keys receipts.Keys) int {
 	findings, err := audit.Check(ctx, ep.store, ep.trust, keys)
+	if err == nil {
+		var tf []audit.Finding
+		tf, err = audit.Trust(ctx, ep.store, ep.trust, &ep.files)
+		findings = append(findings, tf...)
+	}
 	if err != nil {
 		fmt.Fprintf(e.stdout, "FAIL store: %v\n", err)
 		return 1
@@ -247,7 +273,7 @@ func verifySigned(ctx context.Context, e *env, ep *endpoint, keys receipts.Keys)
 		fmt.Fprintf(e.stdout, "FAIL store: %s\n", f)
 	}
 	if len(findings) == 0 {
-		fmt.Fprintln(e.stdout, "ok   store: log hashes, checkpoints, grant envelopes, ledger and reservations match what is signed")
+		fmt.Fprintln(e.stdout, "ok   store: log hashes, checkpoints, grant envelopes, ledger, reservations and the trust chains match what is signed")
 	}
 	return len(findings)
 }
@@ -278,10 +304,32 @@ func storeBackup(ctx context.Context, e *env, sub, file string) error {
 		fmt.Fprintln(e.stdout, "restore  joule store restore "+file)
 		return nil
 	}
+	// The restore is recorded before it takes effect: in the store it
+	// replaces, whose witness (and any witness elsewhere) keeps it; then
+	// accept-loss records it in the store restored.
+	if ep.store.Backend() == "postgres" {
+		return noOnline(store.ErrNoOnlineBackup)
+	}
+	if err := store.CheckBackup(ctx, file); err != nil {
+		return fmt.Errorf("store restore from %s: %w", file, err)
+	}
+	sealer, err := ep.id.Sealer()
+	if err != nil {
+		return err
+	}
+	size, err := ep.store.LogSize(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := (&gate.Gate{Store: ep.store, Sealer: sealer}).SealRecord(ctx, gate.Record{Session: trust.StoreSession, Tool: "joule store restore",
+		Code: gate.CodeStoreRestored, Cwd: ep.home, Summary: fmt.Sprintf("store contents replaced by the backup %s; the log held %d receipts before", file, size),
+		Reason: "restored from a backup: what was sealed after it is gone from the store, and nothing is decided until 'joule store accept-loss' records it", Input: []byte(file)}); err != nil {
+		return fmt.Errorf("store restore: recording the restore: %w", err)
+	}
 	if err := ep.store.Restore(ctx, file); err != nil {
 		return noOnline(err)
 	}
-	size, err := ep.store.LogSize(ctx)
+	size, err = ep.store.LogSize(ctx)
 	if err != nil {
 		return err
 	}

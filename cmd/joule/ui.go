@@ -62,7 +62,7 @@ appear in the page as they are sealed.`)
 				return nil, err
 			}
 			return chain.IDs(), nil
-		}})
+		}, TrustState: g.TrustState})
 	if err != nil {
 		return err
 	}

@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
@@ -16,6 +18,7 @@ import (
 	"github.com/joulehook/joule/core/gate"
 	"github.com/joulehook/joule/core/identity"
 	"github.com/joulehook/joule/core/store"
+	"github.com/joulehook/joule/core/trust"
 	"github.com/joulehook/joule/core/witness"
 	"github.com/joulehook/joule/tiers/config"
 )
@@ -24,32 +27,69 @@ import (
 // store this home has appended to (docs/receipts.md, "The witness").
 const WitnessDir = "witness"
 
-// witnessPath is the home's own witness file for the store at loc:
-// witness/checkpoint for the home's default store, else one named after
-// the location (a URL without its password), so that a home that also
-// opens other stores keeps a witness for each.
-func witnessPath(home, loc string) string {
-	if loc == filepath.Join(home, StoreFile) {
+// witnessPath is the home's own witness file for the store at loc: for
+// the configured store, wherever it is, witness/checkpoint, the home's
+// anchor, which records the store's location, so that a store named
+// elsewhere is refused (store.ErrStoreMoved) rather than witnessed
+// afresh; for a store opened only to be checked (--store), one named
+// after its location (a URL without its password).
+func witnessPath(home, loc string, configured bool) string {
+	if configured {
 		return filepath.Join(home, WitnessDir, "checkpoint")
 	}
 	sum := sha256.Sum256([]byte(showStore(loc)))
 	return filepath.Join(home, WitnessDir, "checkpoint-"+hex.EncodeToString(sum[:8]))
 }
 
+// boundLocation is how the witness of home names the store at loc: a
+// database's host, port and name (not who logs in, nor how: a team's roles
+// reach one store); a file in the home by its name there, so that a home
+// moved whole keeps its binding; any other file by its path with its
+// directory's symbolic links resolved, so that one store reached by two
+// spellings is one location.
+func boundLocation(home, loc string) string {
+	if store.IsURL(loc) {
+		u, err := url.Parse(loc)
+		if err != nil {
+			return showStore(loc)
+		}
+		host := u.Host
+		if h := u.Query().Get("host"); host == "" && h != "" {
+			host = h // a unix socket directory
+		}
+		return "postgres://" + host + "/" + strings.TrimPrefix(u.Path, "/")
+	}
+	resolve := func(p string) string {
+		if dir, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+			return filepath.Join(dir, filepath.Base(p))
+		}
+		return filepath.Clean(p)
+	}
+	path := resolve(loc)
+	if h, err := filepath.EvalSymlinks(home); err == nil {
+		if rel, err := filepath.Rel(h, path); err == nil && filepath.IsLocal(rel) {
+			return "$JOULE_HOME/" + filepath.ToSlash(rel)
+		}
+	}
+	return path
+}
+
 // witnessFor is the witness of the store at loc opened from home: the
-// home's own file, and for the home's configured store the files and the
-// command of config.json.
+// home's own file, and for the home's configured store the location it
+// is bound to and the files, command and witnesses of config.json. Each
+// checkpoint records the heads of the trust chains (core/trust).
 func witnessFor(home, loc string, configured bool, cfg *config.Config, signer note.Signer, verifierKey string) (*store.Witness, error) {
 	v, err := note.NewVerifier(verifierKey)
 	if err != nil {
 		return nil, err
 	}
-	primary := witnessPath(home, loc)
+	primary := witnessPath(home, loc, configured)
 	w := &store.Witness{
 		Origin:   logOrigin(signer.Name()),
 		Signer:   signer,
 		Verifier: v,
 		Files:    []string{primary},
+		Chains:   []string{trust.GrantsSession, trust.HomeSession(verifierKey)},
 		// The rename is atomic; the fsync before it only closes the
 		// power-loss window (docs/receipts.md, "The witness").
 		NoSync:  true,
@@ -59,6 +99,9 @@ func witnessFor(home, loc string, configured bool, cfg *config.Config, signer no
 		w.Marker = host + ":" + primary
 	} else {
 		w.Marker = primary
+	}
+	if configured {
+		w.Location = boundLocation(home, loc)
 	}
 	if configured && cfg != nil {
 		w.Files = append(w.Files, cfg.Witness.Files...)
@@ -176,7 +219,14 @@ func checkWitness(ctx context.Context, e *env, st *store.Store, home, loc string
 			fmt.Fprintf(e.stdout, "witness %s: none yet (the next receipt starts it)\n", f)
 		default:
 			found = true
-			if err := proveExtends(ctx, st, cp, size); err != nil {
+			err := w.CheckLocation(cp, f)
+			if err == nil {
+				err = proveExtends(ctx, st, cp, size)
+			}
+			if err == nil {
+				err = st.CheckChains(ctx, cp, f)
+			}
+			if err != nil {
 				fmt.Fprintf(e.stdout, "witness FAILED: %s: %v\n", f, err)
 				failed = true
 				continue

@@ -48,13 +48,12 @@ func sealedStore(t *testing.T) (st *store.Store, path, gid string, trust grant.T
 		t.Fatal(err)
 	}
 	gid = s.ID.String()
-	if err := st.PutGrant(ctx, store.GrantRecord{ID: gid, Signed: s.Envelope, BudgetUJ: 1_000_000}); err != nil {
-		t.Fatal(err)
-	}
-	st.SetSetting(ctx, gate.SettingActive, gid)
 	sealer, _ := id.Sealer()
 	trust = grant.Trust{id.Steward: id.Public()}
 	g := &gate.Gate{Store: st, Sealer: sealer, Trust: trust, JouleHome: filepath.Join(dir, "home")}
+	if err := g.Adopt(ctx, s, "test grant", true); err != nil {
+		t.Fatal(err)
+	}
 	ev, _ := json.Marshal(map[string]any{"session_id": "s", "tool": "Bash", "cwd": ws, "input": map[string]any{"command": "go test ./..."}})
 	for range 3 {
 		if r := g.DecideJSON(ctx, ev); r.Decision != gate.Allow {
@@ -82,7 +81,7 @@ func TestCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := db.Exec(`UPDATE ledger SET amount_uj = 1, total_uj = total_uj - 49999 WHERE entry = 1`); err != nil {
+	if _, err := db.Exec(`UPDATE ledger SET amount_uj = 1, total_uj = total_uj - 49999 WHERE entry = (SELECT idx FROM entries WHERE session = 's' AND seq = 2)`); err != nil {
 		t.Fatal(err)
 	}
 	f, err := Check(ctx, st, trust, keys)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/joulehook/joule/core"
 	"github.com/joulehook/joule/core/command"
 	"github.com/joulehook/joule/core/rule"
 	"github.com/joulehook/joule/core/sandbox"
@@ -44,6 +45,11 @@ type Containment struct {
 	// nothing is rewritten, and each allowed Bash verdict's reason says
 	// "not contained: " and Off.
 	Off string
+	// Config, when set, is the digest of the config.json Fallback was
+	// read from (tiers/config TrustDigest): a gate with Files refuses a
+	// containment built from another configuration than the one it
+	// checked against the home's signed record.
+	Config core.ID
 }
 
 // confines reports whether an allowed Bash line will run confined by the

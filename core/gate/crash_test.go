@@ -85,7 +85,8 @@ func TestKillNineMidway(t *testing.T) {
 	if err := st.PutGrant(ctx, store.GrantRecord{ID: s.ID.String(), Signed: s.Envelope, BudgetUJ: s.Grant.BudgetUJ}); err != nil {
 		t.Fatal(err)
 	}
-	st.SetSetting(ctx, SettingActive, s.ID.String())
+	sealer, _ := id.Sealer()
+	recordActive(t, &Gate{Store: st, Sealer: sealer}, s.ID.String())
 	st.Close()
 
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashHelper$", "-test.count=1")

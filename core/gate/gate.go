@@ -19,6 +19,7 @@ import (
 	"github.com/joulehook/joule/core/receipts"
 	"github.com/joulehook/joule/core/rule"
 	"github.com/joulehook/joule/core/store"
+	"github.com/joulehook/joule/core/trust"
 )
 
 // Result is the gate's answer to a host: the decision, and where its receipt
@@ -51,6 +52,11 @@ type Gate struct {
 	// Hosts is where the hosts read their configuration, protected like
 	// joule's own home (ProtectedPaths); the zero value protects no host's.
 	Hosts ConfigPaths
+	// Files, when set, is what the home's issuers file and config.json
+	// said when this gate was made: every decision is refused unless they
+	// are what the home's signed chain records (trust.Home.Check). A gate
+	// whose Trust comes from elsewhere leaves it nil.
+	Files *trust.Files
 
 	// opened holds grants whose signatures were verified, by the BLAKE3 of
 	// their envelope: a resident gate loads the same chain for every
@@ -60,11 +66,11 @@ type Gate struct {
 
 	// checking is the store the gate installed its GrantCheck on.
 	checking atomic.Pointer[store.Store]
-}
 
-// SettingActive is the store setting naming the active grant; a session may
-// have its own under SettingActive + ":" + session.
-const SettingActive = "active_grant"
+	// view is the trust state last derived from the signed chains
+	// (trustState).
+	view atomic.Pointer[trustView]
+}
 
 // MalformedSession is the session under which events without a usable
 // session id are sealed.
@@ -86,7 +92,7 @@ func (g *Gate) DecideJSON(ctx context.Context, b []byte) Result {
 		var probe struct {
 			SessionID string `json:"session_id"`
 		}
-		if json.Unmarshal(b, &probe) == nil && probe.SessionID != "" && len(probe.SessionID) <= 256 {
+		if json.Unmarshal(b, &probe) == nil && probe.SessionID != "" && len(probe.SessionID) <= 256 && !trust.Reserved(probe.SessionID) {
 			session = probe.SessionID
 		}
 		return g.seal(ctx, &Event{SessionID: session, Tool: "(malformed)", Input: json.RawMessage("{}")}, b, Verdict{Decision: Deny, Code: CodeMalformed, Reason: err.Error()}, nil)
@@ -129,21 +135,21 @@ func (c Contained) DecideNoAsk(ctx context.Context, ev *Event, host string) Resu
 }
 
 func (g *Gate) decide(ctx context.Context, ev *Event, cannotAsk string, contain *Containment) Result {
+	if trust.Reserved(ev.SessionID) {
+		// Only joule's own records enter its sessions: the trust chain
+		// holds nothing a host can write.
+		refused := *ev
+		refused.SessionID = MalformedSession
+		return g.seal(ctx, &refused, ev.Input, deny(CodeMalformed, "session id %q is reserved to joule's own records", ev.SessionID), nil)
+	}
 	chain, err := g.ActiveChain(ctx, ev.SessionID)
 	if err != nil {
-		code := CodeNoActiveGrant
-		var fault *store.GrantFaultError
-		switch {
-		case errors.As(err, &fault):
-			return g.seal(ctx, ev, ev.Input, deny(CodeStoreCorrupt, "%v", err), nil)
-		case errors.Is(err, store.ErrRevoked):
-			code = CodeGrantRevoked
-		case errors.Is(err, errInvalidGrant):
-			code = CodeGrantInvalid
-		case isStoreFailure(err):
-			return storeFailure(err)
-		}
-		return g.seal(ctx, ev, ev.Input, deny(code, "%v", err), nil)
+		return g.chainRefused(ctx, ev, err)
+	}
+	if contain != nil && g.Files != nil && contain.Config != (core.ID{}) && contain.Config != g.Files.Config {
+		// Read apart from the configuration this gate checked: one of
+		// the two was changed in between.
+		return g.seal(ctx, ev, ev.Input, deny(CodeConfigUnsigned, "config.json changed while this decision was being made (its containment settings are not the ones checked against the home's signed record): 'joule trust' shows the difference"), chain)
 	}
 	policy, err := g.Policy(chain)
 	if err != nil {
@@ -162,6 +168,27 @@ func (g *Gate) decide(ctx context.Context, ev *Event, cannotAsk string, contain 
 		res.UpdatedInput = updated
 	}
 	return res
+}
+
+// chainRefused seals (or, for a store that cannot take a receipt, only
+// returns) the deny of an event whose active chain could not be loaded.
+func (g *Gate) chainRefused(ctx context.Context, ev *Event, err error) Result {
+	if v, sealed, ok := trustRefusal(err); ok {
+		if !sealed {
+			return Result{Decision: v.Decision, Code: v.Code, Reason: v.Reason}
+		}
+		return g.seal(ctx, ev, ev.Input, v, nil)
+	}
+	code := CodeNoActiveGrant
+	switch {
+	case errors.Is(err, store.ErrRevoked):
+		code = CodeGrantRevoked
+	case errors.Is(err, errInvalidGrant):
+		code = CodeGrantInvalid
+	case isStoreFailure(err):
+		return storeFailure(err)
+	}
+	return g.seal(ctx, ev, ev.Input, deny(code, "%v", err), nil)
 }
 
 // Policy builds the decision policy for a chain.
@@ -265,27 +292,36 @@ func resolveOr(p string) string {
 
 var errInvalidGrant = errors.New("invalid grant")
 
-// ActiveChain loads the active grant for session (its own, else the global
-// one) and its ancestors, verifying each against the trusted issuers.
+// ActiveChain loads the grant the signed trust chain makes active for
+// session (its own, else the one for every session) and its ancestors,
+// verifying each against the trusted issuers.
 func (g *Gate) ActiveChain(ctx context.Context, session string) (grant.Chain, error) {
-	id, err := g.Store.Setting(ctx, SettingActive+":"+session)
-	if errors.Is(err, store.ErrNotFound) {
-		id, err = g.Store.Setting(ctx, SettingActive)
-	}
-	if errors.Is(err, store.ErrNotFound) || err == nil && id == "" {
-		return nil, errors.New("no active grant: run 'joule init' or 'joule grant use ID'")
-	}
+	ts, err := g.trustState(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return g.LoadChain(ctx, id)
+	id := ts.Active(session)
+	if id == "" {
+		return nil, errors.New("no active grant: run 'joule init' or 'joule grant use ID'")
+	}
+	return g.loadChain(ctx, id, ts)
 }
 
 // LoadChain loads grant id and its ancestors, root first. Everything a
 // decision reads of a grant (rules, roots, expiry, budget, parent) comes
 // from its verified envelope; a budget_uj or parent column that disagrees
-// with it is a *store.GrantFaultError.
+// with it is a *store.GrantFaultError. Whether each was issued and is
+// revoked comes from the signed trust chain: a grant it records no issue
+// of is an *UnrecordedError.
 func (g *Gate) LoadChain(ctx context.Context, id string) (grant.Chain, error) {
+	ts, err := g.trustState(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return g.loadChain(ctx, id, ts)
+}
+
+func (g *Gate) loadChain(ctx context.Context, id string, ts *trust.Grants) (grant.Chain, error) {
 	g.checkStore()
 	var chain grant.Chain
 	for depth := 0; id != ""; depth++ {
@@ -299,8 +335,15 @@ func (g *Gate) LoadChain(ctx context.Context, id string) (grant.Chain, error) {
 			}
 			return nil, err
 		}
+		if ts.Revoked(id) {
+			return nil, fmt.Errorf("grant %s: %w (session %s seq %d)", id, store.ErrRevoked, trust.GrantsSession, ts.RevokedAt(id))
+		}
+		if !ts.Issued(id) {
+			return nil, unrecorded(id)
+		}
 		if rec.Revoked {
-			return nil, fmt.Errorf("grant %s: %w", id, store.ErrRevoked)
+			// The row says more than the chain: refused all the same.
+			return nil, fmt.Errorf("grant %s: %w (its row says so, the trust chain does not: run 'joule store check')", id, store.ErrRevoked)
 		}
 		s, err := g.open(rec.Signed)
 		if err != nil {
@@ -379,10 +422,13 @@ func (g *Gate) open(env []byte) (*grant.Signed, error) {
 }
 
 func isStoreFailure(err error) bool {
-	return errors.Is(err, store.ErrLocked) || errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrRolledBack) || errors.Is(err, store.ErrWitnessInvalid) || errors.Is(err, store.ErrCorrupt) || errors.Is(err, store.ErrNotStore) || errors.Is(err, store.ErrTooNew)
+	return errors.Is(err, store.ErrStoreMoved) || errors.Is(err, store.ErrLocked) || errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrRolledBack) || errors.Is(err, store.ErrWitnessInvalid) || errors.Is(err, store.ErrCorrupt) || errors.Is(err, store.ErrNotStore) || errors.Is(err, store.ErrTooNew)
 }
 
 func storeFailure(err error) Result {
+	if v, sealed, ok := trustRefusal(err); ok && !sealed {
+		return Result{Decision: v.Decision, Code: v.Code, Reason: v.Reason}
+	}
 	switch {
 	case errors.Is(err, store.ErrRolledBack):
 		return Result{Decision: Deny, Code: CodeRolledBack, Reason: "the receipt store was rolled back, so nothing is decided until the loss is accepted ('joule store accept-loss'): " + err.Error()}
@@ -467,16 +513,13 @@ func link(pos store.Position) receipts.Link {
 // every link, and the consultation is sealed, allow or deny.
 func (g *Gate) ConsultTier(ctx context.Context, session, cwd string, tier core.Tier) Result {
 	ev := &Event{SessionID: session, Tool: "cascade:" + string(tier), Input: json.RawMessage("{}"), Cwd: cwd}
+	if trust.Reserved(session) {
+		ev.SessionID = MalformedSession
+		return g.seal(ctx, ev, ev.Input, deny(CodeMalformed, "session id %q is reserved to joule's own records", session), nil)
+	}
 	chain, err := g.ActiveChain(ctx, session)
 	if err != nil {
-		var fault *store.GrantFaultError
-		if errors.As(err, &fault) {
-			return g.seal(ctx, ev, ev.Input, deny(CodeStoreCorrupt, "%v", err), nil)
-		}
-		if isStoreFailure(err) {
-			return storeFailure(err)
-		}
-		return g.seal(ctx, ev, ev.Input, deny(CodeNoActiveGrant, "%v", err), nil)
+		return g.chainRefused(ctx, ev, err)
 	}
 	return g.seal(ctx, ev, ev.Input, DecideTier(chain, session, tier, g.now()), chain)
 }

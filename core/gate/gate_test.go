@@ -13,6 +13,7 @@ import (
 	"github.com/joulehook/joule/core/grant"
 	"github.com/joulehook/joule/core/identity"
 	"github.com/joulehook/joule/core/store"
+	"github.com/joulehook/joule/core/trust"
 )
 
 // storeGate is a gate over a fresh store with one active grant.
@@ -44,9 +45,26 @@ func storeGate(t testing.TB, g *grant.Grant, tamper func([]byte) []byte) (*Gate,
 	if err := st.PutGrant(ctx, store.GrantRecord{ID: s.ID.String(), Signed: env, BudgetUJ: g.BudgetUJ}); err != nil {
 		t.Fatal(err)
 	}
-	st.SetSetting(ctx, SettingActive, s.ID.String())
 	sealer, _ := id.Sealer()
-	return &Gate{Store: st, Sealer: sealer, Trust: grant.Trust{id.Steward: id.Public()}, JouleHome: filepath.Join(dir, "home")}, ws
+	gt := &Gate{Store: st, Sealer: sealer, Trust: grant.Trust{id.Steward: id.Public()}, JouleHome: filepath.Join(dir, "home")}
+	recordActive(t, gt, s.ID.String())
+	return gt, ws
+}
+
+// recordActive seals the trust receipts that issue grant id and make it
+// active for every session, as 'joule grant issue --use' does, whatever
+// its stored envelope holds (a test may have damaged it).
+func recordActive(t testing.TB, g *Gate, id string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, r := range []Record{
+		{Session: trust.GrantsSession, Tool: "joule grant issue", Code: trust.CodeIssued, Summary: trust.IssuedSummary(id), Grants: []string{id}},
+		{Session: trust.GrantsSession, Tool: "joule grant use", Code: trust.CodeActivated, Summary: trust.ActivatedSummary(id, ""), Grants: []string{id}},
+	} {
+		if _, err := g.SealRecord(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func liveGrant() *grant.Grant {
@@ -82,14 +100,21 @@ func TestGateStoredGrantFailures(t *testing.T) {
 		t.Fatalf("budget: %v", got)
 	}
 	// Revoked.
-	id, _ := g.Store.Setting(ctx, SettingActive)
-	g.Store.Revoke(ctx, id)
+	id, _ := g.ActiveID(ctx, "")
+	if err := g.Revoke(ctx, id); err != nil {
+		t.Fatal(err)
+	}
 	if r := g.DecideJSON(ctx, event(ws)); r.Code != CodeGrantRevoked {
 		t.Fatalf("revoked: %+v", r)
 	}
 	// No active grant.
-	g.Store.SetSetting(ctx, SettingActive, "")
-	if r := g.DecideJSON(ctx, event(ws)); r.Code != CodeNoActiveGrant {
+	empty, err := store.Open(filepath.Join(t.TempDir(), "empty.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer empty.Close()
+	none := &Gate{Store: empty, Sealer: g.Sealer, Trust: g.Trust, JouleHome: g.JouleHome}
+	if r := none.DecideJSON(ctx, event(ws)); r.Code != CodeNoActiveGrant {
 		t.Fatalf("none: %+v", r)
 	}
 	// Tier consultations are sealed too.

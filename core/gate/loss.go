@@ -7,13 +7,18 @@ import (
 	"github.com/joulehook/joule/core"
 	"github.com/joulehook/joule/core/receipts"
 	"github.com/joulehook/joule/core/store"
+	"github.com/joulehook/joule/core/trust"
 )
 
 // LossSession is the session that holds the receipts of accepted losses.
-const LossSession = "joule-store"
+const LossSession = trust.StoreSession
 
 // CodeLossAccepted is the code of the receipt AcceptLoss seals.
 const CodeLossAccepted = "store-loss-accepted"
+
+// CodeStoreRestored is the code of the receipt 'joule store restore' seals
+// into the store it is about to replace.
+const CodeStoreRestored = "store-restored"
 
 // AcceptedLoss is what AcceptLoss sealed.
 type AcceptedLoss struct {

@@ -17,7 +17,7 @@ import (
 func TestOpenedGrantsFollowTrust(t *testing.T) {
 	g, _ := storeGate(t, liveGrant(), nil)
 	ctx := context.Background()
-	id, err := g.Store.Setting(ctx, SettingActive)
+	id, err := g.ActiveID(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestOpenedGrantsFollowTrust(t *testing.T) {
 	if _, err := g.LoadChain(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	if err := g.Store.Revoke(ctx, id); err != nil {
+	if err := g.Revoke(ctx, id); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := g.LoadChain(ctx, id); err == nil {

@@ -6,14 +6,15 @@ import (
 	"github.com/joulehook/joule/core"
 	"github.com/joulehook/joule/core/receipts"
 	"github.com/joulehook/joule/core/store"
+	"github.com/joulehook/joule/core/trust"
 )
 
 // GrantsSession is the session that holds the receipts of changes made to
-// grants themselves, such as a renewal.
-const GrantsSession = "joule-grants"
+// grants themselves: the trust chain (core/trust).
+const GrantsSession = trust.GrantsSession
 
 // CodeGrantRenewed is the code of the receipt joule grant renew seals.
-const CodeGrantRenewed = "grant-renewed"
+const CodeGrantRenewed = trust.CodeRenewed
 
 // Record is an administrative act the gate seals as a decision receipt
 // without a debit: what a person did to the endpoint, as against what an
@@ -39,7 +40,7 @@ func (g *Gate) SealRecord(ctx context.Context, r Record) (store.Entry, error) {
 	}
 	act := receipts.Act{Time: now, Tool: r.Tool, InputDigest: digest, Summary: r.Summary, Cwd: r.Cwd,
 		Decision: r.Decision, Code: r.Code, Reason: r.Reason, Grants: r.Grants}
-	return g.Store.Seal(ctx, store.SealRequest{Session: r.Session, Build: func(pos store.Position, _ error) ([]byte, bool, error) {
+	return g.Store.Seal(ctx, store.SealRequest{Session: r.Session, System: true, Build: func(pos store.Position, _ error) ([]byte, bool, error) {
 		env, err := receipts.SealDecision(g.Sealer, link(pos), act)
 		return env, false, err
 	}})

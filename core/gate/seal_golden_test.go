@@ -95,9 +95,9 @@ func TestSealedDecisionGolden(t *testing.T) {
 	if err := st.PutGrant(ctx, store.GrantRecord{ID: s.ID.String(), Signed: s.Envelope, BudgetUJ: 220_000}); err != nil {
 		t.Fatal(err)
 	}
-	st.SetSetting(ctx, SettingActive, s.ID.String())
 	g := &Gate{Store: st, Sealer: sealer, Trust: grant.Trust{"gate.golden": s.Grant.Issuer}, JouleHome: filepath.Join(dir, "home"),
 		Now: func() time.Time { return now }}
+	recordActive(t, g, s.ID.String())
 
 	event := func(session, cmd string) []byte {
 		return []byte(fmt.Sprintf(`{"session_id":%q,"tool":"Bash","input":{"command":%q},"cwd":%q}`, session, cmd, ws))

@@ -3,15 +3,18 @@ package gate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/joulehook/joule/core"
 	"github.com/joulehook/joule/core/grant"
 	"github.com/joulehook/joule/core/identity"
 	"github.com/joulehook/joule/core/store"
+	"github.com/joulehook/joule/core/trust"
 )
 
 // trustGate is a gate over a fresh store with no grant, and an issuer it
@@ -48,7 +51,7 @@ func newGrant(ws string, budget uint64, ttl time.Duration) *grant.Grant {
 func TestIssueUseResolve(t *testing.T) {
 	ctx := context.Background()
 	g, is, ws := trustGate(t)
-	if _, err := ResolveGrant(ctx, g.Store, ActiveGrant); !errors.Is(err, ErrNoActiveGrant) {
+	if _, err := g.ResolveGrant(ctx, ActiveGrant); !errors.Is(err, ErrNoActiveGrant) {
 		t.Fatalf("empty store: %v", err)
 	}
 	s, err := g.Issue(ctx, is, newGrant(ws, 1000, time.Hour), "", false)
@@ -56,20 +59,20 @@ func TestIssueUseResolve(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := s.ID.String()
-	if _, err := ResolveGrant(ctx, g.Store, ActiveGrant); !errors.Is(err, ErrNoActiveGrant) {
+	if _, err := g.ResolveGrant(ctx, ActiveGrant); !errors.Is(err, ErrNoActiveGrant) {
 		t.Fatalf("issued without use, yet active: %v", err)
 	}
-	if got, err := ResolveGrant(ctx, g.Store, id[:8]); got != id || err != nil {
+	if got, err := g.ResolveGrant(ctx, id[:8]); got != id || err != nil {
 		t.Fatalf("prefix: %q, %v", got, err)
 	}
-	if _, err := ResolveGrant(ctx, g.Store, "ffffffff"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := g.ResolveGrant(ctx, "ffffffff"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("unknown prefix: %v", err)
 	}
 	s2, err := g.Issue(ctx, is, newGrant(ws, 500, time.Hour), "", true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := ResolveGrant(ctx, g.Store, ActiveGrant); got != s2.ID.String() || err != nil {
+	if got, err := g.ResolveGrant(ctx, ActiveGrant); got != s2.ID.String() || err != nil {
 		t.Fatalf("issued with use: active is %q, %v", got, err)
 	}
 	// Use, for every session and for one.
@@ -79,10 +82,10 @@ func TestIssueUseResolve(t *testing.T) {
 	if err := g.Use(ctx, s2.ID.String(), "s1"); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := g.Store.Setting(ctx, SettingActive); got != id {
+	if got, _ := g.ActiveID(ctx, "s2"); got != id {
 		t.Fatalf("global active %q, want %q", got, id)
 	}
-	if got, _ := g.Store.Setting(ctx, SettingActive+":s1"); got != s2.ID.String() {
+	if got, _ := g.ActiveID(ctx, "s1"); got != s2.ID.String() {
 		t.Fatalf("session active %q", got)
 	}
 	// A revoked grant, or one for another subject, cannot be made active.
@@ -152,7 +155,7 @@ func TestRenew(t *testing.T) {
 		t.Fatal(err)
 	}
 	oldID := old.ID.String()
-	if err := g.Store.SetSetting(ctx, SettingActive+":s1", oldID); err != nil {
+	if err := g.Use(ctx, oldID, "s1"); err != nil {
 		t.Fatal(err)
 	}
 	r, err := g.Renew(ctx, is, oldID, 2*time.Hour)
@@ -166,9 +169,9 @@ func TestRenew(t *testing.T) {
 	if r.Receipt.Session != GrantsSession {
 		t.Fatalf("receipt in %q", r.Receipt.Session)
 	}
-	for _, key := range []string{SettingActive, SettingActive + ":s1"} {
-		if got, _ := g.Store.Setting(ctx, key); got != newID {
-			t.Fatalf("%s = %q, want the new grant", key, got)
+	for _, session := range []string{"s2", "s1"} {
+		if got, _ := g.ActiveID(ctx, session); got != newID {
+			t.Fatalf("active for %s = %q, want the new grant", session, got)
 		}
 	}
 	if rec, _ := g.Store.Grant(ctx, oldID); !rec.Revoked {
@@ -176,5 +179,93 @@ func TestRenew(t *testing.T) {
 	}
 	if _, err := g.Renew(ctx, is, oldID, 0); err == nil || !strings.Contains(err.Error(), "is revoked") {
 		t.Fatalf("renew a revoked grant: %v", err)
+	}
+}
+
+// TestTrustStateFollowsTheChain: a resident gate derives the trust state
+// once and follows every change another process seals (here a second gate
+// on the same store, as 'joule grant revoke' is); a grant the chain makes
+// active without an issue receipt is grant-unrecorded, with the command
+// that records it, which then works; and a host cannot seal into the
+// chain.
+func TestTrustStateFollowsTheChain(t *testing.T) {
+	ctx := context.Background()
+	g, is, ws := trustGate(t)
+	s, err := g.Issue(ctx, is, newGrant(ws, 1_000_000, time.Hour), "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	event := func(session string) []byte {
+		return []byte(fmt.Sprintf(`{"session_id":%q,"tool":"Bash","input":{"command":"go test ./..."},"cwd":%q}`, session, ws))
+	}
+	if r := g.DecideJSON(ctx, event("s1")); r.Decision != Allow {
+		t.Fatalf("before: %+v", r)
+	}
+	other := &Gate{Store: g.Store, Sealer: g.Sealer, Trust: g.Trust, JouleHome: g.JouleHome}
+	if err := other.Revoke(ctx, s.ID.String()); err != nil {
+		t.Fatal(err)
+	}
+	if r := g.DecideJSON(ctx, event("s1")); r.Code != CodeGrantRevoked {
+		t.Fatalf("a revocation sealed by another process: %+v", r)
+	}
+
+	// Made active by a receipt of the chain, never issued by one.
+	s2, err := is.Sign(newGrant(ws, 1_000_000, time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := s2.ID.String()
+	if err := g.Store.PutGrant(ctx, store.GrantRecord{ID: id, Signed: s2.Envelope, BudgetUJ: s2.Grant.BudgetUJ}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.SealRecord(ctx, Record{Session: trust.GrantsSession, Tool: "joule grant use", Code: trust.CodeActivated,
+		Summary: trust.ActivatedSummary(id, ""), Grants: []string{id}}); err != nil {
+		t.Fatal(err)
+	}
+	r := g.DecideJSON(ctx, event("s1"))
+	if r.Code != CodeGrantUnrecorded || !strings.Contains(r.Reason, "'joule grant adopt "+id+"'") || r.Receipt == "" {
+		t.Fatalf("an unrecorded grant made active: %+v", r)
+	}
+	if err := g.Adopt(ctx, s2, "test", false); err != nil {
+		t.Fatal(err)
+	}
+	if r := g.DecideJSON(ctx, event("s1")); r.Decision != Allow {
+		t.Fatalf("after adopt: %+v", r)
+	}
+
+	// A host's event naming the chain is sealed elsewhere, refused.
+	before, _ := g.TrustState(ctx)
+	r = g.DecideJSON(ctx, event(trust.GrantsSession))
+	if r.Code != CodeMalformed || r.Session != MalformedSession {
+		t.Fatalf("an event of session %s: %+v", trust.GrantsSession, r)
+	}
+	if r := g.ConsultTier(ctx, trust.GrantsSession, ws, "L0"); r.Code != CodeMalformed {
+		t.Fatalf("a tier consultation of session %s: %+v", trust.GrantsSession, r)
+	}
+	if after, _ := g.TrustState(ctx); after.Seq != before.Seq {
+		t.Fatalf("the trust chain grew from %d to %d receipts", before.Seq, after.Seq)
+	}
+}
+
+// TestContainmentFromAnotherConfig: a containment built from a
+// config.json read apart from the one the gate checked (changed in
+// between) rewrites nothing: the decision is config-unsigned.
+func TestContainmentFromAnotherConfig(t *testing.T) {
+	ctx := context.Background()
+	g, is, ws := trustGate(t)
+	if _, err := g.Issue(ctx, is, newGrant(ws, 1_000_000, time.Hour), "", true); err != nil {
+		t.Fatal(err)
+	}
+	checked := core.Sum([]byte("the config the gate checked"))
+	g.Files = &trust.Files{Home: "joule-home:trust.test+1", Steward: g.Sealer.Steward(), Key: g.Trust[g.Sealer.Steward()],
+		Issuers: trust.NoIssuers, Config: checked, DefaultConfig: checked}
+	ev := &Event{SessionID: "s1", Tool: "Bash", Input: []byte(`{"command":"go test ./..."}`), Cwd: ws}
+	same := Contained{Gate: g, C: &Containment{Off: "test", Config: checked}}
+	if r := same.Decide(ctx, ev); r.Decision != Allow {
+		t.Fatalf("the same configuration: %+v", r)
+	}
+	other := Contained{Gate: g, C: &Containment{Off: "test", Config: core.Sum([]byte("edited since"))}}
+	if r := other.Decide(ctx, ev); r.Code != CodeConfigUnsigned || r.Receipt == "" {
+		t.Fatalf("a containment from another configuration: %+v", r)
 	}
 }

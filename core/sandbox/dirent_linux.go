@@ -36,32 +36,42 @@ func listDir(d string) []dirent {
 		if err != nil || n <= 0 {
 			return out
 		}
-		for off := 0; off+19 <= n; {
-			// struct linux_dirent64: ino u64, off s64, reclen u16, type u8, name.
-			reclen := int(*(*uint16)(unsafe.Pointer(&buf[off+16])))
-			if reclen < 20 || off+reclen > n {
-				return out
+		out = appendDirents(out, buf[:n], func(name string) (dir, link bool) {
+			var st syscall.Stat_t
+			if syscall.Lstat(d+"/"+name, &st) == nil {
+				return st.Mode&syscall.S_IFMT == syscall.S_IFDIR, st.Mode&syscall.S_IFMT == syscall.S_IFLNK
 			}
-			typ := buf[off+18]
-			name := buf[off+19 : off+reclen]
-			for i, c := range name {
-				if c == 0 {
-					name = name[:i]
-					break
-				}
-			}
-			off += reclen
-			if s := string(name); s != "." && s != ".." {
-				e := dirent{name: s, dir: typ == syscall.DT_DIR, link: typ == syscall.DT_LNK}
-				if typ == syscall.DT_UNKNOWN {
-					var st syscall.Stat_t
-					if syscall.Lstat(d+"/"+s, &st) == nil {
-						e.dir = st.Mode&syscall.S_IFMT == syscall.S_IFDIR
-						e.link = st.Mode&syscall.S_IFMT == syscall.S_IFLNK
-					}
-				}
-				out = append(out, e)
+			return false, false
+		})
+	}
+}
+
+// appendDirents appends the entries of a getdents64 buffer to out; lookup
+// gives the type of an entry the listing does not.
+func appendDirents(out []dirent, buf []byte, lookup func(name string) (dir, link bool)) []dirent {
+	n := len(buf)
+	for off := 0; off+19 <= n; {
+		// struct linux_dirent64: ino u64, off s64, reclen u16, type u8, name.
+		reclen := int(*(*uint16)(unsafe.Pointer(&buf[off+16])))
+		if reclen < 20 || off+reclen > n {
+			return out
+		}
+		typ := buf[off+18]
+		name := buf[off+19 : off+reclen]
+		for i, c := range name {
+			if c == 0 {
+				name = name[:i]
+				break
 			}
 		}
+		off += reclen
+		if s := string(name); s != "." && s != ".." {
+			e := dirent{name: s, dir: typ == syscall.DT_DIR, link: typ == syscall.DT_LNK}
+			if typ == syscall.DT_UNKNOWN {
+				e.dir, e.link = lookup(s)
+			}
+			out = append(out, e)
+		}
 	}
+	return out
 }

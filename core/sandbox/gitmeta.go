@@ -20,8 +20,8 @@ import (
 // in order: the section and the key lower-cased, the subsection as
 // written ("" for none), the value unquoted ("true" for a key without
 // '='). Syntax it cannot read ends the parse, as git would refuse the
-// file; what came before is reported.
-func parseGitConfig(b []byte, fn func(section, sub, key, value string)) {
+// file; what came before is reported, and complete is false.
+func parseGitConfig(b []byte, fn func(section, sub, key, value string)) (complete bool) {
 	var section, sub string
 	i := 0
 	for i < len(b) {
@@ -37,7 +37,7 @@ func parseGitConfig(b []byte, fn func(section, sub, key, value string)) {
 			var ok bool
 			section, sub, i, ok = configHeader(b, i+1)
 			if !ok {
-				return
+				return false
 			}
 		case isAlpha(c):
 			start := i
@@ -54,19 +54,20 @@ func parseGitConfig(b []byte, fn func(section, sub, key, value string)) {
 				var ok bool
 				value, i, ok = configValue(b, i+1)
 				if !ok {
-					return
+					return false
 				}
 			case i >= len(b) || b[i] == '\n' || b[i] == '\r' || b[i] == '#' || b[i] == ';':
 			default:
-				return
+				return false
 			}
 			if section != "" {
 				fn(section, sub, key, value)
 			}
 		default:
-			return
+			return false
 		}
 	}
+	return true
 }
 
 func isAlpha(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }

@@ -114,10 +114,28 @@ func confineThread(spec Spec, abi int) error {
 				return fmt.Errorf("layer %d: %w", i, err)
 			}
 		}
+		if err := addConnect(fd, spec, abi); err != nil {
+			syscall.Close(fd)
+			return fmt.Errorf("layer %d: %w", i, err)
+		}
 		err = ll.LandlockRestrictSelf(fd, 0)
 		syscall.Close(fd)
 		if err != nil {
 			return fmt.Errorf("landlock_restrict_self: %w", err)
+		}
+	}
+	return nil
+}
+
+// addConnect grants TCP connect to spec.Connect's ports in the ruleset
+// fd, which handles the network when spec.Net is off (ABI 4 and later).
+func addConnect(fd int, spec Spec, abi int) error {
+	if spec.Net || abi < 4 {
+		return nil
+	}
+	for _, port := range spec.Connect {
+		if err := ll.LandlockAddNetPortRule(fd, &ll.NetPortAttr{AllowedAccess: ll.AccessNetConnectTCP, Port: uint64(port)}, 0); err != nil {
+			return fmt.Errorf("landlock_add_rule (connect to TCP port %d): %w", port, err)
 		}
 	}
 	return nil

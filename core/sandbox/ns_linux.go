@@ -340,6 +340,9 @@ func execNamespace(spec Spec, abi int, path string, argv, env []string, warn io.
 			return fmt.Errorf("landlock_create_ruleset: %w", err)
 		}
 		fds = append(fds, fd)
+		if err := addConnect(fd, spec, abi); err != nil {
+			return fmt.Errorf("layer %d: %w", i, err)
+		}
 		for _, r := range rules {
 			if !slices.ContainsFunc(plan.Overlays, func(o Overlay) bool { return o.Path == r.Path }) {
 				if err := addRule(fd, r, fs); err != nil {
@@ -496,7 +499,13 @@ func execNamespace(spec Spec, abi int, path string, argv, env []string, warn io.
 		syscall.Close(fd)
 	}
 	fds = nil
-	os.Exit(waitForProgram(int(pid), status, func() { stand.release(spec.stats) }))
+	// Once no process of the command is left: the stand-ins go, and the
+	// sweep takes out what git would run of the repositories the
+	// discovery did not guard (sweep_linux.go).
+	os.Exit(waitForProgram(int(pid), status, func() {
+		stand.release(spec.stats)
+		spec.sweep(warn)
+	}))
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -44,6 +45,9 @@ type Policy struct {
 	// toolchains' caches (Spec.LayerDir: LayerDir($JOULE_HOME, session)).
 	// Without one the caches are read-only in the namespace construction.
 	Layer string `json:"layer,omitempty"`
+	// Connect are the TCP ports the command may connect to with the
+	// network off (Spec.Connect).
+	Connect []uint16 `json:"connect,omitempty"`
 }
 
 // PolicyLink is the rules of one link of the grant, as the grant writes them.
@@ -264,7 +268,19 @@ func (p Policy) Spec(net bool, getenv func(string) string) (Spec, error) {
 		}
 		in.Sets = append(in.Sets, set)
 	}
-	return build(res, in)
+	spec, err := build(res, in)
+	if err != nil {
+		return Spec{}, err
+	}
+	if !net {
+		for _, port := range p.Connect {
+			if port == 0 {
+				return Spec{}, errors.New("the policy allows connecting to port 0")
+			}
+		}
+		spec.Connect = slices.Clone(p.Connect)
+	}
+	return spec, nil
 }
 
 // hashHex names a policy file. SHA-256, not the BLAKE3 the store uses:

@@ -86,7 +86,10 @@
 // directories) is read-only (persist.go), and the toolchains' shared caches
 // are overlays whose upper layer is the session's own (layers.go), so that
 // nothing the command writes runs, or is followed, unconfined afterwards.
-// Landlock alone cannot do either (LandlockOnlyGaps).
+// A repository the command makes, or one the discovery did not find, is
+// swept once every process of the command has ended: its hooks and every
+// configuration variable but an allow-list are moved to a quarantine
+// (sweep_linux.go). Landlock alone can do none of it (LandlockOnlyGaps).
 //
 // The network (Landlock ABI 4): TCP connect and bind are refused unless
 // Spec.Net. With the network off a seccomp filter refuses every other
@@ -95,7 +98,8 @@
 // sockets are refused, and so are unix sockets, through which the command
 // could reach a server outside by its path (Landlock scopes named unix
 // sockets only from ABI 9); socketpair stays, for the command's own
-// pipes. With ABI 6, abstract unix sockets and signals are scoped: the
+// pipes. Spec.Connect opens TCP connect to a few ports only, on any
+// address (Landlock's network rules name ports). With ABI 6, abstract unix sockets and signals are scoped: the
 // process tree cannot reach abstract sockets or signal processes outside it.
 package sandbox
 
@@ -116,6 +120,11 @@ import (
 type Spec struct {
 	Layers []Layer
 	Net    bool // TCP connect and bind are allowed
+	// Connect are the TCP ports a command without Net may still connect
+	// to (Landlock ABI 4 rules name a port, not an address): joule acp's
+	// remote agent reaches the joule proxy on loopback this way and
+	// nothing else. Bind stays refused.
+	Connect []uint16
 	// LandlockOnly confines with Landlock alone (the carve of Layer.Rules)
 	// even where the namespace construction is available.
 	LandlockOnly bool
@@ -147,6 +156,10 @@ type Spec struct {
 	// found of persist.go's paths (their placeholders made), for Plan.
 	overlays []Overlay
 	guarded  []guard
+	// known are the git directories the discovery followed (their
+	// configuration and hooks read-only for the run): the sweep after the
+	// command leaves them alone.
+	known map[string]bool
 	// standIns are the stand-ins Exec holds for the command's run
 	// (standin_linux.go), for Plan: each is bound read-only.
 	standIns map[string]bool

@@ -290,6 +290,25 @@ func (s *Store) ReplaceSetting(ctx context.Context, key, old, value string) (int
 	return n, nil
 }
 
+// SettingsUnder returns every setting under key or key+":" and a suffix,
+// by key.
+func (s *Store) SettingsUnder(ctx context.Context, key string) (map[string]string, error) {
+	rows, err := s.conn().QueryContext(ctx, `SELECT key, value FROM settings WHERE key = ? OR substr(key, 1, ?) = ?`, key, int64(len(key)+1), key+":")
+	if err != nil {
+		return nil, fmt.Errorf("store: settings %q: %w", key, s.classify(err))
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, fmt.Errorf("store: settings %q: %w", key, s.classify(err))
+		}
+		out[k] = v
+	}
+	return out, rows.Err()
+}
+
 // Setting returns the value stored under key, or an error wrapping
 // ErrNotFound.
 func (s *Store) Setting(ctx context.Context, key string) (string, error) {

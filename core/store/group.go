@@ -213,7 +213,7 @@ func (s *Store) sealGroup(calls []*sealCall) {
 			if wit, err = s.witnessGroup(ctx, tx, hashReader{ctx, tx}, entries, errs); err != nil {
 				return err
 			}
-			return withSpent(ctx, tx, wit)
+			return s.withSpent(ctx, tx, wit)
 		})
 	}
 	if err == nil {
@@ -262,7 +262,7 @@ func (s *Store) sealBatch(ctx context.Context, tx conn, reqs []SealRequest, entr
 		}
 		return err
 	}
-	return withSpent(ctx, tx, *wit)
+	return s.withSpent(ctx, tx, *wit)
 }
 
 // sealSavepoints seals reqs in one transaction, each in its own savepoint,

@@ -61,6 +61,10 @@ type SealRequest struct {
 	// the quorum has cosigned the log as it is before it. A deny needs
 	// no witness to be safe, and is sealed whatever the witnesses say.
 	RequireWitness bool
+	// System marks a seal into one of joule's own sessions (SystemPrefix):
+	// a trust change, a loss accepted. Any other seal into one is
+	// refused, so that nothing but joule's own records enters them.
+	System bool
 
 	// force seals without checking the witness, and re-anchors it
 	// (AcceptLoss); before runs first in the transaction, given the log's
@@ -143,7 +147,7 @@ func (s *Store) sealOne(ctx context.Context, req SealRequest) (Entry, error) {
 			if err := b.flush(ctx); err != nil {
 				return err
 			}
-			return withSpent(ctx, tx, wit)
+			return s.withSpent(ctx, tx, wit)
 		}
 		locked, err := lockSeal(ctx, tx, []SealRequest{req})
 		if err != nil {
@@ -165,7 +169,7 @@ func (s *Store) sealOne(ctx context.Context, req SealRequest) (Entry, error) {
 		if wit, err = s.witnessSeal(ctx, tx, r, req.force, sealed.Index, sealed.Index+1); err != nil {
 			return err
 		}
-		return withSpent(ctx, tx, wit)
+		return s.withSpent(ctx, tx, wit)
 	})
 	if err == nil {
 		s.committed(wit)
@@ -281,9 +285,16 @@ func lockSeal(ctx context.Context, tx conn, reqs []SealRequest) (map[string]Gran
 	return locked, lockLog(ctx, tx)
 }
 
+// SystemPrefix starts the sessions reserved to joule's own records
+// (SealRequest.System).
+const SystemPrefix = "joule-"
+
 func (r SealRequest) check() error {
 	if err := checkID("session", r.Session); err != nil {
 		return err
+	}
+	if !r.System && strings.HasPrefix(r.Session, SystemPrefix) {
+		return fmt.Errorf("session %q is reserved to joule's own records", r.Session)
 	}
 	if r.Build == nil {
 		return errors.New("nil Build")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -53,6 +54,7 @@ type WitnessError struct {
 	File      string      // the witness file
 	Witnessed *Checkpoint // what it remembers; nil when unreadable or missing
 	StoreSize int64       // the log's size now; -1 when not read
+	Bound     string      // for ErrStoreMoved: the location the witness is bound to
 	Problem   string
 	err       error // ErrRolledBack or ErrWitnessInvalid
 }
@@ -113,6 +115,15 @@ type Witness struct {
 	// action is allowed (SealRequest.RequireWitness, AwaitWitness); 0:
 	// they cosign when they can, and a failure is only reported.
 	Quorum int
+	// Location names the store this witness is bound to (a path, or a
+	// URL without its password): each checkpoint records it, and a
+	// store opened at another location is refused with ErrStoreMoved
+	// until the move is recorded (AcceptLoss re-binds it).
+	Location string
+	// Chains are sessions whose heads each checkpoint records (the
+	// trust chains, core/trust): a store whose chain is behind what was
+	// witnessed lost signed receipts of it (CheckChains).
+	Chains []string
 }
 
 // watched lists the files a witness reads: its files, then each
@@ -401,13 +412,19 @@ func (s *Store) WitnessState(ctx context.Context) (*Checkpoint, string, error) {
 		if cp == nil {
 			return s.witnessMissing(ctx, tx, size)
 		}
-		return s.checkWitnessed(cp, file, size, hashReader{ctx, tx})
+		if err := s.checkWitnessed(cp, file, size, hashReader{ctx, tx}); err != nil {
+			return err
+		}
+		return s.checkChains(ctx, tx, cp, file)
 	})
 	return cp, file, err
 }
 
 // checkWitnessed checks that a log of size, read through r, extends cp.
 func (s *Store) checkWitnessed(cp *Checkpoint, file string, size int64, r tlog.HashReader) error {
+	if err := s.wit.w.checkLocation(cp, file, size); err != nil {
+		return err
+	}
 	if size < cp.Size {
 		return &WitnessError{File: file, Witnessed: cp, StoreSize: size,
 			Problem: fmt.Sprintf("the store holds %d receipts, fewer than the %d witnessed: it was wiped, truncated or replaced by an older copy", size, cp.Size), err: ErrRolledBack}
@@ -507,15 +524,27 @@ func (s *Store) witnessTx(ctx context.Context, tx conn, r tlog.HashReader, first
 	return &pendingWitness{cp: Checkpoint{Origin: w.Origin, Size: next, Root: root}}, nil
 }
 
-// withSpent adds every grant's spent total to p, once the transaction's
-// writes are all applied (a batch writes its grants last).
-func withSpent(ctx context.Context, q querier, p *pendingWitness) error {
+// withSpent adds to p, once the transaction's writes are all applied (a
+// batch writes its grants last), every grant's spent total, the head of
+// each of the witness's Chains and the store's Location.
+func (s *Store) withSpent(ctx context.Context, q querier, p *pendingWitness) error {
 	if p == nil {
 		return nil
 	}
 	spent, err := spentExtensions(ctx, q)
-	p.cp.Extensions = spent
-	return err
+	if err != nil {
+		return err
+	}
+	w := s.wit.w
+	chains, err := chainExtensions(ctx, q, w.Chains)
+	if err != nil {
+		return err
+	}
+	p.cp.Extensions = append(spent, chains...)
+	if w.Location != "" {
+		p.cp.Extensions = append(p.cp.Extensions, locationPrefix+base64.RawURLEncoding.EncodeToString([]byte(w.Location)))
+	}
+	return nil
 }
 
 // spentPrefix starts the witness's extension line for one grant's spent
@@ -840,7 +869,7 @@ func (s *Store) AcceptLoss(ctx context.Context, session string, build func(pos P
 		cur  Checkpoint
 		kept []string
 	)
-	req := SealRequest{Session: session, force: true}
+	req := SealRequest{Session: session, force: true, System: strings.HasPrefix(session, SystemPrefix)}
 	req.Build = func(pos Position, _ error) ([]byte, bool, error) {
 		env, err := build(pos, witnessed, cur)
 		return env, false, err

@@ -70,6 +70,14 @@ type Remote struct {
 	CommandTimeout time.Duration
 	Stderr         io.Writer // the agent's stderr; nil discards it
 	Log            *slog.Logger
+	// Mode, when set, is the ACP session mode the remote's sessions are
+	// put in (session/set_mode) before the prompt: claude-agent-acp's
+	// bypassPermissions, say. It must be one of the modes the remote offers.
+	Mode string
+	// Contain, when set, runs the agent's whole process tree confined to
+	// the session's grant (Containment); nil runs it as it is, its own
+	// changes to the disk decided after the turn and undone if denied.
+	Contain *Containment
 }
 
 // ProxyEnv points a remote agent's model traffic at joule proxy's base URL:
@@ -150,13 +158,25 @@ func (s *stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 	}
 	argv := r.Argv
 	var env []string
+	proxy := ""
 	if r.Proxy != nil {
 		if u := r.Proxy(); u != "" {
 			su := SessionURL(u, req.Session)
 			env = ProxyEnv(su)
 			argv = ProxyArgs(argv, su)
+			proxy = u
 			s.ed.Metered()
 		}
+	}
+	if r.Contain != nil {
+		wrapped, cenv, cleanup, err := r.Contain.wrap(ctx, r.Gate, req.Session, argv, proxy)
+		if err != nil {
+			// Fail closed: an agent meant to run contained does not run
+			// otherwise.
+			return nil, fmt.Errorf("l4: containing the remote agent: %v", err)
+		}
+		defer cleanup()
+		argv, env = wrapped, append(cenv, env...)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = req.Root
@@ -245,6 +265,11 @@ func (s *stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 		return nil, fail("session/new", err)
 	}
 	c.remoteSession = ns.SessionId
+	if r.Mode != "" {
+		if err := setMode(cctx, conn, ns, r.Mode); err != nil {
+			return nil, fail("session/set_mode", err)
+		}
+	}
 	pr, err := conn.Prompt(cctx, acp.PromptRequest{SessionId: ns.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock(req.Prompt)}})
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(ctx.Err(), context.Canceled) {
@@ -398,6 +423,22 @@ func diskChanges(before, after core.Files) (core.Files, []string) {
 	}
 	sort.Strings(gone)
 	return changed, gone
+}
+
+// setMode puts the remote's new session in mode, one of those it offers.
+func setMode(ctx context.Context, conn *acp.ClientSideConnection, ns acp.NewSessionResponse, mode string) error {
+	if ns.Modes == nil {
+		return fmt.Errorf("the remote agent offers no session modes, and %q was asked for", mode)
+	}
+	var ids []string
+	for _, m := range ns.Modes.AvailableModes {
+		if string(m.Id) == mode {
+			_, err := conn.SetSessionMode(ctx, acp.SetSessionModeRequest{SessionId: ns.SessionId, ModeId: m.Id})
+			return err
+		}
+		ids = append(ids, string(m.Id))
+	}
+	return fmt.Errorf("the remote agent offers no mode %q (it offers %s)", mode, strings.Join(ids, ", "))
 }
 
 // authRequired says whether err is ACP's "authentication required".

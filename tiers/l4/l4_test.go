@@ -185,3 +185,33 @@ func TestEnvAuth(t *testing.T) {
 		t.Errorf("authList = %s", l)
 	}
 }
+
+func TestLoopbackPort(t *testing.T) {
+	for _, tt := range []struct {
+		url  string
+		port uint16
+		err  string
+	}{
+		{"http://127.0.0.1:8181", 8181, ""},
+		{"http://127.0.0.1:8181/session/s1", 8181, ""},
+		{"http://[::1]:9000/v1", 9000, ""},
+		{"http://localhost:7000", 7000, ""},
+		{"http://127.0.0.1", 80, ""},
+		{"http://10.0.0.5:8181", 0, "not on a loopback address"},
+		{"http://proxy.example:8181", 0, "not on a loopback address"},
+		{"http://127.0.0.1:0", 0, "no port"},
+		{"http://127.0.0.1:99999", 0, "no port"},
+		{"::", 0, "the proxy URL"},
+	} {
+		port, err := loopbackPort(tt.url)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%s: err %v, want %q", tt.url, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || port != tt.port {
+			t.Errorf("%s: %d %v, want %d", tt.url, port, err, tt.port)
+		}
+	}
+}

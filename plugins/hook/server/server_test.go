@@ -58,14 +58,15 @@ func newHome(t *testing.T) *home {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := st.PutGrant(ctx, store.GrantRecord{ID: sg.ID.String(), Signed: sg.Envelope, BudgetUJ: sg.Grant.BudgetUJ}); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.SetSetting(ctx, gate.SettingActive, sg.ID.String()); err != nil {
+	if err := h.gate.Adopt(ctx, sg, "test grant", true); err != nil {
 		t.Fatal(err)
 	}
 	return h
 }
+
+// trustReceipts is how many receipts a new home's log holds: its grant's
+// issue and activation in the trust chain.
+const trustReceipts = 2
 
 // config is a gate of h that knows one host, claude-code.
 func (h *home) config(log io.Writer) Config {
@@ -261,8 +262,8 @@ func TestServeConcurrent(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	if c, _ := h.gate.Store.LogSize(context.Background()); c != n {
-		t.Errorf("%d receipts, want %d", c, n)
+	if c, _ := h.gate.Store.LogSize(context.Background()); c != trustReceipts+n {
+		t.Errorf("%d receipts, want %d", c, trustReceipts+n)
 	}
 }
 
@@ -309,8 +310,8 @@ func TestServeStale(t *testing.T) {
 	if !strings.Contains(log.String(), "exiting: the configuration in "+h.dir+" changed") {
 		t.Errorf("log: %q", log)
 	}
-	if c, _ := h.gate.Store.LogSize(context.Background()); c != 0 {
-		t.Errorf("a stale gate sealed %d receipts", c)
+	if c, _ := h.gate.Store.LogSize(context.Background()); c != trustReceipts {
+		t.Errorf("a stale gate sealed %d receipts", c-trustReceipts)
 	}
 	h.start(t, h.config(io.Discard))
 	if got := h.ask(t, h.request(resident.OpHook, h.bash("s", "go test ./..."))); got.Kind != resident.Answer || got.Exit != 0 {
@@ -361,8 +362,8 @@ func TestServeBadFrame(t *testing.T) {
 	if got := h.ask(t, h.request(resident.OpHook, h.bash("s", "go test ./..."))); got.Kind != resident.Answer || got.Exit != 0 {
 		t.Fatalf("after the bad frames: %q %d %q", got.Kind, got.Exit, got.Stderr)
 	}
-	if c, _ := h.gate.Store.LogSize(context.Background()); c != 1 {
-		t.Errorf("%d receipts, want the one good request's", c)
+	if c, _ := h.gate.Store.LogSize(context.Background()); c != trustReceipts+1 {
+		t.Errorf("%d receipts, want the one good request's", c-trustReceipts)
 	}
 }
 

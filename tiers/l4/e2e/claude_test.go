@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -39,6 +40,8 @@ func (f *fakeAnthropic) script(prompt string) []toolUse {
 	write := toolUse{"mcp__acp__Write", map[string]any{"file_path": filepath.Join(f.ws, "out.txt"), "content": "hello from claude\n"}}
 	run := toolUse{"mcp__acp__Bash", map[string]any{"command": "echo ran > ran.txt", "description": "record the run", "timeout": 60000}}
 	switch {
+	case strings.Contains(prompt, "OUTSIDE"):
+		return []toolUse{{"mcp__acp__Write", map[string]any{"file_path": filepath.Join(filepath.Dir(f.ws), "outside.txt"), "content": "escaped\n"}}}
 	case strings.Contains(prompt, "WRITE AND RUN"):
 		return []toolUse{write, run}
 	case strings.Contains(prompt, "RUN ONLY"):
@@ -104,12 +107,17 @@ func (f *fakeAnthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var use *toolUse
 	if len(req.Tools) > 0 {
-		if s := f.script(first); results < len(s) {
-			use = &s[results]
-		}
 		names := []string{}
 		for _, t := range req.Tools {
 			names = append(names, t.Name)
+		}
+		if s := f.script(first); results < len(s) {
+			use = &s[results]
+			// claude-agent-acp offers Claude Code's own tools, not the ACP
+			// adapter's mcp__acp__ ones.
+			if bare := strings.TrimPrefix(use.name, "mcp__acp__"); !slices.Contains(names, use.name) && slices.Contains(names, bare) {
+				use = &toolUse{bare, use.input}
+			}
 		}
 		f.mu.Lock()
 		f.tools = append(f.tools, names)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +22,9 @@ import (
 // tools the request offers (apply_patch as a function or a freeform tool;
 // shell, shell_command or exec_command).
 type fakeResponses struct {
+	// plain: the command asks for no escalation (Codex's full-access mode
+	// refuses such a request: it never asks)
+	plain    bool
 	mu       sync.Mutex
 	calls    int
 	in, out  uint64
@@ -116,6 +120,10 @@ func (f *fakeResponses) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				name, args = "exec_command", map[string]any{"cmd": "echo ran > ran.txt", "sandbox_permissions": "require_escalated", "justification": "record the run"}
 			default:
 				name, args = "shell", map[string]any{"command": []string{"bash", "-lc", "echo ran > ran.txt"}, "sandbox_permissions": "require_escalated", "justification": "record the run"}
+			}
+			if f.plain {
+				delete(args, "sandbox_permissions")
+				delete(args, "justification")
 			}
 			b, _ := json.Marshal(args)
 			item = map[string]any{"type": "function_call", "id": "fc_" + callID, "call_id": callID, "name": name, "arguments": string(b), "status": "completed"}
@@ -226,4 +234,78 @@ func TestCodexACP(t *testing.T) {
 		s.close(t)
 		h.noneLeft(t, "after the session")
 	})
+}
+
+// TestCodexACPFullAccess: the real Codex through codex-acp in its most
+// permissive mode (full-access: danger-full-access, no approvals, set over
+// ACP with joule acp --remote-mode), contained by joule-exec with the
+// session's grant. It asks nothing: allowed, its patch and its command land
+// and are one signed op; denied, both fail at the system call inside Codex's
+// own tools, Codex's outputs to the model say so, and nothing is undone
+// because nothing was written.
+func TestCodexACPFullAccess(t *testing.T) {
+	t.Parallel()
+	for _, allowed := range []bool{true, false} {
+		name := map[bool]string{true: "allowed", false: "denied"}[allowed]
+		t.Run(name, func(t *testing.T) {
+			h := newHome(t)
+			remote, env := codexRemote(t, h)
+			env = append(env, "JOULE_ACP_REMOTE_MODE=full-access")
+			api := &fakeResponses{plain: true}
+			proxyURL := h.proxy(t, "--openai", serve(t, api))
+			defer func() { t.Logf("the endpoint saw:\n%s", api.log()) }()
+			if allowed {
+				h.run(t, "grant", "issue", "--allow", "Read", "--allow", "Write", "--allow", "Bash(echo:*)", "--tiers", "l0,l1,l4", "--budget", "1MJ", "--workspace", h.ws, "--use")
+			} else {
+				h.run(t, "grant", "issue", "--allow", "Read", "--deny", "Write", "--deny", "Bash(echo:*)", "--tiers", "l0,l1,l4", "--budget", "1MJ", "--workspace", h.ws, "--use")
+			}
+			s := h.acp(t, remote, proxyURL, env...)
+			stop, said := s.prompt(t, "WRITE AND RUN: make out.txt and record the run")
+			t.Logf("the editor saw:\n%s", said)
+			if stop != acp.StopReasonEndTurn {
+				t.Fatalf("stop %s", stop)
+			}
+			if strings.Contains(said, "undid") {
+				t.Errorf("joule undid a change: the kernel should have refused it: %s", said)
+			}
+			if len(s.ed.asked) != 0 {
+				t.Errorf("the editor was asked %v: the grant decides", s.ed.asked)
+			}
+			if allowed {
+				if b, err := os.ReadFile(filepath.Join(h.ws, "out.txt")); err != nil || string(b) != "hello from codex\n" {
+					t.Errorf("out.txt: %q %v", b, err)
+				}
+				if b, err := os.ReadFile(filepath.Join(h.ws, "ran.txt")); err != nil || string(b) != "ran\n" {
+					t.Errorf("ran.txt: %q %v", b, err)
+				}
+				checkSealed(t, h, s, api, []string{"out.txt", "ran.txt"})
+			} else {
+				for _, f := range []string{"out.txt", "ran.txt"} {
+					if _, err := os.Stat(filepath.Join(h.ws, f)); err == nil {
+						t.Errorf("%s exists: the grant denies it", f)
+					}
+				}
+				// Each request carries every output so far: the distinct ones.
+				api.mu.Lock()
+				var outputs []string
+				for _, o := range api.outputs {
+					if !slices.Contains(outputs, o) {
+						outputs = append(outputs, o)
+					}
+				}
+				api.mu.Unlock()
+				if len(outputs) != 2 {
+					t.Errorf("the model got %d tool outputs, want 2 (the patch's and the command's): %v", len(outputs), outputs)
+				}
+				for _, o := range outputs {
+					if !strings.Contains(o, "Read-only file system") && !strings.Contains(o, "Failed to write") {
+						t.Errorf("a tool output does not report the failure to the model: %s", o)
+					}
+				}
+				checkMetered(t, h, s, api)
+			}
+			s.close(t)
+			h.noneLeft(t, "after the session")
+		})
+	}
 }

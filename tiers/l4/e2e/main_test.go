@@ -38,6 +38,15 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
+	// joule-exec beside joule, as make build puts it: joule acp runs the
+	// remote agent's process tree under it (l4.Containment).
+	build = exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, "joule-exec"), "../../../cmd/joule-exec")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building joule-exec: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

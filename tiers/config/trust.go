@@ -1,0 +1,55 @@
+package config
+
+import (
+	"encoding/json"
+
+	"github.com/joulehook/joule/core"
+)
+
+// TrustDigest is the digest of the settings of c that decide what the gate
+// allows or how its history is kept: the costs it debits, what joule exec
+// does without Landlock, and the witness. A home's signed chain records it
+// (core/trust), and a decision is refused while config.json says otherwise
+// ("config-unsigned"): an edit that lowers a cost, lets commands run
+// unconfined or drops a witness takes a receipt. The store's location is
+// bound by the witness instead, and lock_timeout and the tiers section
+// decide nothing the gate allows.
+func (c *Config) TrustDigest() core.ID {
+	type cosigner struct {
+		Name string `json:"name"`
+		URL  string `json:"url"`
+		VKey string `json:"vkey"`
+	}
+	view := struct {
+		Costs        map[string]uint64 `json:"costs"`
+		ExecFallback string            `json:"exec_fallback"`
+		Files        []string          `json:"witness_files"`
+		Command      []string          `json:"witness_command"`
+		TimeoutNS    int64             `json:"witness_timeout_ns"`
+		Sync         bool              `json:"witness_sync"`
+		Witnesses    []cosigner        `json:"witnesses"`
+		Quorum       int               `json:"witness_quorum"`
+	}{Costs: map[string]uint64(c.Costs), ExecFallback: c.ExecFallback, Files: c.Witness.Files, Command: c.Witness.Command,
+		TimeoutNS: int64(c.Witness.Timeout), Sync: c.Witness.Sync, Quorum: c.Witness.Quorum, Witnesses: []cosigner{}}
+	if len(view.Files) == 0 {
+		view.Files = nil
+	}
+	if len(view.Command) == 0 {
+		view.Command = nil
+	}
+	if view.Costs == nil {
+		view.Costs = map[string]uint64{}
+	}
+	if view.ExecFallback == "refuse" {
+		view.ExecFallback = "" // the default, spelled out
+	}
+	for _, w := range c.Witness.Witnesses {
+		view.Witnesses = append(view.Witnesses, cosigner{w.Name, w.URL, w.VKey})
+	}
+	// json.Marshal sorts map keys: the same settings give the same bytes.
+	b, _ := json.Marshal(view)
+	return core.Sum(append([]byte("joule-config/1\n"), b...))
+}
+
+// DefaultTrustDigest is the TrustDigest of a home without config.json.
+func DefaultTrustDigest() core.ID { return (&Config{}).TrustDigest() }
