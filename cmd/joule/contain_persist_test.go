@@ -289,6 +289,35 @@ var persistAttacks = []persistAttack{
 	{name: "fish's config", home: true, needs: "fish", setup: `mkdir -p ~/.config`, attack: `mkdir -p ~/.config/fish && echo 'touch "$MARK"' > ~/.config/fish/config.fish`, later: `fish -c true`},
 	{name: "~/.gitconfig", home: true, setup: `git config --global user.name t`, attack: `fsm ~/.gitconfig`, later: `git status -s`},
 	{name: "~/.local/bin in PATH", home: true, env: []string{"PATH={home}/.local/bin:{path}"}, setup: `mkdir -p ~/.local/bin`, attack: `hook ~/.local/bin/git`, later: `git --version`},
+	// The home's other configuration, where the workspace is the home:
+	// names absent at the start that programs read from the home later.
+	{name: "~/.ssh/config created (ProxyCommand)", home: true, needs: "ssh", attack: `mkdir -p ~/.ssh && printf 'Host *\n\tProxyCommand sh -c "touch %s"\n' "$MARK" > ~/.ssh/config`,
+		later: `timeout 10 ssh -F ~/.ssh/config -o BatchMode=yes -o StrictHostKeyChecking=no x true </dev/null; true`},
+	{name: "~/.ssh/config appended", home: true, needs: "ssh", setup: `mkdir -p ~/.ssh && echo '# person' > ~/.ssh/config`, attack: `printf 'Host *\n\tProxyCommand sh -c "touch %s"\n' "$MARK" >> ~/.ssh/config`,
+		later: `timeout 10 ssh -F ~/.ssh/config -o BatchMode=yes -o StrictHostKeyChecking=no x true </dev/null; true`},
+	{name: "~/.npmrc script-shell", home: true, needs: "npm", setup: `printf '{"name":"p","version":"1.0.0","scripts":{"hi":"echo hi"}}\n' > package.json`,
+		attack: `printf '#!/bin/sh\ntouch "$MARK"\nexec sh "$@"\n' > "$TMPDIR/sh" && chmod +x "$TMPDIR/sh" && printf 'script-shell=%s\n' "$TMPDIR/sh" > ~/.npmrc`, later: `npm run -s hi`},
+	{name: "go env -w (~/.config/go/env) a toolexec", home: true, needs: "go", env: []string{"GOFLAGS="},
+		attack: `printf '#!/bin/sh\ntouch "$MARK"\nexec "$@"\n' > "$TMPDIR/x" && chmod +x "$TMPDIR/x" && go env -w GOFLAGS=-toolexec=$TMPDIR/x`, later: `go build -o /dev/null main.go`},
+	{name: "python's user site usercustomize", home: true, needs: "/usr/bin/python3",
+		attack: `d=$(/usr/bin/python3 -c 'import site; print(site.getusersitepackages())') && mkdir -p "$d" && echo 'import os; open(os.environ["MARK"], "w")' > "$d/usercustomize.py"`, later: `/usr/bin/python3 -c pass`},
+	{name: "python's user site .pth", home: true, needs: "/usr/bin/python3",
+		attack: `d=$(/usr/bin/python3 -c 'import site; print(site.getusersitepackages())') && mkdir -p "$d" && echo 'import os; open(os.environ["MARK"], "w")' > "$d/zz.pth"`, later: `/usr/bin/python3 -c pass`},
+	{name: "~/.pdbrc", home: true, needs: "/usr/bin/python3", setup: `echo pass > src/s.py`,
+		attack: `echo 'import os; open(os.environ["MARK"], "w")' > ~/.pdbrc`, later: `cd src && /usr/bin/python3 -m pdb -c continue s.py </dev/null`},
+	{name: "~/.tmux.conf", home: true, needs: "tmux", attack: `printf 'run-shell "touch %s"\n' "$MARK" > ~/.tmux.conf`,
+		later: `s=persist-$$; tmux -L $s new-session -d 'sleep 3'; sleep 1; tmux -L $s kill-server 2>/dev/null; true`},
+	{name: "~/.lesskey's LESSOPEN", home: true, needs: "less", setup: `echo text > src/t.txt`,
+		attack: `printf '#env\nLESSOPEN=|sh -c "touch %s" %%s\n' "$MARK" > ~/.lesskey`, later: `less -F src/t.txt </dev/null`},
+	{name: "~/.vim/plugin", home: true, needs: "vim", attack: `mkdir -p ~/.vim/plugin && echo 'call writefile([], $MARK)' > ~/.vim/plugin/x.vim`, later: `vim -E -c qa </dev/null >/dev/null 2>&1; true`},
+	{name: "~/.emacs.d/init.el", home: true, needs: "emacs", attack: `mkdir -p ~/.emacs.d && echo '(write-region "" nil (getenv "MARK"))' > ~/.emacs.d/init.el`, later: `TERM=xterm timeout 20 script -qec 'emacs -nw --eval "(kill-emacs)"' /dev/null >/dev/null 2>&1; true`},
+	{name: "~/.bashrc.d sourced by the person's ~/.bashrc", home: true, setup: `printf 'for f in ~/.bashrc.d/*; do [ -r "$f" ] && . "$f"; done\n' > ~/.bashrc`,
+		attack: `mkdir -p ~/.bashrc.d && echo 'touch "$MARK"' > ~/.bashrc.d/x.sh`, later: `bash -i -c true </dev/null`},
+	{name: "~/bin, on PATH by Debian's ~/.profile", home: true, setup: `printf 'if [ -d "$HOME/bin" ]; then PATH="$HOME/bin:$PATH"; fi\n' > ~/.profile`,
+		attack: `hook ~/bin/git`, later: `bash -l -c 'git --version'`},
+	{name: "~/.kube/config exec credential plugin", home: true, needs: "kubectl",
+		attack: `mkdir -p ~/.kube && printf 'apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]\nusers: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: sh, args: ["-c", "touch %s"], interactiveMode: Never}}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n' "$MARK" > ~/.kube/config`,
+		later:  `timeout 20 kubectl get pods --request-timeout=2s </dev/null; true`},
 	{name: "ZDOTDIR in the workspace", needs: "zsh", env: []string{"ZDOTDIR={ws}/zdot"}, setup: `mkdir -p zdot`, attack: `echo 'touch "$MARK"' > zdot/.zshenv`, later: `zsh -c true`},
 	{name: "the file BASH_ENV names", env: []string{"BASH_ENV={ws}/src/env.sh"}, setup: `touch src/env.sh`, attack: `echo 'touch "$MARK"' >> src/env.sh`, later: `true`},
 	{name: "the file ENV names", needs: "dash", env: []string{"ENV={ws}/src/env.sh"}, setup: `touch src/env.sh`, attack: `echo 'touch "$MARK"' >> src/env.sh`, later: `dash -i -c true </dev/null`},
@@ -350,7 +379,7 @@ func TestContainPersistence(t *testing.T) {
 	// subtest would be a FailNow on the parent.
 	boxes := map[bool]*persistBox{false: newPersistBox(t, false), true: newPersistBox(t, true)}
 	box := func(home bool) *persistBox { return boxes[home] }
-	landlockThrough := 0
+	landlockThrough, landlockRan := 0, 0
 	for i, a := range persistAttacks {
 		t.Run(a.name, func(t *testing.T) {
 			if testing.Short() && i%4 != 0 {
@@ -391,6 +420,7 @@ func TestContainPersistence(t *testing.T) {
 				prepare()
 				b.run(t, true, a.attack, append([]string{sandbox.LandlockOnlyEnv + "=1"}, a.env...))
 				b.run(t, false, a.later, a.env)
+				landlockRan++
 				if b.marked() {
 					landlockThrough++
 				}
@@ -399,7 +429,9 @@ func TestContainPersistence(t *testing.T) {
 	}
 	t.Logf("with Landlock alone, %d of the cases run that way got through (LandlockOnlyGaps)", landlockThrough)
 	gaps := strings.Join(sandbox.LandlockOnlyGaps(), "\n")
-	if !testing.Short() && (landlockThrough == 0 || !strings.Contains(gaps, "git's configuration") || !strings.Contains(gaps, "caches")) {
+	// Only where the cases run that way include the git ones (not a -run
+	// of a few cases).
+	if !testing.Short() && landlockRan >= 10 && (landlockThrough == 0 || !strings.Contains(gaps, "git's configuration") || !strings.Contains(gaps, "caches")) {
 		t.Errorf("with Landlock alone %d cases got through; LandlockOnlyGaps must say which classes stay open: %q", landlockThrough, gaps)
 	}
 }
