@@ -169,7 +169,7 @@ func CodeAction(ctx context.Context, root string, files core.Files, a Action) (*
 		server += time.Since(t2)
 		summary += ", named " + a.Name
 	}
-	if err := Check(ctx, Gopls, s.root, files, next); err != nil {
+	if err := s.checkEdit(ctx, files, next); err != nil {
 		return nil, err
 	}
 	return &Result{Next: next, Server: server, Total: time.Since(t0), Summary: summary}, nil
