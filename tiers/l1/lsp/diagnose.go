@@ -145,7 +145,7 @@ func (s *session) diagnose(ctx context.Context, rels []string) ([]string, error)
 			if errors.As(err, &rpc) && rpc.Code == -32601 { // method not found
 				return nil, errNoDiagnose
 			}
-			if err == nil && rep.Kind != "full" {
+			if err == nil && rep.Kind != "full" && rep.Kind != "" { // gopls leaves it out
 				err = fmt.Errorf("a %q report, not a full one", rep.Kind)
 			}
 			ds = rep.Items
@@ -209,4 +209,27 @@ func (s *session) tsDiagnostics(ctx context.Context, uri string) ([]diagnostic, 
 		}
 	}
 	return out, nil
+}
+
+// CheckEdit checks next against prior on srv's resident server for root
+// (started if none runs), as the check of a server's own edit does: it
+// returns an error wrapping ErrRegression when a file next changes, or one
+// of srv's language holding one of words, has an error it had not in prior.
+func CheckEdit(ctx context.Context, srv Server, root string, prior, next core.Files, words ...string) error {
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
+	s, release, err := Default.acquire(ctx, srv, root)
+	if err != nil {
+		return err
+	}
+	defer func() { release(ctx.Err() != nil) }()
+	if srv.Name == Gopls.Name {
+		err = s.syncGo(prior, "")
+	} else {
+		err = s.sync(prior)
+	}
+	if err != nil {
+		return err
+	}
+	return s.checkEdit(ctx, prior, next, words...)
 }

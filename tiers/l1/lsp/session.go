@@ -211,6 +211,16 @@ func openServer(ctx context.Context, srv Server, root string) (*session, error) 
 			},
 		},
 	}
+	if srv.Name == Gopls.Name {
+		// gopls answers textDocument/diagnostic only when asked to
+		// (checkEdit), which reads its errors alone: the analyzers it runs
+		// besides are turned off, since they cost more than the type check
+		opts := map[string]any{"pullDiagnostics": true}
+		if off := goplsAnalyzers(bin); len(off) > 0 {
+			opts["analyses"] = off
+		}
+		init["initializationOptions"] = opts
+	}
 	if err := c.call(ctx, "initialize", init, nil); err != nil {
 		c.close()
 		return nil, fmt.Errorf("%s: %w", srv.Name, err)
