@@ -60,16 +60,32 @@ func lookupFiles(files core.Files) []string {
 }
 
 // declsNamed returns every declaration of name in the workspace's Go files,
-// reading only the files that hold the name. A file that holds it and does
-// not parse is an error: what it declares is not known.
-func declsNamed(files core.Files, name string) ([]decl, error) {
-	var out []decl
+// reading only the files that declare it (the workspace's index says which).
+// A file that holds it and does not parse is an error: what it declares is
+// not known.
+func declsNamed(root string, files core.Files, name string, qual []string) ([]decl, error) {
+	return declsIn(files, indexFor(root).filesDeclaring(files, name, qual), name)
+}
+
+// declsNamedScan is declsNamed without the index: every Go file that
+// holds the name's text is parsed (what look-ups did before the index; the
+// benchmark's baseline).
+func declsNamedScan(files core.Files, name string) ([]decl, error) {
+	var cands []string
 	needle := []byte(name)
 	for _, p := range lookupFiles(files) {
-		src := files[p]
-		if !bytes.Contains(src, needle) {
-			continue
+		if bytes.Contains(files[p], needle) {
+			cands = append(cands, p)
 		}
+	}
+	return declsIn(files, cands, name)
+}
+
+// declsIn parses the files cands and returns their declarations of name.
+func declsIn(files core.Files, cands []string, name string) ([]decl, error) {
+	var out []decl
+	for _, p := range cands {
+		src := files[p]
 		fset := token.NewFileSet()
 		f, err := parser.ParseFile(fset, p, src, parser.ParseComments|parser.SkipObjectResolution)
 		if err != nil {
@@ -80,11 +96,24 @@ func declsNamed(files core.Files, name string) ([]decl, error) {
 	return out, nil
 }
 
+// fileDecls returns the declarations of name in f; with name "", it
+// returns one bare decl (only its name and receiver set) per declaration
+// of any name, what the index keeps.
 func fileDecls(fset *token.FileSet, f *ast.File, rel string, src []byte, name string) []decl {
 	var out []decl
-	lines := bytes.Split(src, []byte("\n"))
+	var lines [][]byte
+	if name != "" {
+		lines = bytes.Split(src, []byte("\n"))
+	}
 	add := func(id *ast.Ident, kind Kind, recv, fn string, node ast.Node, doc *ast.CommentGroup) {
-		if id == nil || id.Name != name {
+		if id == nil || name == "" && id.Name == "_" {
+			return
+		}
+		if name == "" {
+			out = append(out, decl{name: id.Name, recv: recv})
+			return
+		}
+		if id.Name != name {
 			return
 		}
 		p := fset.Position(id.Pos())
@@ -221,7 +250,13 @@ func fileDecls(fset *token.FileSet, f *ast.File, rel string, src []byte, name st
 // resolve finds the one declaration a symbol names. A request's kind,
 // file, line, package or function that the declarations of the name do
 // not have is a refusal saying what was found; so are two declarations.
-func resolve(files core.Files, sym Symbol) (decl, error) {
+func resolve(root string, files core.Files, sym Symbol) (decl, error) {
+	return resolveFrom(sym, func(name string, qual []string) ([]decl, error) { return declsNamed(root, files, name, qual) })
+}
+
+// resolveFrom is resolve with the declarations of a name from declsOf,
+// which may leave out those its qualifiers rule out.
+func resolveFrom(sym Symbol, declsOf func(name string, qual []string) ([]decl, error)) (decl, error) {
 	if lang := sym.Lang(); lang != "go" {
 		return decl{}, fmt.Errorf("%s is a %s file; L1 looks up Go symbols only", sym.File, lang)
 	}
@@ -230,7 +265,7 @@ func resolve(files core.Files, sym Symbol) (decl, error) {
 	if !token.IsIdentifier(name) {
 		return decl{}, fmt.Errorf("%q is not a symbol", sym.Name)
 	}
-	all, err := declsNamed(files, name)
+	all, err := declsOf(name, parts[:len(parts)-1])
 	if err != nil {
 		return decl{}, err
 	}
@@ -321,7 +356,7 @@ const maxLookupLines = 200
 
 // lookup answers a Lookup on the workspace at root.
 func lookup(ctx context.Context, root string, files core.Files, c Lookup) (string, error) {
-	d, err := resolve(files, c.Target)
+	d, err := resolve(root, files, c.Target)
 	if err != nil {
 		if c.OrText && strings.HasPrefix(err.Error(), "no declaration of ") {
 			return "No Go declaration is named " + c.Target.Name + "; " + find(files, c.Target.Name), nil

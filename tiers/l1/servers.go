@@ -1,9 +1,11 @@
 package l1
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"go/token"
 	"sort"
 	"strings"
 
@@ -28,6 +30,7 @@ func renameAny(ctx context.Context, root string, files core.Files, c Rename) (co
 	if sym.Kind == KindPackage || sym.Kind == KindImport {
 		return rename(ctx, root, files, c)
 	}
+	rename := renameGo
 	if srv, ok := lsp.For(file); ok {
 		if sym.Pos() {
 			if sym.Name != "" {
@@ -78,6 +81,75 @@ func renameAny(ctx context.Context, root string, files core.Files, c Rename) (co
 		names = append(names, l.Language)
 	}
 	return nil, "", fmt.Errorf("rename: the workspace has %s files: name the file %s is declared in", strings.Join(names, " and "), sym.Name)
+}
+
+// renameGo renames a Go symbol through the resident gopls when one runs
+// for the workspace, with L1's own type-checked rename otherwise (starting
+// gopls in the background for the next request). L1's rename reads the
+// module anew each time (go list, parsing, type-checking: most of a second
+// on a small module); a resident gopls has it in memory and re-checks only
+// what an edit changes. gopls refusing or failing gives way to L1's rename,
+// whose answer or refusal is the one given; an edit of gopls's that breaks
+// the type check is refused.
+func renameGo(ctx context.Context, root string, files core.Files, c Rename) (core.Files, string, error) {
+	sym := c.Target
+	if sym.Kind == KindPackage || sym.Kind == KindImport || sym.Lang() != "go" || !token.IsIdentifier(c.To) {
+		return rename(ctx, root, files, c)
+	}
+	if !lsp.Default.Resident(lsp.Gopls, root) {
+		lsp.Default.Warm(lsp.Gopls, root)
+		return rename(ctx, root, files, c)
+	}
+	next, summary, err := renameThroughGopls(ctx, root, files, c)
+	if err == nil || errors.Is(err, lsp.ErrRegression) || ctx.Err() != nil {
+		return next, summary, err
+	}
+	return rename(ctx, root, files, c)
+}
+
+// renameThroughGopls renames at the position a request gives, or at the
+// one declaration its name resolves to in the syntax (resolve, as a
+// look-up does), through the resident gopls.
+func renameThroughGopls(ctx context.Context, root string, files core.Files, c Rename) (core.Files, string, error) {
+	sym := c.Target
+	rel, line, col := "", 0, 0
+	switch {
+	case sym.Pos():
+		if sym.Kind != KindAny || sym.Pkg != "" || sym.Func != "" {
+			return nil, "", errors.New("a position with a kind or qualifier is checked by L1's rename")
+		}
+		f, err := fileNamed(files, strings.TrimPrefix(sym.File, "./"))
+		if err != nil {
+			return nil, "", err
+		}
+		if sym.Name != "" {
+			if why := atName(files, f, sym); why != "" {
+				return nil, "", errors.New(why)
+			}
+		}
+		rel, line, col = f, sym.Line, sym.Col
+	default:
+		d, err := resolve(root, files, sym)
+		if err != nil {
+			return nil, "", err
+		}
+		rel, line, col = d.file, d.line, d.col
+	}
+	r, err := lsp.Rename(ctx, root, files, rel, line, col, c.To)
+	if err != nil {
+		return nil, "", err
+	}
+	if r.Old == c.To {
+		return nil, "", fmt.Errorf("rename: %s is already called %s", sym, c.To)
+	}
+	n := 0
+	for p, b := range r.Next {
+		if !bytes.Equal(files[p], b) {
+			n++
+		}
+	}
+	return r.Next, fmt.Sprintf("renamed %s to %s: %d occurrence(s) in %d file(s) through gopls (it answered in %s of %s)",
+		r.Old, c.To, r.Edits, n, r.Server.Round(1e5), r.Total.Round(1e5)), nil
 }
 
 // servedLangs are the language servers for the files of the workspace.

@@ -24,7 +24,9 @@ var ErrRegression = errors.New("the edit breaks the type check")
 
 // Check type-checks prior and next, each written to a temporary directory
 // (with root's node_modules linked in), with srv's checker (tsc --noEmit,
-// pyright) and refuses next if it has more errors than prior.
+// pyright, go vet) and refuses next if it has an error prior has not. It
+// is the fallback of the check on the resident server (checkEdit), for a
+// server that cannot report errors on request.
 func Check(ctx context.Context, srv Server, root string, prior, next core.Files) error {
 	bin, err := Look(srv.Checker)
 	if err != nil {

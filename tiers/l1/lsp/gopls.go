@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/joulehook/joule/core"
@@ -169,7 +171,7 @@ func CodeAction(ctx context.Context, root string, files core.Files, a Action) (*
 		server += time.Since(t2)
 		summary += ", named " + a.Name
 	}
-	if err := Check(ctx, Gopls, s.root, files, next); err != nil {
+	if err := s.checkEdit(ctx, files, next); err != nil {
 		return nil, err
 	}
 	return &Result{Next: next, Server: server, Total: time.Since(t0), Summary: summary}, nil
@@ -321,4 +323,41 @@ func (s *session) syncGo(files core.Files, rel string) error {
 		}
 	}
 	return s.drop(func(rel string) bool { _, ok := files[rel]; return ok })
+}
+
+var analyzers struct {
+	once sync.Once
+	off  map[string]bool
+}
+
+// goplsAnalyzers maps each analyzer the gopls at bin runs by default (as
+// its api-json lists them) to false, but one; nil when it cannot say.
+func goplsAnalyzers(bin string) map[string]bool {
+	analyzers.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, bin, "api-json").Output()
+		if err != nil {
+			return
+		}
+		var api struct {
+			Analyzers []struct {
+				Name    string `json:"Name"`
+				Default bool   `json:"Default"`
+			} `json:"Analyzers"`
+		}
+		if json.Unmarshal(out, &api) != nil {
+			return
+		}
+		off := map[string]bool{}
+		for _, a := range api.Analyzers {
+			// one cheap syntactic analyzer stays on: gopls v0.23 panics
+			// when it has none to run ("root analysisNode has nil actions")
+			if a.Default && a.Name != "directive" {
+				off[a.Name] = false
+			}
+		}
+		analyzers.off = off
+	})
+	return analyzers.off
 }

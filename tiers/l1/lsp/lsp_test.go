@@ -156,7 +156,7 @@ func TestRenameMatchesServer(t *testing.T) {
 					t.Errorf("%s still holds %q", p, c.gone)
 				}
 			}
-			t.Logf("%s: server %v, whole request %v (start, request, apply, two type checks)", c.name, res.Server, res.Total)
+			t.Logf("%s: server %v, whole request %v (start, request, apply, the check on the server)", c.name, res.Server, res.Total)
 		})
 	}
 }

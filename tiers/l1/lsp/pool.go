@@ -358,3 +358,50 @@ func alive(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	return err == nil || err == syscall.EPERM
 }
+
+// Resident reports whether srv runs for root in the pool, idle or busy.
+func (p *Pool) Resident(srv Server, root string) bool {
+	real, err := realRoot(root)
+	if err != nil {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e := p.entries[poolKey{real, srv.Name}]
+	return e != nil && e.s != nil && !e.gone && !e.s.c.exited()
+}
+
+// Warm starts srv for root in the background, unless it is not installed,
+// runs or is starting already, or the pool has no slot it could free; the
+// server is given a first request, so that it has read the workspace when
+// the next request comes.
+func (p *Pool) Warm(srv Server, root string) {
+	real, err := realRoot(root)
+	if err != nil {
+		return
+	}
+	if _, err := Look(srv.Name); err != nil {
+		return
+	}
+	p.mu.Lock()
+	free := len(p.entries) < p.max()
+	for _, e := range p.entries {
+		free = free || !e.busy && e.s != nil
+	}
+	if p.closed || p.entries[poolKey{real, srv.Name}] != nil || !free {
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+		defer cancel()
+		s, release, err := p.acquire(ctx, srv, real)
+		if err != nil {
+			return
+		}
+		// any request waits for the workspace's first load
+		err = s.c.call(ctx, "workspace/symbol", map[string]any{"query": "joule"}, nil)
+		release(err != nil)
+	}()
+}

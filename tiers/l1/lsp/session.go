@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/joulehook/joule/core"
@@ -25,8 +26,12 @@ type Result struct {
 	Summary string
 	// Server is how long the server took to answer the edit request itself
 	// (from sending it to its response), Total the whole call: starting the
-	// server, the request, applying it and both type checks.
+	// server, the request, applying it and the check.
 	Server, Total time.Duration
+	// Edits is how many text edits the server's edit made; Old is the name
+	// a rename replaced.
+	Edits int
+	Old   string
 }
 
 // Timeout bounds one request (starting the server, the edit, both type
@@ -200,8 +205,21 @@ func openServer(ctx context.Context, srv Server, root string) (*session, error) 
 				"rename":          map[string]any{"prepareSupport": false},
 				"codeAction":      codeActionCaps(),
 				"documentSymbol":  map[string]any{"hierarchicalDocumentSymbolSupport": true},
+				// pull diagnostics: pyright answers textDocument/diagnostic
+				// when the client says it can ask (checkEdit)
+				"diagnostic": map[string]any{"dynamicRegistration": false, "relatedDocumentSupport": false},
 			},
 		},
+	}
+	if srv.Name == Gopls.Name {
+		// gopls answers textDocument/diagnostic only when asked to
+		// (checkEdit), which reads its errors alone: the analyzers it runs
+		// besides are turned off, since they cost more than the type check
+		opts := map[string]any{"pullDiagnostics": true}
+		if off := goplsAnalyzers(bin); len(off) > 0 {
+			opts["analyses"] = off
+		}
+		init["initializationOptions"] = opts
 	}
 	if err := c.call(ctx, "initialize", init, nil); err != nil {
 		c.close()
@@ -263,11 +281,12 @@ func position(src []byte, line, col int) (Position, error) {
 	return Position{Line: line - 1, Character: units}, nil
 }
 
-// Rename asks the language server for rel to rename the symbol at line:col
-// (1-based, the column in bytes) of the snapshot to to, applies its
-// WorkspaceEdit to files, and checks that the project type-checks as well
-// as before. Nothing is written to disk; a server that refuses, errors or
-// whose edit breaks the type check makes it return an error.
+// Rename asks the language server for rel (gopls for a Go file) to rename
+// the symbol at line:col (1-based, the column in bytes) of the snapshot to
+// to, applies its WorkspaceEdit to files, and checks on the server that no
+// file the edit can affect has an error it had not (checkEdit). Nothing is
+// written to disk; a server that refuses, errors or whose edit breaks the
+// type check makes it return an error.
 func Rename(ctx context.Context, root string, files core.Files, rel string, line, col int, to string) (*Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
@@ -283,7 +302,11 @@ func Rename(ctx context.Context, root string, files core.Files, rel string, line
 	if err != nil {
 		return nil, fmt.Errorf("rename: %s: %v", rel, err)
 	}
+	goFile := strings.HasSuffix(rel, ".go")
 	srv, ok := For(rel)
+	if goFile {
+		srv, ok = Gopls, true
+	}
 	if !ok {
 		return nil, fmt.Errorf("%w for %s", ErrNoServer, rel)
 	}
@@ -292,15 +315,46 @@ func Rename(ctx context.Context, root string, files core.Files, rel string, line
 		return nil, err
 	}
 	defer func() { release(ctx.Err() != nil) }()
-	if err := s.sync(files); err != nil {
+	if goFile {
+		err = s.syncGo(files, rel)
+	} else {
+		err = s.sync(files)
+	}
+	if err != nil {
 		return nil, err
 	}
 	next, server, n, err := s.renameAt(ctx, files, rel, pos, fmt.Sprintf("%s:%d:%d", rel, line, col), to)
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Next: next, Server: server, Total: time.Since(t0),
+	return &Result{Next: next, Server: server, Total: time.Since(t0), Edits: n, Old: wordAt(src, pos),
 		Summary: fmt.Sprintf("renamed the symbol at %s:%d:%d to %s through %s: %d edit(s) in %d file(s)", rel, line, col, to, s.srv.Name, n, changed(files, next))}, nil
+}
+
+// wordAt is the identifier at pos of src, "" when there is none.
+func wordAt(src []byte, pos Position) string {
+	off, err := offset(src, pos)
+	if err != nil {
+		return ""
+	}
+	word := func(r rune) bool { return r == '_' || r == '$' || unicode.IsLetter(r) || unicode.IsDigit(r) }
+	end := off
+	for end < len(src) {
+		r, n := utf8.DecodeRune(src[end:])
+		if !word(r) {
+			break
+		}
+		end += n
+	}
+	start := off
+	for start > 0 {
+		r, n := utf8.DecodeLastRune(src[:start])
+		if !word(r) {
+			break
+		}
+		start -= n
+	}
+	return string(src[start:end])
 }
 
 // renameAt renames the symbol at pos of rel to to, applies the server's
@@ -324,7 +378,7 @@ func (s *session) renameAt(ctx context.Context, files core.Files, rel string, po
 	if err != nil {
 		return nil, 0, 0, fmt.Errorf("%s: %v", s.srv.Name, err)
 	}
-	if err := Check(ctx, s.srv, s.root, files, next); err != nil {
+	if err := s.checkEdit(ctx, files, next, wordAt(files[rel], pos)); err != nil {
 		return nil, 0, 0, err
 	}
 	return next, server, n, nil
@@ -405,7 +459,7 @@ func OrganizeImports(ctx context.Context, root string, files core.Files, rel str
 		return nil, fmt.Errorf("%s: %v", s.srv.Name, err)
 	}
 	if changed(files, next) > 0 {
-		if err := Check(ctx, s.srv, s.root, files, next); err != nil {
+		if err := s.checkEdit(ctx, files, next); err != nil {
 			return nil, err
 		}
 	}
