@@ -31,8 +31,9 @@ func readsAsLookUp(prompt string, cmd Command) bool {
 // readLookUp reads prompt as a look-up against the workspace's Go
 // declarations; the grammar's reading (cmd) is kept when it names the same
 // symbol with more said about it, or is a text search the words allow.
-func readLookUp(ctx context.Context, prompt string, files core.Files, cmd Command) (Command, error) {
-	rd := ask.Read(ctx, prompt, goSymbols{files})
+func readLookUp(ctx context.Context, prompt, root string, files core.Files, cmd Command) (Command, error) {
+	syms := goSymbols{root, files}
+	rd := ask.Read(ctx, prompt, syms)
 	gl, isLookup := cmd.(Lookup)
 	if rd.Refused != "" {
 		switch {
@@ -60,7 +61,7 @@ func readLookUp(ctx context.Context, prompt string, files core.Files, cmd Comman
 	target := Symbol{Name: name}
 	if want != Definition || rd.Called {
 		// the one function or method of that name, not a field namesake
-		target.Kind = goSymbols{files}.callableKind(name)
+		target.Kind = syms.callableKind(name)
 	}
 	return Lookup{Target: target, Want: want}, nil
 }
@@ -92,7 +93,10 @@ func goName(s string) string {
 // goSymbols is the workspace's Go symbol table as the reader asks it:
 // package-level declarations and members (methods, fields, interface
 // methods), never locals or parameters, which any word may name.
-type goSymbols struct{ files core.Files }
+type goSymbols struct {
+	root  string // the workspace, whose name index says which files declare a name
+	files core.Files
+}
 
 func (g goSymbols) Declarations(_ context.Context, name string, callable bool) (int, error) {
 	ds, err := g.decls(name, callable)
@@ -105,7 +109,7 @@ func (g goSymbols) decls(name string, callable bool) ([]decl, error) {
 		return nil, nil
 	}
 	parts := strings.Split(n, ".")
-	all, err := declsNamed(g.files, parts[len(parts)-1])
+	all, err := declsNamed(g.root, g.files, parts[len(parts)-1], parts[:len(parts)-1])
 	if err != nil {
 		return nil, err
 	}

@@ -47,7 +47,7 @@ func (s *Stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 		return nil, err
 	}
 	if lookUp {
-		if cmd, err = readLookUp(ctx, req.Prompt, files, cmd); cmd == nil || err != nil {
+		if cmd, err = readLookUp(ctx, req.Prompt, req.Root, files, cmd); cmd == nil || err != nil {
 			return nil, err
 		}
 	}
