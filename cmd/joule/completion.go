@@ -13,7 +13,7 @@ func init() {
 
 // subcommands are the second words completion offers after a command.
 var subcommands = map[string][]string{
-	"grant":       {"issue", "ls", "show", "use", "renew", "revoke"},
+	"grant":       {"issue", "ls", "show", "use", "allow", "renew", "revoke"},
 	"receipts":    {"ls", "show", "verify", "export", "prove", "verify-proof", "checkpoint"},
 	"receipt":     {"verify"},
 	"store":       {"migrate", "check", "accept-loss", "backup", "restore"},

@@ -318,13 +318,54 @@ func (j *judge) judge() Verdict {
 			return deny(CodeMalformed, "input.url %q is not an absolute URL", truncate(raw))
 		}
 		o := j.fold(func(s rule.Set) rule.Verdict { return s.CheckURL(u) })
-		return o.verdict("fetching " + u.Redacted())
+		return withAllow(o.verdict("fetching "+u.Redacted()), "WebFetch(domain:"+u.Hostname()+")",
+			func(r rule.Rule) bool { return r.MatchURL(u, rule.Allow) })
 	}
 	what := "tool " + tool
 	if !strings.HasPrefix(tool, "mcp__") && !knownTools[tool] {
 		what = "unknown tool " + tool
 	}
-	return j.fold(func(s rule.Set) rule.Verdict { return s.CheckTool(tool) }).verdict(what)
+	return withAllow(j.fold(func(s rule.Set) rule.Verdict { return s.CheckTool(tool) }).verdict(what), tool,
+		func(r rule.Rule) bool { return r.MatchTool(tool) })
+}
+
+// withAllow adds to a not-granted deny the command that allows it: joule
+// grant allow with text, a rule that is checked to allow the action
+// (allows), so that what the deny suggests is never a guess that fails.
+func withAllow(v Verdict, text string, allows func(rule.Rule) bool) Verdict {
+	if v.Decision != Deny || v.Code != CodeNotGranted || text == "" {
+		return v
+	}
+	r, err := rule.Parse(text)
+	if err != nil || !allows(r) || strings.ContainsAny(r.String(), "'\n") {
+		return v
+	}
+	v.Reason += "; to allow it: joule grant allow '" + r.String() + "'"
+	return v
+}
+
+// commandRule is the allow rule a not-granted command suggests: its
+// program as written and, when the next word is a subcommand (a literal
+// word of letters, digits, '-', '_' or '.'), that word too, with :* after:
+// Bash(npm install:*), Bash(jq:*).
+func commandRule(args []rule.Word) string {
+	if len(args) == 0 || !args[0].Literal || args[0].Text == "" {
+		return ""
+	}
+	words := args[0].Text
+	if len(args) > 1 && args[1].Literal && subcommand(args[1].Text) {
+		words += " " + args[1].Text
+	}
+	return "Bash(" + words + ":*)"
+}
+
+func subcommand(w string) bool {
+	if w == "" || !('a' <= w[0] && w[0] <= 'z') {
+		return false
+	}
+	return strings.IndexFunc(w, func(c rune) bool {
+		return !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.')
+	}) < 0
 }
 
 // knownTools are tools judged by name alone.
@@ -378,7 +419,8 @@ func (j *judge) file(tool string, m map[string]json.RawMessage) Verdict {
 		v.Code = CodeOutside
 		v.Reason = fmt.Sprintf("%s %s: the path is outside the workspace %s and no rule grants it", verb, abs, strings.Join(j.roots, ", "))
 	}
-	return v
+	family := map[rule.Access]string{rule.Read: "Read", rule.ReadTree: "Read", rule.Write: "Edit"}[access]
+	return withAllow(v, family+"("+abs+")", func(r rule.Rule) bool { return r.MatchPath(access, abs, j.rootsFor(abs), rule.Allow) })
 }
 
 // rootsFor picks the workspace root a path is judged under: the root that
@@ -473,7 +515,8 @@ func (j *judge) bash(line string) Verdict {
 		// The reason names the command; it is built only for a verdict that
 		// can still decide the line.
 		if o := j.fold(func(s rule.Set) rule.Verdict { return s.CheckCommand(args) }); st.beats(o.rank()) {
-			st.offer(o.verdict("command " + quoteArgs(c.Args)))
+			st.offer(withAllow(o.verdict("command "+quoteArgs(c.Args)), commandRule(args),
+				func(r rule.Rule) bool { return r.MatchCommand(args, rule.Allow) }))
 		}
 		// A wrapper may itself be denied or held (sudo, doas…).
 		for _, w := range c.Wrappers {

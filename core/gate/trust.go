@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/joulehook/joule/core/grant"
+	"github.com/joulehook/joule/core/rule"
 	"github.com/joulehook/joule/core/store"
 	"github.com/joulehook/joule/core/trust"
 )
@@ -235,6 +237,37 @@ type Renewed struct {
 // (and with it what was delegated from it). A renewal under a parent needs
 // the parent in force.
 func (g *Gate) Renew(ctx context.Context, is *grant.Issuer, id string, ttl time.Duration) (Renewed, error) {
+	return g.supersede(ctx, is, id, ttl, nil, "joule grant renew", "")
+}
+
+// AllowRule supersedes grant id, as Renew does and with the same receipt,
+// by a grant with one more allow rule, r, valid until id's own end (or, if
+// id has expired, for as long as id was). An ask rule that is r exactly
+// is dropped, since it would hold r back; a deny rule still wins.
+func (g *Gate) AllowRule(ctx context.Context, is *grant.Issuer, id, r string) (Renewed, error) {
+	parsed, err := rule.Parse(r)
+	if err != nil {
+		return Renewed{}, fmt.Errorf("rule %q: %w", r, err)
+	}
+	canon := parsed.String()
+	var ttl time.Duration
+	add := func(gr *grant.Grant, old *grant.Grant) error {
+		if slices.Contains(old.Allow, canon) {
+			return fmt.Errorf("grant %s allows %s already", id, canon)
+		}
+		if end := time.Unix(old.NotAfter, 0); end.After(g.now()) {
+			gr.NotAfter = end.Unix()
+		}
+		gr.Allow = append(gr.Allow, canon)
+		gr.Ask = slices.DeleteFunc(gr.Ask, func(a string) bool { return a == canon })
+		return nil
+	}
+	return g.supersede(ctx, is, id, ttl, add, "joule grant allow", "with one more allow rule, "+canon+", ")
+}
+
+// supersede issues the successor of grant id: change, when set, edits it
+// from the old grant before it is signed, and what says what it changed.
+func (g *Gate) supersede(ctx context.Context, is *grant.Issuer, id string, ttl time.Duration, change func(gr, old *grant.Grant) error, tool, what string) (Renewed, error) {
 	ts, err := g.trustState(ctx)
 	if err != nil {
 		return Renewed{}, err
@@ -260,6 +293,12 @@ func (g *Gate) Renew(ctx context.Context, is *grant.Issuer, id string, ttl time.
 	if err != nil {
 		return Renewed{}, fmt.Errorf("grant %s: %w", id, err)
 	}
+	if change != nil {
+		// Sign validates the changed grant.
+		if err := change(gr, old.Grant); err != nil {
+			return Renewed{}, err
+		}
+	}
 	if gr.Parent != "" {
 		// The renewal cannot outlive the parent it is delegated from.
 		chain, err := g.LoadChain(ctx, gr.Parent)
@@ -283,9 +322,9 @@ func (g *Gate) Renew(ctx context.Context, is *grant.Issuer, id string, ttl time.
 	}
 	moved := int64(ts.Places(id))
 	en, err := g.SealRecord(ctx, Record{
-		Session: trust.GrantsSession, Tool: "joule grant renew", Cwd: g.JouleHome, Code: trust.CodeRenewed,
+		Session: trust.GrantsSession, Tool: tool, Cwd: g.JouleHome, Code: trust.CodeRenewed,
 		Summary: trust.RenewedSummary(id, newID),
-		Reason:  fmt.Sprintf("superseded by %s, with %s left, valid to %s", newID, grant.FormatEnergy(gr.BudgetUJ), time.Unix(gr.NotAfter, 0).UTC().Format(time.RFC3339)),
+		Reason:  fmt.Sprintf("superseded by %s, %swith %s left, valid to %s", newID, what, grant.FormatEnergy(gr.BudgetUJ), time.Unix(gr.NotAfter, 0).UTC().Format(time.RFC3339)),
 		Grants:  []string{id, newID}, Input: []byte(id + " " + newID),
 	})
 	if err != nil {

@@ -9,8 +9,9 @@ import (
 )
 
 // units maps an energy unit to microjoules. Units are case-exact, as SI
-// prefixes are: mJ is a millijoule and MJ a megajoule. Longer names come
-// first, so that "MWh" is not read as "M" and "Wh".
+// prefixes are: mJ is a millijoule and MJ a megajoule. Another case is
+// taken where it spells one unit only (ParseEnergy: kj, gj, kwh, j).
+// Longer names come first, so that "MWh" is not read as "M" and "Wh".
 var units = []struct {
 	name string
 	uj   uint64
@@ -28,7 +29,7 @@ var units = []struct {
 }
 
 // unitList is what an error about a unit names.
-const unitList = "µJ, mJ, J, kJ, MJ, GJ, Wh, kWh, MWh; case-exact: mJ is a millijoule, MJ a megajoule"
+const unitList = "µJ, mJ, J, kJ, MJ, GJ, Wh, kWh, MWh; mJ is a millijoule, MJ a megajoule"
 
 // ParseEnergy parses an amount of energy such as "50J", "1.5kJ", "250 mJ",
 // "20MJ", "2Wh", "5.5kWh" or "1000µJ" into integer microjoules. Decimals are parsed exactly
@@ -47,7 +48,11 @@ func ParseEnergy(s string) (uint64, error) {
 			return 0, fmt.Errorf("energy %q: want a number and a unit (%s), e.g. 20MJ", s, unitList)
 		}
 		if strings.IndexFunc(num, func(r rune) bool { return (r < '0' || r > '9') && r != '.' }) >= 0 {
-			// "5TJ" is not a bad number in joules but an unknown unit.
+			// "5TJ" is not a bad number in joules but an unknown unit;
+			// "5KJ" is kJ in another case.
+			if folded, ok := refold(in); ok {
+				return folded()
+			}
 			return 0, fmt.Errorf("energy %q: unknown unit (%s), e.g. 20MJ", s, unitList)
 		}
 		w := uint64(0)
@@ -85,7 +90,46 @@ func ParseEnergy(s string) (uint64, error) {
 		}
 		return total, nil
 	}
+	if folded, ok := refold(in); ok {
+		return folded()
+	}
 	return 0, fmt.Errorf("energy %q: missing or unknown unit (%s), e.g. 20MJ", s, unitList)
+}
+
+// refold parses s with its unit spelled in its own case, when s spells a
+// unit in another case (foldedUnit), or refuses a unit whose m could be
+// milli or mega.
+func refold(s string) (func() (uint64, error), bool) {
+	if ambiguousUnit(s) {
+		return func() (uint64, error) {
+			return 0, fmt.Errorf("energy %q: m is milli in mJ and mega in MJ and MWh; write the unit in its case", s)
+		}, true
+	}
+	name, n, ok := foldedUnit(s)
+	if !ok || s[len(s)-n:] == name {
+		return nil, false
+	}
+	return func() (uint64, error) { return ParseEnergy(s[:len(s)-n] + name) }, true
+}
+
+// foldedUnit finds the unit that s ends with in another case, where only
+// one unit is spelled that way: "100kj" is 100 kJ, "5gj" 5 GJ, "2kwh" 2 kWh.
+// It returns the unit and how many bytes of s spell it.
+func foldedUnit(s string) (name string, n int, ok bool) {
+	lower := strings.ToLower(s)
+	for _, u := range units {
+		if f := strings.ToLower(u.name); strings.HasSuffix(lower, f) {
+			return u.name, len(f), true
+		}
+	}
+	return "", 0, false
+}
+
+// ambiguousUnit reports a unit whose m could be milli or mega: "mj", "Mj",
+// "mwh" in a case that is not one unit's exactly.
+func ambiguousUnit(s string) bool {
+	lower := strings.ToLower(s)
+	return strings.HasSuffix(lower, "mj") || strings.HasSuffix(lower, "mwh")
 }
 
 // FormatEnergy renders microjoules in the largest unit that keeps three

@@ -36,7 +36,8 @@ func TestParseEnergy(t *testing.T) {
 		{"9300000000kJ", 0, false},
 		{"9200000000kJ", 9_200_000_000_000_000_000, true},
 		{"1.2.3J", 0, false},
-		// Megajoules and up; units are case-exact.
+		// Megajoules and up; a unit in another case is taken where only
+		// one unit is spelled that way (m is milli or mega: refused).
 		{"20MJ", 20_000_000_000_000, true},
 		{"1.5 MJ", 1_500_000_000_000, true},
 		{"2GJ", 2_000_000_000_000_000, true},
@@ -50,19 +51,27 @@ func TestParseEnergy(t *testing.T) {
 		{"5MJ", 5_000_000_000_000, true},
 		{"5mj", 0, false},
 		{"5Mj", 0, false},
-		{"5kj", 0, false},
-		{"5KJ", 0, false},
-		{"5gJ", 0, false},
+		{"5kj", 5_000_000_000, true},
+		{"100kj", 100_000_000_000, true},
+		{"5KJ", 5_000_000_000, true},
+		{"5gJ", 5_000_000_000_000_000, true},
+		{"50j", 50_000_000, true},
+		{"7uj", 7, true},
+		{"2wh", 7_200_000_000, true},
+		{"5Tj", 0, false},
+		{"j", 0, false},
+		{"5mJJ", 0, false},
 		{"5TJ", 0, false},
 		{"5 TJ", 0, false},
 		{"5PJ", 0, false},
 		{"5mwh", 0, false},
-		{"5KWh", 0, false},
+		{"5KWh", 18_000_000_000_000, true},
+		{"5MWH", 0, false},
 		{"5 M J", 0, false},
 		{"", 0, false},
 	}
 	// The unit is the problem in these: the error must say so, not "bad number".
-	unknownUnit := map[string]bool{"5TJ": true, "5 TJ": true, "5PJ": true, "5gJ": true, "5kj": true, "5KJ": true, "5mwh": true}
+	unknownUnit := map[string]bool{"5TJ": true, "5 TJ": true, "5PJ": true, "5Tj": true, "5mwh": true, "5mj": true, "5Mj": true, "5MWH": true}
 	for _, tt := range tests {
 		got, err := ParseEnergy(tt.in)
 		if err != nil && unknownUnit[tt.in] && !strings.Contains(err.Error(), "unit") {

@@ -72,6 +72,13 @@ type Rule struct {
 // "mcp__github__*", ...).
 func (r Rule) Tool() string { return r.tool }
 
+// WholeTool reports a rule that names a tool without saying what of it:
+// `Bash`, `WebFetch`, `Read`, `Edit`. As an ask rule it is the grant's
+// default for the tool (Set).
+func (r Rule) WholeTool() bool {
+	return r.spec == "" && (r.kind == kindBash || r.kind == kindWebFetch || r.kind == kindRead || r.kind == kindWrite)
+}
+
 // Spec returns the canonical text between the parentheses, or "" for a rule
 // without parentheses.
 func (r Rule) Spec() string { return r.spec }

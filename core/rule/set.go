@@ -6,7 +6,9 @@ import (
 	"net/url"
 )
 
-// Set is a grant's rules: deny wins over ask, ask over allow.
+// Set is a grant's rules: deny wins over ask, ask over allow, except that
+// a rule naming a whole tool ranks below those that name what they match
+// (check).
 type Set struct {
 	Allow, Ask, Deny []Rule
 }
@@ -48,13 +50,24 @@ type Verdict struct {
 // Matched reports whether some rule matched.
 func (v Verdict) Matched() bool { return v.Mode != 0 }
 
+// check tries deny rules, then ask and allow rules that name what they
+// match, then ask and allow rules that name a whole tool. A whole-tool ask
+// rule (`Bash`, `WebFetch`) is the grant's default for that tool: it holds
+// what no allow rule grants, and does not hold back `go test` that
+// `Bash(go test:*)` allows. A deny rule wins whatever it names.
 func (s Set) check(match func(Rule, Mode) bool) Verdict {
+	for _, r := range s.Deny {
+		if match(r, Deny) {
+			return Verdict{Mode: Deny, Rule: r}
+		}
+	}
 	for _, l := range []struct {
 		mode  Mode
 		rules []Rule
-	}{{Deny, s.Deny}, {Ask, s.Ask}, {Allow, s.Allow}} {
+		whole bool
+	}{{Ask, s.Ask, false}, {Allow, s.Allow, false}, {Ask, s.Ask, true}, {Allow, s.Allow, true}} {
 		for _, r := range l.rules {
-			if match(r, l.mode) {
+			if r.WholeTool() == l.whole && match(r, l.mode) {
 				return Verdict{Mode: l.mode, Rule: r}
 			}
 		}

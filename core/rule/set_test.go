@@ -155,3 +155,33 @@ func TestSetConcurrentUse(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestWholeToolAskIsTheDefault: an ask rule naming a whole tool holds what
+// no other rule settles, below the allow rules that name what they match;
+// a deny rule wins whatever it names, and a narrow ask rule still beats a
+// narrow allow rule.
+func TestWholeToolAskIsTheDefault(t *testing.T) {
+	tests := []struct {
+		allow, ask, deny []string
+		line             string
+		want             Mode
+	}{
+		{[]string{"Bash(go test:*)"}, []string{"Bash"}, nil, "go test ./...", Allow},
+		{[]string{"Bash(go test:*)"}, []string{"Bash"}, nil, "npm install", Ask},
+		{[]string{"Bash(go test:*)"}, nil, nil, "npm install", 0},
+		{[]string{"Bash"}, []string{"Bash(rm:*)"}, nil, "rm -rf x", Ask},
+		{[]string{"Bash"}, []string{"Bash"}, nil, "ls", Ask},
+		{[]string{"Bash(rm:*)"}, []string{"Bash"}, []string{"Bash(rm -rf:*)"}, "rm -rf x", Deny},
+		{[]string{"Bash(go:*)"}, []string{"Bash"}, []string{"Bash"}, "go test", Deny},
+		{[]string{"Bash(git push:*)"}, []string{"Bash(git push:*)"}, nil, "git push", Ask},
+	}
+	for _, tt := range tests {
+		s, err := ParseSet(tt.allow, tt.ask, tt.deny)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.CheckCommand(argv(tt.line)); got.Mode != tt.want {
+			t.Errorf("allow %q ask %q deny %q: %q is %v, want %v", tt.allow, tt.ask, tt.deny, tt.line, got.Mode, tt.want)
+		}
+	}
+}
