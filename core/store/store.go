@@ -194,8 +194,13 @@ func Open(path string, opts ...Option) (*Store, error) {
 		now:         cfg.now,
 		writeGate:   make(chan struct{}, 1),
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.lockTimeout)
+	// The schema's creation and migration are work, not a wait: they get
+	// a minute however short the lock timeout (a loaded machine took more
+	// than 300 ms), as PostgreSQL's open does. Waiting for another
+	// process's lock stays bounded by the lock timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), max(cfg.lockTimeout, time.Minute))
 	defer cancel()
+	lockDeadline := time.Now().Add(cfg.lockTimeout)
 	// Switching a new file to WAL needs an exclusive lock, and SQLite
 	// answers BUSY at once, without its busy handler, when another process
 	// is doing the same: so several hooks starting together on a fresh
@@ -206,14 +211,11 @@ func Open(path string, opts ...Option) (*Store, error) {
 			s.stmts = &stmtCache{db: db}
 			return s, nil
 		}
-		if !errors.Is(err, ErrLocked) || ctx.Err() != nil {
+		if !errors.Is(err, ErrLocked) || ctx.Err() != nil || time.Now().After(lockDeadline) {
 			db.Close()
 			return nil, fmt.Errorf("store: open %q: %w", abs, err)
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Duration(5+rand.IntN(45)) * time.Millisecond):
-		}
+		time.Sleep(time.Duration(5+rand.IntN(45)) * time.Millisecond)
 	}
 }
 
