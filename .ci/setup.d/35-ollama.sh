@@ -33,9 +33,10 @@ if [ ${#need[@]} -gt 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}"
 fi
 
+. .ci/setup.d/lib/npm.sh # joule_test_cache: the cache's one rule in shell
 cd tools/ollama
 version=$(go list -m -f '{{.Version}}' github.com/ollama/ollama)
-cache=${JOULE_TEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/joule-test}
+cache=$(joule_test_cache)
 dir=$cache/ollama-$version
 bin=$dir/ollama
 ldflags="-s -w -X github.com/ollama/ollama/version.Version=${version#v}"

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/mod/modfile"
+
+	"github.com/joulehook/joule/internal/testdeps"
 )
 
 // Module is the module the server is built from.
@@ -31,10 +33,6 @@ const ToolModule = "tools/ollama"
 // BinaryEnv names an ollama binary to use instead of the one make deps
 // builds.
 const BinaryEnv = "JOULE_OLLAMA"
-
-// CacheEnv is the directory of test tools built outside the checkout;
-// unset, it is $XDG_CACHE_HOME/joule-test (~/.cache/joule-test).
-const CacheEnv = "JOULE_TEST_CACHE"
 
 // SourceRoot is the root of joule's source tree: the nearest directory at
 // or above the working directory (a test's package directory) whose go.mod
@@ -85,17 +83,14 @@ func RequiredVersion(dir string) (string, error) {
 // tools/ollama pins it.
 func Version() (string, error) { return RequiredVersion(ToolModule) }
 
-// CacheDir is where make deps puts test tools: $JOULE_TEST_CACHE, or
-// joule-test in the user's cache directory.
+// CacheDir is where make deps puts test tools (internal/testdeps, the one
+// rule: $JOULE_TEST_CACHE, else $XDG_CACHE_HOME/joule-test, else
+// ~/.cache/joule-test).
 func CacheDir() (string, error) {
-	if d := os.Getenv(CacheEnv); d != "" {
+	if d := testdeps.Cache(); d != "" {
 		return d, nil
 	}
-	d, err := os.UserCacheDir()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(d, "joule-test"), nil
+	return "", errors.New("no cache directory for make deps' tools: set $" + testdeps.CacheEnv + " or $HOME")
 }
 
 // Binary is the path of the ollama binary: $JOULE_OLLAMA, or the one
