@@ -39,7 +39,7 @@ deps:
 # seeds included), and both conformance packs through the real binary.
 test: deps build
 	$(GO) vet $(PKGS)
-	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+	$(GO) test -race -count=1 -timeout 50m $(PKGS)
 	./$(BIN) conformance check conformance/v1
 	./$(BIN) conformance check conformance/testdata/external-v1
 
