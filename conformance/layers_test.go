@@ -12,7 +12,10 @@ import (
 // tree and trees of a lower rank, never one above it (the project guide's
 // layout: core depends on nothing of the project).
 var layers = map[string]int{
-	"core": 0, "energy": 1, "tiers": 2,
+	// internal holds what the tests of every tree share (testdeps: where
+	// make deps put the tools) and imports nothing of the project.
+	"internal": -1,
+	"core":     0, "energy": 1, "tiers": 2,
 	"mcpserver": 3, "acpagent": 3, "plugins": 3, "ui": 3,
 	"conformance": 4, "bench": 5, "demo": 5, "cmd": 6,
 }

@@ -13,7 +13,8 @@
 #
 # The binary goes outside the checkout, keyed by version:
 #   $JOULE_TEST_CACHE/ollama-<version>/ollama
-# (JOULE_TEST_CACHE defaults to ${XDG_CACHE_HOME:-~/.cache}/joule-test;
+# (JOULE_TEST_CACHE defaults to ${XDG_CACHE_HOME:-~/.cache}/joule-test,
+# /var/cache/joule-test for root;
 # JOULE_OLLAMA overrides the binary's path for the tests). Cold, about 12
 # CPU-minutes (37 minutes of wall time on a loaded 2-core machine); warm
 # (Go's build cache filled), about 26 s; 0.5 s when the binary for this

@@ -103,6 +103,7 @@ func TestDoctor(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			// A small grant, so that an L3 call's worst case is over it.
 			env, ws := initHome(t, "--budget", "50J")
+			env = append(env, "HOME="+outlivedHome(t))
 			home := strings.TrimPrefix(env[0], "JOULE_HOME=")
 			if tc.tiers != "" {
 				if err := os.WriteFile(filepath.Join(home, ConfigFile), []byte(`{"tiers": `+tc.tiers+`}`), 0o600); err != nil {
@@ -225,4 +226,21 @@ func TestDoctorLSPPool(t *testing.T) {
 	if strings.Contains(r.stdout, "pyright") && strings.Contains(r.stdout, "/w/pyright-langserver") {
 		t.Errorf("a server of an ended process is shown:\n%s", r.stdout)
 	}
+}
+
+// outlivedHome is a HOME for doctor's probes: the go command it runs
+// (go version) leaves a telemetry child that may still write below
+// ~/.config/go after doctor has exited, so the directory is removed at
+// the end with retries, not by t.TempDir's single attempt.
+func outlivedHome(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "joule-doctor-home-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for i := 0; i < 50 && os.RemoveAll(dir) != nil; i++ {
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	return dir
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/joulehook/joule/core/receipts"
 	"github.com/joulehook/joule/core/store"
 	"github.com/joulehook/joule/core/store/pgtest"
+	"github.com/joulehook/joule/core/trust"
 	"github.com/joulehook/joule/demo"
 	"github.com/joulehook/joule/tiers/config"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -128,7 +129,7 @@ func teamDecisions(t *testing.T, st *store.Store, env []string) map[string]int {
 		if err != nil {
 			t.Fatalf("receipt %d: %v", i, err)
 		}
-		if a.Decision != nil {
+		if a.Decision != nil && e.Session != trust.GrantsSession { // the gate's, not the trust chain's
 			counts[a.Decision.Decision+"/"+a.Decision.Code]++
 		}
 	}

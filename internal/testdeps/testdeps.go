@@ -18,6 +18,10 @@ import (
 // itself, a machine whose home is small).
 const CacheEnv = "JOULE_TEST_CACHE"
 
+// RootCache is the cache of a root that names none: outside root's home,
+// which other accounts cannot enter.
+const RootCache = "/var/cache/joule-test"
+
 // Installed is the file npm.sh writes once an install is whole.
 const Installed = ".joule-installed"
 
@@ -27,13 +31,18 @@ const Installed = ".joule-installed"
 var root = Cache()
 
 // Cache is where make deps installs npm packages: $JOULE_TEST_CACHE, else
-// $XDG_CACHE_HOME/joule-test, else ~/.cache/joule-test.
+// $XDG_CACHE_HOME/joule-test, else, for root, /var/cache/joule-test, else
+// ~/.cache/joule-test. Root's home is closed to other accounts, and the
+// system-mode tests run the host CLIs as the users they add.
 func Cache() string {
 	if d := os.Getenv(CacheEnv); d != "" {
 		return d
 	}
 	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
 		return filepath.Join(d, "joule-test")
+	}
+	if os.Geteuid() == 0 {
+		return RootCache
 	}
 	home, err := os.UserHomeDir()
 	if err != nil {

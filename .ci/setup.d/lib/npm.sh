@@ -2,7 +2,8 @@
 # own). The packages a test drives are pinned by a package.json and
 # package-lock.json in the checkout and installed outside it, in a cache
 # shared by every checkout of the same lockfile: $JOULE_TEST_CACHE, else
-# $XDG_CACHE_HOME/joule-test, else ~/.cache/joule-test, under
+# $XDG_CACHE_HOME/joule-test, else /var/cache/joule-test for root, else
+# ~/.cache/joule-test, under
 # npm/<directory in the checkout>/<digest of its two files>. The tests find
 # them there through internal/testdeps, which computes the same place
 # (its TestShellAgrees runs npm_dir below).
@@ -14,6 +15,10 @@ joule_test_cache() {
     echo "$JOULE_TEST_CACHE"
   elif [ -n "${XDG_CACHE_HOME:-}" ]; then
     echo "$XDG_CACHE_HOME/joule-test"
+  elif [ "$(id -u)" = 0 ]; then
+    # root's home is closed to the users the system-mode tests add and run
+    # the host CLIs as (internal/testdeps.RootCache)
+    echo /var/cache/joule-test
   else
     echo "$HOME/.cache/joule-test"
   fi
