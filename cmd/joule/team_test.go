@@ -247,7 +247,13 @@ func TestTeamPostgres(t *testing.T) {
 	if len(grants) != 1 || grants[0].RemainingUJ() != 0 || grants[0].SpentUJ != teamPaid*bashCostMJ*1000 {
 		t.Errorf("team grant after the load: %+v", grants)
 	}
-	if r := jouleIn(t, ws, nil, env, "store", "check"); r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("log     %d receipts", total)) || strings.Contains(r.stdout+r.stderr, "@127.0.0.1") && !strings.Contains(r.stdout, "xxxxx") {
+	// The log holds the decisions and the trust chain's receipts (the
+	// team grant's issue and activation).
+	trustChain, err := st.Session(ctx, trust.GrantsSession)
+	if err != nil || len(trustChain) == 0 {
+		t.Fatalf("the trust chain: %d receipts, %v", len(trustChain), err)
+	}
+	if r := jouleIn(t, ws, nil, env, "store", "check"); r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("log     %d receipts", total+len(trustChain))) || strings.Contains(r.stdout+r.stderr, "@127.0.0.1") && !strings.Contains(r.stdout, "xxxxx") {
 		t.Fatalf("store check: %+v", r)
 	}
 
@@ -292,7 +298,7 @@ func TestTeamPostgres(t *testing.T) {
 			t.Fatalf("pg_restore: %v\n%s", err, out)
 		}
 		r := jouleIn(t, ws, nil, env, "store", "check", "--store", restored)
-		if r.code != 0 || !strings.Contains(r.stdout, "check   ok") || !strings.Contains(r.stdout, fmt.Sprintf("log     %d receipts", total+1)) {
+		if r.code != 0 || !strings.Contains(r.stdout, "check   ok") || !strings.Contains(r.stdout, fmt.Sprintf("log     %d receipts", total+len(trustChain)+1)) {
 			t.Fatalf("store check of the restored database: %+v", r)
 		}
 		rs := openTeamStore(t, restored)
