@@ -374,8 +374,9 @@ func TestVSCode(t *testing.T) {
 		if wv["rows"] != float64(3) {
 			t.Errorf("the webview's chain shows %v receipts, want 3", wv["rows"])
 		}
-		if wv["live"] != "live · 3 receipts in the log" {
-			t.Errorf("the dashboard's live badge in the webview says %q", wv["live"])
+		// the session's three and the trust chain's (joule init's grant)
+		if want := fmt.Sprintf("live · %d receipts in the log", logSize(t, a.bin, home)); wv["live"] != want {
+			t.Errorf("the dashboard's live badge in the webview says %q, want %q", wv["live"], want)
 		}
 		if d := gate("git status"); d["decision"] != "allow" {
 			t.Fatalf("joule gate: %v", d)
@@ -548,6 +549,21 @@ func TestVSCode(t *testing.T) {
 	if pe, ok := got["pageErrors"]; ok {
 		t.Logf("workbench page errors (VS Code's own, offline): %v", pe)
 	}
+}
+
+// logSize is how many receipts the store's log holds, as joule store
+// check counts them.
+func logSize(t *testing.T, bin, home string) int {
+	t.Helper()
+	cmd := exec.Command(bin, "store", "check")
+	cmd.Env = append(os.Environ(), "JOULE_HOME="+home)
+	out, err := cmd.Output()
+	m := regexp.MustCompile(`(?m)^log\s+(\d+) receipts`).FindSubmatch(out)
+	if err != nil || m == nil {
+		t.Fatalf("joule store check: %v\n%s", err, out)
+	}
+	n, _ := strconv.Atoi(string(m[1]))
+	return n
 }
 
 func mustJSON(v any) string {
