@@ -132,7 +132,7 @@ func FuzzRead(f *testing.F) {
 	f.Add("Content-Length: -1\r\n\r\n")
 	f.Add("\r\n\r\n")
 	f.Fuzz(func(t *testing.T, in string) {
-		c := &conn{msgs: make(chan *message)}
+		c := &conn{msgs: make(chan *message), done: make(chan struct{})}
 		go c.read(bufio.NewReader(strings.NewReader(in)))
 		for range c.msgs {
 		}
