@@ -674,11 +674,7 @@ func grantAllow(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	gt, err := ep.gate()
-	if err != nil {
-		return err
-	}
-	is, err := grant.NewIssuer(ep.id.Steward, ep.id.Key)
+	gt, is, err := ep.issuing()
 	if err != nil {
 		return err
 	}
@@ -718,11 +714,7 @@ func grantRenew(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	gt, err := ep.gate()
-	if err != nil {
-		return err
-	}
-	is, err := grant.NewIssuer(ep.id.Steward, ep.id.Key)
+	gt, is, err := ep.issuing()
 	if err != nil {
 		return err
 	}
@@ -746,4 +738,18 @@ func shortPrefix(id string) string {
 		return id[:10]
 	}
 	return id
+}
+
+// issuing is the gate that seals a grant change and the issuer that signs
+// the new grant: this home's steward key.
+func (ep *endpoint) issuing() (*gate.Gate, *grant.Issuer, error) {
+	gt, err := ep.gate()
+	if err != nil {
+		return nil, nil, err
+	}
+	is, err := grant.NewIssuer(ep.id.Steward, ep.id.Key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return gt, is, nil
 }
