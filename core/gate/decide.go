@@ -127,7 +127,7 @@ func Decide(ev *Event, p *Policy) (v Verdict) {
 	}
 	j.cwd = cwd
 	if !j.inRoots(cwd) {
-		return deny(CodeOutside, "cwd %s is outside the grant's workspace %s", ev.Cwd, strings.Join(j.roots, ", "))
+		return deny(CodeOutside, "cwd %s is outside the grant's workspace %s: 'joule init' in its repository gives it a grant of its own", ev.Cwd, strings.Join(j.roots, ", "))
 	}
 	v = j.judge()
 	if v.Decision != Deny {

@@ -142,7 +142,7 @@ func (g *Gate) decide(ctx context.Context, ev *Event, cannotAsk string, contain 
 		refused.SessionID = MalformedSession
 		return g.seal(ctx, &refused, ev.Input, deny(CodeMalformed, "session id %q is reserved to joule's own records", ev.SessionID), nil)
 	}
-	chain, err := g.ActiveChain(ctx, ev.SessionID)
+	chain, err := g.ActiveChainAt(ctx, ev.SessionID, ev.Cwd)
 	if err != nil {
 		return g.chainRefused(ctx, ev, err)
 	}
@@ -296,15 +296,35 @@ var errInvalidGrant = errors.New("invalid grant")
 // session (its own, else the one for every session) and its ancestors,
 // verifying each against the trusted issuers.
 func (g *Gate) ActiveChain(ctx context.Context, session string) (grant.Chain, error) {
+	return g.ActiveChainAt(ctx, session, "")
+}
+
+// ActiveChainAt is ActiveChain for an action of session run in directory
+// cwd: the session's own grant, else the one active for the longest
+// workspace root holding cwd, else the one for every session.
+func (g *Gate) ActiveChainAt(ctx context.Context, session, cwd string) (grant.Chain, error) {
 	ts, err := g.trustState(ctx)
 	if err != nil {
 		return nil, err
 	}
-	id := ts.Active(session)
+	id := activeAt(ts, session, cwd)
 	if id == "" {
+		if cwd != "" {
+			return nil, fmt.Errorf("no active grant for %s: no grant is active for a workspace holding it, nor for every session: run 'joule init' in its repository, or 'joule grant use ID --workspace DIR'", cwd)
+		}
 		return nil, errors.New("no active grant: run 'joule init' or 'joule grant use ID'")
 	}
 	return g.loadChain(ctx, id, ts)
+}
+
+// activeAt is ts.ActiveAt with cwd's symbolic links resolved, which only
+// a trust state with workspace choices needs.
+func activeAt(ts *trust.Grants, session, cwd string) string {
+	if !ts.HasWorkspaces() {
+		cwd = ""
+	}
+	id, _ := ts.ActiveAt(session, resolveOr(cwd))
+	return id
 }
 
 // LoadChain loads grant id and its ancestors, root first. Everything a
@@ -517,7 +537,7 @@ func (g *Gate) ConsultTier(ctx context.Context, session, cwd string, tier core.T
 		ev.SessionID = MalformedSession
 		return g.seal(ctx, ev, ev.Input, deny(CodeMalformed, "session id %q is reserved to joule's own records", session), nil)
 	}
-	chain, err := g.ActiveChain(ctx, session)
+	chain, err := g.ActiveChainAt(ctx, session, cwd)
 	if err != nil {
 		return g.chainRefused(ctx, ev, err)
 	}

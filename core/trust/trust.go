@@ -192,6 +192,10 @@ func Within(dir, root string) bool {
 	return strings.HasPrefix(dir, root) && len(dir) > len(root) && dir[len(root)] == '/'
 }
 
+// HasWorkspaces reports whether any workspace root has a grant of its
+// own: only then does an action's directory choose one.
+func (g *Grants) HasWorkspaces() bool { return len(g.activeAt) > 0 }
+
 // Workspaces lists the workspace roots with a grant of their own, sorted.
 func (g *Grants) Workspaces() []string {
 	return slices.Sorted(maps.Keys(g.activeAt))
