@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -198,15 +199,33 @@ func activateInit(ctx context.Context, ep *endpoint, id string, roots []string) 
 	prev := ts.Default()
 	replace := prev == ""
 	if prev != "" {
-		chain, err := gt.LoadChain(ctx, prev)
-		switch {
-		case err != nil:
-			replace = true // revoked, or not usable: nothing in force to keep
-		case chain.Check(chain.Leaf().Grant.Subject, time.Now()) != nil:
-			replace = true
-		default:
+		if !inForce(ctx, gt, prev) {
+			replace = true // revoked, expired or not usable: nothing to keep
+		} else if chain, err := gt.LoadChain(ctx, prev); err == nil {
 			replace = ownedBy(ts, prev, roots, chain.Leaf().Grant.Roots)
 		}
+	}
+	if replace {
+		// First: a choice for every session drops the workspaces' own,
+		// which is what a first init (or one replacing an expired
+		// default) means; another workspace's in force stays below.
+		kept := map[string]string{}
+		for _, root := range ts.Workspaces() {
+			if other := ts.WorkspaceGrant(root); other != prev && inForce(ctx, gt, other) {
+				kept[root] = other
+			}
+		}
+		if err := gt.Use(ctx, id, ""); err != nil {
+			return act, err
+		}
+		for _, root := range slices.Sorted(maps.Keys(kept)) {
+			if err := gt.UseWorkspace(ctx, kept[root], root); err != nil {
+				return act, fmt.Errorf("workspace %s: %w", root, err)
+			}
+		}
+		act.isDflt = true
+	} else {
+		act.dflt, act.dfltAt = prev, ts.ActiveRoots(prev)
 	}
 	for _, r := range roots {
 		root := canonicalDir(r)
@@ -215,12 +234,14 @@ func activateInit(ctx context.Context, ep *endpoint, id string, roots []string) 
 		}
 		act.roots = append(act.roots, root)
 	}
-	if replace {
-		act.isDflt = true
-		return act, gt.Use(ctx, id, "")
-	}
-	act.dflt, act.dfltAt = prev, ts.ActiveRoots(prev)
 	return act, nil
+}
+
+// inForce reports whether grant id's chain is recorded, unrevoked and in
+// force for its own subject.
+func inForce(ctx context.Context, gt *gate.Gate, id string) bool {
+	chain, err := gt.LoadChain(ctx, id)
+	return err == nil && chain.Check(chain.Leaf().Grant.Subject, time.Now()) == nil
 }
 
 // ownedBy reports whether the default grant prev belongs to the roots an
@@ -423,8 +444,9 @@ const grantUsage = `grant issue [flags] | grant ls | grant show ID | grant use I
 
 issue signs a new grant with the endpoint key and stores it; ls lists grants
 with their budgets and where each is active; show prints one as JSON; use
-makes one active (for every session, for one, or for the actions whose
-working directory is inside a workspace DIR); allow replaces the active one by a grant with one more
+makes one active (for every session, which replaces the workspaces' own
+choices; for one session; or with --workspace DIR for the actions whose
+working directory is inside DIR, which the gate prefers to the default); allow replaces the active one by a grant with one more
 allow rule (the rule every 'not granted' deny names); renew replaces one (expired or not) by a new signed grant
 with the same rules and what the old one has left, valid from now, active
 wherever the old one was; revoke stops one and every grant delegated from it;

@@ -197,6 +197,8 @@ func (g *Gate) record(ctx context.Context, s *grant.Signed, tool, reason string)
 
 // Use makes grant id the active one, for every session or, when session
 // is not "", for that session only, by sealing the receipt of the choice.
+// A choice for every session replaces the workspaces' own choices
+// (UseWorkspace) made before it; a session's own stays.
 // The grant's chain must be recorded, unrevoked and in force for the
 // session it will serve (its own subject when session is "").
 func (g *Gate) Use(ctx context.Context, id, session string) error {

@@ -275,7 +275,8 @@ func TestContainmentFromAnotherConfig(t *testing.T) {
 // grant of the root holding its directory (a symbolic link to it
 // included), one elsewhere by the default, a session's own grant wins over
 // both, and without a default an action elsewhere is denied naming joule
-// init. Each choice is a receipt in the trust chain.
+// init; a later choice for every session replaces the workspaces'. Each
+// choice is a receipt in the trust chain.
 func TestWorkspaceChoosesTheGrant(t *testing.T) {
 	ctx := context.Background()
 	g, is, ws := trustGate(t)
@@ -312,8 +313,18 @@ func TestWorkspaceChoosesTheGrant(t *testing.T) {
 	if r := read("s", elsewhere); r.Decision != Deny || r.Code != CodeNoActiveGrant || !strings.Contains(r.Reason, "joule init") || !strings.Contains(r.Reason, elsewhere) {
 		t.Fatalf("elsewhere with no default: %+v", r)
 	}
+	// A choice for every session replaces the workspaces' own: b is
+	// decided by A (its workspace is a: outside), until b's is chosen again.
 	if err := g.Use(ctx, idA, ""); err != nil {
 		t.Fatal(err)
+	}
+	if r := read("s", b); r.Decision != Deny || r.Grants[len(r.Grants)-1] != idA {
+		t.Fatalf("after grant use for every session, b: %+v", r)
+	}
+	for root, id := range map[string]string{a: idA, b: idB} {
+		if err := g.UseWorkspace(ctx, id, root); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, tt := range []struct {
 		session, cwd, grant, decision string

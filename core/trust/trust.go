@@ -329,7 +329,11 @@ func (g *Grants) Apply(seq uint64, d *receipts.Decision) error {
 		rest, ok := strings.CutPrefix(d.Summary, "grant "+id+" active for ")
 		switch {
 		case ok && rest == "every session":
+			// A choice for every session is one for every workspace too:
+			// the workspaces' own choices made before it are dropped
+			// (a session's own stays, as its session asked for it).
 			g.active = id
+			clear(g.activeAt)
 		case ok && strings.HasPrefix(rest, "session ") && len(rest) > len("session "):
 			g.activeFor[rest[len("session "):]] = id
 		case ok && strings.HasPrefix(rest, "workspace "):

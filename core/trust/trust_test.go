@@ -129,6 +129,12 @@ func TestActiveAt(t *testing.T) {
 	if id, _ := g.ActiveAt("s", "/src/b/pkg"); id != idD || len(g.ActiveRoots(idB)) != 0 {
 		t.Fatalf("the renewal did not move the workspace's grant: %q", id)
 	}
+	if err := g.Apply(6, decision(CodeActivated, ActivatedSummary(idB, ""), idB)); err != nil {
+		t.Fatal(err)
+	}
+	if id, r := g.ActiveAt("s", "/src/b/vendor/c"); id != idB || r != "" || g.HasWorkspaces() || g.Active("pinned") != idC {
+		t.Fatalf("a choice for every session did not replace the workspaces' (keeping the session's): %q %q", id, r)
+	}
 	root := NewGrants()
 	root.Apply(1, decision(CodeActivated, WorkspaceSummary(idB, "/"), idB))
 	if id, r := root.ActiveAt("s", "/etc"); id != idB || r != "/" {
