@@ -259,6 +259,14 @@ func TestGrantPerWorkspace(t *testing.T) {
 	if c := joule(t, nil, env, "store", "check"); c.code != 0 {
 		t.Fatalf("store check: %+v", c)
 	}
+	// A user-wide hook serves both, and install says with which grants.
+	userHome := filepath.Join(dir, "userhome")
+	os.MkdirAll(filepath.Join(userHome, ".claude"), 0o755)
+	os.WriteFile(filepath.Join(userHome, ".claude.json"), []byte(`{"projects":{}}`), 0o600)
+	r = jouleIn(t, outside, nil, env, "install", "claude-code", "--user")
+	if r.code != 0 || !strings.Contains(r.stdout, "serve every repository: "+one+" (grant "+gOne[:12]) || !strings.Contains(r.stdout, two+" (grant ") || !strings.Contains(r.stdout, "elsewhere the default grant "+gOne[:12]) {
+		t.Fatalf("install --user does not say which repositories have a grant: %+v", r)
+	}
 	// A session's own grant wins over its workspace's; grant use
 	// --workspace chooses one for a root, warning when the grant does not
 	// open it.
