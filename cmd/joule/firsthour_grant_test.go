@@ -240,17 +240,35 @@ func TestGrantPerWorkspace(t *testing.T) {
 		!regexp.MustCompile(gTwo+`\s.*\s`+regexp.QuoteMeta(two)+`\s+`+regexp.QuoteMeta(two)+`\n`).MatchString(ls.stdout) {
 		t.Fatalf("grant ls does not show where each grant is active:\n%s", ls.stdout)
 	}
+	// A deny by a workspace's grant names it in the command that allows
+	// it, which extends that grant wherever it is run.
+	jq := func(cwd string) decided { return gate("s-jq", cwd, "Bash", `{"command":"jq . package.json"}`) }
+	d := jq(two)
+	if d.Decision != "deny" || !strings.HasSuffix(d.Reason, "joule grant allow 'Bash(jq:*)' --grant "+gTwo) {
+		t.Fatalf("jq in two: %+v", d)
+	}
+	cmd := exec.Command("sh", "-c", strings.ReplaceAll(d.Reason[strings.Index(d.Reason, "joule grant allow"):], "joule ", jouleBin+" "))
+	cmd.Dir, cmd.Env = outside, append(os.Environ(), env...)
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), gTwo) {
+		t.Fatalf("the printed grant allow, run outside: %v %s", err, out)
+	}
+	if d := jq(two); d.Decision != "allow" || by(d) == gTwo {
+		t.Errorf("jq in two after grant allow: %+v", d)
+	}
+	if d := jq(one); d.Decision != "deny" || by(d) != gOne || strings.Contains(d.Reason, "--grant") {
+		t.Errorf("jq in one (the default's deny names no --grant) after grant allow for two: %+v", d)
+	}
 	// 'active' is the grant of the current directory: grant allow in two
-	// extends two's grant only.
-	if r := jouleIn(t, two, nil, env, "grant", "allow", "Bash(jq:*)"); r.code != 0 || !strings.Contains(r.stdout, gTwo) {
+	// extends two's (successor) grant, not the default.
+	if r := jouleIn(t, filepath.Join(two, "pkg"), nil, env, "grant", "allow", "Bash(gh:*)"); r.code != 0 {
 		t.Fatalf("grant allow in two: %+v", r)
 	}
-	jq := func(cwd string) decided { return gate("s-jq", cwd, "Bash", `{"command":"jq . package.json"}`) }
-	if d := jq(two); d.Decision != "allow" || by(d) == gTwo {
-		t.Errorf("jq in two after grant allow there: %+v", d)
+	gh := func(cwd string) decided { return gate("s-jq", cwd, "Bash", `{"command":"gh issue list"}`) }
+	if d := gh(two); d.Decision != "allow" {
+		t.Errorf("gh in two after grant allow there: %+v", d)
 	}
-	if d := jq(one); d.Decision != "deny" || by(d) != gOne {
-		t.Errorf("jq in one after grant allow in two: %+v", d)
+	if d := gh(one); d.Decision != "deny" || by(d) != gOne {
+		t.Errorf("gh in one after grant allow in two: %+v", d)
 	}
 	ts := joule(t, nil, env, "trust", "status")
 	if ts.code != 0 || !strings.Contains(ts.stdout, "2 workspace(s)") || !strings.Contains(ts.stdout, "workspace "+one+": grant "+gOne) {

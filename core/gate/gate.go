@@ -142,7 +142,7 @@ func (g *Gate) decide(ctx context.Context, ev *Event, cannotAsk string, contain 
 		refused.SessionID = MalformedSession
 		return g.seal(ctx, &refused, ev.Input, deny(CodeMalformed, "session id %q is reserved to joule's own records", ev.SessionID), nil)
 	}
-	chain, err := g.ActiveChainAt(ctx, ev.SessionID, ev.Cwd)
+	chain, isDefault, err := g.activeChainAt(ctx, ev.SessionID, ev.Cwd)
 	if err != nil {
 		return g.chainRefused(ctx, ev, err)
 	}
@@ -159,6 +159,11 @@ func (g *Gate) decide(ctx context.Context, ev *Event, cannotAsk string, contain 
 	ev = contain.unwrap(ev)
 	policy.Contained = ev.Tool == "Bash" && contain.confines()
 	v := Decide(ev, policy)
+	if !isDefault && v.Code == CodeNotGranted && strings.Contains(v.Reason, allowHint) {
+		// Not the default grant (a workspace's or the session's): the
+		// command names it, so that it extends this one wherever it is run.
+		v.Reason += " --grant " + chain.Leaf().ID.String()
+	}
 	if v.Decision == Ask && cannotAsk != "" {
 		v = deny(v.Code, "the grant says to ask a person, but %s cannot ask from a hook, so joule denies: %s", cannotAsk, v.Reason)
 	}
@@ -303,18 +308,26 @@ func (g *Gate) ActiveChain(ctx context.Context, session string) (grant.Chain, er
 // cwd: the session's own grant, else the one active for the longest
 // workspace root holding cwd, else the one for every session.
 func (g *Gate) ActiveChainAt(ctx context.Context, session, cwd string) (grant.Chain, error) {
+	chain, _, err := g.activeChainAt(ctx, session, cwd)
+	return chain, err
+}
+
+// activeChainAt is ActiveChainAt, and whether the grant is the one for
+// every session.
+func (g *Gate) activeChainAt(ctx context.Context, session, cwd string) (grant.Chain, bool, error) {
 	ts, err := g.trustState(ctx)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	id := activeAt(ts, session, cwd)
 	if id == "" {
 		if cwd != "" {
-			return nil, fmt.Errorf("no active grant for %s: no grant is active for a workspace holding it, nor for every session: run 'joule init' in its repository, or 'joule grant use ID --workspace DIR'", cwd)
+			return nil, false, fmt.Errorf("no active grant for %s: no grant is active for a workspace holding it, nor for every session: run 'joule init' in its repository, or 'joule grant use ID --workspace DIR'", cwd)
 		}
-		return nil, errors.New("no active grant: run 'joule init' or 'joule grant use ID'")
+		return nil, false, errors.New("no active grant: run 'joule init' or 'joule grant use ID'")
 	}
-	return g.loadChain(ctx, id, ts)
+	chain, err := g.loadChain(ctx, id, ts)
+	return chain, id == ts.Default(), err
 }
 
 // activeAt is ts.ActiveAt with cwd's symbolic links resolved, which only
