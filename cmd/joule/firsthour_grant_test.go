@@ -277,6 +277,9 @@ func TestGrantPerWorkspace(t *testing.T) {
 	if c := joule(t, nil, env, "store", "check"); c.code != 0 {
 		t.Fatalf("store check: %+v", c)
 	}
+	if r := jouleIn(t, one, nil, env, "grant", "show", "active"); !strings.Contains(r.stdout, `"id": "`+gOne+`"`) || !regexp.MustCompile(`"active_for": \[\s*"default",\s*"`+regexp.QuoteMeta(one)+`"\s*\]`).MatchString(r.stdout) {
+		t.Errorf("grant show active in one: %+v", r)
+	}
 	// A user-wide hook serves both, and install says with which grants.
 	userHome := filepath.Join(dir, "userhome")
 	os.MkdirAll(filepath.Join(userHome, ".claude"), 0o755)

@@ -577,6 +577,9 @@ func runGrant(ctx context.Context, e *env, args []string) error {
 		} else {
 			out["revoked"] = ts.Revoked(id) || rec.Revoked
 			out["recorded"] = ts.Issued(id)
+			if places := activePlaces(ts, id); len(places) > 0 {
+				out["active_for"] = places
+			}
 			if at := ts.IssuedAt(id); at > 0 {
 				out["issued_at"] = fmt.Sprintf("session %s seq %d", gate.GrantsSession, at)
 			} else {
