@@ -404,7 +404,7 @@ func (a *Agent) Prompt(ctx context.Context, p acp.PromptRequest) (resp acp.Promp
 	}
 	uj := spent(res.Consulted)
 	if !res.Closed() {
-		t.say(ctx, fmt.Sprintf("No tier closed this request (%s).%s\n%s%s", consultedList(res.Consulted), reasons(res.Consulted), fallthroughHint(a.opt.Remote != nil, res.Consulted), a.noTiers(ctx, string(s.id))))
+		t.say(ctx, fmt.Sprintf("No tier closed this request (%s).%s\n%s%s", consultedList(res.Consulted), reasons(res.Consulted), fallthroughHint(a.opt.Remote != nil, res.Consulted), a.noTiers(ctx, string(s.id), s.cwd)))
 		return endTurn()
 	}
 	if res.Resolution.Op == nil {
@@ -536,8 +536,8 @@ func fallthroughHint(remote bool, ks []tiers.Consultation) string {
 
 // noTiers explains a grant that names no tier verbs at all: every tier,
 // L0 included, is denied under it.
-func (a *Agent) noTiers(ctx context.Context, session string) string {
-	chain, err := a.opt.Gate.ActiveChain(ctx, session)
+func (a *Agent) noTiers(ctx context.Context, session, cwd string) string {
+	chain, err := a.opt.Gate.ActiveChainAt(ctx, session, cwd)
 	if err != nil || len(chain) == 0 {
 		return ""
 	}
@@ -828,7 +828,7 @@ func (a *Agent) sealWork(ctx context.Context, t *turn, opID string, tier core.Ti
 	note = oneLineMax(gate.Redact(note+extra), 1000) // the request is user text: no credentials in receipts
 	g := a.opt.Gate
 	var ids []string
-	if chain, err := g.ActiveChain(ctx, session); err == nil {
+	if chain, err := g.ActiveChainAt(ctx, session, t.s.cwd); err == nil {
 		ids = chain.IDs()
 	}
 	if ids == nil {

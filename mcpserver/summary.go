@@ -53,7 +53,7 @@ type Budget struct {
 
 // budgetOf reads the budget the session could spend now.
 func budgetOf(ctx context.Context, s *Server, session string) Budget {
-	chain, err := s.cfg.Gate.ActiveChain(ctx, session)
+	chain, err := s.cfg.Gate.ActiveChainAt(ctx, session, s.ws.root) // the grant its tools are decided by
 	if err != nil {
 		return Budget{Error: err.Error()}
 	}

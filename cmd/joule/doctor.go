@@ -449,7 +449,8 @@ func (d *doctor) grant(ctx context.Context, ep *endpoint) {
 		d.add("grant", statusFail, err.Error(), "")
 		return
 	}
-	chain, err := g.ActiveChain(ctx, "")
+	wd, _ := os.Getwd() // the grant of the workspace doctor runs in
+	chain, err := g.ActiveChainAt(ctx, "", wd)
 	if err != nil {
 		d.add("grant", statusFail, gate.ChainError(err).Error(), "run 'joule init' or 'joule grant use ID'")
 		return

@@ -95,7 +95,8 @@ $JOULE_HOME/config.json. joule hook --contain rewrites lines to joule-exec
 		fmt.Fprintf(e.stderr, "joule exec: %v; running %s unconfined (exec_fallback is \"unconfined\")\n", sandbox.ErrUnavailable, argv[0])
 		return execUnconfined(path, argv)
 	}
-	chain, err := g.ActiveChain(ctx, *session)
+	wd, _ := os.Getwd()
+	chain, err := g.ActiveChainAt(ctx, *session, wd)
 	if err != nil {
 		return refuse("%v", err)
 	}
@@ -141,7 +142,8 @@ func execWritePolicy(ctx context.Context, e *env, session string, nargs int) err
 	if err != nil {
 		return err
 	}
-	chain, err := g.ActiveChain(ctx, session)
+	wd, _ := os.Getwd()
+	chain, err := g.ActiveChainAt(ctx, session, wd)
 	if err != nil {
 		return err
 	}

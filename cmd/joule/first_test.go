@@ -161,7 +161,7 @@ func TestGrantRenew(t *testing.T) {
 	if !regexp.MustCompile(oldID + `\s.*revoked`).MatchString(r.stdout) {
 		t.Fatalf("old grant not revoked: %s", r.stdout)
 	}
-	r = joule(t, nil, env, "receipts", "show", "joule-grants", "3") // after the grant's issue and activation
+	r = joule(t, nil, env, "receipts", "show", "joule-grants", fmt.Sprint(initReceipts+1)) // after the grant's issue and activations
 	if r.code != 0 || !strings.Contains(r.stdout, oldID) || !strings.Contains(r.stdout, newID) || !strings.Contains(r.stdout, `"verified": true`) {
 		t.Fatalf("renew receipt: %+v", r)
 	}

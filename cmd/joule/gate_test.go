@@ -21,8 +21,10 @@ import (
 // initHome makes a JOULE_HOME and workspace and runs joule init with extra
 // grant flags; it returns the env for later calls and the workspace.
 // initReceipts is how many receipts joule init seals in a new home: its
-// grant's issue and activation, in the trust chain (session joule-grants).
-const initReceipts = 2
+// grant's issue and its activations, for every session (the first init's
+// grant is the default) and for its workspace, in the trust chain
+// (session joule-grants).
+const initReceipts = 3
 
 func initHome(t testing.TB, flags ...string) ([]string, string) {
 	t.Helper()

@@ -6,6 +6,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +18,7 @@ import (
 	"github.com/joulehook/joule/core/grant"
 	"github.com/joulehook/joule/core/identity"
 	"github.com/joulehook/joule/core/store"
+	"github.com/joulehook/joule/core/trust"
 	"github.com/joulehook/joule/energy"
 	"github.com/joulehook/joule/energy/proxy"
 )
@@ -168,31 +172,111 @@ func (f *issueFlags) build(now time.Time) (*grant.Grant, error) {
 // which rank below every allow rule that names what it matches.
 var unmatchedAsk = []string{"Bash", "WebFetch"}
 
-// keepWorkspaces adds to g's roots those of the grant active for every
-// session, when that grant is in force and not delegated, so that joule
-// init in a second repository adds a workspace instead of taking the first
-// one's grant away. It returns the roots it kept.
-func keepWorkspaces(ctx context.Context, ep *endpoint, g *grant.Grant) ([]string, error) {
+// initActivation is where joule init made its grant active.
+type initActivation struct {
+	roots  []string // the workspace roots it is active for
+	isDflt bool     // also for every session: the directories in no workspace
+	dflt   string   // else the grant that stays active for every session
+	dfltAt []string // and its workspaces
+}
+
+// activateInit makes grant id active for each of its workspace roots, so
+// that joule init in a second repository adds a workspace with its own
+// grant instead of taking the first one's away. It also becomes the grant
+// for every session (the directories in no workspace of their own) when
+// none in force is, or when the one that is was the grant of a root this
+// init replaces; else that one stays.
+func activateInit(ctx context.Context, ep *endpoint, id string, roots []string) (initActivation, error) {
+	var act initActivation
 	gt, _, err := ep.grants()
 	if err != nil {
-		return nil, err
+		return act, err
 	}
 	ts, err := gt.TrustState(ctx)
-	if err != nil || ts.Default() == "" {
-		return nil, err
+	if err != nil {
+		return act, err
 	}
-	chain, err := gt.LoadChain(ctx, ts.Default())
-	if err != nil || len(chain) != 1 || chain.Check(chain.Leaf().Grant.Subject, time.Now()) != nil {
-		return nil, nil // nothing in force to keep
-	}
-	var kept []string
-	for _, old := range chain.Leaf().Grant.Roots {
-		if !slices.Contains(g.Roots, old) {
-			g.Roots = append(g.Roots, old)
-			kept = append(kept, old)
+	prev := ts.Default()
+	replace := prev == ""
+	if prev != "" {
+		if !inForce(ctx, gt, prev) {
+			replace = true // revoked, expired or not usable: nothing to keep
+		} else if chain, err := gt.LoadChain(ctx, prev); err == nil {
+			replace = ownedBy(ts, prev, roots, chain.Leaf().Grant.Roots)
 		}
 	}
-	return kept, nil
+	if replace {
+		// First: a choice for every session drops the workspaces' own,
+		// which is what a first init (or one replacing an expired
+		// default) means; another workspace's in force stays below.
+		kept := map[string]string{}
+		for _, root := range ts.Workspaces() {
+			if other := ts.WorkspaceGrant(root); other != prev && inForce(ctx, gt, other) {
+				kept[root] = other
+			}
+		}
+		if err := gt.Use(ctx, id, ""); err != nil {
+			return act, err
+		}
+		for _, root := range slices.Sorted(maps.Keys(kept)) {
+			if err := gt.UseWorkspace(ctx, kept[root], root); err != nil {
+				return act, fmt.Errorf("workspace %s: %w", root, err)
+			}
+		}
+		act.isDflt = true
+	} else {
+		act.dflt, act.dfltAt = prev, ts.ActiveRoots(prev)
+	}
+	for _, r := range roots {
+		root := canonicalDir(r)
+		if err := gt.UseWorkspace(ctx, id, root); err != nil {
+			return act, fmt.Errorf("workspace %s: %w", root, err)
+		}
+		act.roots = append(act.roots, root)
+	}
+	return act, nil
+}
+
+// inForce reports whether grant id's chain is recorded, unrevoked and in
+// force for its own subject.
+func inForce(ctx context.Context, gt *gate.Gate, id string) bool {
+	chain, err := gt.LoadChain(ctx, id)
+	return err == nil && chain.Check(chain.Leaf().Grant.Subject, time.Now()) == nil
+}
+
+// ownedBy reports whether the default grant prev belongs to the roots an
+// init replaces: it is the grant of one of them, or (made before
+// workspaces had grants of their own) it is active for no workspace and
+// every root it opens is one of them.
+func ownedBy(ts *trust.Grants, prev string, roots, prevRoots []string) bool {
+	for _, r := range roots {
+		if ts.WorkspaceGrant(canonicalDir(r)) == prev {
+			return true
+		}
+	}
+	if len(ts.ActiveRoots(prev)) > 0 || len(prevRoots) == 0 {
+		return false
+	}
+	for _, pr := range prevRoots {
+		if !slices.ContainsFunc(roots, func(r string) bool { return canonicalDir(r) == canonicalDir(pr) }) {
+			return false
+		}
+	}
+	return true
+}
+
+// canonicalDir is dir absolute, clean and with its symbolic links
+// resolved where it exists: the form a workspace choice names, as the
+// gate resolves an action's directory before looking it up.
+func canonicalDir(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return filepath.Clean(dir)
+	}
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		return r
+	}
+	return abs
 }
 
 // cheapestAction is what the cheapest gated action costs by default.
@@ -251,12 +335,11 @@ func issue(ctx context.Context, ep *endpoint, g *grant.Grant, parent string, use
 }
 
 func runInit(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "init", "init [--steward NAME] [--template dev] [grant flags]\n\nCreates the endpoint key (if missing) and the store in $JOULE_HOME, then\nissues a grant scoped to the current project from a template (dev by\ndefault) and makes it active, so a new user is never silently locked out.\nThe workspaces of the grant active before are kept (--only drops them), so\njoule init in a second repository adds it.\nThe project is the root of the git work tree the current directory is in\n(else the current directory); / and the home directory are refused\nwithout --force.")
+	fs := newFlags(e, "init", "init [--steward NAME] [--template dev] [grant flags]\n\nCreates the endpoint key (if missing) and the store in $JOULE_HOME, then\nissues a grant scoped to the current project from a template (dev by\ndefault) and makes it active for that workspace, so a new user is never\nsilently locked out: joule init in a second repository adds a workspace\nwith its own grant and leaves the first one's as it is. The first grant\nissued (or one replacing an expired one) is also the default, for\ndirectories in no workspace.\nThe project is the root of the git work tree the current directory is in\n(else the current directory); / and the home directory are refused\nwithout --force.")
 	var f issueFlags
 	f.register(fs, "dev")
 	steward := fs.String("steward", "", "the endpoint identity, if a key is created (default: joule@HOSTNAME)")
 	force := fs.Bool("force", false, "grant a workspace at / or your home directory all the same")
-	only := fs.Bool("only", false, "grant only this workspace: the workspaces of the grant active before are not kept")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -304,13 +387,11 @@ func runInit(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	var kept []string
-	if !*only && f.parent == "" {
-		if kept, err = keepWorkspaces(ctx, ep, g); err != nil {
-			return err
-		}
+	s, err := issue(ctx, ep, g, f.parent, false)
+	if err != nil {
+		return err
 	}
-	s, err := issue(ctx, ep, g, f.parent, true)
+	act, err := activateInit(ctx, ep, s.ID.String(), g.Roots)
 	if err != nil {
 		return err
 	}
@@ -324,10 +405,15 @@ func runInit(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(e.stdout, "recorded       the issuers file and config.json's trust settings (session %s seq %d)\n", recorded.Session, recorded.Seq)
 	}
 	printGrantSummary(e, s, g.BudgetUJ)
-	if len(kept) > 0 {
-		fmt.Fprintf(e.stdout, "kept           %s, the workspaces of the grant active before: this one adds %s (--only replaces them)\n", strings.Join(kept, ", "), strings.Join(f.workspaces, ", "))
+	fmt.Fprintf(e.stdout, "active         for %s: every session working there decides against this grant\n", strings.Join(act.roots, ", "))
+	switch {
+	case act.isDflt:
+		fmt.Fprintln(e.stdout, "default        yes: a directory in no workspace with a grant of its own is decided by this grant too")
+	case len(act.dfltAt) > 0:
+		fmt.Fprintf(e.stdout, "default        %s stays the grant for directories in no workspace (and for %s); 'joule grant ls' lists each workspace's\n", act.dflt, strings.Join(act.dfltAt, ", "))
+	default:
+		fmt.Fprintf(e.stdout, "default        %s stays the grant for directories in no workspace; 'joule grant ls' lists each workspace's\n", act.dflt)
 	}
-	fmt.Fprintln(e.stdout, "active         yes: every session now decides against this grant")
 	fmt.Fprintf(e.stdout, "expires        in %s, at %s: then every call is denied grant-expired until 'joule grant renew active'\n",
 		shortDuration(time.Unix(g.NotAfter, 0).Sub(time.Unix(g.NotBefore, 0))), time.Unix(g.NotAfter, 0).Local().Format("15:04 MST on Mon 2 Jan"))
 	for _, w := range budgetWarnings(g.BudgetUJ) {
@@ -352,13 +438,15 @@ func printGrantSummary(e *env, s *grant.Signed, remaining uint64) {
 	}
 }
 
-const grantUsage = `grant issue [flags] | grant ls | grant show ID | grant use ID [--session S]
+const grantUsage = `grant issue [flags] | grant ls | grant show ID | grant use ID [--session S | --workspace DIR]
        grant allow RULE [--grant ID] | grant renew ID [--ttl D] | grant revoke ID
        grant adopt ID [--use]
 
 issue signs a new grant with the endpoint key and stores it; ls lists grants
-with their budgets; show prints one as JSON; use makes one active (for every
-session, or one); allow replaces the active one by a grant with one more
+with their budgets and where each is active; show prints one as JSON; use
+makes one active (for every session, which replaces the workspaces' own
+choices; for one session; or with --workspace DIR for the actions whose
+working directory is inside DIR, which the gate prefers to the default); allow replaces the active one by a grant with one more
 allow rule (the rule every 'not granted' deny names); renew replaces one (expired or not) by a new signed grant
 with the same rules and what the old one has left, valid from now, active
 wherever the old one was; revoke stops one and every grant delegated from it;
@@ -367,8 +455,9 @@ receipt (signed by a trusted issuer elsewhere, or before joule recorded
 issues). Each change seals a receipt into the trust chain (session
 ` + gate.GrantsSession + `) before it takes effect: the gate reads which grants
 exist, which are revoked and which is active from those receipts only.
-An ID may be any unique prefix of a grant id, or 'active' for the active
-grant.`
+An ID may be any unique prefix of a grant id, or 'active' for the grant
+active here (the workspace's holding the current directory, else the
+default).`
 
 func runGrant(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 {
@@ -427,9 +516,10 @@ func runGrant(ctx context.Context, e *env, args []string) error {
 		return usagef("grant: unknown subcommand %q (want issue, ls, show, use, allow, renew, revoke or adopt)", sub)
 	}
 	fs := newFlags(e, "grant "+sub, grantUsage)
-	session, use := "", false
+	session, workspace, use := "", "", false
 	if sub == "use" {
 		fs.StringVar(&session, "session", "", "make the grant active for this session only")
+		fs.StringVar(&workspace, "workspace", "", "make the grant active for the actions whose working directory is inside DIR")
 	}
 	if sub == "adopt" {
 		fs.BoolVar(&use, "use", false, "make the grant the active one too")
@@ -487,6 +577,9 @@ func runGrant(ctx context.Context, e *env, args []string) error {
 		} else {
 			out["revoked"] = ts.Revoked(id) || rec.Revoked
 			out["recorded"] = ts.Issued(id)
+			if places := activePlaces(ts, id); len(places) > 0 {
+				out["active_for"] = places
+			}
 			if at := ts.IssuedAt(id); at > 0 {
 				out["issued_at"] = fmt.Sprintf("session %s seq %d", gate.GrantsSession, at)
 			} else {
@@ -504,6 +597,12 @@ func runGrant(ctx context.Context, e *env, args []string) error {
 		gt, err := ep.gate()
 		if err != nil {
 			return err
+		}
+		if workspace != "" {
+			if session != "" {
+				return usagef("grant use: give --session or --workspace, not both")
+			}
+			return grantUseWorkspace(ctx, e, ep, gt, id, workspace)
 		}
 		if err := gt.Use(ctx, id, session); err != nil {
 			return err
@@ -543,6 +642,45 @@ func runGrant(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
+// grantUseWorkspace is joule grant use ID --workspace DIR: the choice is
+// sealed in the trust chain; a grant whose roots do not hold DIR is made
+// active all the same, with a warning, since every write there would be
+// denied outside-workspace.
+func grantUseWorkspace(ctx context.Context, e *env, ep *endpoint, gt *gate.Gate, id, dir string) error {
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return usagef("grant use: --workspace %s is not a directory", dir)
+	}
+	root := canonicalDir(dir)
+	if err := gt.UseWorkspace(ctx, id, root); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "active grant %s for the workspace %s\n", id, root)
+	rec, err := ep.store.Grant(ctx, id)
+	if err != nil {
+		return err
+	}
+	if s, err := ep.trust.Open(rec.Signed); err == nil && !slices.ContainsFunc(s.Grant.Roots, func(r string) bool { return trust.Within(root, canonicalDir(r)) }) {
+		fmt.Fprintf(e.stderr, "joule: warning: grant %s opens %s, not %s: every action there is denied outside-workspace ('joule init' there issues a grant for it)\n", id, strings.Join(s.Grant.Roots, ", "), root)
+	}
+	return nil
+}
+
+// activePlaces says where the trust chain makes id active: "default"
+// (every session), each workspace root, each session ("session S").
+func activePlaces(ts *trust.Grants, id string) []string {
+	var out []string
+	if ts.Default() == id {
+		out = append(out, "default")
+	}
+	out = append(out, ts.ActiveRoots(id)...)
+	for _, s := range ts.Sessions() {
+		if ts.Active(s) == id {
+			out = append(out, "session "+s)
+		}
+	}
+	return out
+}
+
 // grantRow is one line of grant ls, and its JSON.
 type grantRow struct {
 	ID         string   `json:"id"`
@@ -551,9 +689,10 @@ type grantRow struct {
 	SpentUJ    uint64   `json:"spent_uj"`
 	LeftUJ     uint64   `json:"remaining_uj"`
 	Expires    string   `json:"expires,omitempty"`
-	State      string   `json:"state"` // ok, expired, revoked, unrecorded, invalid or store-corrupt
-	Active     bool     `json:"active"`
-	Workspaces []string `json:"workspaces,omitempty"`
+	State      string   `json:"state"`                // ok, expired, revoked, unrecorded, invalid or store-corrupt
+	Active     bool     `json:"active"`               // active somewhere (ActiveFor)
+	ActiveFor  []string `json:"active_for,omitempty"` // "default", workspace roots, "session S"
+	Workspaces []string `json:"workspaces,omitempty"` // the roots the grant opens
 	valid      bool
 }
 
@@ -571,13 +710,13 @@ func grantList(ctx context.Context, e *env, ep *endpoint, asJSON bool) error {
 		fmt.Fprintf(e.stderr, "joule: the trust chain cannot be read, so no grant is shown active: %v\n", terr)
 		ts = nil
 	}
-	active := ""
-	if ts != nil {
-		active = ts.Default()
-	}
 	out := []grantRow{}
 	for _, r := range recs {
-		row := grantRow{ID: r.ID, SpentUJ: r.SpentUJ, State: "ok", Active: r.ID == active}
+		row := grantRow{ID: r.ID, SpentUJ: r.SpentUJ, State: "ok"}
+		if ts != nil {
+			row.ActiveFor = activePlaces(ts, r.ID)
+			row.Active = len(row.ActiveFor) > 0
+		}
 		s, err := ep.trust.Open(r.Signed)
 		if err != nil {
 			row.State = "invalid"
@@ -606,7 +745,7 @@ func grantList(ctx context.Context, e *env, ep *endpoint, asJSON bool) error {
 		return printJSON(e, out)
 	}
 	tw := newTable(e.stdout)
-	fmt.Fprintln(tw, "ID\tPARENT\tBUDGET\tSPENT\tLEFT\tEXPIRES\tSTATE\tWORKSPACES")
+	fmt.Fprintln(tw, "ID\tPARENT\tBUDGET\tSPENT\tLEFT\tEXPIRES\tSTATE\tWORKSPACES\tACTIVE FOR")
 	for _, r := range out {
 		budget, left, expires, parent := "?", "?", "?", "-"
 		if r.valid {
@@ -623,7 +762,11 @@ func grantList(ctx context.Context, e *env, ep *endpoint, asJSON bool) error {
 		if r.valid {
 			ws = strings.Join(r.Workspaces, ",")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, shortID(parent), budget, grant.FormatEnergy(r.SpentUJ), left, expires, state, ws)
+		activeFor := "-"
+		if len(r.ActiveFor) > 0 {
+			activeFor = strings.Join(r.ActiveFor, ",")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, shortID(parent), budget, grant.FormatEnergy(r.SpentUJ), left, expires, state, ws, activeFor)
 	}
 	return tw.Flush()
 }
@@ -643,7 +786,10 @@ func resolveGrant(ctx context.Context, ep *endpoint, arg string) (string, error)
 	if err != nil {
 		return "", err
 	}
-	id, err := gt.ResolveGrant(ctx, arg)
+	// 'active' is the grant that decides here: the workspace's holding
+	// the current directory, else the default.
+	wd, _ := os.Getwd()
+	id, err := gt.ResolveGrantAt(ctx, arg, wd)
 	switch {
 	case errors.Is(err, gate.ErrNoActiveGrant):
 		return "", withHint(err, "run 'joule init' or 'joule grant use ID'")

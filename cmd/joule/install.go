@@ -483,27 +483,56 @@ func grantFinding(ctx context.Context, project string) hook.Finding {
 	if err != nil {
 		return hook.Finding{Text: err.Error()}
 	}
-	chain, err := g.ActiveChain(ctx, "")
+	if project == "" {
+		return userGrantFinding(ctx, g)
+	}
+	p, _ := filepath.EvalSymlinks(project)
+	if p == "" {
+		p = project
+	}
+	chain, err := g.ActiveChainAt(ctx, "", p)
 	if err != nil {
 		return hook.Finding{Text: "no usable active grant (" + err.Error() + "): run 'joule init' or 'joule grant use ID'; until then every call is denied"}
 	}
 	leaf := chain.Leaf()
-	if project != "" {
-		p, _ := filepath.EvalSymlinks(project)
-		if p == "" {
-			p = project
-		}
-		covered := false
-		for _, r := range leaf.Grant.Roots {
-			if rule.Within(p, r) {
-				covered = true
-			}
-		}
-		if !covered {
-			return hook.Finding{Text: fmt.Sprintf("to do: the active grant %s covers %s, not %s: run 'joule init' in the project", leaf.ID.String(), strings.Join(leaf.Grant.Roots, ", "), project)}
+	covered := false
+	for _, r := range leaf.Grant.Roots {
+		if rule.Within(p, r) {
+			covered = true
 		}
 	}
+	if !covered {
+		return hook.Finding{Text: fmt.Sprintf("to do: the active grant %s covers %s, not %s: run 'joule init' in the project", leaf.ID.String(), strings.Join(leaf.Grant.Roots, ", "), project)}
+	}
 	return hook.Finding{OK: true, Text: "active grant " + leaf.ID.String() + " covers the workspace"}
+}
+
+// userGrantFinding is grantFinding for a user-wide install, whose hooks
+// serve every repository: it says which workspaces have a grant in force
+// of their own, and which grant decides everywhere else.
+func userGrantFinding(ctx context.Context, g *gate.Gate) hook.Finding {
+	ts, err := g.TrustState(ctx)
+	if err != nil {
+		return hook.Finding{Text: "the trust chain cannot be read (" + err.Error() + "): every call is denied; 'joule trust status' says why"}
+	}
+	var covered []string
+	for _, root := range ts.Workspaces() {
+		id := ts.WorkspaceGrant(root)
+		if chain, err := g.LoadChain(ctx, id); err == nil && chain.Check(chain.Leaf().Grant.Subject, time.Now()) == nil {
+			covered = append(covered, fmt.Sprintf("%s (grant %.12s…)", root, id))
+		}
+	}
+	elsewhere := "elsewhere no grant is active, so every call outside them is denied: 'joule init' in a repository gives it one"
+	if chain, err := g.ActiveChain(ctx, ""); err == nil && chain.Check(chain.Leaf().Grant.Subject, time.Now()) == nil {
+		elsewhere = fmt.Sprintf("elsewhere the default grant %.12s… decides, which opens %s only", chain.Leaf().ID.String(), strings.Join(chain.Leaf().Grant.Roots, ", "))
+	}
+	if len(covered) == 0 {
+		if strings.HasPrefix(elsewhere, "elsewhere no grant") {
+			return hook.Finding{Text: "no usable active grant: run 'joule init' in each repository you work in; until then every call is denied"}
+		}
+		return hook.Finding{OK: true, Text: "every repository is decided by the default grant: " + strings.TrimPrefix(elsewhere, "elsewhere the default grant ")}
+	}
+	return hook.Finding{OK: true, Text: "these hooks serve every repository: " + strings.Join(covered, ", ") + " each by its own grant; " + elsewhere + " ('joule init' in another repository adds it)"}
 }
 
 // residentConfig is joule serve's address and token for a resident

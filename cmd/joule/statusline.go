@@ -121,7 +121,7 @@ func statusLine(ctx context.Context, r io.Reader) (line string) {
 		// ask for: worth a glance before it refuses them.
 		parts = append(parts, fmt.Sprintf("%d of %d calls fitted to the budget", st.fitted, st.calls))
 	}
-	parts = append(parts, budgetLeft(ctx, ep, in.SessionID))
+	parts = append(parts, budgetLeft(ctx, ep, in.SessionID, in.Cwd))
 	dir := in.Workspace.ProjectDir
 	if dir == "" {
 		dir = in.Cwd
@@ -235,12 +235,12 @@ func (st *sessionStats) add(p core.Provenance, estimated uint64, measured *uint6
 
 // budgetLeft is the least any link of the session's active chain has left:
 // what the next allow can still spend.
-func budgetLeft(ctx context.Context, ep *endpoint, session string) string {
+func budgetLeft(ctx context.Context, ep *endpoint, session, cwd string) string {
 	g, err := ep.gate()
 	if err != nil {
 		return "no grant"
 	}
-	chain, err := g.ActiveChain(ctx, session)
+	chain, err := g.ActiveChainAt(ctx, session, cwd)
 	if err != nil {
 		return "no active grant"
 	}

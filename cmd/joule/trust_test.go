@@ -427,7 +427,7 @@ func TestTrustChangesAreReceipts(t *testing.T) {
 	ev := func(cmd, session string) decision { return gateOnce(t, env, bashEvent(ws, session, cmd)) }
 	g1 := regexp.MustCompile(`"id": "([^"]+)"`).FindStringSubmatch(mustJoule(t, env, "grant", "show", "active").stdout)[1]
 	chain := trustReceipts(t, env, gate.GrantsSession)
-	if len(chain) != 2 || chain[0] != "grant-issued: grant "+g1+" issued" || chain[1] != "grant-activated: grant "+g1+" active for every session" {
+	if len(chain) != 3 || chain[0] != "grant-issued: grant "+g1+" issued" || chain[1] != "grant-activated: grant "+g1+" active for every session" || chain[2] != "grant-activated: grant "+g1+" active for workspace "+ws {
 		t.Fatalf("joule init's receipts: %q", chain)
 	}
 
@@ -454,6 +454,7 @@ func TestTrustChangesAreReceipts(t *testing.T) {
 	want := []string{
 		"grant-issued: grant " + g1 + " issued",
 		"grant-activated: grant " + g1 + " active for every session",
+		"grant-activated: grant " + g1 + " active for workspace " + ws,
 		"grant-issued: grant " + g2 + " issued",
 		"grant-activated: grant " + g2 + " active for every session",
 		"grant-activated: grant " + g1 + " active for session s2",

@@ -289,7 +289,10 @@ func trustStatus(ctx context.Context, e *env, ep *endpoint) error {
 		if active == "" {
 			active = "none"
 		}
-		fmt.Fprintf(e.stdout, "grants   session %s: %d receipts; active for every session: %s; %d session(s) with their own\n", gate.GrantsSession, ts.Seq, active, len(ts.Sessions()))
+		fmt.Fprintf(e.stdout, "grants   session %s: %d receipts; active for every session: %s; %d workspace(s) and %d session(s) with their own\n", gate.GrantsSession, ts.Seq, active, len(ts.Workspaces()), len(ts.Sessions()))
+		for _, root := range ts.Workspaces() {
+			fmt.Fprintf(e.stdout, "         workspace %s: grant %s\n", root, ts.WorkspaceGrant(root))
+		}
 	}
 	if _, _, err := ep.store.WitnessState(ctx); err != nil {
 		fail("store: %v", err)

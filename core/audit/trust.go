@@ -102,6 +102,9 @@ func Trust(ctx context.Context, st *store.Store, tr grant.Trust, files *trust.Fi
 	for _, s := range ts.Sessions() {
 		active[ts.Active(s)] = true
 	}
+	for _, root := range ts.Workspaces() {
+		active[ts.WorkspaceGrant(root)] = true
+	}
 	for _, id := range slices.Sorted(maps.Keys(active)) {
 		if _, ok := rows[id]; !ok {
 			out = append(out, Finding{Grant: id, Index: -1, Problem: "the trust chain makes this grant active, but its row is missing from the store"})

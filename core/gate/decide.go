@@ -127,7 +127,7 @@ func Decide(ev *Event, p *Policy) (v Verdict) {
 	}
 	j.cwd = cwd
 	if !j.inRoots(cwd) {
-		return deny(CodeOutside, "cwd %s is outside the grant's workspace %s", ev.Cwd, strings.Join(j.roots, ", "))
+		return deny(CodeOutside, "cwd %s is outside the grant's workspace %s: 'joule init' in its repository gives it a grant of its own", ev.Cwd, strings.Join(j.roots, ", "))
 	}
 	v = j.judge()
 	if v.Decision != Deny {
@@ -340,9 +340,13 @@ func withAllow(v Verdict, text string, allows func(rule.Rule) bool) Verdict {
 	if err != nil || !allows(r) || strings.ContainsAny(r.String(), "'\n") {
 		return v
 	}
-	v.Reason += "; to allow it: joule grant allow '" + r.String() + "'"
+	v.Reason += allowHint + r.String() + "'"
 	return v
 }
+
+// allowHint starts the command a not-granted deny names, which ends its
+// reason (the gate adds --grant ID when the grant is not the default).
+const allowHint = "; to allow it: joule grant allow '"
 
 // commandRule is the allow rule a not-granted command suggests: its
 // program as written and, when the next word is a subcommand (a literal

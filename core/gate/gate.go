@@ -142,7 +142,7 @@ func (g *Gate) decide(ctx context.Context, ev *Event, cannotAsk string, contain 
 		refused.SessionID = MalformedSession
 		return g.seal(ctx, &refused, ev.Input, deny(CodeMalformed, "session id %q is reserved to joule's own records", ev.SessionID), nil)
 	}
-	chain, err := g.ActiveChain(ctx, ev.SessionID)
+	chain, isDefault, err := g.activeChainAt(ctx, ev.SessionID, ev.Cwd)
 	if err != nil {
 		return g.chainRefused(ctx, ev, err)
 	}
@@ -159,6 +159,11 @@ func (g *Gate) decide(ctx context.Context, ev *Event, cannotAsk string, contain 
 	ev = contain.unwrap(ev)
 	policy.Contained = ev.Tool == "Bash" && contain.confines()
 	v := Decide(ev, policy)
+	if !isDefault && v.Code == CodeNotGranted && strings.Contains(v.Reason, allowHint) {
+		// Not the default grant (a workspace's or the session's): the
+		// command names it, so that it extends this one wherever it is run.
+		v.Reason += " --grant " + chain.Leaf().ID.String()
+	}
 	if v.Decision == Ask && cannotAsk != "" {
 		v = deny(v.Code, "the grant says to ask a person, but %s cannot ask from a hook, so joule denies: %s", cannotAsk, v.Reason)
 	}
@@ -296,15 +301,43 @@ var errInvalidGrant = errors.New("invalid grant")
 // session (its own, else the one for every session) and its ancestors,
 // verifying each against the trusted issuers.
 func (g *Gate) ActiveChain(ctx context.Context, session string) (grant.Chain, error) {
+	return g.ActiveChainAt(ctx, session, "")
+}
+
+// ActiveChainAt is ActiveChain for an action of session run in directory
+// cwd: the session's own grant, else the one active for the longest
+// workspace root holding cwd, else the one for every session.
+func (g *Gate) ActiveChainAt(ctx context.Context, session, cwd string) (grant.Chain, error) {
+	chain, _, err := g.activeChainAt(ctx, session, cwd)
+	return chain, err
+}
+
+// activeChainAt is ActiveChainAt, and whether the grant is the one for
+// every session.
+func (g *Gate) activeChainAt(ctx context.Context, session, cwd string) (grant.Chain, bool, error) {
 	ts, err := g.trustState(ctx)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	id := ts.Active(session)
+	id := activeAt(ts, session, cwd)
 	if id == "" {
-		return nil, errors.New("no active grant: run 'joule init' or 'joule grant use ID'")
+		if cwd != "" {
+			return nil, false, fmt.Errorf("no active grant for %s: no grant is active for a workspace holding it, nor for every session: run 'joule init' in its repository, or 'joule grant use ID --workspace DIR'", cwd)
+		}
+		return nil, false, errors.New("no active grant: run 'joule init' or 'joule grant use ID'")
 	}
-	return g.loadChain(ctx, id, ts)
+	chain, err := g.loadChain(ctx, id, ts)
+	return chain, id == ts.Default(), err
+}
+
+// activeAt is ts.ActiveAt with cwd's symbolic links resolved, which only
+// a trust state with workspace choices needs.
+func activeAt(ts *trust.Grants, session, cwd string) string {
+	if !ts.HasWorkspaces() {
+		cwd = ""
+	}
+	id, _ := ts.ActiveAt(session, resolveOr(cwd))
+	return id
 }
 
 // LoadChain loads grant id and its ancestors, root first. Everything a
@@ -517,7 +550,7 @@ func (g *Gate) ConsultTier(ctx context.Context, session, cwd string, tier core.T
 		ev.SessionID = MalformedSession
 		return g.seal(ctx, ev, ev.Input, deny(CodeMalformed, "session id %q is reserved to joule's own records", session), nil)
 	}
-	chain, err := g.ActiveChain(ctx, session)
+	chain, err := g.ActiveChainAt(ctx, session, cwd)
 	if err != nil {
 		return g.chainRefused(ctx, ev, err)
 	}

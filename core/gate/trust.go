@@ -32,8 +32,14 @@ var ErrNoActiveGrant = errors.New("no active grant")
 // ErrNoActiveGrant, store.ErrNotFound or store.ErrAmbiguous, or with what
 // keeps the trust state from being read.
 func (g *Gate) ResolveGrant(ctx context.Context, arg string) (string, error) {
+	return g.ResolveGrantAt(ctx, arg, "")
+}
+
+// ResolveGrantAt is ResolveGrant with ActiveGrant the grant active for
+// directory cwd (a workspace's, else the one for every session).
+func (g *Gate) ResolveGrantAt(ctx context.Context, arg, cwd string) (string, error) {
 	if arg == ActiveGrant {
-		id, err := g.ActiveID(ctx, "")
+		id, err := g.ActiveIDAt(ctx, "", cwd)
 		if err == nil && id == "" {
 			err = ErrNoActiveGrant
 		}
@@ -51,6 +57,17 @@ func (g *Gate) ActiveID(ctx context.Context, session string) (string, error) {
 		return "", err
 	}
 	return ts.Active(session), nil
+}
+
+// ActiveIDAt is ActiveID for an action run in directory cwd: the
+// session's own grant, else the one active for the longest workspace root
+// holding cwd, else the one for every session.
+func (g *Gate) ActiveIDAt(ctx context.Context, session, cwd string) (string, error) {
+	ts, err := g.trustState(ctx)
+	if err != nil {
+		return "", err
+	}
+	return activeAt(ts, session, cwd), nil
 }
 
 // TrustState is the grant trust state as the signed chain says it now:
@@ -180,6 +197,8 @@ func (g *Gate) record(ctx context.Context, s *grant.Signed, tool, reason string)
 
 // Use makes grant id the active one, for every session or, when session
 // is not "", for that session only, by sealing the receipt of the choice.
+// A choice for every session replaces the workspaces' own choices
+// (UseWorkspace) made before it; a session's own stays.
 // The grant's chain must be recorded, unrevoked and in force for the
 // session it will serve (its own subject when session is "").
 func (g *Gate) Use(ctx context.Context, id, session string) error {
@@ -195,6 +214,27 @@ func (g *Gate) Use(ctx context.Context, id, session string) error {
 		return err
 	}
 	return g.activate(ctx, id, session)
+}
+
+// UseWorkspace makes grant id the active one for the actions whose
+// working directory is inside root (absolute, clean, symbolic links
+// resolved), by sealing the receipt of the choice. The grant's chain must
+// be recorded, unrevoked and in force for its own subject.
+func (g *Gate) UseWorkspace(ctx context.Context, id, root string) error {
+	if err := trust.ValidRoot(root); err != nil {
+		return err
+	}
+	chain, err := g.LoadChain(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := chain.Check(chain.Leaf().Grant.Subject, g.now()); err != nil {
+		return err
+	}
+	_, err = g.SealRecord(ctx, Record{Session: trust.GrantsSession, Tool: "joule grant use", Code: trust.CodeActivated, Cwd: root,
+		Summary: trust.WorkspaceSummary(id, root), Reason: "the active grant for the workspace " + root,
+		Grants: []string{id}, Input: []byte(id + "\x00workspace\x00" + root)})
+	return err
 }
 
 func (g *Gate) activate(ctx context.Context, id, session string) error {

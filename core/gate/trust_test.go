@@ -269,3 +269,94 @@ func TestContainmentFromAnotherConfig(t *testing.T) {
 		t.Fatalf("a containment from another configuration: %+v", r)
 	}
 }
+
+// TestWorkspaceChoosesTheGrant: with a grant active for each of two
+// workspace roots and one for every session, an action is decided by the
+// grant of the root holding its directory (a symbolic link to it
+// included), one elsewhere by the default, a session's own grant wins over
+// both, and without a default an action elsewhere is denied naming joule
+// init; a later choice for every session replaces the workspaces'. Each
+// choice is a receipt in the trust chain.
+func TestWorkspaceChoosesTheGrant(t *testing.T) {
+	ctx := context.Background()
+	g, is, ws := trustGate(t)
+	dir := filepath.Dir(ws)
+	a, b, elsewhere := filepath.Join(dir, "a"), filepath.Join(dir, "b"), filepath.Join(dir, "elsewhere")
+	for _, d := range []string{a, b, elsewhere, filepath.Join(b, "pkg")} {
+		os.MkdirAll(d, 0o755)
+	}
+	link := filepath.Join(dir, "link-to-b")
+	if err := os.Symlink(b, link); err != nil {
+		t.Fatal(err)
+	}
+	read := func(session, cwd string) Result {
+		return g.Decide(ctx, &Event{SessionID: session, Tool: "Read", Cwd: cwd,
+			Input: []byte(`{"file_path":"` + filepath.Join(cwd, "x.go") + `"}`)})
+	}
+	sa, err := g.Issue(ctx, is, newGrant(a, 1e9, time.Hour), "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := g.Issue(ctx, is, newGrant(b, 1e9, time.Hour), "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idA, idB := sa.ID.String(), sb.ID.String()
+	for root, id := range map[string]string{a: idA, b: idB} {
+		if err := g.UseWorkspace(ctx, id, root); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := g.UseWorkspace(ctx, idA, "relative/dir"); err == nil {
+		t.Fatal("a relative workspace was taken")
+	}
+	if r := read("s", elsewhere); r.Decision != Deny || r.Code != CodeNoActiveGrant || !strings.Contains(r.Reason, "joule init") || !strings.Contains(r.Reason, elsewhere) {
+		t.Fatalf("elsewhere with no default: %+v", r)
+	}
+	// A choice for every session replaces the workspaces' own: b is
+	// decided by A (its workspace is a: outside), until b's is chosen again.
+	if err := g.Use(ctx, idA, ""); err != nil {
+		t.Fatal(err)
+	}
+	if r := read("s", b); r.Decision != Deny || r.Grants[len(r.Grants)-1] != idA {
+		t.Fatalf("after grant use for every session, b: %+v", r)
+	}
+	for root, id := range map[string]string{a: idA, b: idB} {
+		if err := g.UseWorkspace(ctx, id, root); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tt := range []struct {
+		session, cwd, grant, decision string
+	}{
+		{"s", a, idA, Allow},
+		{"s", b, idB, Allow},
+		{"s", filepath.Join(b, "pkg"), idB, Allow},
+		{"s", link, idB, Allow},
+		{"s", elsewhere, idA, Deny}, // the default, whose workspace is a
+	} {
+		r := read(tt.session, tt.cwd)
+		if r.Decision != tt.decision || len(r.Grants) == 0 || r.Grants[len(r.Grants)-1] != tt.grant {
+			t.Errorf("%s in %s: %+v, want %s by %.8s", tt.session, tt.cwd, r, tt.decision, tt.grant)
+		}
+		if tt.decision == Deny && (r.Code != CodeOutside || !strings.Contains(r.Reason, "joule init")) {
+			t.Errorf("%s: the deny does not name joule init: %+v", tt.cwd, r)
+		}
+	}
+	if err := g.Use(ctx, idA, "pinned"); err != nil {
+		t.Fatal(err)
+	}
+	if r := read("pinned", b); r.Decision != Deny || r.Grants[len(r.Grants)-1] != idA {
+		t.Fatalf("a session's own grant does not win over the workspace's: %+v", r)
+	}
+	if got, err := g.ResolveGrantAt(ctx, ActiveGrant, filepath.Join(b, "pkg")); got != idB || err != nil {
+		t.Fatalf("active in b: %q %v", got, err)
+	}
+	ts, err := g.TrustState(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ws := ts.Workspaces(); len(ws) != 2 || ts.WorkspaceGrant(b) != idB {
+		t.Fatalf("the chain's workspaces: %q", ws)
+	}
+}

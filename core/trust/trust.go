@@ -2,7 +2,9 @@
 // that changed it. Two chains hold it:
 //
 //   - GrantsSession ("joule-grants"): which grants were issued, which were
-//     revoked and which is active, for every session or for one. On a
+//     revoked and which is active: for every session (the default), for
+//     one session, or for one workspace root (the actions whose working
+//     directory is inside it). On a
 //     team's shared store every machine reads the same chain.
 //   - a home's own session (HomeSession, "joule-home:NAME+HASH" of its
 //     key): which trusted issuers and which trust-relevant configuration
@@ -20,6 +22,8 @@ package trust
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -64,7 +68,7 @@ const LegacyActiveSetting = "active_grant"
 // a fixed form (below) that, with its grants, says exactly what changed.
 const (
 	CodeIssued    = "grant-issued"    // grants [ID]; summary "grant ID issued"
-	CodeActivated = "grant-activated" // grants [ID]; "grant ID active for every session" or "… for session S"
+	CodeActivated = "grant-activated" // grants [ID]; "grant ID active for every session", "… for session S" or "… for workspace ROOT"
 	CodeRevoked   = "grant-revoked"   // grants [ID]; "grant ID revoked"
 	CodeRenewed   = "grant-renewed"   // grants [OLD, NEW]; "grant OLD renewed as NEW"
 	CodeHome      = "home-recorded"   // grants []; "issuers DIGEST config DIGEST"
@@ -119,12 +123,13 @@ type Grants struct {
 	issued, revoked map[string]uint64
 	active          string            // for every session
 	activeFor       map[string]string // for one session
+	activeAt        map[string]string // for one workspace root
 }
 
 // NewGrants is the state of an empty chain: nothing issued, nothing
 // active.
 func NewGrants() *Grants {
-	return &Grants{issued: map[string]uint64{}, revoked: map[string]uint64{}, activeFor: map[string]string{}}
+	return &Grants{issued: map[string]uint64{}, revoked: map[string]uint64{}, activeFor: map[string]string{}, activeAt: map[string]string{}}
 }
 
 // Issued reports whether the chain records an issue of grant id.
@@ -148,6 +153,70 @@ func (g *Grants) Active(session string) string {
 	return g.active
 }
 
+// ActiveAt is the grant that decides an action of session whose working
+// directory is cwd (absolute, symbolic links resolved): the session's
+// own, else the one active for the longest workspace root that holds cwd,
+// else the one for every session; "" when none is. root is the workspace
+// root that chose it ("" when it was not a workspace's).
+func (g *Grants) ActiveAt(session, cwd string) (id, root string) {
+	if id, ok := g.activeFor[session]; ok && session != "" {
+		return id, ""
+	}
+	if root = g.WorkspaceOf(cwd); root != "" {
+		return g.activeAt[root], root
+	}
+	return g.active, ""
+}
+
+// WorkspaceOf is the longest workspace root with a grant of its own that
+// holds dir ("" for none).
+func (g *Grants) WorkspaceOf(dir string) string {
+	best := ""
+	if dir == "" {
+		return ""
+	}
+	for root := range g.activeAt {
+		if Within(dir, root) && len(root) > len(best) {
+			best = root
+		}
+	}
+	return best
+}
+
+// Within reports whether dir is root or below it, by whole path
+// components (/a/bc is not within /a/b).
+func Within(dir, root string) bool {
+	if dir == root || root == "/" {
+		return true
+	}
+	return strings.HasPrefix(dir, root) && len(dir) > len(root) && dir[len(root)] == '/'
+}
+
+// HasWorkspaces reports whether any workspace root has a grant of its
+// own: only then does an action's directory choose one.
+func (g *Grants) HasWorkspaces() bool { return len(g.activeAt) > 0 }
+
+// Workspaces lists the workspace roots with a grant of their own, sorted.
+func (g *Grants) Workspaces() []string {
+	return slices.Sorted(maps.Keys(g.activeAt))
+}
+
+// WorkspaceGrant is the grant active for workspace root exactly ("" for
+// none).
+func (g *Grants) WorkspaceGrant(root string) string { return g.activeAt[root] }
+
+// ActiveRoots lists, sorted, the workspace roots grant id is active for.
+func (g *Grants) ActiveRoots(id string) []string {
+	var out []string
+	for root, a := range g.activeAt {
+		if a == id {
+			out = append(out, root)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Default is the grant active for every session ("" for none).
 func (g *Grants) Default() string { return g.active }
 
@@ -161,8 +230,8 @@ func (g *Grants) Sessions() []string {
 	return out
 }
 
-// Places counts where id is active: for every session, and for each
-// session that has it.
+// Places counts where id is active: for every session, for each session
+// and for each workspace root that has it.
 func (g *Grants) Places(id string) int {
 	n := 0
 	if g.active == id {
@@ -173,7 +242,7 @@ func (g *Grants) Places(id string) int {
 			n++
 		}
 	}
-	return n
+	return n + len(g.ActiveRoots(id))
 }
 
 // Summaries of the trust receipts: the exact text each code's receipt
@@ -191,6 +260,26 @@ func ActivatedSummary(id, session string) string {
 		return "grant " + id + " active for every session"
 	}
 	return "grant " + id + " active for session " + session
+}
+
+// WorkspaceSummary says id is active for the actions whose working
+// directory is inside workspace root.
+func WorkspaceSummary(id, root string) string {
+	return "grant " + id + " active for workspace " + root
+}
+
+// ValidRoot reports why root cannot be a workspace root a grant is made
+// active for: it must be absolute, clean, and one line.
+func ValidRoot(root string) error {
+	switch {
+	case root == "" || !filepath.IsAbs(root):
+		return fmt.Errorf("workspace %q is not an absolute path", root)
+	case filepath.Clean(root) != root:
+		return fmt.Errorf("workspace %q is not a clean path (%s)", root, filepath.Clean(root))
+	case strings.ContainsAny(root, "\n\r\x00"):
+		return fmt.Errorf("workspace %q holds a line break or NUL", root)
+	}
+	return nil
 }
 
 // Apply changes g by the receipt at seq of its chain. A receipt that is
@@ -240,9 +329,19 @@ func (g *Grants) Apply(seq uint64, d *receipts.Decision) error {
 		rest, ok := strings.CutPrefix(d.Summary, "grant "+id+" active for ")
 		switch {
 		case ok && rest == "every session":
+			// A choice for every session is one for every workspace too:
+			// the workspaces' own choices made before it are dropped
+			// (a session's own stays, as its session asked for it).
 			g.active = id
+			clear(g.activeAt)
 		case ok && strings.HasPrefix(rest, "session ") && len(rest) > len("session "):
 			g.activeFor[rest[len("session "):]] = id
+		case ok && strings.HasPrefix(rest, "workspace "):
+			root := rest[len("workspace "):]
+			if err := ValidRoot(root); err != nil {
+				return bad("summary %q: %v", d.Summary, err)
+			}
+			g.activeAt[root] = id
 		default:
 			return bad("summary %q is not an activation of grant %s", d.Summary, id)
 		}
@@ -266,6 +365,11 @@ func (g *Grants) Apply(seq uint64, d *receipts.Decision) error {
 		for s, a := range g.activeFor {
 			if a == old {
 				g.activeFor[s] = renewed
+			}
+		}
+		for root, a := range g.activeAt {
+			if a == old {
+				g.activeAt[root] = renewed
 			}
 		}
 	default:

@@ -69,6 +69,11 @@ func TestApply(t *testing.T) {
 		{"activation without scope", decision(CodeActivated, "grant "+idA+" active", idA)},
 		{"activation for an empty session", decision(CodeActivated, "grant "+idA+" active for session ", idA)},
 		{"activation of another id", decision(CodeActivated, ActivatedSummary(idB, ""), idA)},
+		{"activation for an empty workspace", decision(CodeActivated, WorkspaceSummary(idA, ""), idA)},
+		{"activation for a relative workspace", decision(CodeActivated, WorkspaceSummary(idA, "src/a"), idA)},
+		{"activation for an unclean workspace", decision(CodeActivated, WorkspaceSummary(idA, "/src/a/../b"), idA)},
+		{"activation for a workspace with a trailing slash", decision(CodeActivated, WorkspaceSummary(idA, "/src/a/"), idA)},
+		{"activation for a workspace of two lines", decision(CodeActivated, WorkspaceSummary(idA, "/src/a\n/src/b"), idA)},
 		{"renewal of itself", decision(CodeRenewed, RenewedSummary(idA, idA), idA, idA)},
 		{"renewal summary swapped", decision(CodeRenewed, RenewedSummary(idB, idA), idA, idB)},
 		{"a home record in the grants chain", decision(CodeHome, HomeSummary(core.ID{}, core.ID{}))},
@@ -78,6 +83,62 @@ func TestApply(t *testing.T) {
 		if !errors.Is(err, ErrCorrupt) || !errors.As(err, &te) || te.Seq != 7 || te.Session != GrantsSession {
 			t.Errorf("%s: %v, want a corrupt chain at seq 7", tc.name, err)
 		}
+	}
+}
+
+// TestActiveAt: the grant that decides an action is the session's own,
+// else the one of the longest workspace root holding its directory (by
+// whole components), else the default; a renewal moves every choice.
+func TestActiveAt(t *testing.T) {
+	const idC = "CCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCC"
+	g := NewGrants()
+	for i, d := range []*receipts.Decision{
+		decision(CodeActivated, ActivatedSummary(idA, ""), idA),
+		decision(CodeActivated, WorkspaceSummary(idB, "/src/b"), idB),
+		decision(CodeActivated, WorkspaceSummary(idC, "/src/b/vendor/c"), idC),
+		decision(CodeActivated, ActivatedSummary(idC, "pinned"), idC),
+	} {
+		if err := g.Apply(uint64(i+1), d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tt := range []struct{ session, cwd, want, root string }{
+		{"s", "/src/b", idB, "/src/b"},
+		{"s", "/src/b/pkg/x", idB, "/src/b"},
+		{"s", "/src/b/vendor/c", idC, "/src/b/vendor/c"},
+		{"s", "/src/b/vendor/c/d", idC, "/src/b/vendor/c"},
+		{"s", "/src/b/vendor/cc", idB, "/src/b"},
+		{"s", "/src/bb", idA, ""},
+		{"s", "/src", idA, ""},
+		{"s", "/", idA, ""},
+		{"s", "", idA, ""},
+		{"pinned", "/src/b", idC, ""},
+		{"", "/src/b", idB, "/src/b"},
+	} {
+		if id, root := g.ActiveAt(tt.session, tt.cwd); id != tt.want || root != tt.root {
+			t.Errorf("ActiveAt(%q, %q) = %.1s… at %q, want %.1s… at %q", tt.session, tt.cwd, id, root, tt.want, tt.root)
+		}
+	}
+	if got := g.ActiveRoots(idB); len(got) != 1 || got[0] != "/src/b" || g.Places(idC) != 2 {
+		t.Fatalf("roots of B %q, places of C %d", got, g.Places(idC))
+	}
+	const idD = "DDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDD"
+	if err := g.Apply(5, decision(CodeRenewed, RenewedSummary(idB, idD), idB, idD)); err != nil {
+		t.Fatal(err)
+	}
+	if id, _ := g.ActiveAt("s", "/src/b/pkg"); id != idD || len(g.ActiveRoots(idB)) != 0 {
+		t.Fatalf("the renewal did not move the workspace's grant: %q", id)
+	}
+	if err := g.Apply(6, decision(CodeActivated, ActivatedSummary(idB, ""), idB)); err != nil {
+		t.Fatal(err)
+	}
+	if id, r := g.ActiveAt("s", "/src/b/vendor/c"); id != idB || r != "" || g.HasWorkspaces() || g.Active("pinned") != idC {
+		t.Fatalf("a choice for every session did not replace the workspaces' (keeping the session's): %q %q", id, r)
+	}
+	root := NewGrants()
+	root.Apply(1, decision(CodeActivated, WorkspaceSummary(idB, "/"), idB))
+	if id, r := root.ActiveAt("s", "/etc"); id != idB || r != "/" {
+		t.Fatalf("a grant for / does not hold /etc: %q %q", id, r)
 	}
 }
 
@@ -283,10 +344,18 @@ func FuzzApply(f *testing.F) {
 	f.Add(CodeActivated, ActivatedSummary(idA, "s"), idA)
 	f.Add(CodeActivated, ActivatedSummary(idA, ""), idA)
 	f.Add(CodeIssued, IssuedSummary(idA), idA)
+	f.Add(CodeActivated, WorkspaceSummary(idA, "/src/a"), idA)
+	f.Add(CodeActivated, WorkspaceSummary(idA, "/src/a/../b"), idA)
 	f.Add(CodeHome, "issuers a config b", "")
 	f.Fuzz(func(t *testing.T, code, summary, id string) {
 		g := NewGrants()
 		if err := g.Apply(1, decision(code, summary, id)); err != nil || code != CodeActivated {
+			return
+		}
+		if ws := g.Workspaces(); len(ws) > 0 {
+			if len(ws) != 1 || len(g.Sessions()) != 0 || g.Default() != "" || g.WorkspaceGrant(ws[0]) != id || summary != WorkspaceSummary(id, ws[0]) || ValidRoot(ws[0]) != nil {
+				t.Fatalf("%q made %q active for workspaces %q", summary, g.WorkspaceGrant(ws[0]), ws)
+			}
 			return
 		}
 		switch sessions := g.Sessions(); {

@@ -49,11 +49,12 @@ type Containment struct {
 // grant, the environment the agent gets on top of its own, and a cleanup
 // that removes its home. proxy is the base URL its model traffic goes to
 // ("" when none).
-func (c *Containment) wrap(ctx context.Context, g *gate.Gate, session string, argv []string, proxy string) ([]string, []string, func(), error) {
+func (c *Containment) wrap(ctx context.Context, g *gate.Gate, session, root string, argv []string, proxy string) ([]string, []string, func(), error) {
 	if c.Runner == "" || c.PolicyDir == "" {
 		return nil, nil, nil, errors.New("no joule-exec to contain the remote agent with")
 	}
-	chain, err := g.ActiveChain(ctx, session)
+	// The grant the session's actions in root are decided by.
+	chain, err := g.ActiveChainAt(ctx, session, root)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -169,7 +169,7 @@ func (s *stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 		}
 	}
 	if r.Contain != nil {
-		wrapped, cenv, cleanup, err := r.Contain.wrap(ctx, r.Gate, req.Session, argv, proxy)
+		wrapped, cenv, cleanup, err := r.Contain.wrap(ctx, r.Gate, req.Session, req.Root, argv, proxy)
 		if err != nil {
 			// Fail closed: an agent meant to run contained does not run
 			// otherwise.
