@@ -206,7 +206,7 @@ func checkStore(ctx context.Context, e *env, st *store.Store, home, loc string, 
 			rep.Error = err.Error()
 			return rep
 		}
-		tf, err := audit.Trust(ctx, st, trust, files)
+		tf, err := audit.Trust(ctx, st, grantKeys(trust, cfg), files)
 		if err != nil {
 			rep.Error = err.Error()
 			return rep
@@ -255,6 +255,16 @@ func checkKeys(cfg *config.Config) (grant.Trust, receipts.Keys, *trust.Files, st
 	return tr, keys, &files, ""
 }
 
+// grantKeys are the keys the grants' trust chain is verified with: a
+// team's administrators (config.json's team.admins), else every trusted
+// issuer, as the gate does (gate.Gate.Admins).
+func grantKeys(tr grant.Trust, cfg *config.Config) grant.Trust {
+	if cfg != nil && cfg.TeamAdmins != nil {
+		return cfg.TeamAdmins
+	}
+	return tr
+}
+
 // verifySigned is the store half of 'receipts verify': the store's own
 // structure and everything a decision reads, against what is signed
 // (core/audit). It prints one FAIL line per finding and returns how many.
@@ -262,7 +272,7 @@ func verifySigned(ctx context.Context, e *env, ep *endpoint, keys receipts.Keys)
 	findings, err := audit.Check(ctx, ep.store, ep.trust, keys)
 	if err == nil {
 		var tf []audit.Finding
-		tf, err = audit.Trust(ctx, ep.store, ep.trust, &ep.files)
+		tf, err = audit.Trust(ctx, ep.store, grantKeys(ep.trust, ep.cfg), &ep.files)
 		findings = append(findings, tf...)
 	}
 	if err != nil {
