@@ -139,4 +139,3 @@ func TestCheckTeam(t *testing.T) {
 		t.Fatalf("a's checkpoint checked with another key: %v", err)
 	}
 }
-
