@@ -62,6 +62,13 @@ type Gate struct {
 	// relies on; Trust still verifies every other receipt. Nil: every
 	// trusted issuer may.
 	Admins grant.Trust
+	// TeamWitness, when set (a team whose configuration requires a witness
+	// quorum), checks the store against what the witnesses cosigned of
+	// every machine's log (witness.CheckTeam); a store that does not extend
+	// one is refused, store-rolled-back, though this machine's own
+	// checkpoints are extended. Its answer stands for a second.
+	TeamWitness func(ctx context.Context) error
+	team        teamCheck
 
 	// opened holds grants whose signatures were verified, by the BLAKE3 of
 	// their envelope: a resident gate loads the same chain for every
@@ -150,6 +157,9 @@ func (g *Gate) decide(ctx context.Context, ev *Event, cannotAsk string, contain 
 	chain, err := g.ActiveChain(ctx, ev.SessionID)
 	if err != nil {
 		return g.chainRefused(ctx, ev, err)
+	}
+	if err := g.team.check(ctx, g.TeamWitness, g.now()); errors.Is(err, store.ErrRolledBack) {
+		return storeFailure(err)
 	}
 	if contain != nil && g.Files != nil && contain.Config != (core.ID{}) && contain.Config != g.Files.Config {
 		// Read apart from the configuration this gate checked: one of

@@ -220,3 +220,39 @@ func TestTeamAdminsSignTheChain(t *testing.T) {
 		}
 	}
 }
+
+// TestTeamWitnessRefusesRollback: a gate whose team witness check finds
+// the store behind another machine's cosigned log denies, store-rolled-back
+// and unsealed, however this machine's own witness stands; the check is
+// asked once a second, and a failure to reach the witnesses is not a
+// rollback.
+func TestTeamWitnessRefusesRollback(t *testing.T) {
+	ctx := context.Background()
+	g, is, ws := trustGate(t)
+	if _, err := g.Issue(ctx, is, newGrant(ws, 1_000_000, time.Hour), "", true); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	g.Now = func() time.Time { return now }
+	calls := 0
+	var answer error
+	g.TeamWitness = func(context.Context) error { calls++; return answer }
+	event := []byte(fmt.Sprintf(`{"session_id":"s","tool":"Bash","input":{"command":"go test ./..."},"cwd":%q}`, ws))
+	if r := g.DecideJSON(ctx, event); r.Decision != Allow || calls != 1 {
+		t.Fatalf("the team's logs extended: %+v after %d checks", r, calls)
+	}
+	answer = fmt.Errorf("witness w: the team's logs: %w", store.ErrRolledBack)
+	if r := g.DecideJSON(ctx, event); r.Decision != Allow || calls != 1 {
+		t.Fatalf("within the second, the answer stands: %+v after %d checks", r, calls)
+	}
+	now = now.Add(2 * time.Second)
+	r := g.DecideJSON(ctx, event)
+	if r.Decision != Deny || r.Code != CodeRolledBack || r.Receipt != "" || !strings.Contains(r.Reason, "the team's logs") || calls != 2 {
+		t.Fatalf("another machine's cosigned log not extended: %+v after %d checks", r, calls)
+	}
+	now = now.Add(2 * time.Second)
+	answer = fmt.Errorf("witness w: connection refused")
+	if r := g.DecideJSON(ctx, event); r.Decision != Allow {
+		t.Fatalf("the witness unreachable (no quorum asked of it here): %+v", r)
+	}
+}
