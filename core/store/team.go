@@ -93,10 +93,36 @@ CREATE POLICY joule_advance ON sessions FOR UPDATE
 	USING (NOT joule_trust_session(id) OR joule_team_admin())
 	WITH CHECK (NOT joule_trust_session(id) OR joule_team_admin());
 
+-- A home's own chain (joule-home:…, its issuers and configuration) is
+-- appended to only by the login role that appended to it first: another
+-- member's receipt there would leave that home's chain unverifiable.
+CREATE TABLE IF NOT EXISTS joule_home_roles (
+	session TEXT COLLATE "C" PRIMARY KEY,
+	role    NAME NOT NULL
+);
+REVOKE ALL ON joule_home_roles FROM PUBLIC, joule_members, joule_admins;
+GRANT SELECT ON joule_home_roles TO joule_members;
+CREATE OR REPLACE FUNCTION joule_home_claim(s text) RETURNS boolean
+	LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, public
+	AS $f$
+DECLARE
+	owner name;
+BEGIN
+	IF s NOT LIKE 'joule-home:%' THEN
+		RETURN true;
+	END IF;
+	INSERT INTO public.joule_home_roles (session, role) VALUES (s, session_user) ON CONFLICT (session) DO NOTHING;
+	SELECT role INTO owner FROM public.joule_home_roles WHERE session = s;
+	RETURN owner = session_user;
+END $f$;
+REVOKE ALL ON FUNCTION joule_home_claim(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION joule_home_claim(text) TO joule_members;
+
 DROP POLICY IF EXISTS joule_read ON entries;
 DROP POLICY IF EXISTS joule_append ON entries;
 CREATE POLICY joule_read ON entries FOR SELECT USING (true);
-CREATE POLICY joule_append ON entries FOR INSERT WITH CHECK (NOT joule_trust_session(session) OR joule_team_admin());
+CREATE POLICY joule_append ON entries FOR INSERT
+	WITH CHECK ((NOT joule_trust_session(session) OR joule_team_admin()) AND joule_home_claim(session));
 
 DROP POLICY IF EXISTS joule_read ON grants;
 DROP POLICY IF EXISTS joule_issue ON grants;

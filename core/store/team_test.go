@@ -275,3 +275,47 @@ func TestTeamMemberCannotCheat(t *testing.T) {
 		t.Error("the owner's edit left the digest as it was: the test cannot see a change")
 	}
 }
+
+// TestTeamHomeChains: a home's own chain (joule-home:…) takes receipts
+// only from the login role that appended to it first, so one member cannot
+// leave another machine's home chain unverifiable; its own it keeps
+// appending to.
+func TestTeamHomeChains(t *testing.T) {
+	owner, _, member, db := teamStore(t)
+	ctx := context.Background()
+	if err := pgServer.Exec(ctx, "postgres", fmt.Sprintf(`CREATE ROLE %s_other LOGIN PASSWORD 'other-pw' IN ROLE joule_members`, db)); err != nil {
+		t.Fatal(err)
+	}
+	other := backends[1].openAt(t, pgServer.URLAs(db, db+"_other", "other-pw"))
+	homeSeal := func(s *Store, session, tag string) error {
+		_, err := s.Seal(ctx, SealRequest{Session: session, System: true, Build: allowBuild(tag)})
+		return err
+	}
+	for _, step := range []struct {
+		who     *Store
+		name    string
+		session string
+		ok      bool
+	}{
+		{member, "member", "joule-home:member.test+11111111", true},
+		{member, "member", "joule-home:member.test+11111111", true},
+		{other, "other", "joule-home:other.test+22222222", true},
+		{other, "other", "joule-home:member.test+11111111", false},
+		{member, "member", "joule-home:other.test+22222222", false},
+		{member, "member", "joule-home:member.test+11111111", true},
+	} {
+		before := tableDigest(t, owner)
+		err := homeSeal(step.who, step.session, step.name)
+		switch {
+		case step.ok && err != nil:
+			t.Errorf("%s into its own %s: %v", step.name, step.session, err)
+		case !step.ok && (err == nil || !strings.Contains(err.Error(), "row-level security policy for table \"entries\"")):
+			t.Errorf("%s into another's %s: %v, want refused by row-level security", step.name, step.session, err)
+		case !step.ok && tableDigest(t, owner) != before:
+			t.Errorf("%s into another's %s changed the store", step.name, step.session)
+		}
+	}
+	if err := owner.Verify(ctx); err != nil {
+		t.Errorf("Verify: %v", err)
+	}
+}
