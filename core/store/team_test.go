@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,21 @@ import (
 )
 
 var teamRolesOnce sync.Once
+
+// ensureTeamRoles creates the team's group roles on the test server once.
+func ensureTeamRoles(tb testing.TB) {
+	tb.Helper()
+	var err error
+	teamRolesOnce.Do(func() {
+		err = pgServer.Exec(context.Background(), "postgres", TeamRolesSQL)
+		if err != nil && strings.Contains(err.Error(), "already exists") {
+			err = nil
+		}
+	})
+	if err != nil {
+		tb.Fatalf("%s: %v", TeamRolesSQL, err)
+	}
+}
 
 // teamStore sets up a fresh PostgreSQL database for a team (SetupTeam, as
 // its owner) and opens it as the owner, as an administrator's role and as
@@ -22,11 +38,7 @@ func teamStore(t *testing.T) (owner, admin, member *Store, db string) {
 	loc := freshPostgres(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	teamRolesOnce.Do(func() {
-		if err := pgServer.Exec(ctx, "postgres", TeamRolesSQL); err != nil && !strings.Contains(err.Error(), "already exists") {
-			t.Fatalf("%s: %v", TeamRolesSQL, err)
-		}
-	})
+	ensureTeamRoles(t)
 	u, err := url.Parse(loc)
 	if err != nil {
 		t.Fatal(err)
@@ -318,4 +330,47 @@ func TestTeamHomeChains(t *testing.T) {
 	if err := owner.Verify(ctx); err != nil {
 		t.Errorf("Verify: %v", err)
 	}
+}
+
+// BenchmarkTeamSeal measures a durable seal with a debit as a member of a
+// store set up with SetupTeam (the row-level security policies, the append
+// and cache checks) against the same on a store without it, in one run:
+// ms/seal for each and their ratio.
+func BenchmarkTeamSeal(b *testing.B) {
+	ctx := context.Background()
+	open := func(team bool) *Store {
+		loc := freshPostgres(b)
+		owner := backends[1].openAt(b, loc)
+		putGrant(b, owner, "g", "", 1<<60)
+		if !team {
+			return owner
+		}
+		ensureTeamRoles(b)
+		if err := owner.SetupTeam(ctx); err != nil {
+			b.Fatal(err)
+		}
+		u, _ := url.Parse(loc)
+		db := strings.TrimPrefix(u.Path, "/")
+		if err := pgServer.Exec(ctx, "postgres", fmt.Sprintf(`CREATE ROLE %s_bench LOGIN PASSWORD 'bench-pw' IN ROLE joule_members`, db)); err != nil {
+			b.Fatal(err)
+		}
+		return backends[1].openAt(b, pgServer.URLAs(db, db+"_bench", "bench-pw"))
+	}
+	plain, team := open(false), open(true)
+	var took [2]time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		for j, s := range []*Store{plain, team} {
+			start := time.Now()
+			if _, err := s.Seal(ctx, SealRequest{Session: "bench", Debit: []string{"g"}, AmountUJ: 1, Build: allowBuild(strconv.Itoa(i))}); err != nil {
+				b.Fatal(err)
+			}
+			took[j] += time.Since(start)
+		}
+	}
+	plainMS := float64(took[0].Microseconds()) / 1000 / float64(b.N)
+	teamMS := float64(took[1].Microseconds()) / 1000 / float64(b.N)
+	b.ReportMetric(plainMS, "plain-ms/seal")
+	b.ReportMetric(teamMS, "team-ms/seal")
+	b.ReportMetric(teamMS/plainMS, "team-x-plain")
 }
