@@ -176,6 +176,106 @@ REVOKE ALL ON FUNCTION joule_check_append() FROM PUBLIC;
 DROP TRIGGER IF EXISTS joule_check_append ON entries;
 CREATE TRIGGER joule_check_append BEFORE INSERT ON entries FOR EACH ROW EXECUTE FUNCTION joule_check_append();
 
+-- The Merkle log's stored hashes (RFC 6962, as golang.org/x/mod/sumdb/tlog
+-- stores them) are checked too: at commit, each new entry's leaf hash and
+-- the subtree hashes it completes must be what its envelope and the hashes
+-- before it give, and a checkpoint row must name the log's tree hash at its
+-- size, in its columns and in its note's text. A member's hand-made entry
+-- can then break no one's tree but fail its own transaction.
+CREATE OR REPLACE FUNCTION joule_stored(lvl int, n bigint) RETURNS bytea
+	LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, public
+	AS $f$
+DECLARE
+	i bigint := 0;
+	h bytea;
+BEGIN
+	FOR l IN 1..lvl LOOP
+		n := 2 * n + 1;
+	END LOOP;
+	WHILE n > 0 LOOP
+		i := i + n;
+		n := n >> 1;
+	END LOOP;
+	SELECT hash INTO h FROM public.tlog_hashes WHERE id = i + lvl;
+	RETURN h;
+END $f$;
+REVOKE ALL ON FUNCTION joule_stored(int, bigint) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION joule_tree_hash(size bigint) RETURNS bytea
+	LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, public
+	AS $f$
+DECLARE
+	lo bigint := 0;
+	k bigint;
+	lvl int;
+	parts bytea[] := '{}';
+	h bytea;
+BEGIN
+	IF size = 0 THEN
+		RETURN decode(repeat('00', 32), 'hex');
+	END IF;
+	WHILE lo < size LOOP
+		k := 1;
+		lvl := 0;
+		WHILE k * 2 <= size - lo LOOP
+			k := k * 2;
+			lvl := lvl + 1;
+		END LOOP;
+		parts := parts || joule_stored(lvl, lo >> lvl);
+		lo := lo + k;
+	END LOOP;
+	h := parts[array_length(parts, 1)];
+	FOR i IN REVERSE array_length(parts, 1) - 1 .. 1 LOOP
+		h := sha256('\x01'::bytea || parts[i] || h);
+	END LOOP;
+	RETURN h;
+END $f$;
+REVOKE ALL ON FUNCTION joule_tree_hash(bigint) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION joule_check_leaf() RETURNS trigger
+	LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public
+	AS $f$
+DECLARE
+	h bytea := sha256('\x00'::bytea || NEW.envelope);
+	m bigint := NEW.idx;
+	lvl int := 0;
+BEGIN
+	IF joule_stored(0, m) IS DISTINCT FROM h THEN
+		RAISE EXCEPTION 'joule: the log''s leaf hash at index % is not its envelope''s', NEW.idx USING ERRCODE = 'check_violation';
+	END IF;
+	WHILE m & 1 = 1 LOOP
+		h := sha256('\x01'::bytea || joule_stored(lvl, m - 1) || h);
+		lvl := lvl + 1;
+		m := m >> 1;
+		IF joule_stored(lvl, m) IS DISTINCT FROM h THEN
+			RAISE EXCEPTION 'joule: the log''s tree hash at level % over index % is not its children''s', lvl, NEW.idx USING ERRCODE = 'check_violation';
+		END IF;
+	END LOOP;
+	RETURN NULL;
+END $f$;
+REVOKE ALL ON FUNCTION joule_check_leaf() FROM PUBLIC;
+DROP TRIGGER IF EXISTS joule_check_leaf ON entries;
+CREATE CONSTRAINT TRIGGER joule_check_leaf AFTER INSERT ON entries
+	DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION joule_check_leaf();
+
+CREATE OR REPLACE FUNCTION joule_check_checkpoint() RETURNS trigger
+	LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public
+	AS $f$
+DECLARE
+	size bigint;
+	body text := convert_from(NEW.note, 'UTF8');
+BEGIN
+	SELECT COALESCE(max(idx) + 1, 0) INTO size FROM public.entries;
+	IF NEW.size > size OR joule_tree_hash(NEW.size) IS DISTINCT FROM NEW.root
+		OR split_part(body, E'\n', 2) <> NEW.size::text OR split_part(body, E'\n', 3) <> encode(NEW.root, 'base64') THEN
+		RAISE EXCEPTION 'joule: checkpoint of size % is not the log''s', NEW.size USING ERRCODE = 'check_violation';
+	END IF;
+	RETURN NEW;
+END $f$;
+REVOKE ALL ON FUNCTION joule_check_checkpoint() FROM PUBLIC;
+DROP TRIGGER IF EXISTS joule_check_checkpoint ON checkpoints;
+CREATE TRIGGER joule_check_checkpoint BEFORE INSERT ON checkpoints FOR EACH ROW EXECUTE FUNCTION joule_check_checkpoint();
+
 -- A session head only moves forward; a revoked grant stays revoked.
 CREATE OR REPLACE FUNCTION joule_check_forward() RETURNS trigger
 	LANGUAGE plpgsql SET search_path = pg_catalog

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/mod/sumdb/tlog"
 )
 
 var teamRolesOnce sync.Once
@@ -97,6 +99,12 @@ func TestTeamSetupAllowsWork(t *testing.T) {
 	}
 	if err := member.Settle(ctx, id, 5); err != nil {
 		t.Fatalf("member settle: %v", err)
+	}
+	for range 6 { // checkpoints of trees of several shapes
+		if _, err := member.Checkpoint(ctx, "joule receipts log member.test", testSigner(t)); err != nil {
+			t.Fatalf("member checkpoint: %v", err)
+		}
+		seal(t, member, "bob", nil, 0, "between checkpoints")
 	}
 	if err := member.SetSetting(ctx, "otlp:state", "x"); err != nil {
 		t.Fatalf("member setting: %v", err)
@@ -195,6 +203,14 @@ func TestTeamMemberCannotCheat(t *testing.T) {
 		{"entry out of order", fmt.Sprintf(`INSERT INTO entries (idx, session, seq, prev, hash, envelope, created_ns) VALUES (%d, 'bob', 99, %s, %s, 'x', 0)`, size+5, zero, other), "is not the next one"},
 		{"entry that forks its session", fmt.Sprintf(`INSERT INTO entries (idx, session, seq, prev, hash, envelope, created_ns)
 			SELECT %d, 'bob', last_seq + 1, %s, %s, 'x', 0 FROM sessions WHERE id = 'bob'`, size, other, other), "does not follow the one before it"},
+		// the Merkle log's hashes
+		{"entry without its tree hashes", fmt.Sprintf(`INSERT INTO entries (idx, session, seq, prev, hash, envelope, created_ns)
+			SELECT %d, 'bob', last_seq + 1, head, %s, 'x', 0 FROM sessions WHERE id = 'bob'`, size, other), "leaf hash at index"},
+		{"entry with a wrong leaf hash", fmt.Sprintf(`WITH e AS (INSERT INTO entries (idx, session, seq, prev, hash, envelope, created_ns)
+			SELECT %d, 'bob', last_seq + 1, head, %s, 'x', 0 FROM sessions WHERE id = 'bob' RETURNING idx)
+			INSERT INTO tlog_hashes (id, hash) SELECT %d, %s FROM e`, size, other, tlog.StoredHashIndex(0, size), other), "leaf hash at index"},
+		{"checkpoint of another tree", `INSERT INTO checkpoints (size, root, note, created_ns) VALUES (1, ` + other + `, convert_to(E'joule receipts log x\n1\nERERERERERERERERERERERERERERERERERERERERERE=\n', 'UTF8'), 0)`, "is not the log's"},
+		{"checkpoint beyond the log", fmt.Sprintf(`INSERT INTO checkpoints (size, root, note, created_ns) VALUES (%d, %s, 'x', 0)`, size+1, other), "is not the log's"},
 		// take the checks away
 		{"row-level security disabled", `ALTER TABLE entries DISABLE ROW LEVEL SECURITY`, "must be owner of table entries"},
 		{"append check dropped", `DROP TRIGGER joule_check_append ON entries`, "must be owner of relation entries"},
