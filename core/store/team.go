@@ -276,6 +276,27 @@ REVOKE ALL ON FUNCTION joule_check_checkpoint() FROM PUBLIC;
 DROP TRIGGER IF EXISTS joule_check_checkpoint ON checkpoints;
 CREATE TRIGGER joule_check_checkpoint BEFORE INSERT ON checkpoints FOR EACH ROW EXECUTE FUNCTION joule_check_checkpoint();
 
+-- A session's head row names, at commit, its last receipt: a head moved
+-- on without its receipt would leave the session unable to append.
+CREATE OR REPLACE FUNCTION joule_check_head() RETURNS trigger
+	LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public
+	AS $f$
+DECLARE
+	h bytea;
+BEGIN
+	-- (Of a transaction's several updates of one head, each names a
+	-- receipt that is there at commit; none beyond the last can be.)
+	SELECT hash INTO h FROM public.entries WHERE session = NEW.id AND seq = NEW.last_seq;
+	IF h IS DISTINCT FROM NEW.head THEN
+		RAISE EXCEPTION 'joule: session % head (seq %) is not its last receipt', NEW.id, NEW.last_seq USING ERRCODE = 'check_violation';
+	END IF;
+	RETURN NULL;
+END $f$;
+REVOKE ALL ON FUNCTION joule_check_head() FROM PUBLIC;
+DROP TRIGGER IF EXISTS joule_check_head ON sessions;
+CREATE CONSTRAINT TRIGGER joule_check_head AFTER INSERT OR UPDATE ON sessions
+	DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION joule_check_head();
+
 -- A session head only moves forward; a revoked grant stays revoked.
 CREATE OR REPLACE FUNCTION joule_check_forward() RETURNS trigger
 	LANGUAGE plpgsql SET search_path = pg_catalog

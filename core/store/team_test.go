@@ -100,6 +100,25 @@ func TestTeamSetupAllowsWork(t *testing.T) {
 	if err := member.Settle(ctx, id, 5); err != nil {
 		t.Fatalf("member settle: %v", err)
 	}
+	// Concurrent decisions, committed in groups (several in one
+	// transaction, some of one session): the checks at commit take them.
+	var wg sync.WaitGroup
+	errs := make(chan error, 32)
+	for i := range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := member.Seal(ctx, SealRequest{Session: fmt.Sprintf("c%d", i%4), Debit: []string{"team"}, AmountUJ: 1, Build: allowBuild("concurrent")})
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("concurrent seal as a member: %v", err)
+		}
+	}
 	for range 6 { // checkpoints of trees of several shapes
 		if _, err := member.Checkpoint(ctx, "joule receipts log member.test", testSigner(t)); err != nil {
 			t.Fatalf("member checkpoint: %v", err)
@@ -118,8 +137,8 @@ func TestTeamSetupAllowsWork(t *testing.T) {
 		}
 	}
 	g, err := owner.Grant(ctx, "team")
-	if err != nil || g.SpentUJ != 10+10+5 || g.ReservedUJ != 0 {
-		t.Errorf("team grant %+v %v: want spent 25, nothing reserved", g, err)
+	if err != nil || g.SpentUJ != 10+32+10+5 || g.ReservedUJ != 0 {
+		t.Errorf("team grant %+v %v: want spent 57, nothing reserved", g, err)
 	}
 }
 
@@ -199,6 +218,8 @@ func TestTeamMemberCannotCheat(t *testing.T) {
 		{"tree hashes deleted", `DELETE FROM tlog_hashes`, "permission denied for table tlog_hashes"},
 		{"checkpoints deleted", `DELETE FROM checkpoints`, "permission denied for table checkpoints"},
 		{"own session set back", `UPDATE sessions SET last_seq = 1 WHERE id = 'bob'`, "head set back"},
+		{"another's session head moved on", `UPDATE sessions SET last_seq = last_seq + 5 WHERE id = 'bob'`, "is not its last receipt"},
+		{"a session head without receipts", `INSERT INTO sessions (id, last_seq, head, first_ns, last_ns) VALUES ('carol', 3, ` + other + `, 0, 0)`, "is not its last receipt"},
 		{"own session deleted", `DELETE FROM sessions WHERE id = 'bob'`, "permission denied for table sessions"},
 		{"entry out of order", fmt.Sprintf(`INSERT INTO entries (idx, session, seq, prev, hash, envelope, created_ns) VALUES (%d, 'bob', 99, %s, %s, 'x', 0)`, size+5, zero, other), "is not the next one"},
 		{"entry that forks its session", fmt.Sprintf(`INSERT INTO entries (idx, session, seq, prev, hash, envelope, created_ns)
