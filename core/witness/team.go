@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 
 	"golang.org/x/mod/sumdb/note"
 
@@ -67,9 +68,24 @@ type TeamLog struct {
 // checked and the first failure: an error wrapping store.ErrRolledBack, or
 // one that says the witness could not be asked or answered wrongly.
 func CheckTeam(ctx context.Context, st *store.Store, c *Client, logs []TeamLog) (int, error) {
+	// Ask for every log at once: one round trip, however large the team.
+	type answer struct {
+		msg []byte
+		err error
+	}
+	answers := make([]answer, len(logs))
+	var wg sync.WaitGroup
+	for i, l := range logs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			answers[i].msg, answers[i].err = c.Checkpoint(ctx, l.Origin)
+		}()
+	}
+	wg.Wait()
 	checked := 0
-	for _, l := range logs {
-		msg, err := c.Checkpoint(ctx, l.Origin)
+	for i, l := range logs {
+		msg, err := answers[i].msg, answers[i].err
 		if err != nil {
 			return checked, err
 		}
