@@ -41,7 +41,9 @@ const TeamRolesSQL = `CREATE ROLE joule_members NOLOGIN;
 CREATE ROLE joule_admins NOLOGIN IN ROLE joule_members;`
 
 // teamSQL sets the roles' privileges, the row-level security policies and
-// the append check. It is idempotent: run again after an upgrade that adds
+// the checks of what is appended (log index, chain prev, Merkle hashes,
+// session heads, ledger totals, cached figures, checkpoints, revocation,
+// home chains). It is idempotent: run again after an upgrade that adds
 // tables, it grants what the new schema needs.
 const teamSQL = `
 -- Nothing but what is granted below; no one but the owner truncates,
