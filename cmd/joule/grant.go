@@ -322,7 +322,7 @@ func (ep *endpoint) grants() (*gate.Gate, *grant.Issuer, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return &gate.Gate{Store: ep.store, Sealer: sealer, Trust: ep.trust, JouleHome: ep.home, Files: &ep.files}, is, nil
+	return &gate.Gate{Store: ep.store, Sealer: sealer, Trust: ep.trust, Admins: ep.cfg.TeamAdmins, JouleHome: ep.home, Files: &ep.files}, is, nil
 }
 
 // issue signs g (checking delegation against the stored parent) and stores it.

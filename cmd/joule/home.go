@@ -191,8 +191,8 @@ func (ep *endpoint) gate() (*gate.Gate, error) {
 	// A hook runs in its host's environment and working directory: the
 	// hosts' configuration is where they would find it ($CODEX_HOME, …).
 	cwd, _ := os.Getwd()
-	return &gate.Gate{Store: ep.store, Sealer: sealer, Trust: ep.trust, JouleHome: ep.home, Home: home, Costs: gate.DefaultCosts.Merge(cfg.Costs),
-		Hosts: hosts.Config(os.Getenv, cwd), Files: &ep.files}, nil
+	return &gate.Gate{Store: ep.store, Sealer: sealer, Trust: ep.trust, Admins: cfg.TeamAdmins, JouleHome: ep.home, Home: home, Costs: gate.DefaultCosts.Merge(cfg.Costs),
+		Hosts: hosts.Config(os.Getenv, cwd), Files: &ep.files, TeamWitness: teamWitness(ep.store, ep.id, ep.issuers, cfg)}, nil
 }
 
 // keys verifies receipts sealed by this endpoint or by any trusted issuer:

@@ -23,14 +23,18 @@ func init() {
 }
 
 func runStore(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "store", "store migrate|check|accept-loss [--store PATH|URL] | store backup FILE | store restore FILE\n\nmigrate brings the store's schema up to this joule's version (run it as\nthe database owner before rolling out a new joule to a team).\ncheck verifies the whole store: every session chain, the Merkle log,\nevery checkpoint, every grant envelope's signature and id, every column\na decision reads against the envelope, every ledger figure against the\nsigned receipts, every reservation against its grant, and the store\nagainst the checkpoint witnessed outside it. Each finding names the\ngrant, session and SEQ. Exit status 1 if anything is wrong.\naccept-loss is the way out of a store refused by its witness (wiped,\nrolled back or replaced): it seals a receipt recording what was witnessed\nand what the store holds now, and re-anchors the witness there.\nbackup writes a consistent copy of a SQLite store to the new FILE while\nit is in use (SQLite's online backup); restore checks FILE is a whole\nstore and replaces the store's contents by it. A restore goes back in\ntime, which the witness notices: accept it with 'joule store accept-loss'.\nA PostgreSQL store is backed up with pg_dump (docs/team.md).\n\nThe store is --store, else $JOULE_STORE, else config.json's \"store\",\nelse joule.db in $JOULE_HOME.")
+	fs := newFlags(e, "store", "store migrate [--team]|check|accept-loss [--store PATH|URL] | store backup FILE | store restore FILE\n\nmigrate brings the store's schema up to this joule's version (run it as\nthe database owner before rolling out a new joule to a team); with --team\nit also sets up the team's roles (docs/team.md).\ncheck verifies the whole store: every session chain, the Merkle log,\nevery checkpoint, every grant envelope's signature and id, every column\na decision reads against the envelope, every ledger figure against the\nsigned receipts, every reservation against its grant, and the store\nagainst the checkpoint witnessed outside it. Each finding names the\ngrant, session and SEQ. Exit status 1 if anything is wrong.\naccept-loss is the way out of a store refused by its witness (wiped,\nrolled back or replaced): it seals a receipt recording what was witnessed\nand what the store holds now, and re-anchors the witness there.\nbackup writes a consistent copy of a SQLite store to the new FILE while\nit is in use (SQLite's online backup); restore checks FILE is a whole\nstore and replaces the store's contents by it. A restore goes back in\ntime, which the witness notices: accept it with 'joule store accept-loss'.\nA PostgreSQL store is backed up with pg_dump (docs/team.md).\n\nThe store is --store, else $JOULE_STORE, else config.json's \"store\",\nelse joule.db in $JOULE_HOME.")
 	loc := fs.String("store", "", "the store: a file path or a postgres:// URL")
 	asJSON := fs.Bool("json", false, "check: print the report as one JSON object (exit status 1 still means something is wrong)")
+	team := fs.Bool("team", false, "migrate: also give a PostgreSQL store the team's roles, privileges and append checks, so that members (joule_members) only append and only administrators (joule_admins) write grants and the trust chain (docs/team.md); run as the database owner")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *asJSON && fs.Arg(0) != "check" {
 		return usagef("store: --json is for store check")
+	}
+	if *team && fs.Arg(0) != "migrate" {
+		return usagef("store: --team is for store migrate")
 	}
 	if sub := fs.Arg(0); sub == "backup" || sub == "restore" {
 		if fs.NArg() != 2 {
@@ -92,6 +96,12 @@ func runStore(ctx context.Context, e *env, args []string) error {
 	defer st.Close()
 	if fs.Arg(0) == "migrate" {
 		fmt.Fprintf(e.stdout, "store   %s (%s)\nschema  version %d\n", st.Path(), st.Backend(), store.SchemaVersion())
+		if *team {
+			if err := st.SetupTeam(ctx); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "team    %s append only; %s also write grants and the trust chain\n", store.TeamMembers, store.TeamAdmins)
+		}
 		return nil
 	}
 	rep := checkStore(ctx, e, st, home, *loc, configured, cfg)
@@ -206,7 +216,7 @@ func checkStore(ctx context.Context, e *env, st *store.Store, home, loc string, 
 			rep.Error = err.Error()
 			return rep
 		}
-		tf, err := audit.Trust(ctx, st, trust, files)
+		tf, err := audit.Trust(ctx, st, grantKeys(trust, cfg), files)
 		if err != nil {
 			rep.Error = err.Error()
 			return rep
@@ -255,6 +265,16 @@ func checkKeys(cfg *config.Config) (grant.Trust, receipts.Keys, *trust.Files, st
 	return tr, keys, &files, ""
 }
 
+// grantKeys are the keys the grants' trust chain is verified with: a
+// team's administrators (config.json's team.admins), else every trusted
+// issuer, as the gate does (gate.Gate.Admins).
+func grantKeys(tr grant.Trust, cfg *config.Config) grant.Trust {
+	if cfg != nil && cfg.TeamAdmins != nil {
+		return cfg.TeamAdmins
+	}
+	return tr
+}
+
 // verifySigned is the store half of 'receipts verify': the store's own
 // structure and everything a decision reads, against what is signed
 // (core/audit). It prints one FAIL line per finding and returns how many.
@@ -262,7 +282,7 @@ func verifySigned(ctx context.Context, e *env, ep *endpoint, keys receipts.Keys)
 	findings, err := audit.Check(ctx, ep.store, ep.trust, keys)
 	if err == nil {
 		var tf []audit.Finding
-		tf, err = audit.Trust(ctx, ep.store, ep.trust, &ep.files)
+		tf, err = audit.Trust(ctx, ep.store, grantKeys(ep.trust, ep.cfg), &ep.files)
 		findings = append(findings, tf...)
 	}
 	if err != nil {

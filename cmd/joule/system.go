@@ -242,7 +242,7 @@ func systemPeerGate(sys *home.System) func(base *gate.Gate, uid int) (*server.Pe
 			return nil, fmt.Errorf("user %s has no absolute home directory (%q)", u.Username, u.HomeDir)
 		}
 		none := func(string) string { return "" }
-		g := &gate.Gate{Store: base.Store, Sealer: base.Sealer, Trust: base.Trust, Files: base.Files, JouleHome: base.JouleHome,
+		g := &gate.Gate{Store: base.Store, Sealer: base.Sealer, Trust: base.Trust, Admins: base.Admins, TeamWitness: base.TeamWitness, Files: base.Files, JouleHome: base.JouleHome,
 			Home: u.HomeDir, Costs: base.Costs, Hosts: hosts.Config(none, "")}
 		return &server.PeerGate{Gate: g, Contain: systemContainment(sys, u.HomeDir)}, nil
 	}

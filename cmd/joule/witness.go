@@ -245,7 +245,79 @@ func checkWitness(ctx context.Context, e *env, st *store.Store, home, loc string
 			failed = true
 		}
 	}
-	return checkCosigners(ctx, e, st, w, size) || failed
+	cosFailed := checkCosigners(ctx, e, st, w, size)
+	return checkTeamLogs(ctx, e, st, w, home, id) || cosFailed || failed
+}
+
+// teamLogs are the logs of a team's machines as its witnesses know them:
+// this home's steward's and each trusted issuer's (lines, the issuers
+// file's keys).
+func teamLogs(id *identity.Identity, lines []string) []witness.TeamLog {
+	var logs []witness.TeamLog
+	for _, line := range append([]string{id.VerifierKey}, lines...) {
+		v, err := note.NewVerifier(line)
+		if err != nil {
+			continue // an issuer key that is not a note key signs no log
+		}
+		logs = append(logs, witness.TeamLog{Origin: logOrigin(v.Name()), Key: v})
+	}
+	return logs
+}
+
+// teamWitness is the gate's check of the store against what the witnesses
+// cosigned of every machine of the team (gate.Gate.TeamWitness): only on a
+// team (an issuers file) whose configuration requires a witness quorum,
+// where a decision already depends on reaching the witnesses; nil
+// otherwise.
+func teamWitness(st *store.Store, id *identity.Identity, lines []string, cfg *config.Config) func(context.Context) error {
+	w := st.Witness()
+	if len(lines) == 0 || cfg.Witness.Quorum < 1 || w == nil {
+		return nil
+	}
+	logs := teamLogs(id, lines)
+	return func(ctx context.Context) error {
+		for _, c := range w.Cosigners {
+			if client, ok := c.(*witness.Client); ok {
+				if _, err := witness.CheckTeam(ctx, st, client, logs); err != nil {
+					return fmt.Errorf("witness %s: the team's logs: %w", client.Key.Name(), err)
+				}
+			}
+		}
+		return nil
+	}
+}
+
+// checkTeamLogs reports, for `store check`, the store against what each
+// witness elsewhere cosigned of every machine of the team (this home's
+// steward and each trusted issuer's): on a shared store each machine
+// witnesses the log as its own, so a rollback that took out another
+// machine's receipts is seen here only this way. A witness that does not
+// serve the checkpoints it cosigned (litewitness) has none to check.
+func checkTeamLogs(ctx context.Context, e *env, st *store.Store, w *store.Witness, home string, id *identity.Identity) bool {
+	_, lines, err := loadTrust(home, id)
+	if err != nil {
+		fmt.Fprintf(e.stdout, "witness FAILED: %v\n", err)
+		return true
+	}
+	if len(lines) == 0 {
+		return false // one machine: its own cosigned checkpoint is checked above
+	}
+	logs := teamLogs(id, lines)
+	failed := false
+	for _, c := range w.Cosigners {
+		client, ok := c.(*witness.Client)
+		if !ok {
+			continue
+		}
+		n, err := witness.CheckTeam(ctx, st, client, logs)
+		if err != nil {
+			fmt.Fprintf(e.stdout, "witness FAILED: %s: the team's logs: %v\n", client.Key.Name(), err)
+			failed = true
+			continue
+		}
+		fmt.Fprintf(e.stdout, "witness %s: the team's logs: %d of %d cosigned, and the store extends each\n", client.Key.Name(), n, len(logs))
+	}
+	return failed
 }
 
 // checkCosigners reports, for `store check`, the store against what each

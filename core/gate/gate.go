@@ -57,6 +57,18 @@ type Gate struct {
 	// are what the home's signed chain records (trust.Home.Check). A gate
 	// whose Trust comes from elsewhere leaves it nil.
 	Files *trust.Files
+	// Admins, when set (a team: config.json's team.admins), are the only
+	// keys that sign the grants' trust chain and the grants a decision
+	// relies on; Trust still verifies every other receipt. Nil: every
+	// trusted issuer may.
+	Admins grant.Trust
+	// TeamWitness, when set (a team whose configuration requires a witness
+	// quorum), checks the store against what the witnesses cosigned of
+	// every machine's log (witness.CheckTeam); a store that does not extend
+	// one is refused, store-rolled-back, though this machine's own
+	// checkpoints are extended. Its answer stands for a second.
+	TeamWitness func(ctx context.Context) error
+	team        teamCheck
 
 	// opened holds grants whose signatures were verified, by the BLAKE3 of
 	// their envelope: a resident gate loads the same chain for every
@@ -145,6 +157,9 @@ func (g *Gate) decide(ctx context.Context, ev *Event, cannotAsk string, contain 
 	chain, isDefault, err := g.activeChainAt(ctx, ev.SessionID, ev.Cwd)
 	if err != nil {
 		return g.chainRefused(ctx, ev, err)
+	}
+	if err := g.team.check(ctx, g.TeamWitness, g.now()); errors.Is(err, store.ErrRolledBack) {
+		return storeFailure(err)
 	}
 	if contain != nil && g.Files != nil && contain.Config != (core.ID{}) && contain.Config != g.Files.Config {
 		// Read apart from the configuration this gate checked: one of
@@ -435,18 +450,27 @@ func (g *Gate) CheckGrant(id string, signed []byte) (store.SignedGrant, error) {
 	return SignedFacts(s), nil
 }
 
+// grantKeys are the keys that sign grants and the grants' trust chain: a
+// team's administrators, else every trusted issuer.
+func (g *Gate) grantKeys() grant.Trust {
+	if g.Admins != nil {
+		return g.Admins
+	}
+	return g.Trust
+}
+
 // open verifies a grant envelope against the trusted issuers, once per
 // envelope for as long as its issuer stays trusted with the same key.
 func (g *Gate) open(env []byte) (*grant.Signed, error) {
 	key := core.Sum(env)
 	if v, ok := g.opened.Load(key); ok {
 		s := v.(*grant.Signed)
-		if k, trusted := g.Trust[s.IssuerName]; trusted && k == s.Grant.Issuer {
+		if k, trusted := g.grantKeys()[s.IssuerName]; trusted && k == s.Grant.Issuer {
 			return s, nil
 		}
 		g.opened.Delete(key)
 	}
-	s, err := g.Trust.Open(env)
+	s, err := g.grantKeys().Open(env)
 	if err != nil {
 		return nil, err
 	}

@@ -322,7 +322,7 @@ func (g *Gate) supersede(ctx context.Context, is *grant.Issuer, id string, ttl t
 	if !ts.Issued(id) {
 		return Renewed{}, unrecorded(id)
 	}
-	old, err := g.Trust.Open(rec.Signed)
+	old, err := g.grantKeys().Open(rec.Signed)
 	if err != nil {
 		return Renewed{}, err
 	}

@@ -57,7 +57,7 @@ func (g *Gate) trustState(ctx context.Context) (*trust.Grants, error) {
 		return nil, err
 	}
 	wit, cp := g.Store.WitnessedChains()
-	if v := g.view.Load(); v != nil && maps.Equal(v.heads, heads) && maps.Equal(v.wit, wit) && sameTrust(v.trusted, g.Trust) {
+	if v := g.view.Load(); v != nil && maps.Equal(v.heads, heads) && maps.Equal(v.wit, wit) && sameTrust(v.trusted, g.grantKeys()) {
 		return v.grants, v.err
 	}
 	if cp != nil {
@@ -67,7 +67,7 @@ func (g *Gate) trustState(ctx context.Context) (*trust.Grants, error) {
 			return nil, err
 		}
 	}
-	v := &trustView{heads: heads, wit: wit, trusted: g.Trust}
+	v := &trustView{heads: heads, wit: wit, trusted: g.grantKeys()}
 	v.grants, v.err = g.deriveTrust(ctx, heads, wit)
 	if v.err != nil {
 		// A store its witness refuses as a whole (rolled back, replaced,
@@ -111,7 +111,7 @@ func (g *Gate) loadHome(ctx context.Context, heads, wit map[string]store.ChainHe
 
 // deriveTrust reads and verifies the home's chain and checks the home's
 // files against it, then reads and verifies the grants' chain with every
-// trusted issuer's key.
+// trusted issuer's key, or, in a team, with the administrators' alone.
 func (g *Gate) deriveTrust(ctx context.Context, heads, wit map[string]store.ChainHead) (*trust.Grants, error) {
 	if g.Files != nil {
 		home, err := g.loadHome(ctx, heads, wit)
@@ -122,7 +122,7 @@ func (g *Gate) deriveTrust(ctx context.Context, heads, wit map[string]store.Chai
 			return nil, err
 		}
 	}
-	keys, err := receipts.NewKeys(g.Trust)
+	keys, err := receipts.NewKeys(g.grantKeys())
 	if err != nil {
 		return nil, err
 	}

@@ -20,10 +20,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/joulehook/joule/core/gate"
 	"github.com/joulehook/joule/core/grant"
+	"github.com/joulehook/joule/core/identity"
 	"github.com/joulehook/joule/core/witness"
 )
 
@@ -46,6 +48,15 @@ type Config struct {
 	ExecFallback string
 	// Witness lists further places the log's checkpoints are kept.
 	Witness Witness
+	// TeamAdmins, config.json's "team": {"admins": [...]}, are the
+	// verifier keys (NAME+HASH+KEY) of a team's administrators: when set,
+	// only they issue, revoke and activate grants, so the trust chain and
+	// every grant a decision relies on must be signed by one of them, and
+	// this machine's own key counts only if it is listed
+	// (docs/team.md, "Who may write what").
+	TeamAdmins grant.Trust
+	// TeamAdminLines are those keys as written.
+	TeamAdminLines []string
 }
 
 // Witness is config.json's "witness": further witness files, a witness
@@ -80,6 +91,11 @@ type file struct {
 	Store        string            `json:"store,omitempty"`
 	ExecFallback string            `json:"exec_fallback,omitempty"`
 	Witness      *witnessFile      `json:"witness,omitempty"`
+	Team         *teamFile         `json:"team,omitempty"`
+}
+
+type teamFile struct {
+	Admins []string `json:"admins"`
 }
 
 type witnessFile struct {
@@ -133,6 +149,20 @@ func Parse(data []byte, home string) (*Config, error) {
 			return nil, fmt.Errorf("witness.%w", err)
 		}
 		c.Witness = w
+	}
+	if f.Team != nil {
+		if len(f.Team.Admins) == 0 {
+			return nil, errors.New("team.admins: want the verifier key of at least one administrator")
+		}
+		c.TeamAdmins = grant.Trust{}
+		for i, line := range f.Team.Admins {
+			key, name, err := identity.ParsePublicKey(line)
+			if err != nil || name == "" {
+				return nil, fmt.Errorf("team.admins[%d]: want a signed-note verifier key NAME+HASH+KEY", i)
+			}
+			c.TeamAdmins[name] = key
+			c.TeamAdminLines = append(c.TeamAdminLines, strings.TrimSpace(line))
+		}
 	}
 	if f.LockTimeout != "" {
 		d, err := time.ParseDuration(f.LockTimeout)

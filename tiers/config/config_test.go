@@ -9,7 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/joulehook/joule/core"
 	"github.com/joulehook/joule/core/gate"
+	"github.com/joulehook/joule/core/grant"
+	"github.com/joulehook/joule/core/identity"
 )
 
 // Two witnesses' cosignature keys (type 0x04), made with core/witness.
@@ -17,6 +20,17 @@ const (
 	testWitnessKey  = "w.test/1+5407741e+BE3CIVAJ0Jz/Umhw3w+gcjLEQjxfvcttXn0YcDeKy3XZ"
 	testWitnessKey2 = "w2.test+5b49000e+BFaoM5DF4sbhyER5paCL5E26YL1KD9GeVVSZSSRN7irY"
 )
+
+// A steward's verifier key, as a team administrator's.
+const testAdminKey = "joule.test+65c71855+AX9IGY909SJoUmAbc7vJAveoptNkQbgJwcqQ+ugb7qOh"
+
+func testAdminPublic() core.PublicKey {
+	k, _, err := identity.ParsePublicKey(testAdminKey)
+	if err != nil {
+		panic(err)
+	}
+	return k
+}
 
 func TestParse(t *testing.T) {
 	home := "/home/u/.joule"
@@ -36,7 +50,11 @@ func TestParse(t *testing.T) {
 		{"an array", `[]`, nil, "the file holds a JSON array; want an object"},
 		{"syntax", "{\n  \"store\": \"x\",\n}", nil, "line 3, column 1: invalid character '}'"},
 		{"trailing data", `{} {}`, nil, "invalid character '{' after top-level value"},
-		{"unknown key", `{"stor":"x"}`, nil, "stor: unknown field (known: costs, exec_fallback, lock_timeout, store, tiers, witness)"},
+		{"unknown key", `{"stor":"x"}`, nil, "stor: unknown field (known: costs, exec_fallback, lock_timeout, store, team, tiers, witness)"},
+		{"team admins", `{"team":{"admins":["` + testAdminKey + `"]}}`,
+			&Config{Costs: gate.Costs{}, TeamAdmins: grant.Trust{"joule.test": testAdminPublic()}, TeamAdminLines: []string{testAdminKey}}, ""},
+		{"team without admins", `{"team":{"admins":[]}}`, nil, "team.admins: want the verifier key of at least one administrator"},
+		{"team admin not a key", `{"team":{"admins":["alice"]}}`, nil, "team.admins[0]: want a signed-note verifier key"},
 		{"key in another case", `{"Store":"x"}`, nil, "Store: unknown field"},
 		{"unknown witness key", `{"witness":{"file":["x"]}}`, nil, "witness.file: unknown field (known: command, files, quorum, sync, timeout, witnesses)"},
 		{"witnesses", `{"witness":{"witnesses":[{"name":"w.test/1","url":"http://127.0.0.1:7380","vkey":"` + testWitnessKey + `"},{"url":"https://w2.test/","vkey":"` + testWitnessKey2 + `"}],"quorum":2}}`,
@@ -131,4 +149,24 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestTrustDigestTeam: the team's administrators are a trust setting (a
+// change takes a receipt), and a home without a team keeps the digest it
+// had before there were teams.
+func TestTrustDigestTeam(t *testing.T) {
+	none, err := Parse([]byte(`{}`), "/h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	withTeam, err := Parse([]byte(`{"team":{"admins":["`+testAdminKey+`"]}}`), "/h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if none.TrustDigest() != DefaultTrustDigest() {
+		t.Error("a home without a team has another digest than the default")
+	}
+	if withTeam.TrustDigest() == none.TrustDigest() {
+		t.Error("the team's administrators do not change the trust digest")
+	}
 }

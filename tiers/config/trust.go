@@ -2,13 +2,14 @@ package config
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/joulehook/joule/core"
 )
 
 // TrustDigest is the digest of the settings of c that decide what the gate
 // allows or how its history is kept: the costs it debits, what joule exec
-// does without Landlock, and the witness. A home's signed chain records it
+// does without Landlock, the witness, and a team's administrators. A home's signed chain records it
 // (core/trust), and a decision is refused while config.json says otherwise
 // ("config-unsigned"): an edit that lowers a cost, lets commands run
 // unconfined or drops a witness takes a receipt. The store's location is
@@ -29,7 +30,8 @@ func (c *Config) TrustDigest() core.ID {
 		Sync         bool              `json:"witness_sync"`
 		Witnesses    []cosigner        `json:"witnesses"`
 		Quorum       int               `json:"witness_quorum"`
-	}{Costs: map[string]uint64(c.Costs), ExecFallback: c.ExecFallback, Files: c.Witness.Files, Command: c.Witness.Command,
+		TeamAdmins   []string          `json:"team_admins,omitempty"`
+	}{TeamAdmins: sortedCopy(c.TeamAdminLines), Costs: map[string]uint64(c.Costs), ExecFallback: c.ExecFallback, Files: c.Witness.Files, Command: c.Witness.Command,
 		TimeoutNS: int64(c.Witness.Timeout), Sync: c.Witness.Sync, Quorum: c.Witness.Quorum, Witnesses: []cosigner{}}
 	if len(view.Files) == 0 {
 		view.Files = nil
@@ -49,6 +51,15 @@ func (c *Config) TrustDigest() core.ID {
 	// json.Marshal sorts map keys: the same settings give the same bytes.
 	b, _ := json.Marshal(view)
 	return core.Sum(append([]byte("joule-config/1\n"), b...))
+}
+
+func sortedCopy(lines []string) []string {
+	if len(lines) == 0 {
+		return nil
+	}
+	out := slices.Clone(lines)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // DefaultTrustDigest is the TrustDigest of a home without config.json.
