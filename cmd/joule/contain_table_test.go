@@ -918,7 +918,7 @@ type runResult struct {
 	code     int
 	dur      time.Duration
 	timedOut bool
-	peak     int // the most tasks on the machine above those at the start (sampled)
+	peak     int // the most tasks the command's process tree had at once (sampled)
 }
 
 // run runs argv in the workspace, stdin /dev/null, output to a file (so
@@ -937,7 +937,6 @@ func (s *tslot) run(argv []string, extra []string, d time.Duration, sample bool)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	start := time.Now()
-	base := tasks()
 	if err := cmd.Start(); err != nil {
 		return runResult{out: []byte(err.Error()), code: -1}
 	}
@@ -952,7 +951,7 @@ func (s *tslot) run(argv []string, extra []string, d time.Duration, sample bool)
 				case <-done:
 					return
 				case <-tick.C:
-					if n := int64(tasks() - base); n > peak.Load() {
+					if n := int64(treeTasks(cmd.Process.Pid)); n > peak.Load() {
 						peak.Store(n)
 					}
 				}
@@ -972,18 +971,55 @@ func (s *tslot) run(argv []string, extra []string, d time.Duration, sample bool)
 	return r
 }
 
-// tasks is the number of tasks on the machine (/proc/loadavg's fourth field).
-func tasks() int {
-	b, err := os.ReadFile("/proc/loadavg")
+// treeTasks is the number of tasks (threads) of root and its
+// descendants, from /proc. Only the command's own tree counts: the
+// machine's total moved with whatever else ran beside the table (another
+// slot, another test package's browser), which made a bounded bomb look
+// unbounded on a busy machine.
+func treeTasks(root int) int {
+	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0
 	}
-	f := strings.Fields(string(b))
-	if len(f) < 4 {
-		return 0
+	type proc struct{ ppid, threads int }
+	procs := make(map[int]proc, len(entries))
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // it ended while we looked
+		}
+		// The command name (field 2) may hold spaces and parentheses;
+		// the fields after it start behind the last ')'.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 18 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])     // field 4
+		threads, _ := strconv.Atoi(f[17]) // field 20
+		procs[pid] = proc{ppid, threads}
 	}
-	_, total, _ := strings.Cut(f[3], "/")
-	n, _ := strconv.Atoi(total)
+	children := make(map[int][]int, len(procs))
+	for pid, p := range procs {
+		children[p.ppid] = append(children[p.ppid], pid)
+	}
+	n := 0
+	queue := []int{root}
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = queue[1:]
+		if p, ok := procs[pid]; ok {
+			n += max(p.threads, 1)
+		}
+		queue = append(queue, children[pid]...)
+	}
 	return n
 }
 
