@@ -332,7 +332,8 @@ type grantView struct {
 	ID         string    `json:"id"`
 	URI        string    `json:"uri"`
 	Parent     string    `json:"parent,omitempty"`
-	Active     bool      `json:"active"`
+	Active     bool      `json:"active"`               // decides this server's tools
+	ActiveFor  []string  `json:"active_for,omitempty"` // where it is active: "default", workspace roots, "session S"
 	Issuer     string    `json:"issuer,omitempty"`
 	Subject    string    `json:"subject,omitempty"`
 	Roots      []string  `json:"roots,omitempty"`
@@ -352,12 +353,15 @@ type grantView struct {
 }
 
 // grantView shows rec, active and revoked as ts, the signed trust state,
-// says (nil: it could not be read, and nothing is shown active).
+// says (nil: it could not be read, and nothing is shown active). Active
+// is the grant this server's tools are decided by: its session's, else its
+// workspace's, else the default.
 func (s *Server) grantView(rec store.GrantRecord, ts *trust.Grants) grantView {
 	v := grantView{ID: rec.ID, URI: URIGrants + "/" + rec.ID, Parent: rec.Parent,
 		BudgetUJ: rec.BudgetUJ, SpentUJ: rec.SpentUJ, ReservedUJ: rec.ReservedUJ, LeftUJ: rec.RemainingUJ(), Revoked: rec.Revoked, Created: rec.Created.UTC()}
 	if ts != nil {
-		v.Active, v.Revoked = rec.ID == ts.Default(), rec.Revoked || ts.Revoked(rec.ID)
+		active, _ := ts.ActiveAt(s.cfg.Session, s.ws.root)
+		v.Active, v.ActiveFor, v.Revoked = rec.ID == active, ts.Places(rec.ID), rec.Revoked || ts.Revoked(rec.ID)
 	}
 	sg, err := s.cfg.Gate.Trust.Open(rec.Signed)
 	if err != nil {
@@ -378,7 +382,7 @@ func (s *Server) readGrants(ctx context.Context, req mcp.ReadResourceRequest) ([
 	ts, _ := s.cfg.Gate.TrustState(ctx)
 	active := ""
 	if ts != nil {
-		active = ts.Default()
+		active, _ = ts.ActiveAt(s.cfg.Session, s.ws.root)
 	}
 	out := make([]grantView, 0, len(recs))
 	for _, r := range recs {

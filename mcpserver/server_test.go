@@ -816,3 +816,55 @@ func TestAskSealedAsDeny(t *testing.T) {
 		t.Fatalf("receipt reason: %v", full)
 	}
 }
+
+// TestGrantsResourcePerWorkspace: with a grant of its own for the
+// server's workspace, the grants resource marks that grant active (it
+// decides the server's tools), not the default, and says where each is
+// active.
+func TestGrantsResourcePerWorkspace(t *testing.T) {
+	f := newFixture(t, Limits{})
+	ctx := context.Background()
+	is, _ := grant.NewIssuer(f.id.Steward, f.id.Key)
+	sg, err := is.Sign(&grant.Grant{Subject: grant.AnySubject, Roots: []string{f.ws}, Allow: []string{"Read"}, Tiers: []string{},
+		BudgetUJ: 1 << 30, NotBefore: time.Now().Add(-time.Hour).Unix(), NotAfter: time.Now().Add(time.Hour).Unix()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.gate.Adopt(ctx, sg, "workspace grant", false); err != nil {
+		t.Fatal(err)
+	}
+	wsGrant := sg.ID.String()
+	if err := f.gate.UseWorkspace(ctx, wsGrant, f.ws); err != nil {
+		t.Fatal(err)
+	}
+	gr, err := f.read(t, URIGrants)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gr["active"] != wsGrant {
+		t.Errorf("active %v, want the workspace's grant %s", gr["active"], wsGrant)
+	}
+	seen := 0
+	for _, x := range gr["grants"].([]any) {
+		g := x.(map[string]any)
+		places := fmt.Sprint(g["active_for"])
+		switch g["id"] {
+		case wsGrant:
+			seen++
+			if g["active"] != true || places != "["+f.ws+"]" {
+				t.Errorf("workspace grant: active %v for %s", g["active"], places)
+			}
+		default:
+			seen++
+			if g["active"] != false || places != "[default]" {
+				t.Errorf("default grant: active %v for %s", g["active"], places)
+			}
+		}
+	}
+	if seen != 2 {
+		t.Errorf("%d grants listed, want 2: %v", seen, gr)
+	}
+	if b := budgetOf(ctx, f.srv, "s1"); b.Grant != wsGrant {
+		t.Errorf("the budget shown is grant %s's, want the workspace's %s", b.Grant, wsGrant)
+	}
+}

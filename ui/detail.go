@@ -221,11 +221,12 @@ func (s *Server) prove(r *http.Request, idx int64, env []byte) Proof {
 
 // GrantView is one grant as the grants view shows it.
 type GrantView struct {
-	ID         string   `json:"id"`
-	Parent     string   `json:"parent,omitempty"`
-	Chain      []string `json:"chain"` // root first, ending with this grant
-	Active     bool     `json:"active"`
-	ActiveFor  []string `json:"active_for,omitempty"`
+	ID        string   `json:"id"`
+	Parent    string   `json:"parent,omitempty"`
+	Chain     []string `json:"chain"`                // root first, ending with this grant
+	Active    bool     `json:"active"`               // active somewhere (ActiveFor)
+	ActiveFor []string `json:"active_for,omitempty"` // "default", workspace roots, "session S"
+
 	BudgetUJ   uint64   `json:"budget_uj"`
 	SpentUJ    uint64   `json:"spent_uj"`
 	ReservedUJ uint64   `json:"reserved_uj"`
@@ -252,10 +253,10 @@ func (s *Server) grants(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	active, revoked := "", func(string) bool { return false }
+	active, revoked, places := "", func(string) bool { return false }, func(string) []string { return nil }
 	if s.cfg.TrustState != nil {
 		if ts, err := s.cfg.TrustState(ctx); err == nil {
-			active, revoked = ts.Default(), ts.Revoked
+			active, revoked, places = ts.Default(), ts.Revoked, ts.Places
 		}
 	}
 	parent := map[string]string{}
@@ -265,8 +266,9 @@ func (s *Server) grants(r *http.Request) (any, error) {
 	now := time.Now().Unix()
 	out := []GrantView{}
 	for _, g := range recs {
-		v := GrantView{ID: g.ID, Parent: g.Parent, Active: g.ID == active, BudgetUJ: g.BudgetUJ, SpentUJ: g.SpentUJ, ReservedUJ: g.ReservedUJ,
+		v := GrantView{ID: g.ID, Parent: g.Parent, ActiveFor: places(g.ID), BudgetUJ: g.BudgetUJ, SpentUJ: g.SpentUJ, ReservedUJ: g.ReservedUJ,
 			LeftUJ: g.RemainingUJ(), Revoked: g.Revoked || revoked(g.ID), Created: g.Created.UnixMilli()}
+		v.Active = len(v.ActiveFor) > 0
 		for id, n := g.ID, 0; id != "" && n < 17; id, n = parent[id], n+1 {
 			v.Chain = append([]string{id}, v.Chain...)
 		}

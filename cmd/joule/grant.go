@@ -577,7 +577,7 @@ func runGrant(ctx context.Context, e *env, args []string) error {
 		} else {
 			out["revoked"] = ts.Revoked(id) || rec.Revoked
 			out["recorded"] = ts.Issued(id)
-			if places := activePlaces(ts, id); len(places) > 0 {
+			if places := ts.Places(id); len(places) > 0 {
 				out["active_for"] = places
 			}
 			if at := ts.IssuedAt(id); at > 0 {
@@ -665,22 +665,6 @@ func grantUseWorkspace(ctx context.Context, e *env, ep *endpoint, gt *gate.Gate,
 	return nil
 }
 
-// activePlaces says where the trust chain makes id active: "default"
-// (every session), each workspace root, each session ("session S").
-func activePlaces(ts *trust.Grants, id string) []string {
-	var out []string
-	if ts.Default() == id {
-		out = append(out, "default")
-	}
-	out = append(out, ts.ActiveRoots(id)...)
-	for _, s := range ts.Sessions() {
-		if ts.Active(s) == id {
-			out = append(out, "session "+s)
-		}
-	}
-	return out
-}
-
 // grantRow is one line of grant ls, and its JSON.
 type grantRow struct {
 	ID         string   `json:"id"`
@@ -714,7 +698,7 @@ func grantList(ctx context.Context, e *env, ep *endpoint, asJSON bool) error {
 	for _, r := range recs {
 		row := grantRow{ID: r.ID, SpentUJ: r.SpentUJ, State: "ok"}
 		if ts != nil {
-			row.ActiveFor = activePlaces(ts, r.ID)
+			row.ActiveFor = ts.Places(r.ID)
 			row.Active = len(row.ActiveFor) > 0
 		}
 		s, err := ep.trust.Open(r.Signed)

@@ -360,7 +360,7 @@ func (g *Gate) supersede(ctx context.Context, is *grant.Issuer, id string, ttl t
 	if err := g.Store.PutGrant(ctx, store.GrantRecord{ID: newID, Parent: gr.Parent, Signed: s.Envelope, BudgetUJ: gr.BudgetUJ}); err != nil {
 		return Renewed{}, err
 	}
-	moved := int64(ts.Places(id))
+	moved := int64(len(ts.Places(id)))
 	en, err := g.SealRecord(ctx, Record{
 		Session: trust.GrantsSession, Tool: tool, Cwd: g.JouleHome, Code: trust.CodeRenewed,
 		Summary: trust.RenewedSummary(id, newID),

@@ -230,19 +230,22 @@ func (g *Grants) Sessions() []string {
 	return out
 }
 
-// Places counts where id is active: for every session, for each session
-// and for each workspace root that has it.
-func (g *Grants) Places(id string) int {
-	n := 0
+// Places says where id is active: "default" (for every session), each
+// workspace root that has it, and "session S" for each session that has
+// it. One list for every view (grant ls and show, the MCP server's and
+// the web UI's grants).
+func (g *Grants) Places(id string) []string {
+	var out []string
 	if g.active == id {
-		n++
+		out = append(out, "default")
 	}
-	for _, a := range g.activeFor {
-		if a == id {
-			n++
+	out = append(out, g.ActiveRoots(id)...)
+	for _, s := range g.Sessions() {
+		if g.activeFor[s] == id {
+			out = append(out, "session "+s)
 		}
 	}
-	return n + len(g.ActiveRoots(id))
+	return out
 }
 
 // Summaries of the trust receipts: the exact text each code's receipt

@@ -48,7 +48,7 @@ func TestApply(t *testing.T) {
 	if !g.Issued(idA) || !g.Issued(idB) || !g.Revoked(idA) || g.Revoked(idB) || g.RevokedAt(idA) != 4 || g.IssuedAt(idB) != 4 {
 		t.Fatalf("after renewal: %+v", g)
 	}
-	if g.Active("") != idB || g.Active("s 1") != idB || g.Active("other") != idB || g.Places(idB) != 2 {
+	if g.Active("") != idB || g.Active("s 1") != idB || g.Active("other") != idB || len(g.Places(idB)) != 2 {
 		t.Fatalf("the renewal did not move the active grant: %+v", g)
 	}
 	if err := g.Apply(5, decision(CodeRevoked, RevokedSummary(idB), idB)); err != nil || !g.Revoked(idB) {
@@ -119,8 +119,8 @@ func TestActiveAt(t *testing.T) {
 			t.Errorf("ActiveAt(%q, %q) = %.1s… at %q, want %.1s… at %q", tt.session, tt.cwd, id, root, tt.want, tt.root)
 		}
 	}
-	if got := g.ActiveRoots(idB); len(got) != 1 || got[0] != "/src/b" || g.Places(idC) != 2 {
-		t.Fatalf("roots of B %q, places of C %d", got, g.Places(idC))
+	if got := g.ActiveRoots(idB); len(got) != 1 || got[0] != "/src/b" || len(g.Places(idC)) != 2 {
+		t.Fatalf("roots of B %q, places of C %q", got, g.Places(idC))
 	}
 	const idD = "DDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDD"
 	if err := g.Apply(5, decision(CodeRenewed, RenewedSummary(idB, idD), idB, idD)); err != nil {

@@ -379,7 +379,7 @@ ${p.checkpoint ? `<h2>Checkpoint</h2><pre>${esc(p.checkpoint)}</pre>` : ""}`;
     const rules = (xs) => (xs || []).map((x) => `<code>${esc(x)}</code>`).join(" ") || `<span class="muted">—</span>`;
     let html = `<h1>Grants <span class="muted">(${d.grants.length})</span></h1><table id="grants-table"><thead><tr><th>Grant</th><th>State</th><th class="num">Budget</th><th class="num">Spent</th><th class="num">Left</th><th>Valid</th><th>Rules</th><th>Delegation chain (root first)</th></tr></thead><tbody>`;
     for (const g of d.grants) {
-      const state = [g.active ? `<span class="pill v-ok">active</span>` : "", g.revoked ? `<span class="pill v-bad">revoked</span>` : "", g.expired ? `<span class="pill v-bad">expired</span>` : "",
+      const state = [g.active ? `<span class="pill v-ok">active</span><div class="muted">for ${(g.active_for || []).map(esc).join(", ")}</div>` : "", g.revoked ? `<span class="pill v-bad">revoked</span>` : "", g.expired ? `<span class="pill v-bad">expired</span>` : "",
         g.verified ? "" : `<span class="pill v-bad">does not verify</span>`].join(" ");
       html += `<tr data-grant="${esc(g.id)}"><td style="word-break:break-all">${esc(g.id)}<div class="muted">issuer ${esc(g.issuer || "?")}, subject ${esc(g.subject || "?")}</div>${g.error ? `<div class="v-bad">${esc(g.error)}</div>` : ""}</td><td>${state}</td>` +
         `<td class="num">${energy(g.budget_uj)}</td><td class="num">${energy(g.spent_uj)}</td><td class="num">${energy(g.left_uj)}</td>` +
