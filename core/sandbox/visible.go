@@ -29,6 +29,10 @@ import (
 //     back as it was before the run;
 //   - refs/replace/*: a replace ref the run made or changed (loose, or in
 //     packed-refs) is moved to the quarantine;
+//   - the object store: a loose object the run wrote whose content does
+//     not hash to its name (one swapped for other content, which a later
+//     checkout would write into the work tree) is moved to the
+//     quarantine, and so is an objects/info/alternates the run wrote;
 //   - ignore files: an untracked .gitignore the run wrote (or moved into
 //     place) that git status does not show, and that decides that some
 //     path is ignored, is moved to the quarantine.
@@ -344,6 +348,7 @@ type gitView struct {
 	lock               bool              // index.lock was there
 	replace            map[string]string // refs/replace/*, loose: name to content
 	packed             map[string]string // refs/replace/* in packed-refs: name to lines
+	alternates         fileID            // objects/info/alternates
 }
 
 // fileID tells whether a file was written: its inode, size and change
@@ -373,6 +378,7 @@ func (d *discovery) noteView(g, common, wt string, sha256 bool) []byte {
 	}
 	v.lock = fileIDOf(filepath.Join(g, "index.lock")).exists
 	v.replace = looseReplace(common)
+	v.alternates = fileIDOf(filepath.Join(common, "objects", "info", "alternates"))
 	if b, ok := readSmall(filepath.Join(common, "packed-refs"), maxIndex); ok {
 		v.packed = packedReplace(b)
 	}

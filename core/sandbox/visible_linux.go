@@ -4,7 +4,13 @@ package sandbox
 
 import (
 	"bytes"
+	"compress/zlib"
 	"context"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/hex"
+	"hash"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -71,6 +77,7 @@ func (s *sweeper) fixViews() {
 			unix.Close(fd)
 		}
 		s.fixReplace(r, v)
+		s.fixObjects(r, v)
 		if len(r.what) > 0 {
 			r.qdir = s.qdir
 			s.hid = append(s.hid, *r)
@@ -396,4 +403,86 @@ func (s *sweeper) git(wt string, stdin []byte, args ...string) ([]byte, error) {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
 	return cmd.Output()
+}
+
+// fixObjects moves out the loose objects the command wrote whose content
+// does not hash to their name, and an alternates file it wrote.
+func (s *sweeper) fixObjects(r *sweptRepo, v *gitView) {
+	objects := filepath.Join(v.common, "objects")
+	ofd, err := unix.Open(objects, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(ofd)
+	if fileIDOf(filepath.Join(objects, "info", "alternates")) != v.alternates {
+		if ifd, err := unix.Openat(ofd, "info", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
+			s.move(r, ifd, "alternates", "objects/info/alternates")
+			unix.Close(ifd)
+		}
+	}
+	var bad []string
+	for _, e := range listFD(ofd, "") {
+		if len(e.name) != 2 || !e.dir || e.link || !isHex(e.name) {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Fstatat(ofd, e.name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || !s.fresh(&st) {
+			continue
+		}
+		dfd, err := unix.Openat(ofd, e.name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue
+		}
+		for _, o := range listFD(dfd, "") {
+			if len(o.name) != 2*v.hashLen-2 || !isHex(o.name) {
+				continue
+			}
+			if unix.Fstatat(dfd, o.name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || !s.fresh(&st) {
+				continue
+			}
+			if st.Mode&unix.S_IFMT == unix.S_IFREG && looseObjectOK(dfd, o.name, e.name+o.name, v.hashLen) {
+				continue
+			}
+			bad = append(bad, e.name+o.name)
+			s.move(r, dfd, o.name, "objects/"+e.name+"/"+o.name)
+		}
+		unix.Close(dfd)
+	}
+	if len(bad) > 0 {
+		r.what = append(r.what, "loose objects whose content is not their name: "+listSome(bad))
+	}
+}
+
+func isHex(s string) bool {
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// looseObjectOK reports whether loose object name of directory fd
+// inflates to content whose hash is want.
+func looseObjectOK(fd int, name, want string, hashLen int) bool {
+	f, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	file := os.NewFile(uintptr(f), name)
+	defer file.Close()
+	z, err := zlib.NewReader(file)
+	if err != nil {
+		return false
+	}
+	var h hash.Hash
+	if hashLen == 32 {
+		h = sha256.New()
+	} else {
+		h = sha1.New()
+	}
+	if _, err := io.Copy(h, z); err != nil {
+		return false
+	}
+	return hex.EncodeToString(h.Sum(nil)) == want
 }

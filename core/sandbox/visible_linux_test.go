@@ -136,6 +136,7 @@ func TestVisibility(t *testing.T) {
 		cmd   string
 		fn    func(ws string)
 		shown string // a line git status --porcelain must show
+		probe string // or: a script that prints HIDDEN where the attack worked
 		says  string // the report must say it
 	}{
 		{name: "assume-unchanged", cmd: "git update-index --assume-unchanged main.go && " + plant, shown: " M main.go", says: "assume-unchanged or skip-worktree cleared on main.go"},
@@ -151,6 +152,10 @@ func TestVisibility(t *testing.T) {
 		{name: "star gitignore in a new directory", cmd: "mkdir -p src/gen && echo '*' > src/gen/.gitignore && echo 'package gen' > src/gen/gen.go", shown: "?? src/gen/", says: "src/gen/.gitignore"},
 		{name: "gitignore hidden by another", cmd: "mkdir -p src/gen && printf 'gen/\\n.gitignore\\n' > src/.gitignore && echo 'x.go' > src/gen/.gitignore && echo 'package gen' > src/gen/x.go", shown: "?? src/gen/", says: "src/.gitignore"},
 		{name: "gitignore moved into place with its directory", setup: "mkdir -p third_party/evil && echo '*' > third_party/evil/.gitignore", cmd: "mv third_party/evil src/evil && echo 'package evil' > src/evil/e.go", shown: "?? src/evil/", says: "src/evil/.gitignore"},
+		{name: "loose object swapped", cmd: `o=$(git rev-parse HEAD:main.go) && f=.git/objects/${o:0:2}/${o:2} && rm -f "$f" && (cat main.go; echo 'func init() { println() }') > x && git hash-object -w x >/dev/null && n=$(git hash-object x) && mv .git/objects/${n:0:2}/${n:2} "$f" && rm x`,
+			probe: "git cat-file -p HEAD:main.go 2>/dev/null | grep -q 'println()' && echo HIDDEN; true", says: "loose objects whose content is not their name"},
+		{name: "alternates", cmd: `d=$(mktemp -d) && git init -q --bare "$d" && o=$(git rev-parse HEAD:main.go) && (cat main.go; echo 'func init() { println() }') > x && n=$(git --git-dir="$d" hash-object -w x) && mkdir -p "$d/objects/${o:0:2}" && mv "$d/objects/${n:0:2}/${n:2}" "$d/objects/${o:0:2}/${o:2}" && rm x .git/objects/${o:0:2}/${o:2} && echo "$d/objects" > .git/objects/info/alternates`,
+			probe: "git cat-file -p HEAD:main.go 2>/dev/null | grep -q 'println()' && echo HIDDEN; true", says: "objects/info/alternates"},
 		{name: "index.lock left behind", cmd: "echo x > .git/index.lock", says: "index.lock"},
 	}
 	for _, tc := range tests {
@@ -168,6 +173,9 @@ func TestVisibility(t *testing.T) {
 					lockLeft = true
 				}
 				visible := tc.shown == "" && !lockLeft || tc.shown != "" && strings.Contains("\n"+status, "\n"+tc.shown)
+				if tc.probe != "" {
+					visible = !strings.Contains(r.sh(t, tc.probe), "HIDDEN")
+				}
 				if !check {
 					if visible {
 						t.Fatalf("without the check the change is visible already: not an attack\n%s", status)
