@@ -181,25 +181,70 @@ type fixedIndex struct {
 	what    []string // what was undone, for the report
 }
 
+// beforeEntry is an entry of the index from before the run, its path and
+// stat data slices of that index (copied only for version 4's compressed
+// paths).
+type beforeEntry struct {
+	path   []byte
+	stage  uint16
+	stat   []byte // stat data and object name
+	valid  bool
+	skipWT bool
+}
+
+// entryStage is an entry's merge stage (0 but during a merge).
+func entryStage(b []byte, e rawEntry) uint16 {
+	return binary.BigEndian.Uint16(b[e.flags:]) & 0x3000 >> 12
+}
+
 // fixIndex compares index after (written during the run) with before (nil
 // where there was none) and returns what to write instead (see above).
+// Both are in git's order (by path, then stage), so one pass over each
+// pairs their entries without a map: this runs after every command that
+// wrote the index.
 func fixIndex(before, after []byte, hashLen int) fixedIndex {
-	prev := indexView(before, hashLen)
-	if before != nil && prev == nil {
-		return fixedIndex{} // the person's own index, unread: nothing to compare
+	var prev []beforeEntry
+	if before != nil {
+		v4 := len(before) > 12 && binary.BigEndian.Uint32(before[4:8]) == 4
+		if len(before) > 12 {
+			prev = make([]beforeEntry, 0, min(binary.BigEndian.Uint32(before[8:12]), uint32(len(before)/62)))
+		}
+		err := indexWalk(before, hashLen, func(e rawEntry) {
+			ie := e.entry(before, hashLen)
+			p := e.path
+			if v4 {
+				p = append([]byte(nil), p...)
+			}
+			prev = append(prev, beforeEntry{path: p, stage: entryStage(before, e), stat: before[e.off : e.off+40+hashLen], valid: ie.valid, skipWT: ie.skipWT})
+		})
+		if err != nil {
+			return fixedIndex{} // the person's own index, unread: nothing to compare
+		}
 	}
 	out := append([]byte(nil), after...)
 	var cleared, smudged []string
 	restore := false
+	cur := 0
 	end, err := indexWalkEnd(out, hashLen, func(e rawEntry) {
-		p := string(e.path)
-		was, had := prev[p]
+		stage := entryStage(out, e)
+		for cur < len(prev) {
+			c := bytes.Compare(prev[cur].path, e.path)
+			if c > 0 || c == 0 && prev[cur].stage >= stage {
+				break
+			}
+			cur++
+		}
+		var was beforeEntry
+		had := cur < len(prev) && prev[cur].stage == stage && bytes.Equal(prev[cur].path, e.path)
+		if had {
+			was = prev[cur]
+		}
 		now := e.entry(out, hashLen)
 		mode := e.mode(out)
 		if now.valid && !(had && was.valid) {
 			fl := binary.BigEndian.Uint16(out[e.flags:])
 			binary.BigEndian.PutUint16(out[e.flags:], fl&^ceValid)
-			cleared = append(cleared, p)
+			cleared = append(cleared, string(e.path))
 		}
 		if now.skipWT && !(had && was.skipWT) {
 			if mode&indexModeType == indexModeDir {
@@ -208,17 +253,17 @@ func fixIndex(before, after []byte, hashLen int) fixedIndex {
 			}
 			x := binary.BigEndian.Uint16(out[e.ext:])
 			binary.BigEndian.PutUint16(out[e.ext:], x&^ceSkipWorktree)
-			cleared = append(cleared, p)
+			cleared = append(cleared, string(e.path))
 		}
 		if mode&indexModeType == indexModeGitlink || mode&indexModeType == indexModeDir {
 			return // git compares a submodule's HEAD, not stat data
 		}
-		if had && was.stat == now.stat {
+		if had && bytes.Equal(was.stat, out[e.off:e.off+40+hashLen]) {
 			return
 		}
 		if binary.BigEndian.Uint32(out[e.off+36:]) != 0 {
 			binary.BigEndian.PutUint32(out[e.off+36:], 0)
-			smudged = append(smudged, p)
+			smudged = append(smudged, "")
 		}
 	})
 	if err != nil || restore {
