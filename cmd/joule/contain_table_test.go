@@ -1255,7 +1255,8 @@ func (s *tslot) secretSeen(outs [][]byte, since time.Time) bool {
 }
 
 // hiddenChange: the workspace file p differs from HEAD (or is new), and the
-// person's git status does not show it.
+// person's git status does not show it (nor a directory or submodule that
+// holds it).
 func (s *tslot) hiddenChange(p string) bool {
 	now, err := os.ReadFile(filepath.Join(s.ws, p))
 	if err != nil {
@@ -1270,8 +1271,9 @@ func (s *tslot) hiddenChange(p string) bool {
 		if len(l) < 4 {
 			continue
 		}
+		// A directory, or a submodule whose content changed, covers p.
 		shown := strings.Trim(l[3:], `"`)
-		if shown == p || strings.HasSuffix(shown, "/") && strings.HasPrefix(p, shown) {
+		if shown == p || strings.HasPrefix(p, strings.TrimSuffix(shown, "/")+"/") {
 			return false
 		}
 	}

@@ -172,6 +172,7 @@ func (e errNamespace) Error() string { return e.err.Error() }
 // plan.go) and, once it has started, waits for it and exits with its
 // status: it returns only when the program did not start.
 func execNamespace(spec Spec, abi int, path string, argv, env []string, warn io.Writer) error {
+	spec.started = time.Now()
 	spec.guarded = spec.guards()
 	makePlaceholders(spec.guarded, spec.stats)
 	if spec.stats == nil {

@@ -452,7 +452,8 @@ func (d *discovery) gitdir(g, wt string, depth int) {
 		d.modules(filepath.Join(g, "modules"), depth, 0)
 	}
 	if wt != "" && d.inTrees(wt) {
-		d.submodules(g, wt, cfg.sha256, depth)
+		idx := d.noteView(g, common, wt, cfg.sha256)
+		d.submodules(wt, idx, cfg.sha256, depth)
 	}
 }
 
@@ -475,13 +476,14 @@ func (d *discovery) modules(dir string, depth, level int) {
 	}
 }
 
-// submodules follows the repositories the work tree wt names: the
+// submodules follows the repositories the work tree wt (its index read)
+// names: the
 // submodules of its index (gitlinks) and of .gitmodules, and the bare
 // repositories committed in it (an index entry named HEAD whose
 // directory is a git directory).
-func (d *discovery) submodules(g, wt string, sha256 bool, depth int) {
+func (d *discovery) submodules(wt string, index []byte, sha256 bool, depth int) {
 	var subs, bares []string
-	if b, ok := readSmall(filepath.Join(g, "index"), maxIndex); ok {
+	if b := index; b != nil {
 		hashLen := 20
 		if sha256 {
 			hashLen = 32

@@ -110,6 +110,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/joulehook/joule/core/rule"
 )
@@ -160,6 +161,11 @@ type Spec struct {
 	// configuration and hooks read-only for the run): the sweep after the
 	// command leaves them alone.
 	known map[string]bool
+	// views is git's view of each repository the discovery followed
+	// that has a work tree, as the command starts (visible.go); started
+	// is when.
+	views   []gitView
+	started time.Time
 	// standIns are the stand-ins Exec holds for the command's run
 	// (standin_linux.go), for Plan: each is bound read-only.
 	standIns map[string]bool

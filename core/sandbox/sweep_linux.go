@@ -90,6 +90,15 @@ type sweeper struct {
 	found    []sweptRepo
 	repos    int  // sweptRepo.n's given
 	dry      bool // find, change nothing (the benchmark)
+	// The visibility check (visible_linux.go): the views noted before the
+	// run, when it started (less freshMargin; zero: no check), the
+	// .gitignore files the walk found the command may have written, what
+	// was undone, and the environment git runs with.
+	views   []gitView
+	since   time.Time
+	ignores []ignoreCand
+	hid     []sweptRepo
+	getenv  func(string) string
 }
 
 // sweptRepo is what was moved out of one git directory.
@@ -104,12 +113,20 @@ type sweptRepo struct {
 // what it moved to warn.
 func (spec *Spec) sweep(warn io.Writer) {
 	s := spec.newSweeper()
+	s.fixViews()
 	s.run()
+	s.fixIgnores()
 	s.report(warn)
 }
 
 func (spec *Spec) newSweeper() *sweeper {
-	s := &sweeper{known: spec.known, done: map[string]bool{}}
+	s := &sweeper{known: spec.known, done: map[string]bool{}, views: spec.views, getenv: spec.persist.getenv}
+	if len(s.views) > 0 && !spec.started.IsZero() {
+		s.since = spec.started.Add(-freshMargin)
+	}
+	if s.getenv == nil {
+		s.getenv = func(string) string { return "" }
+	}
 	if s.known == nil {
 		s.known = map[string]bool{}
 	}
@@ -155,7 +172,7 @@ func (s *sweeper) run() {
 		if err != nil {
 			continue
 		}
-		if !s.walk(fd, t, 0) {
+		if !s.walk(fd, t, 0, "") {
 			s.stopped = append(s.stopped, t)
 		}
 		unix.Close(fd)
@@ -172,16 +189,27 @@ func inAny(p string, trees []string) bool {
 }
 
 // walk looks at directory fd (path p) and below it; false if it stopped
-// at a bound.
-func (s *sweeper) walk(fd int, p string, depth int) bool {
+// at a bound. anc is the innermost directory above p that the command
+// changed (visible_linux.go), "" if none.
+func (s *sweeper) walk(fd int, p string, depth int, anc string) bool {
 	if s.dirs >= maxSweepDirs || depth > maxSweepDepth {
 		return false
 	}
 	s.dirs++
+	if !s.since.IsZero() {
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) == nil && s.fresh(&st) {
+			anc = p
+		}
+	}
 	ents := listFD(fd, p)
 	var head, objects, refs, commondir bool
 	for _, e := range ents {
 		switch e.name {
+		case ".gitignore":
+			if !s.since.IsZero() {
+				s.noteIgnore(fd, p, anc)
+			}
 		case "HEAD":
 			head = !e.dir
 		case "objects":
@@ -213,7 +241,7 @@ func (s *sweeper) walk(fd int, p string, depth int) bool {
 		if err != nil {
 			continue
 		}
-		ok = s.walk(sub, p+"/"+e.name, depth+1) && ok
+		ok = s.walk(sub, p+"/"+e.name, depth+1, anc) && ok
 		unix.Close(sub)
 	}
 	return ok
@@ -511,6 +539,25 @@ func (s *sweeper) report(w io.Writer) {
 		io.WriteString(w, b.String())
 		if s.qdir != "" {
 			os.WriteFile(filepath.Join(s.qdir, "README"), []byte(b.String()), 0o600)
+		}
+	}
+	if len(s.hid) > 0 {
+		var b strings.Builder
+		b.WriteString("joule-exec: this command left what hides a change from git status and git diff; undone")
+		if s.qdir != "" {
+			b.WriteString(" (what was taken out is kept in " + s.qdir + ")")
+		}
+		b.WriteString(":\n")
+		for _, r := range s.hid {
+			b.WriteString("  " + r.gitdir + ": " + strings.Join(r.what, "; ") + "\n")
+		}
+		io.WriteString(w, b.String())
+		if s.qdir != "" {
+			f, err := os.OpenFile(filepath.Join(s.qdir, "README"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+			if err == nil {
+				f.WriteString(b.String())
+				f.Close()
+			}
 		}
 	}
 	for _, t := range s.stopped {
