@@ -213,6 +213,9 @@ func (spec *Spec) guards() []guard {
 			d.add(p, placeholder{})
 		}
 	}
+	// Last: the workspace's ignored code and configuration (ignored.go),
+	// but what is guarded above already.
+	spec.ignoredDirs = d.ignoredCode()
 	return d.out
 }
 
@@ -539,6 +542,9 @@ func (d *discovery) readConfig(file string, cfg *gitConfig, level int) {
 	cfg.hooksPaths = append(cfg.hooksPaths, c.hooksPaths...)
 	cfg.worktreeConfig = cfg.worktreeConfig || c.worktreeConfig
 	cfg.sha256 = cfg.sha256 || c.sha256
+	if c.excludesFile != "" {
+		cfg.excludesFile = c.excludesFile
+	}
 	if c.worktree != "" {
 		cfg.worktree = c.worktree
 	}

@@ -110,6 +110,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/joulehook/joule/core/rule"
 )
@@ -160,6 +161,16 @@ type Spec struct {
 	// configuration and hooks read-only for the run): the sweep after the
 	// command leaves them alone.
 	known map[string]bool
+	// ignoredDirs are the workspace's git-ignored directories of
+	// dependencies and configuration the discovery found (ignored.go):
+	// each is mounted as an overlay with the session's private layer.
+	ignoredDirs []string
+	// started is when the command started, for the sweep: ignored code
+	// changed since is the command's (ignored.go).
+	started time.Time
+	// slot is the session's layer directory this command holds (layers.go),
+	// where the sweep moves a new directory of dependencies; "" if none.
+	slot string
 	// standIns are the stand-ins Exec holds for the command's run
 	// (standin_linux.go), for Plan: each is bound read-only.
 	standIns map[string]bool
