@@ -1,3 +1,5 @@
+//go:build linux
+
 package sandbox
 
 import (
@@ -7,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestIgnoredCode pins what the discovery finds of a workspace's ignored
@@ -105,5 +108,76 @@ func gitT(t *testing.T, dir string, args ...string) {
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+}
+
+// TestSweepIgnored runs the sweep after a "command" that wrote ignored
+// code where the discovery had nothing to cover (new files, a new
+// directory of dependencies, .pyc files) and checks what is taken out,
+// what goes to the session's layer, and what stays: what was there before
+// the command started, ignored outputs, and files git shows.
+func TestSweepIgnored(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	home := t.TempDir()
+	jh := filepath.Join(t.TempDir(), "joule")
+	ws := filepath.Join(t.TempDir(), "ws")
+	writeT(t, filepath.Join(ws, ".gitignore"), "node_modules/\n__pycache__/\nlocal.mk\n.envrc.local\ndist/\n.idea/\n")
+	writeT(t, filepath.Join(ws, "src/__pycache__/old.pyc"), "old")
+	writeT(t, filepath.Join(ws, "dist/old.js"), "old")
+	gitT(t, ws, "init", "-q")
+	slot := filepath.Join(jh, LayersDir, "s")
+	if err := os.MkdirAll(slot, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // past ctimeSlack: what is above is the person's
+	spec := Spec{Layers: []Layer{{Write: []string{ws}}}, LayerDir: filepath.Join(jh, LayersDir, "s"),
+		persist: persistIn{home: home, getenv: func(string) string { return "" }, grant: []string{ws}}}
+	spec.started, spec.slot = time.Now(), slot
+	// The command.
+	for p, c := range map[string]string{
+		"local.mk":                         "hello:\n\ttouch /x\n",
+		".envrc.local":                     "touch /x\n",
+		"src/__pycache__/m.pyc":            "evil",
+		"deep/a/b/c/d/e/__pycache__/n.pyc": "evil",
+		"node_modules/.bin/tool":           "#!/bin/sh\n",
+		".idea/workspace.xml":              "<project/>",
+		"dist/new.js":                      "built",
+		"src/new.mk":                       "shown in git status",
+	} {
+		writeT(t, filepath.Join(ws, p), c)
+	}
+	var msg strings.Builder
+	spec.sweep(&msg)
+	for _, gone := range []string{"local.mk", ".envrc.local", "src/__pycache__/m.pyc", "deep/a/b/c/d/e/__pycache__/n.pyc", ".idea", "node_modules/.bin"} {
+		if _, err := os.Lstat(filepath.Join(ws, gone)); err == nil {
+			t.Errorf("%s is still in the workspace", gone)
+		}
+	}
+	for _, kept := range []string{"src/__pycache__/old.pyc", "dist/old.js", "dist/new.js", "src/new.mk", ".gitignore"} {
+		if _, err := os.Lstat(filepath.Join(ws, kept)); err != nil {
+			t.Errorf("%s was taken: %v", kept, err)
+		}
+	}
+	if ents, err := os.ReadDir(filepath.Join(ws, "node_modules")); err != nil || len(ents) != 0 {
+		t.Errorf("node_modules is not left empty: %v %v", ents, err)
+	}
+	upper := filepath.Join(layerBase(slot, filepath.Join(ws, "node_modules")), "upper")
+	if _, err := os.Lstat(filepath.Join(upper, ".bin/tool")); err != nil {
+		t.Errorf("the new node_modules is not in the session's layer: %v", err)
+	}
+	out := msg.String()
+	for _, want := range []string{"moved to its private layer", "local.mk", ".envrc.local", "m.pyc", ".idea", "kept in " + filepath.Join(jh, LayersDir, QuarantineDir)} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the message does not say %q:\n%s", want, out)
+		}
+	}
+	// A second sweep takes nothing more.
+	spec.started = time.Now().Add(time.Hour)
+	msg.Reset()
+	spec.sweep(&msg)
+	if msg.Len() != 0 {
+		t.Errorf("a second sweep says:\n%s", msg.String())
 	}
 }

@@ -84,12 +84,15 @@
 // trees (git's metadata of the repositories found there, the home's dot
 // entries where the home is writable, shell start-up files, PATH
 // directories) is read-only (persist.go), and the toolchains' shared caches
-// are overlays whose upper layer is the session's own (layers.go), so that
+// are overlays whose upper layer is the session's own (layers.go), and so
+// are the workspace's git-ignored directories of dependencies and tools'
+// configuration (ignored.go; its ignored code files are read-only), so that
 // nothing the command writes runs, or is followed, unconfined afterwards.
 // A repository the command makes, or one the discovery did not find, is
 // swept once every process of the command has ended: its hooks and every
 // configuration variable but an allow-list are moved to a quarantine
-// (sweep_linux.go). Landlock alone can do none of it (LandlockOnlyGaps).
+// (sweep_linux.go), and so is the ignored code it wrote where nothing
+// covered it. Landlock alone can do none of it (LandlockOnlyGaps).
 //
 // The network (Landlock ABI 4): TCP connect and bind are refused unless
 // Spec.Net. With the network off a seccomp filter refuses every other

@@ -55,8 +55,11 @@ import (
 // Ordinary work drops nothing: git init, clone and submodule add write
 // only kept variables and *.sample hooks.
 //
-// The walk does not follow links, enters no node_modules (code there runs
-// unconfined by design: docs/gate.md), no cache and no refused path (the
+// The same walk takes out the git-ignored code and configuration the
+// command wrote (ignored.go). It does not follow links, enters no
+// node_modules (an ignored one is an overlay of the session's, or new and
+// moved to its layer; one that is not ignored shows in git status), no
+// overlay or read-only guard, no cache and no refused path (the
 // command wrote neither), and in a git directory enters only modules/ and
 // worktrees/. It opens every directory relative to its
 // parent's descriptor without following links, so that another command
