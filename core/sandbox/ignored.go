@@ -227,11 +227,12 @@ func (d *discovery) ignoredCode() (overlays []string) {
 		sc := it.sc.enter(it.dir, dotgit, gi, global)
 		parent := filepath.Base(it.dir)
 		for _, e := range ents {
-			if e.link || e.name == ".git" {
+			if e.name == ".git" {
 				continue
 			}
 			p := it.dir + "/" + e.name
-			if !e.dir {
+			if !e.dir || e.link {
+				// A link is guarded with what it names (discovery.add).
 				if codeFile(e.name, parent) && sc.ignored(p, false) && !covered(p) {
 					d.add(p, placeholder{})
 				}

@@ -123,7 +123,8 @@ func TestSweepIgnored(t *testing.T) {
 	home := t.TempDir()
 	jh := filepath.Join(t.TempDir(), "joule")
 	ws := filepath.Join(t.TempDir(), "ws")
-	writeT(t, filepath.Join(ws, ".gitignore"), "node_modules/\n__pycache__/\nlocal.mk\n.envrc.local\ndist/\n.idea/\n")
+	writeT(t, filepath.Join(ws, ".gitignore"), "node_modules/\n__pycache__/\nlocal.mk\n.envrc.local\ndist/\n.idea/\n.vscode/\n")
+	writeT(t, filepath.Join(ws, ".vscode/tasks.json"), "{}")
 	writeT(t, filepath.Join(ws, "src/__pycache__/old.pyc"), "old")
 	writeT(t, filepath.Join(ws, "dist/old.js"), "old")
 	gitT(t, ws, "init", "-q")
@@ -150,12 +151,12 @@ func TestSweepIgnored(t *testing.T) {
 	}
 	var msg strings.Builder
 	spec.sweep(&msg)
-	for _, gone := range []string{"local.mk", ".envrc.local", "src/__pycache__/m.pyc", "deep/a/b/c/d/e/__pycache__/n.pyc", ".idea", "node_modules/.bin"} {
+	for _, gone := range []string{"local.mk", ".envrc.local", "src/__pycache__/m.pyc", "deep/a/b/c/d/e/__pycache__/n.pyc", ".idea", "node_modules/.bin", ".vscode/sub/launch.json"} {
 		if _, err := os.Lstat(filepath.Join(ws, gone)); err == nil {
 			t.Errorf("%s is still in the workspace", gone)
 		}
 	}
-	for _, kept := range []string{"src/__pycache__/old.pyc", "dist/old.js", "dist/new.js", "src/new.mk", ".gitignore"} {
+	for _, kept := range []string{"src/__pycache__/old.pyc", "dist/old.js", "dist/new.js", "src/new.mk", ".gitignore", ".vscode/tasks.json"} {
 		if _, err := os.Lstat(filepath.Join(ws, kept)); err != nil {
 			t.Errorf("%s was taken: %v", kept, err)
 		}

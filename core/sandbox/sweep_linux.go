@@ -318,12 +318,8 @@ func (s *sweeper) ignoredDir(fd int, p, name string, sc ignoreScope) bool {
 		if err != nil {
 			return true
 		}
-		defer unix.Close(sub)
-		for _, e := range listFD(sub, q) {
-			if !e.dir && s.changed(sub, e.name, false) {
-				s.takeCode(sub, q, e.name)
-			}
-		}
+		s.takeChanged(sub, q, 0)
+		unix.Close(sub)
 	case !s.changed(fd, name, true):
 		// An existing directory of dependencies the discovery did not
 		// reach (docs/gate.md, "Not covered").
@@ -333,6 +329,27 @@ func (s *sweeper) ignoredDir(fd int, p, name string, sc ignoreScope) bool {
 		s.takeCode(fd, p, name)
 	}
 	return true
+}
+
+// takeChanged takes out what the command changed in directory fd (path
+// p), an ignored directory every file of which is code or configuration,
+// and below it (at most four levels).
+func (s *sweeper) takeChanged(fd int, p string, depth int) {
+	for _, e := range listFD(fd, p) {
+		if !e.dir || e.link {
+			if s.changed(fd, e.name, false) {
+				s.takeCode(fd, p, e.name)
+			}
+			continue
+		}
+		if depth >= 4 {
+			continue
+		}
+		if sub, err := unix.Openat(fd, e.name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
+			s.takeChanged(sub, p+"/"+e.name, depth+1)
+			unix.Close(sub)
+		}
+	}
 }
 
 // takeCode moves entry name of directory fd (path dir) to the quarantine:
