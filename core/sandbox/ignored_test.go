@@ -6,10 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestIgnoredCode pins what the discovery finds of a workspace's ignored
@@ -180,5 +183,52 @@ func TestSweepIgnored(t *testing.T) {
 	spec.sweep(&msg)
 	if msg.Len() != 0 {
 		t.Errorf("a second sweep says:\n%s", msg.String())
+	}
+}
+
+// BenchmarkIgnoredWalk times the discovery of one command start over the
+// repository the test runs in (its checkout as the workspace) with the
+// walk for ignored code and without it (benchNoIgnored), alternating in
+// one loop: the median CPU time of each (of the thread, user and system:
+// on a loaded machine the wall time is mostly waiting for a CPU; its
+// resolution is the scheduler's tick, hence medians of many) and their
+// ratio, walk-x.
+func BenchmarkIgnoredWalk(b *testing.B) {
+	out, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+	if err != nil {
+		b.Skip("not in a git checkout")
+	}
+	ws, _ := filepath.EvalSymlinks(strings.TrimSpace(string(out)))
+	home := b.TempDir()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	defer func() { benchNoIgnored = false }()
+	cpu := func() time.Duration {
+		var ru unix.Rusage
+		unix.Getrusage(unix.RUSAGE_THREAD, &ru)
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	var with, without []time.Duration
+	for i := 0; i < 2*b.N; i++ {
+		benchNoIgnored = i%2 == 1
+		spec := Spec{Layers: []Layer{{Write: []string{ws}}}, persist: persistIn{home: home, getenv: os.Getenv, grant: []string{ws}}}
+		t0 := cpu()
+		spec.guards()
+		d := cpu() - t0
+		if benchNoIgnored {
+			without = append(without, d)
+		} else {
+			with = append(with, d)
+		}
+	}
+	med := func(d []time.Duration) time.Duration {
+		slices.Sort(d)
+		return d[len(d)/2]
+	}
+	w, wo := med(with), med(without)
+	b.ReportMetric(float64(w.Microseconds()), "µs-with-cpu")
+	b.ReportMetric(float64(wo.Microseconds()), "µs-without-cpu")
+	if wo > 0 {
+		b.ReportMetric(float64(w)/float64(wo), "walk-x")
 	}
 }
