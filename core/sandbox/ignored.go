@@ -31,7 +31,7 @@ import (
 //     directory is left in its place, over which the session's next command
 //     mounts that layer; any other ignored code or configuration the
 //     command wrote (its change time is after the command started) is moved
-//     to the quarantine, and a .pyc it wrote in a __pycache__ is removed
+//     to the quarantine, and so is a .pyc it wrote in a __pycache__
 //     (python compiles the source again), each said on stderr.
 //
 // What makes a path code or configuration to other programs is its name
