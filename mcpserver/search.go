@@ -12,7 +12,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/joulehook/joule/tiers/gitignore"
+	"github.com/joulehook/joule/core/gitignore"
 )
 
 // ignorer applies the ignore files of a tree as a walk enters its

@@ -188,6 +188,7 @@ type gitConfig struct {
 	worktreeConfig bool     // extensions.worktreeConfig
 	worktree       string   // core.worktree, as written
 	sha256         bool     // extensions.objectFormat = sha256
+	excludesFile   string   // core.excludesFile, as written
 }
 
 func (g *gitConfig) add(section, sub, key, value string) {
@@ -196,6 +197,8 @@ func (g *gitConfig) add(section, sub, key, value string) {
 		g.hooksPaths = append(g.hooksPaths, value)
 	case section == "core" && sub == "" && key == "worktree":
 		g.worktree = value
+	case section == "core" && sub == "" && key == "excludesfile":
+		g.excludesFile = value
 	case (section == "include" && sub == "" || section == "includeif") && key == "path":
 		g.includes = append(g.includes, value)
 	case section == "extensions" && sub == "" && key == "worktreeconfig":

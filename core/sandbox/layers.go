@@ -64,6 +64,10 @@ const (
 // the lower layer, Upper and Work the session's.
 type Overlay struct {
 	Path, Upper, Work string
+	// InTree is a directory inside a writable tree (the workspace's
+	// ignored code, ignored.go) rather than a cache: where its overlay
+	// cannot be mounted it is bound read-only, not left writable.
+	InTree bool
 }
 
 // options is the mount data of o, false where one of its paths holds a
@@ -86,17 +90,25 @@ func bootID() string {
 	return strings.TrimSpace(string(b))
 }
 
+// layerBase is the directory of path p's layer in slot: its upper and work
+// directories, named by a hash of the path.
+func layerBase(slot, p string) string {
+	sum := sha256.Sum256([]byte(p))
+	return filepath.Join(slot, hex.EncodeToString(sum[:8]))
+}
+
 // prepareLayers makes the session's layer for each cache, below the
 // first free slot of dir (created 0700), and returns the overlays and the
 // descriptor that holds the slot (its flock is released when it is closed,
-// with joule-exec's exit). It removes old layers first (gcLayers).
-func prepareLayers(dir string, caches []string, now time.Time) ([]Overlay, int, error) {
+// with joule-exec's exit) and the slot's path. It removes old layers first
+// (gcLayers).
+func prepareLayers(dir string, caches []string, now time.Time) ([]Overlay, int, string, error) {
 	if dir == "" {
-		return nil, -1, errors.New("the policy names no private layer for them")
+		return nil, -1, "", errors.New("the policy names no private layer for them")
 	}
 	root := filepath.Dir(dir)
 	if err := os.MkdirAll(root, 0o700); err != nil {
-		return nil, -1, err
+		return nil, -1, "", err
 	}
 	gcLayers(root, now)
 	boot := bootID()
@@ -106,11 +118,11 @@ func prepareLayers(dir string, caches []string, now time.Time) ([]Overlay, int, 
 			slot = dir + "." + itoa(i)
 		}
 		if err := syscall.Mkdir(slot, 0o700); err != nil && err != syscall.EEXIST {
-			return nil, -1, fmt.Errorf("mkdir %s: %w", slot, err)
+			return nil, -1, "", fmt.Errorf("mkdir %s: %w", slot, err)
 		}
 		fd, err := openLayer(slot)
 		if err != nil {
-			return nil, -1, err
+			return nil, -1, "", err
 		}
 		if syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB) != nil {
 			syscall.Close(fd)
@@ -127,12 +139,11 @@ func prepareLayers(dir string, caches []string, now time.Time) ([]Overlay, int, 
 		stale := !ok || string(b) != boot
 		var out []Overlay
 		for _, c := range caches {
-			sum := sha256.Sum256([]byte(c))
-			base := filepath.Join(slot, hex.EncodeToString(sum[:8]))
+			base := layerBase(slot, c)
 			o := Overlay{Path: c, Upper: filepath.Join(base, "upper"), Work: filepath.Join(base, "work")}
 			if err := syscall.Mkdir(base, 0o700); err != nil && err != syscall.EEXIST {
 				syscall.Close(fd)
-				return nil, -1, fmt.Errorf("mkdir %s: %w", base, err)
+				return nil, -1, "", fmt.Errorf("mkdir %s: %w", base, err)
 			}
 			if stale {
 				syscall.Rename(o.Upper, filepath.Join(base, "old."+itoa(int(now.UnixNano()&0x7fffffffffff))))
@@ -141,7 +152,7 @@ func prepareLayers(dir string, caches []string, now time.Time) ([]Overlay, int, 
 			for _, d := range []string{o.Upper, o.Work} {
 				if err := syscall.Mkdir(d, 0o700); err != nil && err != syscall.EEXIST {
 					syscall.Close(fd)
-					return nil, -1, fmt.Errorf("mkdir %s: %w", d, err)
+					return nil, -1, "", fmt.Errorf("mkdir %s: %w", d, err)
 				}
 			}
 			out = append(out, o)
@@ -149,9 +160,9 @@ func prepareLayers(dir string, caches []string, now time.Time) ([]Overlay, int, 
 		if stale {
 			os.WriteFile(filepath.Join(slot, ".boot"), []byte(boot), 0o600)
 		}
-		return out, fd, nil
+		return out, fd, slot, nil
 	}
-	return nil, -1, fmt.Errorf("the session's %d layers are all in use", layerSlots)
+	return nil, -1, "", fmt.Errorf("the session's %d layers are all in use", layerSlots)
 }
 
 // openLayer opens a layer directory, refusing a link or one that is not

@@ -18,7 +18,7 @@ func TestPrepareLayers(t *testing.T) {
 	dir := LayerDir(jh, "session-1")
 	caches := []string{"/c/one", "/c/two"}
 	now := time.Now()
-	ovs, fd, err := prepareLayers(dir, caches, now)
+	ovs, fd, _, err := prepareLayers(dir, caches, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,12 +34,12 @@ func TestPrepareLayers(t *testing.T) {
 	}
 	// Held: the next command of the session gets slot 1, and the one after
 	// that slot 1 again once it is released.
-	ovs2, fd2, err := prepareLayers(dir, caches, now)
+	ovs2, fd2, _, err := prepareLayers(dir, caches, now)
 	if err != nil || filepath.Dir(filepath.Dir(ovs2[0].Upper)) != dir+".1" {
 		t.Fatalf("second command: %+v %v", ovs2, err)
 	}
 	syscall.Close(fd2)
-	ovs3, fd3, err := prepareLayers(dir, caches, now)
+	ovs3, fd3, _, err := prepareLayers(dir, caches, now)
 	if err != nil || filepath.Dir(filepath.Dir(ovs3[0].Upper)) != dir+".1" {
 		t.Fatalf("third command: %+v %v", ovs3, err)
 	}
@@ -49,7 +49,7 @@ func TestPrepareLayers(t *testing.T) {
 	// the collection removes what was set aside.
 	os.WriteFile(filepath.Join(ovs[0].Upper, "entry"), []byte("x"), 0o600)
 	os.WriteFile(filepath.Join(dir, ".boot"), []byte("another boot"), 0o600)
-	ovs4, fd4, err := prepareLayers(dir, caches, now)
+	ovs4, fd4, _, err := prepareLayers(dir, caches, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,11 +65,11 @@ func TestPrepareLayers(t *testing.T) {
 	if _, err := os.Stat(old[0]); err == nil {
 		t.Error("the collection left a layer of another boot")
 	}
-	if _, _, err := prepareLayers("", caches, now); err == nil {
+	if _, _, _, err := prepareLayers("", caches, now); err == nil {
 		t.Error("no layer directory: no error")
 	}
 	os.Chmod(dir, 0o755)
-	if _, _, err := prepareLayers(dir, caches, now); err == nil {
+	if _, _, _, err := prepareLayers(dir, caches, now); err == nil {
 		t.Error("a layer others can read: no error")
 	}
 	os.Chmod(dir, 0o700)

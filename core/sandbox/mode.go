@@ -42,7 +42,7 @@ func LandlockOnlyGaps() []string {
 		"the number of processes is not bounded (RLIMIT_NPROC would count every process of the user)",
 		"processes the command leaves running outlive it (no PID namespace)",
 		"what programs run later outside read as configuration or code inside the writable trees stays writable: git's configuration and hooks, shell start-up files, PATH directories (a read-only mount needs a mount namespace; Landlock would refuse every new entry in .git), and what git would run of a repository the command makes is not taken out afterwards (joule-exec execs the program in its own place)",
-		"the toolchains' caches are writable in place (their private layer is an overlay, which needs a mount namespace)",
+		"the toolchains' caches and the workspace's git-ignored code (node_modules, .venv, an ignored .npmrc or local.mk) are writable in place (their private layer is an overlay, and a read-only bind a mount, which need a mount namespace)",
 	}
 }
 

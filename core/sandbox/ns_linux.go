@@ -172,7 +172,6 @@ func (e errNamespace) Error() string { return e.err.Error() }
 // plan.go) and, once it has started, waits for it and exits with its
 // status: it returns only when the program did not start.
 func execNamespace(spec Spec, abi int, path string, argv, env []string, warn io.Writer) error {
-	spec.started = time.Now()
 	spec.guarded = spec.guards()
 	makePlaceholders(spec.guarded, spec.stats)
 	if spec.stats == nil {
@@ -186,17 +185,31 @@ func execNamespace(spec Spec, abi int, path string, argv, env []string, warn io.
 			caches = append(caches, c)
 		}
 	}
-	if len(caches) > 0 {
-		ovs, lock, err := prepareLayers(spec.LayerDir, caches, time.Now())
-		if err != nil && warn != nil {
-			fmt.Fprintf(warn, "joule-exec: the toolchains' caches (%s) are read-only for this command: %v\n", strings.Join(caches, ", "), err)
+	// The workspace's ignored code (ignored.go) gets the caches' private
+	// layer too; where none can be made it is bound read-only.
+	if len(caches) > 0 || len(spec.ignoredDirs) > 0 || spec.LayerDir != "" {
+		ovs, lock, slot, err := prepareLayers(spec.LayerDir, append(slices.Clone(caches), spec.ignoredDirs...), time.Now())
+		if err != nil && warn != nil && len(caches)+len(spec.ignoredDirs) > 0 {
+			fmt.Fprintf(warn, "joule-exec: the toolchains' caches and the workspace's ignored code (%s) are read-only for this command: %v\n", strings.Join(append(slices.Clone(caches), spec.ignoredDirs...), ", "), err)
 		}
 		_ = lock // held (its flock) until joule-exec exits; closed on exec
+		spec.slot = slot
 		for _, o := range ovs {
+			o.InTree = slices.Contains(spec.ignoredDirs, o.Path)
 			if _, ok := o.options(); ok {
 				spec.overlays = append(spec.overlays, o)
-			} else if warn != nil {
+				continue
+			}
+			if o.InTree {
+				spec.guarded = append(spec.guarded, guard{path: o.Path})
+			}
+			if warn != nil {
 				fmt.Fprintf(warn, "joule-exec: %s is read-only for this command: its path holds a character overlayfs options cannot carry (, : \\)\n", o.Path)
+			}
+		}
+		if err != nil {
+			for _, d := range spec.ignoredDirs {
+				spec.guarded = append(spec.guarded, guard{path: d})
 			}
 		}
 	}
@@ -286,8 +299,18 @@ func execNamespace(spec Spec, abi int, path string, argv, env []string, warn io.
 			setattr("mount_setattr(writable)", slot, 0, rdwr, true)
 		}
 		data, _ := o.options()
+		skip := 1
+		if o.InTree {
+			skip = 3 // the read-only bind below, made only where the overlay failed
+		}
 		s.add("mount overlay "+o.Path, rawCall{trap: unix.SYS_MOUNT, a: [6]uintptr{cstr(&keep, "overlay"), cstr(&keep, o.Path), cstr(&keep, "overlay"),
-			unix.MS_NOSUID | unix.MS_NODEV, cstr(&keep, data)}, ignore: true, skipOnSuccess: 1})
+			unix.MS_NOSUID | unix.MS_NODEV, cstr(&keep, data)}, ignore: true, skipOnSuccess: skip})
+		if o.InTree {
+			// Inside a writable tree a directory without its overlay would
+			// be writable in place: it is bound read-only instead.
+			mount("bind", o.Path, o.Path, "", unix.MS_BIND|unix.MS_REC, "")
+			mount("remount read-only", "", o.Path, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|remountFlags(o.Path), "")
+		}
 		msg := "joule-exec: " + o.Path + " is read-only for this command: the overlay with the session's private layer could not be mounted\n"
 		s.add("write", rawCall{trap: unix.SYS_WRITE, a: [6]uintptr{2, ptr(&keep, []byte(msg)), uintptr(len(msg))}, ignore: true})
 	}
@@ -455,6 +478,7 @@ func execNamespace(spec Spec, abi int, path string, argv, env []string, warn io.
 	for _, o := range plan.Overlays {
 		umounts = append(umounts, cstr(&keep, o.Path))
 	}
+	spec.started = time.Now()
 	pid, errno := forkChild(s.calls, p[1], report, status, umounts)
 	unix.RawSyscall6(unix.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&orig)), 0, 8, 0, 0)
 	syscall.ForkLock.Unlock()

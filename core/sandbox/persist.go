@@ -73,6 +73,10 @@ const (
 	maxListings  = 128
 )
 
+// benchNoIgnored leaves the walk for ignored code out of the discovery:
+// BenchmarkIgnoredWalk's baseline, never set otherwise.
+var benchNoIgnored bool
+
 // maxRepos bounds the git directories one discovery follows.
 const maxRepos = 256
 
@@ -142,6 +146,9 @@ type discovery struct {
 	global  gitConfig       // the global and system configuration
 	// listings counts the directories scan listed (maxListings).
 	listings int
+	// listed are the listings made, which the walk for ignored code
+	// (ignored.go) shares with scan.
+	listed map[string][]dirent
 }
 
 // guards finds the paths of spec's writable trees that programs run
@@ -212,6 +219,11 @@ func (spec *Spec) guards() []guard {
 		if filepath.IsAbs(p) {
 			d.add(p, placeholder{})
 		}
+	}
+	// Last: the workspace's ignored code and configuration (ignored.go),
+	// but what is guarded above already.
+	if !benchNoIgnored {
+		spec.ignoredDirs = d.ignoredCode()
 	}
 	return d.out
 }
@@ -324,7 +336,14 @@ func (d *discovery) scan(t string) {
 
 // list lists dir, remembering what it learns for Plan.
 func (d *discovery) list(dir string) []dirent {
+	if ents, ok := d.listed[dir]; ok {
+		return ents
+	}
 	ents := listDir(dir)
+	if d.listed == nil {
+		d.listed = map[string][]dirent{}
+	}
+	d.listed[dir] = ents
 	for _, e := range ents {
 		p := filepath.Join(dir, e.name)
 		if _, ok := d.spec.stats[p]; !ok {
@@ -541,6 +560,9 @@ func (d *discovery) readConfig(file string, cfg *gitConfig, level int) {
 	cfg.hooksPaths = append(cfg.hooksPaths, c.hooksPaths...)
 	cfg.worktreeConfig = cfg.worktreeConfig || c.worktreeConfig
 	cfg.sha256 = cfg.sha256 || c.sha256
+	if c.excludesFile != "" {
+		cfg.excludesFile = c.excludesFile
+	}
 	if c.worktree != "" {
 		cfg.worktree = c.worktree
 	}

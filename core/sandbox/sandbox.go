@@ -84,12 +84,15 @@
 // trees (git's metadata of the repositories found there, the home's dot
 // entries where the home is writable, shell start-up files, PATH
 // directories) is read-only (persist.go), and the toolchains' shared caches
-// are overlays whose upper layer is the session's own (layers.go), so that
+// are overlays whose upper layer is the session's own (layers.go), and so
+// are the workspace's git-ignored directories of dependencies and tools'
+// configuration (ignored.go; its ignored code files are read-only), so that
 // nothing the command writes runs, or is followed, unconfined afterwards.
 // A repository the command makes, or one the discovery did not find, is
 // swept once every process of the command has ended: its hooks and every
 // configuration variable but an allow-list are moved to a quarantine
-// (sweep_linux.go). Landlock alone can do none of it (LandlockOnlyGaps).
+// (sweep_linux.go), and so is the ignored code it wrote where nothing
+// covered it. Landlock alone can do none of it (LandlockOnlyGaps).
 //
 // The network (Landlock ABI 4): TCP connect and bind are refused unless
 // Spec.Net. With the network off a seccomp filter refuses every other
@@ -162,10 +165,19 @@ type Spec struct {
 	// command leaves them alone.
 	known map[string]bool
 	// views is git's view of each repository the discovery followed
-	// that has a work tree, as the command starts (visible.go); started
-	// is when.
-	views   []gitView
+	// that has a work tree, as the command starts (visible.go).
+	views []gitView
+	// ignoredDirs are the workspace's git-ignored directories of
+	// dependencies and configuration the discovery found (ignored.go):
+	// each is mounted as an overlay with the session's private layer.
+	ignoredDirs []string
+	// started is when the command started, for the sweep: ignored code
+	// changed since is the command's (ignored.go), and so is what hides a
+	// change from git (visible.go).
 	started time.Time
+	// slot is the session's layer directory this command holds (layers.go),
+	// where the sweep moves a new directory of dependencies; "" if none.
+	slot string
 	// standIns are the stand-ins Exec holds for the command's run
 	// (standin_linux.go), for Plan: each is bound read-only.
 	standIns map[string]bool

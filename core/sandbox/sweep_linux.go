@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/joulehook/joule/core/gitignore"
 	"golang.org/x/sys/unix"
 )
 
@@ -54,8 +55,11 @@ import (
 // Ordinary work drops nothing: git init, clone and submodule add write
 // only kept variables and *.sample hooks.
 //
-// The walk does not follow links, enters no node_modules (code there runs
-// unconfined by design: docs/gate.md), no cache and no refused path (the
+// The same walk takes out the git-ignored code and configuration the
+// command wrote (ignored.go). It does not follow links, enters no
+// node_modules (an ignored one is an overlay of the session's, or new and
+// moved to its layer; one that is not ignored shows in git status), no
+// overlay or read-only guard, no cache and no refused path (the
 // command wrote neither), and in a git directory enters only modules/ and
 // worktrees/. It opens every directory relative to its
 // parent's descriptor without following links, so that another command
@@ -99,6 +103,17 @@ type sweeper struct {
 	ignores []ignoreCand
 	hid     []sweptRepo
 	getenv  func(string) string
+	// The workspace's ignored code (ignored.go): what the command changed
+	// since started (less ctimeSlack) is taken out; covered are the paths
+	// the namespace construction mounted (overlays, read-only guards),
+	// which the command could not change; new directories of dependencies
+	// go to slot.
+	started time.Time
+	covered map[string]bool
+	global  *gitignore.File
+	slot    string
+	code    []sweptRepo // ignored code taken out, by directory
+	layered []string    // new directories of dependencies moved to the layer
 }
 
 // sweptRepo is what was moved out of one git directory.
@@ -152,8 +167,34 @@ func (spec *Spec) newSweeper() *sweeper {
 		}
 	}
 	s.writable = compact(s.writable)
+	s.started, s.slot = spec.started, spec.slot
+	s.covered = map[string]bool{}
+	for _, o := range spec.overlays {
+		s.covered[o.Path] = true
+	}
+	for _, g := range spec.guarded {
+		s.covered[g.path] = true
+	}
+	getenv := spec.persist.getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	excludes := ""
+	if spec.persist.home != "" {
+		var g gitConfig
+		if b, ok := readSmall(filepath.Join(spec.persist.home, ".gitconfig"), maxGitFile); ok {
+			parseGitConfig(b, g.add)
+		}
+		excludes = g.excludesFile
+	}
+	s.global = ignoreRules(excludes, spec.persist.home, getenv)
 	return s
 }
+
+// ctimeSlack is how much earlier than the command's start a change may be
+// dated and still be the command's: the kernel dates changes with a coarse
+// clock, up to a tick behind the one time.Now reads.
+const ctimeSlack = 20 * time.Millisecond
 
 // outermost drops the trees inside another of ps (sorted, compact).
 func outermost(ps []string) []string {
@@ -172,7 +213,7 @@ func (s *sweeper) run() {
 		if err != nil {
 			continue
 		}
-		if !s.walk(fd, t, 0, "") {
+		if !s.walk(fd, t, 0, "", topScope(t, s.global)) {
 			s.stopped = append(s.stopped, t)
 		}
 		unix.Close(fd)
@@ -188,10 +229,11 @@ func inAny(p string, trees []string) bool {
 	return false
 }
 
-// walk looks at directory fd (path p) and below it; false if it stopped
-// at a bound. anc is the innermost directory above p that the command
-// changed (visible_linux.go), "" if none.
-func (s *sweeper) walk(fd int, p string, depth int, anc string) bool {
+// walk looks at directory fd (path p, sc the ignore rules in force there)
+// and below it; false if it stopped at a bound. anc is the innermost
+// directory above p that the command changed (visible_linux.go), "" if
+// none.
+func (s *sweeper) walk(fd int, p string, depth int, anc string, sc ignoreScope) bool {
 	if s.dirs >= maxSweepDirs || depth > maxSweepDepth {
 		return false
 	}
@@ -203,10 +245,11 @@ func (s *sweeper) walk(fd int, p string, depth int, anc string) bool {
 		}
 	}
 	ents := listFD(fd, p)
-	var head, objects, refs, commondir bool
+	var head, objects, refs, commondir, dotgit, gi bool
 	for _, e := range ents {
 		switch e.name {
 		case ".gitignore":
+			gi = !e.dir
 			if !s.since.IsZero() {
 				s.noteIgnore(fd, p, anc)
 			}
@@ -218,33 +261,163 @@ func (s *sweeper) walk(fd int, p string, depth int, anc string) bool {
 			refs = true
 		case "commondir":
 			commondir = !e.dir
+		case ".git":
+			dotgit = true
 		}
 	}
 	gitdir := head && (objects && refs || commondir)
 	if gitdir {
 		s.gitdir(fd, p)
+	} else {
+		sc = sc.enter(p, dotgit, gi, s.global)
 	}
 	ok := true
 	for _, e := range ents {
+		q := p + "/" + e.name
 		switch {
 		case e.name == ".git" && !e.dir:
 			s.pointer(fd, p)
 			continue
-		case !e.dir || e.link || e.name == "node_modules":
+		case s.covered[q] || s.skip[q]:
+			continue
+		case !gitdir && (!e.dir || e.link):
+			if codeFile(e.name, filepath.Base(p)) && !s.started.IsZero() && s.changed(fd, e.name, false) && sc.ignored(q, false) {
+				s.takeCode(fd, p, e.name)
+			}
+			continue
+		case !e.dir || e.link:
 			continue
 		case gitdir && e.name != "modules" && e.name != "worktrees":
 			continue
-		case s.skip[p+"/"+e.name]:
+		case !gitdir && !s.started.IsZero() && s.ignoredDir(fd, p, e.name, sc):
+			continue
+		case e.name == "node_modules":
 			continue
 		}
 		sub, err := unix.Openat(fd, e.name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
 			continue
 		}
-		ok = s.walk(sub, p+"/"+e.name, depth+1, anc) && ok
+		ok = s.walk(sub, q, depth+1, anc, sc) && ok
 		unix.Close(sub)
 	}
 	return ok
+}
+
+// changed reports whether entry name of directory fd was changed (or,
+// with born, made) since the command started: its change time (birth
+// time) is later, less ctimeSlack. Neither can be set by the command:
+// utimes sets the modification time only.
+func (s *sweeper) changed(fd int, name string, born bool) bool {
+	var st unix.Statx_t
+	if unix.Statx(fd, name, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_CTIME|unix.STATX_BTIME, &st) != nil {
+		return false
+	}
+	t := st.Ctime
+	if born && st.Mask&unix.STATX_BTIME != 0 {
+		t = st.Btime
+	}
+	return !time.Unix(t.Sec, int64(t.Nsec)).Before(s.started.Add(-ctimeSlack))
+}
+
+// ignoredDir handles a directory of the walk that is ignored code
+// (ignored.go): a __pycache__ has the .pyc files the command wrote
+// removed; a new directory of dependencies goes to the session's layer, a
+// new configuration directory to the quarantine; an existing
+// configuration directory the discovery did not cover has what the
+// command changed in it taken out. It reports whether it handled the
+// directory (the walk does not enter it).
+func (s *sweeper) ignoredDir(fd int, p, name string, sc ignoreScope) bool {
+	q := p + "/" + name
+	venv := false
+	if !codeDir(name) && name != "__pycache__" {
+		var st unix.Stat_t
+		venv = unix.Fstatat(fd, name+"/pyvenv.cfg", &st, unix.AT_SYMLINK_NOFOLLOW) == nil
+		if !venv {
+			return false
+		}
+	}
+	if !sc.ignored(q, true) {
+		return false
+	}
+	switch {
+	case name == "__pycache__" || configDirs[name] && !s.changed(fd, name, true):
+		sub, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return true
+		}
+		s.takeChanged(sub, q, 0)
+		unix.Close(sub)
+	case !s.changed(fd, name, true):
+		// An existing directory of dependencies the discovery did not
+		// reach (docs/gate.md, "Not covered").
+	case depDirs[name] || venv:
+		s.toLayer(fd, p, name)
+	default:
+		s.takeCode(fd, p, name)
+	}
+	return true
+}
+
+// takeChanged takes out what the command changed in directory fd (path
+// p), an ignored directory every file of which is code or configuration,
+// and below it (at most four levels).
+func (s *sweeper) takeChanged(fd int, p string, depth int) {
+	for _, e := range listFD(fd, p) {
+		if !e.dir || e.link {
+			if s.changed(fd, e.name, false) {
+				s.takeCode(fd, p, e.name)
+			}
+			continue
+		}
+		if depth >= 4 {
+			continue
+		}
+		if sub, err := unix.Openat(fd, e.name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
+			s.takeChanged(sub, p+"/"+e.name, depth+1)
+			unix.Close(sub)
+		}
+	}
+}
+
+// takeCode moves entry name of directory fd (path dir) to the quarantine:
+// ignored code or configuration the command wrote.
+func (s *sweeper) takeCode(fd int, dir, name string) {
+	var r *sweptRepo
+	if n := len(s.code); n > 0 && s.code[n-1].gitdir == dir {
+		r = &s.code[n-1]
+	} else {
+		s.code = append(s.code, *s.repo(dir))
+		r = &s.code[len(s.code)-1]
+	}
+	s.move(r, fd, name, name)
+	r.qdir = s.qdir
+}
+
+// toLayer moves a new directory of dependencies (entry name of directory
+// fd, path dir) to the session's layer, as the upper layer of the overlay
+// the session's next command mounts over it, and leaves an empty directory
+// in its place. Where it cannot (no layer; another file system), it goes
+// to the quarantine.
+func (s *sweeper) toLayer(fd int, dir, name string) {
+	p := dir + "/" + name
+	if s.dry {
+		s.layered = append(s.layered, p)
+		return
+	}
+	if s.slot != "" {
+		base := layerBase(s.slot, p)
+		upper := filepath.Join(base, "upper")
+		if err := os.MkdirAll(base, 0o700); err == nil {
+			unix.Rename(upper, filepath.Join(base, "old."+strconv.FormatInt(time.Now().UnixNano(), 10)))
+			if unix.Renameat(fd, name, unix.AT_FDCWD, upper) == nil {
+				unix.Mkdirat(fd, name, 0o755)
+				s.layered = append(s.layered, p)
+				return
+			}
+		}
+	}
+	s.takeCode(fd, dir, name)
 }
 
 // gitdirAt sweeps the git directory at path g (resolved), opened anew.
@@ -558,6 +731,26 @@ func (s *sweeper) report(w io.Writer) {
 				f.WriteString(b.String())
 				f.Close()
 			}
+		}
+	}
+	if len(s.layered) > 0 {
+		fmt.Fprintf(w, "joule-exec: the git-ignored dependencies this command installed (%s) are the session's own: moved to its private layer, which its next commands see; the person's programs see an empty directory there (install from the lockfile, which the diff shows)\n", strings.Join(s.layered, ", "))
+	}
+	if len(s.code) > 0 {
+		var b strings.Builder
+		b.WriteString("joule-exec: programs run later would read as code or configuration what this command wrote to git-ignored paths, which the person's diff does not show; taken out")
+		if s.qdir != "" {
+			b.WriteString(" (kept in " + s.qdir + ")")
+		} else {
+			b.WriteString(" and removed")
+		}
+		b.WriteString(":\n")
+		for _, r := range s.code {
+			b.WriteString("  " + r.gitdir + ": " + strings.Join(r.what, ", ") + "\n")
+		}
+		io.WriteString(w, b.String())
+		if s.qdir != "" {
+			os.WriteFile(filepath.Join(s.qdir, "README.ignored"), []byte(b.String()), 0o600)
 		}
 	}
 	for _, t := range s.stopped {

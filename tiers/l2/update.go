@@ -15,7 +15,7 @@ import (
 
 	"lukechampine.com/blake3"
 
-	"github.com/joulehook/joule/tiers/gitignore"
+	"github.com/joulehook/joule/core/gitignore"
 )
 
 // candidate is a file the scan found: regular, not ignored, within size.

@@ -2,7 +2,8 @@
 // patterns of its .gitignore files (each applying below its own directory,
 // a deeper file's match overriding a shallower one's) and of
 // .git/info/exclude, as gitignore(5) describes them. It is the one engine
-// behind the index's scan (tiers/l2) and the MCP search tool, and its tests
+// behind the index's scan (tiers/l2), the MCP search tool and the
+// sandbox's discovery of ignored code (core/sandbox), and its tests
 // hold it to what git itself ignores (git ls-files --others
 // --exclude-standard).
 package gitignore
