@@ -184,42 +184,71 @@ func (c *conn) notify(method string, params any) error {
 // call sends a request and waits for its response, answering the server's
 // requests meanwhile; result may be nil to discard the response body.
 func (c *conn) call(ctx context.Context, method string, params, result any) error {
-	c.nextID++
-	id := json.RawMessage(strconv.Itoa(c.nextID))
-	b, err := json.Marshal(params)
+	errs, err := c.callAll(ctx, []request{{method, params, result}})
 	if err != nil {
 		return err
 	}
-	if err := c.write(&message{ID: &id, Method: method, Params: b}); err != nil {
-		return fmt.Errorf("%s: writing to the server: %v", method, err)
+	return errs[0]
+}
+
+// request is one call of callAll.
+type request struct {
+	method         string
+	params, result any
+}
+
+// callAll sends every request at once and waits for all their responses:
+// the server reads the next while it answers one, so n requests cost one
+// round trip, not n. errs[i] is the error of request i; err ends the whole
+// batch (the context, the server gone, a write that failed).
+func (c *conn) callAll(ctx context.Context, reqs []request) (errs []error, err error) {
+	pending := map[string]int{}
+	for i, r := range reqs {
+		c.nextID++
+		id := json.RawMessage(strconv.Itoa(c.nextID))
+		b, err := json.Marshal(r.params)
+		if err != nil {
+			return nil, err
+		}
+		if err := c.write(&message{ID: &id, Method: r.method, Params: b}); err != nil {
+			return nil, fmt.Errorf("%s: writing to the server: %v", r.method, err)
+		}
+		pending[string(id)] = i
 	}
-	for {
+	errs = make([]error, len(reqs))
+	for len(pending) > 0 {
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		case m, ok := <-c.msgs:
 			if !ok {
-				return fmt.Errorf("%s: the server exited (%v): %s", method, c.readErr, c.stderr)
+				return nil, fmt.Errorf("%s: the server exited (%v): %s", reqs[0].method, c.readErr, c.stderr)
 			}
 			switch {
 			case m.Method != "" && m.ID != nil:
 				c.answer(m)
 			case m.Method != "":
 				// a notification: diagnostics, progress, log messages
-			case m.ID != nil && string(*m.ID) == string(id):
-				if m.Error != nil {
-					return fmt.Errorf("%s: %w", method, m.Error)
+			case m.ID != nil:
+				i, mine := pending[string(*m.ID)]
+				if !mine {
+					continue // the answer to a request abandoned earlier
 				}
-				if result == nil {
-					return nil
+				delete(pending, string(*m.ID))
+				r := reqs[i]
+				switch {
+				case m.Error != nil:
+					errs[i] = fmt.Errorf("%s: %w", r.method, m.Error)
+				case r.result != nil:
+					if len(m.Result) == 0 {
+						m.Result = json.RawMessage("null")
+					}
+					errs[i] = json.Unmarshal(m.Result, r.result)
 				}
-				if len(m.Result) == 0 {
-					m.Result = json.RawMessage("null")
-				}
-				return json.Unmarshal(m.Result, result)
 			}
 		}
 	}
+	return errs, nil
 }
 
 func (c *conn) answer(m *message) {

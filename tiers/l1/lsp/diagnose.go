@@ -3,11 +3,14 @@ package lsp
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 
 	"github.com/joulehook/joule/core"
@@ -100,7 +103,7 @@ func (s *session) affected(prior, next core.Files, words []string) []string {
 		}
 	}
 	var out []string
-	for _, p := range next.Paths() {
+	for p := range next { // not next.Paths(): a tree of thousands, sorted for a few
 		if !s.serves(p) {
 			continue
 		}
@@ -115,6 +118,7 @@ func (s *session) affected(prior, next core.Files, words []string) []string {
 			out = append(out, p)
 		}
 	}
+	sort.Strings(out)
 	return out
 }
 
@@ -125,90 +129,245 @@ type diagnostic struct {
 }
 
 // diagnose lists the errors the server reports for rels in its current
-// state, as "FILE: MESSAGE" (no position: an edit moves them).
+// state, as "FILE: MESSAGE" (no position: an edit moves them). The
+// requests go out at once (callAll). A file's errors already asked for in
+// the same state (the same open documents, the same disk) are not asked
+// again: the state after one edit is the state before the next, and a
+// request's prior is usually the last one's successor.
 func (s *session) diagnose(ctx context.Context, rels []string) ([]string, error) {
+	state := s.fingerprint()
+	known := s.diags.get(state)
+	var ask []string
+	for _, rel := range rels {
+		if _, ok := known[rel]; !ok {
+			ask = append(ask, rel)
+		}
+	}
+	if len(ask) > 0 {
+		got, err := s.askDiagnostics(ctx, ask)
+		if err != nil {
+			return nil, err
+		}
+		known = s.diags.put(state, got)
+	}
 	var out []string
 	for _, rel := range rels {
-		uri := fileURI(filepath.Join(s.root, filepath.FromSlash(rel)))
-		var ds []diagnostic
-		var err error
-		if s.srv.Name == "typescript-language-server" {
-			ds, err = s.tsDiagnostics(ctx, uri)
-		} else {
-			// gopls and pyright answer textDocument/diagnostic (pull)
-			var rep struct {
-				Kind  string       `json:"kind"`
-				Items []diagnostic `json:"items"`
-			}
-			err = s.c.call(ctx, "textDocument/diagnostic", map[string]any{"textDocument": map[string]any{"uri": uri}}, &rep)
-			var rpc *RPCError
-			if errors.As(err, &rpc) && rpc.Code == -32601 { // method not found
-				return nil, errNoDiagnose
-			}
-			if err == nil && rep.Kind != "full" && rep.Kind != "" { // gopls leaves it out
-				err = fmt.Errorf("a %q report, not a full one", rep.Kind)
-			}
-			ds = rep.Items
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: the errors of %s: %v", s.srv.Name, rel, err)
-		}
-		for _, d := range ds {
-			if d.Severity == 1 {
-				out = append(out, rel+": "+firstLine(d.Message))
-			}
-		}
+		out = append(out, known[rel]...)
 	}
 	return out, nil
 }
 
-// tsDiagnostics asks tsserver, through typescript-language-server's
-// typescript.tsserverRequest command, for the syntactic and semantic
-// errors of one open file: synchronous requests, where the server's own
-// diagnostics arrive later, debounced, as notifications.
-func (s *session) tsDiagnostics(ctx context.Context, uri string) ([]diagnostic, error) {
-	var out []diagnostic
-	for _, cmd := range []string{"syntacticDiagnosticsSync", "semanticDiagnosticsSync"} {
-		var raw json.RawMessage
-		err := s.c.call(ctx, "workspace/executeCommand", map[string]any{
-			"command":   "typescript.tsserverRequest",
-			"arguments": []any{cmd, map[string]any{"file": uri}},
-		}, &raw)
+// askDiagnostics asks the server for the errors of each of rels, all
+// requests at once.
+func (s *session) askDiagnostics(ctx context.Context, rels []string) (map[string][]string, error) {
+	ts := s.srv.Name == "typescript-language-server"
+	type pull struct {
+		Kind  string       `json:"kind"`
+		Items []diagnostic `json:"items"`
+	}
+	var reqs []request
+	pulls := make([]pull, len(rels))
+	var tsRaw []json.RawMessage
+	if ts {
+		tsRaw = make([]json.RawMessage, 2*len(rels))
+	}
+	for i, rel := range rels {
+		uri := fileURI(filepath.Join(s.root, filepath.FromSlash(rel)))
+		if ts {
+			for j, cmd := range tsDiagnosticCommands {
+				reqs = append(reqs, request{"workspace/executeCommand", map[string]any{
+					"command":   "typescript.tsserverRequest",
+					"arguments": []any{cmd, map[string]any{"file": uri}},
+				}, &tsRaw[2*i+j]})
+			}
+			continue
+		}
+		// gopls and pyright answer textDocument/diagnostic (pull)
+		reqs = append(reqs, request{"textDocument/diagnostic", map[string]any{"textDocument": map[string]any{"uri": uri}}, &pulls[i]})
+	}
+	errs, err := s.c.callAll(ctx, reqs)
+	if err != nil {
+		return nil, fmt.Errorf("%s: the errors of %s: %v", s.srv.Name, strings.Join(rels, ", "), err)
+	}
+	out := make(map[string][]string, len(rels))
+	for i, rel := range rels {
+		var ds []diagnostic
+		var err error
+		if ts {
+			for j, cmd := range tsDiagnosticCommands {
+				var more []diagnostic
+				if err = errs[2*i+j]; err == nil {
+					more, err = tsDiagnostics(cmd, tsRaw[2*i+j])
+				}
+				if err != nil {
+					break
+				}
+				ds = append(ds, more...)
+			}
+		} else {
+			err = errs[i]
+			var rpc *RPCError
+			if errors.As(err, &rpc) && rpc.Code == -32601 { // method not found
+				return nil, errNoDiagnose
+			}
+			if err == nil && pulls[i].Kind != "full" && pulls[i].Kind != "" { // gopls leaves it out
+				err = fmt.Errorf("a %q report, not a full one", pulls[i].Kind)
+			}
+			ds = pulls[i].Items
+		}
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%s: the errors of %s: %v", s.srv.Name, rel, err)
 		}
-		// the tsserver response, or its body alone
-		var resp struct {
-			Success *bool             `json:"success"`
-			Message string            `json:"message"`
-			Body    []json.RawMessage `json:"body"`
+		errs := []string{} // known, even when there are none
+		for _, d := range ds {
+			if d.Severity == 1 {
+				errs = append(errs, rel+": "+firstLine(d.Message))
+			}
 		}
-		var body []json.RawMessage
-		if json.Unmarshal(raw, &resp) == nil && resp.Success != nil {
-			if !*resp.Success {
-				return nil, fmt.Errorf("tsserver %s: %s", cmd, resp.Message)
-			}
-			body = resp.Body
-		} else if err := json.Unmarshal(raw, &body); err != nil {
-			return nil, fmt.Errorf("tsserver %s: unexpected answer %.200s", cmd, raw)
-		}
-		for _, b := range body {
-			var d struct {
-				Text     string `json:"text"`
-				Category string `json:"category"`
-				Code     int    `json:"code"`
-			}
-			if err := json.Unmarshal(b, &d); err != nil {
-				return nil, fmt.Errorf("tsserver %s: %v", cmd, err)
-			}
-			sev := 2
-			if d.Category == "error" {
-				sev = 1
-			}
-			out = append(out, diagnostic{Severity: sev, Message: fmt.Sprintf("error TS%d: %s", d.Code, d.Text)})
-		}
+		out[rel] = errs
 	}
 	return out, nil
+}
+
+// tsDiagnosticCommands are the tsserver requests, sent through
+// typescript-language-server's typescript.tsserverRequest command, that
+// list the syntactic and semantic errors of one open file: synchronous
+// requests, where the server's own diagnostics arrive later, debounced,
+// as notifications.
+var tsDiagnosticCommands = [2]string{"syntacticDiagnosticsSync", "semanticDiagnosticsSync"}
+
+// tsDiagnostics reads the answer to one of tsDiagnosticCommands.
+func tsDiagnostics(cmd string, raw json.RawMessage) ([]diagnostic, error) {
+	// the tsserver response, or its body alone
+	var resp struct {
+		Success *bool             `json:"success"`
+		Message string            `json:"message"`
+		Body    []json.RawMessage `json:"body"`
+	}
+	var body []json.RawMessage
+	if json.Unmarshal(raw, &resp) == nil && resp.Success != nil {
+		if !*resp.Success {
+			return nil, fmt.Errorf("tsserver %s: %s", cmd, resp.Message)
+		}
+		body = resp.Body
+	} else if err := json.Unmarshal(raw, &body); err != nil {
+		return nil, fmt.Errorf("tsserver %s: unexpected answer %.200s", cmd, raw)
+	}
+	var out []diagnostic
+	for _, b := range body {
+		var d struct {
+			Text     string `json:"text"`
+			Category string `json:"category"`
+			Code     int    `json:"code"`
+		}
+		if err := json.Unmarshal(b, &d); err != nil {
+			return nil, fmt.Errorf("tsserver %s: %v", cmd, err)
+		}
+		sev := 2
+		if d.Category == "error" {
+			sev = 1
+		}
+		out = append(out, diagnostic{Severity: sev, Message: fmt.Sprintf("error TS%d: %s", d.Code, d.Text)})
+	}
+	return out, nil
+}
+
+// fingerprint identifies the state the server checks: its open documents
+// (path and content) and the disk changes it was told of. Unopened files
+// that change on disk unannounced (a library below node_modules, the
+// module cache) are not in it; the pool's idle bound ends such a server.
+func (s *session) fingerprint() [sha256.Size]byte {
+	rels := make([]string, 0, len(s.docs))
+	for rel := range s.docs {
+		rels = append(rels, rel)
+	}
+	sort.Strings(rels)
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%d\x00", s.srv.Name, s.diskChanges)
+	h.Write(s.config[:])
+	for _, rel := range rels {
+		sum := s.docs[rel].sum
+		h.Write([]byte(rel))
+		h.Write([]byte{0})
+		h.Write(sum[:])
+	}
+	var out [sha256.Size]byte
+	h.Sum(out[:0])
+	return out
+}
+
+// noteConfig fingerprints the project files of files that the server reads
+// from disk rather than from a document (isConfig).
+func (s *session) noteConfig(files core.Files) {
+	var rels []string
+	for rel := range files {
+		if isConfig(rel) {
+			rels = append(rels, rel)
+		}
+	}
+	sort.Strings(rels)
+	h := sha256.New()
+	for _, rel := range rels {
+		sum := sha256.Sum256(files[rel])
+		h.Write([]byte(rel))
+		h.Write([]byte{0})
+		h.Write(sum[:])
+	}
+	h.Sum(s.config[:0])
+}
+
+// isConfig reports the files that configure a project for gopls,
+// tsserver or pyright.
+func isConfig(rel string) bool {
+	switch base := path.Base(rel); base {
+	case "go.mod", "go.sum", "go.work", "go.work.sum", "package.json", "pyrightconfig.json", "pyproject.toml", "setup.cfg":
+		return true
+	default:
+		return strings.HasSuffix(base, ".json") && (strings.HasPrefix(base, "tsconfig") || strings.HasPrefix(base, "jsconfig"))
+	}
+}
+
+// diagCache keeps the errors of the last few states the server checked,
+// per file: enough for a request's prior (the last request's successor,
+// or its prior) to be known.
+type diagCache struct {
+	states []diagState // most recent last
+}
+
+type diagState struct {
+	state [sha256.Size]byte
+	errs  map[string][]string
+}
+
+const diagStates = 4
+
+// get is what is known of state, nil if nothing.
+func (c *diagCache) get(state [sha256.Size]byte) map[string][]string {
+	for _, st := range c.states {
+		if st.state == state {
+			return st.errs
+		}
+	}
+	return nil
+}
+
+// put adds got to what is known of state and returns all of it.
+func (c *diagCache) put(state [sha256.Size]byte, got map[string][]string) map[string][]string {
+	for i, st := range c.states {
+		if st.state == state {
+			for rel, errs := range got {
+				st.errs[rel] = errs
+			}
+			// the most recent last
+			c.states = append(append(c.states[:i:i], c.states[i+1:]...), st)
+			return st.errs
+		}
+	}
+	if len(c.states) == diagStates {
+		c.states = c.states[1:]
+	}
+	c.states = append(c.states, diagState{state, got})
+	return got
 }
 
 // CheckEdit checks next against prior on srv's resident server for root

@@ -43,6 +43,11 @@ func TestCheckEditOnServer(t *testing.T) {
 		{"go: a use the edit missed", goFiles, swap(goFiles, stats, "func Describe(", "func Summarize("), []string{"Describe"}, true},
 		// the same, not told the old name: main.go is not asked about
 		{"go: unchanged files unasked", goFiles, swap(goFiles, stats, "func Describe(", "func Summarize("), nil, false},
+		// states checked before: the errors of a prior are remembered
+		// (diagnose), and remembering them hides no new one
+		{"go: the first regression again", goFiles, broken, nil, true},
+		{"go: the regression undone", broken, goFiles, nil, false},
+		{"go: the regression once more, from a prior just checked as a successor", goFiles, broken, nil, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

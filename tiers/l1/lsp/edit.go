@@ -1,6 +1,7 @@
 package lsp
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -102,7 +103,7 @@ func offset(src []byte, p Position) (int, error) {
 	}
 	off := 0
 	for l := 0; l < p.Line; l++ {
-		i := strings.IndexByte(string(src[off:]), '\n')
+		i := bytes.IndexByte(src[off:], '\n')
 		if i < 0 {
 			return 0, fmt.Errorf("line %d is past the end of the file", p.Line+1)
 		}

@@ -318,10 +318,12 @@ func (s *session) syncGo(files core.Files, rel string) error {
 	}
 	s.disk = files
 	if len(events) > 0 {
+		s.diskChanges++
 		if err := s.c.notify("workspace/didChangeWatchedFiles", map[string]any{"changes": events}); err != nil {
 			return err
 		}
 	}
+	s.noteConfig(files)
 	return s.drop(func(rel string) bool { _, ok := files[rel]; return ok })
 }
 

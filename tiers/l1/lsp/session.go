@@ -3,6 +3,7 @@ package lsp
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -55,11 +56,21 @@ type session struct {
 	// disk is the snapshot gopls last read unopened files of; files that
 	// differ from it since are announced as changed on disk.
 	disk core.Files
+	// diskChanges counts the announcements of disk changes: the state the
+	// server checks is its open documents and this (fingerprint).
+	diskChanges int
+	// config is the fingerprint of the snapshot's project files that no
+	// document holds (go.mod, tsconfig.json, pyrightconfig.json …): a
+	// server reads them itself, and its errors depend on them.
+	config [sha256.Size]byte
+	// diags are the errors the server reported, per state (diagnose).
+	diags diagCache
 }
 
 type doc struct {
 	version int
 	text    []byte
+	sum     [sha256.Size]byte // of text, for the state's fingerprint
 }
 
 // put makes the server's copy of rel the given text: didOpen the first
@@ -71,7 +82,7 @@ func (s *session) put(rel, languageID string, text []byte) error {
 	uri := fileURI(filepath.Join(s.root, filepath.FromSlash(rel)))
 	d, ok := s.docs[rel]
 	if !ok {
-		s.docs[rel] = doc{1, text}
+		s.docs[rel] = doc{1, text, sha256.Sum256(text)}
 		return s.c.notify("textDocument/didOpen", map[string]any{"textDocument": map[string]any{
 			"uri": uri, "languageId": languageID, "version": 1, "text": string(text),
 		}})
@@ -79,7 +90,7 @@ func (s *session) put(rel, languageID string, text []byte) error {
 	if sameBytes(d.text, text) {
 		return nil
 	}
-	s.docs[rel] = doc{d.version + 1, text}
+	s.docs[rel] = doc{d.version + 1, text, sha256.Sum256(text)}
 	return s.c.notify("textDocument/didChange", map[string]any{
 		"textDocument":   map[string]any{"uri": uri, "version": d.version + 1},
 		"contentChanges": []any{map[string]any{"text": string(text)}},
@@ -251,6 +262,7 @@ func (s *session) sync(files core.Files) error {
 			return err
 		}
 	}
+	s.noteConfig(files)
 	return s.drop(func(rel string) bool { _, ok := files[rel]; return ok })
 }
 
