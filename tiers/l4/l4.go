@@ -81,16 +81,16 @@ type Remote struct {
 }
 
 // ProxyEnv points a remote agent's model traffic at joule proxy's base URL:
-// Anthropic's API (Claude Code and its ACP adapter) and OpenAI's (Codex and
-// most others). Gemini CLI's GOOGLE_GEMINI_BASE_URL is left alone: the
-// proxy does not speak the Gemini API.
+// Anthropic's API (Claude Code and its ACP adapter), OpenAI's (Codex and
+// most others) and Gemini's (Gemini CLI, GOOGLE_GEMINI_BASE_URL, which
+// takes the host; the client adds /v1beta).
 func ProxyEnv(base string) []string {
-	if i := strings.Index(base, "/session/"); i >= 0 {
-		// A per-session URL: the session path stays, "/v1" goes after it.
-		return []string{"ANTHROPIC_BASE_URL=" + strings.TrimSuffix(base, "/"), "OPENAI_BASE_URL=" + strings.TrimSuffix(base, "/") + "/v1"}
+	if i := strings.Index(base, "/session/"); i < 0 {
+		base = strings.TrimSuffix(strings.TrimSuffix(base, "/"), "/v1")
 	}
-	base = strings.TrimSuffix(strings.TrimSuffix(base, "/"), "/v1")
-	return []string{"ANTHROPIC_BASE_URL=" + base, "OPENAI_BASE_URL=" + base + "/v1"}
+	// A per-session URL: the session path stays, "/v1" goes after it.
+	base = strings.TrimSuffix(base, "/")
+	return []string{"ANTHROPIC_BASE_URL=" + base, "OPENAI_BASE_URL=" + base + "/v1", "GOOGLE_GEMINI_BASE_URL=" + base}
 }
 
 // ProxyArgs adds to a remote's command line what points its model traffic
@@ -158,10 +158,10 @@ func (s *stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 	}
 	argv := r.Argv
 	var env []string
-	proxy := ""
+	proxy, su := "", ""
 	if r.Proxy != nil {
 		if u := r.Proxy(); u != "" {
-			su := SessionURL(u, req.Session)
+			su = SessionURL(u, req.Session)
 			env = ProxyEnv(su)
 			argv = ProxyArgs(argv, su)
 			proxy = u
@@ -169,7 +169,7 @@ func (s *stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 		}
 	}
 	if r.Contain != nil {
-		wrapped, cenv, cleanup, err := r.Contain.wrap(ctx, r.Gate, req.Session, req.Root, argv, proxy)
+		wrapped, cenv, cleanup, err := r.Contain.wrap(ctx, r.Gate, req.Session, req.Root, argv, proxy, su)
 		if err != nil {
 			// Fail closed: an agent meant to run contained does not run
 			// otherwise.

@@ -151,7 +151,7 @@ func TestSessionURL(t *testing.T) {
 		t.Fatal(u)
 	}
 	env := strings.Join(ProxyEnv(u), " ")
-	if env != "ANTHROPIC_BASE_URL="+u+" OPENAI_BASE_URL="+u+"/v1" {
+	if env != "ANTHROPIC_BASE_URL="+u+" OPENAI_BASE_URL="+u+"/v1 GOOGLE_GEMINI_BASE_URL="+u {
 		t.Fatal(env)
 	}
 }
