@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/url"
 	"os"
@@ -238,9 +239,16 @@ func (s *stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 		}
 		return fmt.Errorf("l4: %s: %v", what, err)
 	}
+	// Gemini CLI cannot create a file through the client's file system:
+	// before write_file it reads the file, and it does not recognise ACP's
+	// error for a missing one (its SDK rejects with a plain object, which
+	// its ENOENT check does not read), so every new file fails. It is
+	// offered none: it writes itself, contained by the kernel to the grant
+	// (Contain), or decided after the turn.
+	fsCap := !runs(r.Argv, "gemini", "gemini.js")
 	ir, err := conn.Initialize(cctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber,
 		ClientInfo:         &acp.Implementation{Name: "joule", Version: "acp-client"},
-		ClientCapabilities: acp.ClientCapabilities{Fs: acp.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}, Terminal: true}})
+		ClientCapabilities: acp.ClientCapabilities{Fs: acp.FileSystemCapabilities{ReadTextFile: fsCap, WriteTextFile: fsCap}, Terminal: true}})
 	if err != nil {
 		return nil, fail("initialize", err)
 	}
@@ -545,7 +553,9 @@ func (c *client) ReadTextFile(ctx context.Context, p acp.ReadTextFileRequest) (a
 	switch {
 	case ok:
 	case rel == "": // outside the workspace, as the grant allowed
-		if b, err = os.ReadFile(p.Path); err != nil {
+		if b, err = os.ReadFile(p.Path); errors.Is(err, fs.ErrNotExist) {
+			return acp.ReadTextFileResponse{}, resourceNotFound(p.Path)
+		} else if err != nil {
 			return acp.ReadTextFileResponse{}, acp.NewInvalidParams(map[string]any{"path": err.Error()})
 		}
 	default: // the editor's buffer, so unsaved changes are seen
@@ -556,10 +566,18 @@ func (c *client) ReadTextFile(ctx context.Context, p acp.ReadTextFileRequest) (a
 			return acp.ReadTextFileResponse{}, acp.NewInternalError(map[string]any{"error": err.Error()})
 		}
 		if !ok {
-			return acp.ReadTextFileResponse{}, acp.NewInvalidParams(map[string]any{"path": fmt.Sprintf("%s: no such file", p.Path)})
+			return acp.ReadTextFileResponse{}, resourceNotFound(p.Path)
 		}
 	}
 	return acp.ReadTextFileResponse{Content: lines(string(b), p.Line, p.Limit)}, nil
+}
+
+// resourceNotFound is ACP's error for a file that does not exist (-32002,
+// "Resource not found"): an agent that checks whether the file it is about
+// to write exists (Gemini CLI's write_file) reads it as ENOENT, where
+// Invalid params fails its tool.
+func resourceNotFound(path string) error {
+	return &acp.RequestError{Code: -32002, Message: "Resource not found", Data: map[string]any{"path": path + ": no such file"}}
 }
 
 func lines(s string, line, limit *int) string {
