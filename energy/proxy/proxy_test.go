@@ -676,3 +676,37 @@ func TestSessionPath(t *testing.T) {
 		}
 	}
 }
+
+// TestGeminiRoutes: the Gemini API's paths name their model; only
+// generateContent and streamGenerateContent are metered (the second always
+// streamed); anything else under models/ is refused, not guessed.
+func TestGeminiRoutes(t *testing.T) {
+	for _, tt := range []struct {
+		path          string
+		ok, metered   bool
+		model, name   string
+		streamsAlways bool
+	}{
+		{"/v1beta/models/gemini-2.5-pro:generateContent", true, true, "gemini-2.5-pro", "generateContent", false},
+		{"/v1beta/models/gemini-2.5-flash:streamGenerateContent", true, true, "gemini-2.5-flash", "streamGenerateContent", true},
+		{"/v1/models/gemini-2.5-flash:streamGenerateContent", true, true, "gemini-2.5-flash", "streamGenerateContent", true},
+		{"/v1beta/models/gemini-2.5-pro:countTokens", true, false, "", "countTokens", false},
+		{"/v1beta/models", true, false, "", "models", false},
+		{"/v1beta/models/gemini-2.5-pro", true, false, "", "models", false},
+		{"/v1beta/models/:generateContent", false, false, "", "", false},
+		{"/v1beta/models/gemini-2.5-pro:embedContent", false, false, "", "", false},
+		{"/v1beta/models/a/b:generateContent", false, false, "", "", false},
+		{"/v1beta/tunedModels/x:generateContent", false, false, "", "", false},
+	} {
+		rt, ok := lookupRoute(tt.path)
+		if ok != tt.ok || ok && (rt.family != Gemini || rt.metered != tt.metered || rt.model != tt.model || rt.name != tt.name || rt.streamsAlways != tt.streamsAlways) {
+			t.Errorf("%s: %+v %v", tt.path, rt, ok)
+		}
+	}
+	// A refused Gemini path answers in Gemini's error shape.
+	r := newRig(t, big)
+	resp, got := r.do("POST", "/v1beta/models/gemini-2.5-pro:embedContent", `{}`)
+	if resp.StatusCode != 404 || !strings.Contains(string(got), `"status":"NOT_FOUND"`) {
+		t.Errorf("got %d %s", resp.StatusCode, got)
+	}
+}
