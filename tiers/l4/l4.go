@@ -98,15 +98,9 @@ func ProxyEnv(base string) []string {
 // at base when its environment cannot: Codex (codex-acp) reads no
 // OPENAI_BASE_URL, only its openai_base_url setting, which -c sets.
 func ProxyArgs(argv []string, base string) []string {
-	for _, a := range argv {
-		name := filepath.Base(a)
-		if i := strings.LastIndex(name, "@"); i > 0 {
-			name = name[:i] // npx @zed-industries/codex-acp@0.16.0
-		}
-		if name == "codex-acp" || name == "codex-acp.js" {
-			out := append([]string(nil), argv...)
-			return append(out, "-c", "openai_base_url="+strings.TrimSuffix(base, "/")+"/v1")
-		}
+	if runs(argv, "codex-acp") { // npx @zed-industries/codex-acp@0.16.0, …/codex-acp.js
+		out := append([]string(nil), argv...)
+		return append(out, "-c", "openai_base_url="+strings.TrimSuffix(base, "/")+"/v1")
 	}
 	return argv
 }
