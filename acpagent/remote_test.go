@@ -264,9 +264,9 @@ func TestRemoteProxy(t *testing.T) {
 
 func TestProxyEnv(t *testing.T) {
 	for in, want := range map[string]string{
-		"http://127.0.0.1:7411":  "ANTHROPIC_BASE_URL=http://127.0.0.1:7411 OPENAI_BASE_URL=http://127.0.0.1:7411/v1",
-		"http://127.0.0.1:7411/": "ANTHROPIC_BASE_URL=http://127.0.0.1:7411 OPENAI_BASE_URL=http://127.0.0.1:7411/v1",
-		"http://[::1]:9000/v1":   "ANTHROPIC_BASE_URL=http://[::1]:9000 OPENAI_BASE_URL=http://[::1]:9000/v1",
+		"http://127.0.0.1:7411":  "ANTHROPIC_BASE_URL=http://127.0.0.1:7411 OPENAI_BASE_URL=http://127.0.0.1:7411/v1 GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:7411",
+		"http://127.0.0.1:7411/": "ANTHROPIC_BASE_URL=http://127.0.0.1:7411 OPENAI_BASE_URL=http://127.0.0.1:7411/v1 GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:7411",
+		"http://[::1]:9000/v1":   "ANTHROPIC_BASE_URL=http://[::1]:9000 OPENAI_BASE_URL=http://[::1]:9000/v1 GOOGLE_GEMINI_BASE_URL=http://[::1]:9000",
 	} {
 		if got := strings.Join(l4.ProxyEnv(in), " "); got != want {
 			t.Errorf("ProxyEnv(%q) = %s, want %s", in, got, want)

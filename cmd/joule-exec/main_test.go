@@ -531,3 +531,64 @@ except OSError as e:
 		})
 	}
 }
+
+// TestListenOnlyOnAllowedPorts: a policy's Listen opens TCP bind (and
+// connect) on its ports alone with the network off (how joule acp's
+// contained OpenCode serves its own API and calls it): a confined server
+// on the allowed port accepts a confined client, binding another port is
+// refused, and so is binding a port the kernel picks; unconfined, all
+// three bind.
+func TestListenOnlyOnAllowedPorts(t *testing.T) {
+	free := func() uint16 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		return uint16(l.Addr().(*net.TCPAddr).Port)
+	}
+	allowed, other := free(), free()
+	script := fmt.Sprintf(`python3 -c 'import socket
+def bind(port, name):
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        s.bind(("127.0.0.1", port)); s.listen(1)
+    except OSError as e:
+        print(name, "refused", e); return
+    if port:
+        c = socket.socket(); c.connect(("127.0.0.1", port)); s.accept()
+        print(name, "served")
+    else:
+        print(name, "bound")
+bind(%d, "allowed"); bind(%d, "other"); bind(0, "any")'`, allowed, other)
+	out, err := exec.Command("/bin/bash", "-c", script).CombinedOutput()
+	if err != nil || strings.Count(string(out), "served") != 2 || !strings.Contains(string(out), "any bound") {
+		t.Fatalf("unconfined, every bind should succeed: %v: %s", err, out)
+	}
+	for _, tt := range []struct {
+		name         string
+		landlockOnly bool
+	}{{"namespaces", false}, {"landlock alone", true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			if !tt.landlockOnly {
+				needNamespaces(t)
+			}
+			b := newBox(t, nil, false)
+			p, err := sandbox.ReadPolicy(b.policy)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Listen = []uint16{allowed}
+			if b.policy, err = p.Write(filepath.Join(b.base, "policy")); err != nil {
+				t.Fatal(err)
+			}
+			b.landlockOnly = tt.landlockOnly
+			out, code := b.run(t, script)
+			for _, w := range []string{"allowed served", "other refused", "any refused"} {
+				if !strings.Contains(out, w) {
+					t.Errorf("want %q (exit %d): %s", w, code, out)
+				}
+			}
+		})
+	}
+}

@@ -62,14 +62,15 @@ func (ep *endpoint) grantSource() (func(ctx context.Context, session string) ([]
 }
 
 func runProxy(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "proxy", `proxy [--listen `+proxy.DefaultListen+`] [--anthropic URL] [--openai URL] [--ollama URL] [--otlp [--otlp-token-file F]] [--session S]
+	fs := newFlags(e, "proxy", `proxy [--listen `+proxy.DefaultListen+`] [--anthropic URL] [--openai URL] [--ollama URL] [--gemini URL] [--otlp [--otlp-token-file F]] [--session S]
 
-A base URL for hosts (ANTHROPIC_BASE_URL, OPENAI_BASE_URL, an Ollama host):
-it forwards the Anthropic Messages, OpenAI Chat Completions, Responses,
-Embeddings and Models APIs and Ollama's /api/chat, /api/generate and
-/api/embed, streaming as the upstream sends. Before forwarding a model call
+A base URL for hosts (ANTHROPIC_BASE_URL, OPENAI_BASE_URL, GOOGLE_GEMINI_BASE_URL,
+an Ollama host): it forwards the Anthropic Messages, OpenAI Chat Completions,
+Responses, Embeddings and Models APIs, Ollama's /api/chat, /api/generate and
+/api/embed, and the Gemini API's generateContent and streamGenerateContent,
+streaming as the upstream sends. Before forwarding a model call
 it reserves the call's largest cost against the active grant; when the grant
-cannot pay for the whole output cap (max_tokens, ...) it lowers the cap to
+cannot pay for the whole output cap (max_tokens, maxOutputTokens, ...) it lowers the cap to
 what the budget pays (X-Joule-Fitted says so), and refuses, in the
 provider's own error shape, only a call not even 1,024 output tokens fit.
 After, it settles to the real usage and seals an efficiency/1 receipt in
@@ -81,6 +82,7 @@ listener also receives OTLP/HTTP telemetry (/v1/metrics, /v1/logs,
 	anthropic := fs.String("anthropic", "", "Anthropic upstream (default "+proxy.DefaultAnthropicURL+")")
 	openai := fs.String("openai", "", "OpenAI-compatible upstream, e.g. a vLLM server (default "+proxy.DefaultOpenAIURL+")")
 	ollama := fs.String("ollama", "", "Ollama upstream (default "+proxy.DefaultOllamaURL+")")
+	gemini := fs.String("gemini", "", "Gemini API upstream (default "+proxy.DefaultGeminiURL+")")
 	withOTLP := fs.Bool("otlp", false, "also receive OTLP/HTTP metrics, logs and traces on the same listener")
 	tokenFile := fs.String("otlp-token-file", "", "with --otlp, refuse exports without the bearer token in this file (default: $"+otlpTokenEnv+" if set)")
 	session := fs.String("session", proxy.DefaultSession, "session for calls that name none in their headers")
@@ -99,11 +101,12 @@ listener also receives OTLP/HTTP telemetry (/v1/metrics, /v1/logs,
 	}
 	defer m.ep.Close()
 	mf, table, recorder, grants := m.meter, m.meter.Table, m.recorder, m.grants
-	var ups [3]*url.URL
+	var ups [4]*url.URL
 	for i, u := range []struct{ name, flag, file, def string }{
 		{"anthropic", *anthropic, mf.Upstreams.Anthropic, proxy.DefaultAnthropicURL},
 		{"openai", *openai, mf.Upstreams.OpenAI, proxy.DefaultOpenAIURL},
 		{"ollama", *ollama, mf.Upstreams.Ollama, proxy.DefaultOllamaURL},
+		{"gemini", *gemini, mf.Upstreams.Gemini, proxy.DefaultGeminiURL},
 	} {
 		if ups[i], err = parseUpstream(u.name, u.flag, u.file, u.def); err != nil {
 			return err
@@ -128,7 +131,7 @@ listener also receives OTLP/HTTP telemetry (/v1/metrics, /v1/logs,
 		fmt.Fprintf(e.stderr, "joule proxy: released %d stale reservation(s) left by a proxy that did not shut down\n", n)
 	}
 	p, err := proxy.New(proxy.Config{
-		Anthropic: ups[0], OpenAI: ups[1], Ollama: ups[2],
+		Anthropic: ups[0], OpenAI: ups[1], Ollama: ups[2], Gemini: ups[3],
 		Table: table, Ledger: m.ep.store, Recorder: recorder, Grants: grants,
 		Session: *session, MaxBody: *maxBody, HeaderTimeout: *headerTimeout, Logf: logf,
 		Journal: journal,
@@ -153,7 +156,7 @@ listener also receives OTLP/HTTP telemetry (/v1/metrics, /v1/logs,
 	// Announce the address so local tiers (L2, L3) route through the proxy.
 	announce := func(addr net.Addr) func() {
 		remove, err := proxy.Announce(m.ep.home, proxy.Announcement{Addr: addr.String(), PID: os.Getpid(),
-			Upstreams: map[string]string{"anthropic": ups[0].String(), "openai": ups[1].String(), "ollama": ups[2].String()}})
+			Upstreams: map[string]string{"anthropic": ups[0].String(), "openai": ups[1].String(), "ollama": ups[2].String(), "gemini": ups[3].String()}})
 		if err != nil {
 			fmt.Fprintf(e.stderr, "joule: proxy: cannot announce the address in %s: %v\n", m.ep.home, err)
 			return func() {}
@@ -356,7 +359,8 @@ func proxyExports(addr net.Addr) string {
 		"export ANTHROPIC_BASE_URL=" + u + "\n" +
 		"export OPENAI_BASE_URL=" + u + "/v1\n" +
 		"# Ollama clients: per command, not exported ('ollama serve' listens on OLLAMA_HOST):\n" +
-		"#   OLLAMA_HOST=" + u + " ollama run MODEL\n"
+		"#   OLLAMA_HOST=" + u + " ollama run MODEL\n" +
+		"export GOOGLE_GEMINI_BASE_URL=" + u + "\n"
 }
 
 // clientURL is the URL a client on this machine uses for a listener on

@@ -127,7 +127,8 @@ func confineThread(spec Spec, abi int) error {
 	return nil
 }
 
-// addConnect grants TCP connect to spec.Connect's ports in the ruleset
+// addConnect grants TCP connect to spec.Connect's ports, and bind and
+// connect to spec.Listen's, in the ruleset
 // fd, which handles the network when spec.Net is off (ABI 4 and later).
 func addConnect(fd int, spec Spec, abi int) error {
 	if spec.Net || abi < 4 {
@@ -136,6 +137,11 @@ func addConnect(fd int, spec Spec, abi int) error {
 	for _, port := range spec.Connect {
 		if err := ll.LandlockAddNetPortRule(fd, &ll.NetPortAttr{AllowedAccess: ll.AccessNetConnectTCP, Port: uint64(port)}, 0); err != nil {
 			return fmt.Errorf("landlock_add_rule (connect to TCP port %d): %w", port, err)
+		}
+	}
+	for _, port := range spec.Listen {
+		if err := ll.LandlockAddNetPortRule(fd, &ll.NetPortAttr{AllowedAccess: ll.AccessNetBindTCP | ll.AccessNetConnectTCP, Port: uint64(port)}, 0); err != nil {
+			return fmt.Errorf("landlock_add_rule (bind TCP port %d): %w", port, err)
 		}
 	}
 	return nil

@@ -48,6 +48,9 @@ type Policy struct {
 	// Connect are the TCP ports the command may connect to with the
 	// network off (Spec.Connect).
 	Connect []uint16 `json:"connect,omitempty"`
+	// Listen are the TCP ports the command may bind and connect to with
+	// the network off (Spec.Listen).
+	Listen []uint16 `json:"listen,omitempty"`
 }
 
 // PolicyLink is the rules of one link of the grant, as the grant writes them.
@@ -278,7 +281,14 @@ func (p Policy) Spec(net bool, getenv func(string) string) (Spec, error) {
 				return Spec{}, errors.New("the policy allows connecting to port 0")
 			}
 		}
-		spec.Connect = slices.Clone(p.Connect)
+		for _, port := range p.Listen {
+			if port == 0 {
+				// Landlock's port 0 rule is binding to a port the kernel
+				// picks: any port, which the command could then accept on.
+				return Spec{}, errors.New("the policy allows listening on port 0")
+			}
+		}
+		spec.Connect, spec.Listen = slices.Clone(p.Connect), slices.Clone(p.Listen)
 	}
 	return spec, nil
 }

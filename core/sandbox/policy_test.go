@@ -116,6 +116,13 @@ func TestPolicyConnect(t *testing.T) {
 		{"port 0", []uint16{0}, false, nil, "port 0"},
 	} {
 		p := Policy{Links: []PolicyLink{{Allow: []string{"Read", "Write"}}}, Roots: []string{ws}, Home: t.TempDir(), Connect: tt.connect}
+		// The same ports as Listen: bind and connect.
+		lp := p
+		lp.Connect, lp.Listen = nil, tt.connect
+		lspec, lerr := lp.Spec(tt.net, func(string) string { return "" })
+		if tt.err != "" && (lerr == nil || !strings.Contains(lerr.Error(), tt.err)) || tt.err == "" && (lerr != nil || !slices.Equal(lspec.Listen, tt.want) || lspec.Connect != nil) {
+			t.Errorf("%s as listen: listen %v connect %v (%v)", tt.name, lspec.Listen, lspec.Connect, lerr)
+		}
 		spec, err := p.Spec(tt.net, func(string) string { return "" })
 		if tt.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.err) {

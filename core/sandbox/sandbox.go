@@ -127,8 +127,13 @@ type Spec struct {
 	// Connect are the TCP ports a command without Net may still connect
 	// to (Landlock ABI 4 rules name a port, not an address): joule acp's
 	// remote agent reaches the joule proxy on loopback this way and
-	// nothing else. Bind stays refused.
+	// nothing else. Bind stays refused but for Listen.
 	Connect []uint16
+	// Listen are the TCP ports a command without Net may bind and connect
+	// to: a server of its own it talks to (OpenCode's ACP mode serves its
+	// HTTP API on a loopback port and calls it). Landlock names the port,
+	// not the address: what binds it chooses loopback or not.
+	Listen []uint16
 	// LandlockOnly confines with Landlock alone (the carve of Layer.Rules)
 	// even where the namespace construction is available.
 	LandlockOnly bool

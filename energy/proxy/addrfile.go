@@ -21,7 +21,7 @@ const AddrFile = "proxy.json"
 type Announcement struct {
 	Addr      string            `json:"addr"` // host:port it listens on
 	PID       int               `json:"pid"`
-	Upstreams map[string]string `json:"upstreams"` // "anthropic", "openai", "ollama" → base URL
+	Upstreams map[string]string `json:"upstreams"` // "anthropic", "openai", "ollama", "gemini" → base URL
 }
 
 // Announce writes a into home's AddrFile and returns the function that

@@ -15,10 +15,12 @@ const (
 	Anthropic Family = iota
 	OpenAI
 	Ollama
+	Gemini
+	families // how many
 )
 
 func (f Family) String() string {
-	return [...]string{"anthropic", "openai", "ollama"}[f]
+	return [...]string{"anthropic", "openai", "ollama", "gemini"}[f]
 }
 
 // route is what the proxy knows about a path.
@@ -29,11 +31,18 @@ type route struct {
 	// streamsUnasked: the API streams a response unless "stream" is false.
 	streamsUnasked bool
 	maxOut         []string // request fields naming the output cap, first present wins
+	// streamsAlways: the API streams whatever the body says (Gemini's
+	// streamGenerateContent).
+	streamsAlways bool
+	model         string // the model the path names (Gemini), "" when the body does
 }
 
 // streams reports whether a request with this body gets a streamed
 // response.
 func (rt route) streams(body object) bool {
+	if rt.streamsAlways {
+		return true
+	}
 	raw, _, _ := body.get("stream")
 	switch string(raw) { // a valid value, as json.Unmarshal reads it into a bool
 	case "true":
@@ -50,6 +59,8 @@ var (
 	chatCap      = []string{"max_completion_tokens", "max_tokens"}
 	responsesCap = []string{"max_output_tokens"}
 	ollamaCap    = []string{"options.num_predict"}
+	// Gemini's maxOutputTokens bounds the thinking tokens too.
+	geminiCap = []string{"generationConfig.maxOutputTokens"}
 )
 
 // routes maps request paths to APIs. Paths not here are refused (404) in a
@@ -77,14 +88,52 @@ func lookupRoute(path string) (route, bool) {
 	case "/api/tags", "/api/show", "/api/version", "/api/ps":
 		return route{family: Ollama, name: strings.TrimPrefix(path, "/api/")}, true
 	}
+	if rt, ok := geminiRoute(path); ok {
+		return rt, true
+	}
 	if strings.HasPrefix(path, "/v1/models/") || strings.HasPrefix(path, "/models/") {
 		return route{family: OpenAI, name: "models"}, true
 	}
 	return route{}, false
 }
 
+// geminiRoute maps the Gemini API's paths, /v1beta/models/MODEL:METHOD (or
+// /v1/), where the path, not the body, names the model.
+// generateContent and streamGenerateContent are model calls (streamed as
+// SSE with ?alt=sse, else as one JSON array); countTokens, the model list
+// and a model's description are passed through.
+func geminiRoute(path string) (route, bool) {
+	rest, ok := strings.CutPrefix(path, "/v1beta/")
+	if !ok {
+		if rest, ok = strings.CutPrefix(path, "/v1/"); !ok {
+			return route{}, false
+		}
+	}
+	if rest == "models" {
+		return route{family: Gemini, name: "models"}, true
+	}
+	name, ok := strings.CutPrefix(rest, "models/")
+	if !ok || name == "" || strings.Contains(name, "/") {
+		return route{}, false
+	}
+	model, method, ok := strings.Cut(name, ":")
+	switch {
+	case !ok:
+		return route{family: Gemini, name: "models"}, true
+	case model == "":
+		return route{}, false
+	case method == "generateContent":
+		return route{family: Gemini, name: method, metered: true, maxOut: geminiCap, model: model}, true
+	case method == "streamGenerateContent":
+		return route{family: Gemini, name: method, metered: true, maxOut: geminiCap, model: model, streamsAlways: true}, true
+	case method == "countTokens":
+		return route{family: Gemini, name: method}, true
+	}
+	return route{}, false
+}
+
 // servedPaths is the list an unknown path's error names.
-const servedPaths = "/v1/messages, /v1/messages/count_tokens, /v1/chat/completions, /v1/responses, /v1/embeddings, /v1/models, /api/chat, /api/generate, /api/embed, /api/tags, /api/show, /api/version, /api/ps"
+const servedPaths = "/v1/messages, /v1/messages/count_tokens, /v1/chat/completions, /v1/responses, /v1/embeddings, /v1/models, /api/chat, /api/generate, /api/embed, /api/tags, /api/show, /api/version, /api/ps, /v1beta/models/MODEL:generateContent, :streamGenerateContent, :countTokens"
 
 // Error kinds, mapped per family to the provider's own error type.
 type errKind int
@@ -144,6 +193,26 @@ func (f Family) status(k errKind) (int, string) {
 			return http.StatusGatewayTimeout, "server_error"
 		}
 		return http.StatusInternalServerError, "server_error"
+	case Gemini: // google.rpc.Status codes
+		switch k {
+		case errInvalid:
+			return http.StatusBadRequest, "INVALID_ARGUMENT"
+		case errTooLarge:
+			return http.StatusRequestEntityTooLarge, "INVALID_ARGUMENT"
+		case errBudget:
+			return http.StatusTooManyRequests, "RESOURCE_EXHAUSTED"
+		case errNoGrant:
+			return http.StatusForbidden, "PERMISSION_DENIED"
+		case errNotFound:
+			return http.StatusNotFound, "NOT_FOUND"
+		case errMethod:
+			return http.StatusMethodNotAllowed, "INVALID_ARGUMENT"
+		case errUpstream:
+			return http.StatusBadGateway, "UNAVAILABLE"
+		case errTimeout:
+			return http.StatusGatewayTimeout, "DEADLINE_EXCEEDED"
+		}
+		return http.StatusInternalServerError, "INTERNAL"
 	}
 	switch k { // Ollama: {"error": "..."} with a plain status
 	case errInvalid:
@@ -175,6 +244,8 @@ func writeError(w http.ResponseWriter, f Family, k errKind, msg string) {
 		body = map[string]any{"type": "error", "error": map[string]string{"type": typ, "message": msg}}
 	case OpenAI:
 		body = map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": typ}}
+	case Gemini:
+		body = map[string]any{"error": map[string]any{"code": status, "message": msg, "status": typ}}
 	default:
 		body = map[string]string{"error": msg}
 	}
@@ -190,6 +261,9 @@ func writeError(w http.ResponseWriter, f Family, k errKind, msg string) {
 func familyOf(path string) Family {
 	if strings.HasPrefix(path, "/api/") {
 		return Ollama
+	}
+	if strings.HasPrefix(path, "/v1beta/") || strings.Contains(path, ":") {
+		return Gemini
 	}
 	return OpenAI
 }

@@ -192,6 +192,7 @@ func decodeMembers(obj []byte) ([]member, error) {
 var readKeys = map[string]bool{
 	"model": true, "stream": true, "stream_options": true, "max_tokens": true, "max_completion_tokens": true,
 	"max_output_tokens": true, "options": true, "thinking": true, "num_predict": true, "budget_tokens": true,
+	"generationConfig": true, "maxOutputTokens": true,
 }
 
 // interned are the keys requests and responses commonly have, and the
@@ -284,8 +285,8 @@ type capField struct {
 // present, the thinking budget, and where options live.
 type outputCap struct {
 	fields      []capField
-	options     *member // Ollama's options object, when present
-	optionsNull *member // "options": null
+	options     *member // the object a nested cap lives in (Ollama's options, Gemini's generationConfig), when present
+	optionsNull *member // that object's member when it is null
 	thinking    *member // Anthropic's thinking object, when it has a budget
 	budget      uint64  // thinking.budget_tokens
 	budgetAt    member  // its span within the thinking object
@@ -338,8 +339,8 @@ func clip(s string, n int) string {
 func readCap(rt route, body object) (*outputCap, error) {
 	oc := &outputCap{}
 	for _, name := range rt.maxOut {
-		if sub, nested := strings.CutPrefix(name, "options."); nested {
-			raw, om, ok := body.get("options")
+		if container, sub, nested := strings.Cut(name, "."); nested {
+			raw, om, ok := body.get(container)
 			if ok && string(raw) == "null" {
 				oc.optionsNull = &om
 			}
@@ -354,11 +355,11 @@ func readCap(rt route, body object) (*outputCap, error) {
 				return nil, err
 			}
 			if err != nil {
-				return nil, errors.New(`"options" is not a JSON object`)
+				return nil, fmt.Errorf("%q is not a JSON object", container)
 			}
 			f := capField{name: name}
 			if raw, span, ok := opts.get(sub); ok {
-				if f.value, f.present, err = parseCap(name, raw, true); err != nil {
+				if f.value, f.present, err = parseCap(name, raw, rt.family == Ollama); err != nil {
 					return nil, err
 				}
 				f.span = span
@@ -461,14 +462,14 @@ func (oc *outputCap) edits(rt route, body []byte, out, budget uint64) []edit {
 			continue
 		}
 		at, end := f.span.start, f.span.end
-		if strings.HasPrefix(f.name, "options.") {
+		if strings.Contains(f.name, ".") {
 			at, end = at+oc.options.start, end+oc.options.start
 		}
 		edits = append(edits, edit{at, end, n})
 	}
 	if !named && len(rt.maxOut) > 0 {
 		name := rt.maxOut[0]
-		if sub, nested := strings.CutPrefix(name, "options."); nested {
+		if container, sub, nested := strings.Cut(name, "."); nested {
 			f := oc.fields[0]
 			switch {
 			case oc.options != nil && f.span.end != 0: // num_predict -1, -2 or null
@@ -480,7 +481,7 @@ func (oc *outputCap) edits(rt route, body []byte, out, budget uint64) []edit {
 				edits = append(edits, edit{oc.optionsNull.start, oc.optionsNull.end, "{" + strconv.Quote(sub) + ":" + n + "}"})
 			default:
 				at, sep := objectStart(body, 0)
-				edits = append(edits, edit{at, at, `"options":{` + strconv.Quote(sub) + ":" + n + "}" + sep})
+				edits = append(edits, edit{at, at, strconv.Quote(container) + ":{" + strconv.Quote(sub) + ":" + n + "}" + sep})
 			}
 		} else if f := oc.fields[0]; f.span.end != 0 { // "max_tokens": null
 			edits = append(edits, edit{f.span.start, f.span.end, n})

@@ -37,6 +37,9 @@ func (h *honouring) serve(w http.ResponseWriter, r *http.Request) {
 		Options             struct {
 			NumPredict *int64 `json:"num_predict"`
 		} `json:"options"`
+		GenerationConfig struct {
+			MaxOutputTokens *int64 `json:"maxOutputTokens"`
+		} `json:"generationConfig"`
 		Stream bool   `json:"stream"`
 		Model  string `json:"model"`
 	}
@@ -45,7 +48,7 @@ func (h *honouring) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	capTok := int64(1 << 40)
-	for _, p := range []*int64{req.MaxTokens, req.MaxCompletionTokens, req.MaxOutputTokens, req.Options.NumPredict} {
+	for _, p := range []*int64{req.MaxTokens, req.MaxCompletionTokens, req.MaxOutputTokens, req.Options.NumPredict, req.GenerationConfig.MaxOutputTokens} {
 		if p != nil && *p > 0 {
 			capTok = min(capTok, *p)
 		}
@@ -86,6 +89,13 @@ func (h *honouring) serve(w http.ResponseWriter, r *http.Request) {
 			reason = "length"
 		}
 		writeJSON(w, fmt.Sprintf(`{"model":"llama3.2","message":{"role":"assistant","content":"x"},"done":true,"done_reason":%q,"prompt_eval_count":%d,"eval_count":%d}`, reason, h.inputToks, out))
+	default: // Gemini, streamed as SSE
+		reason := "STOP"
+		if stop == "max_tokens" {
+			reason = "MAX_TOKENS"
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"x\"}],\"role\":\"model\"},\"finishReason\":%q}],\"usageMetadata\":{\"promptTokenCount\":%d,\"candidatesTokenCount\":%d},\"modelVersion\":\"gemini-2.5-pro\"}\r\n\r\n", reason, h.inputToks, out)
 	}
 }
 
@@ -117,6 +127,9 @@ func TestFitForwardsLowered(t *testing.T) {
 		{"ollama", "/api/chat", "llama3.2", func(c string) string {
 			return `{"model":"llama3.2","stream":false,"options":{"temperature":0.2,"num_predict":` + c + `},"messages":[]}`
 		}, 50000, "options.num_predict"},
+		{"gemini", "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse", "gemini-2.5-pro", func(c string) string {
+			return `{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"generationConfig":{"temperature":0,"maxOutputTokens":` + c + `,"thinkingConfig":{"includeThoughts":true}}}`
+		}, 65536, "generationConfig.maxOutputTokens"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -200,6 +213,12 @@ func TestFitBadInput(t *testing.T) {
 		{"ollama unlimited", "/api/chat", `{"model":"gpt-oss:120b","stream":false,"options":{"num_predict":-1}}`, 200, `{"model":"gpt-oss:120b","stream":false,"options":{"num_predict":5000}}`},
 		{"ollama no options", "/api/chat", `{"model":"gpt-oss:120b","stream":false}`, 200, `{"options":{"num_predict":5000},"model":"gpt-oss:120b","stream":false}`},
 		{"ollama empty options", "/api/chat", `{"model":"gpt-oss:120b","stream":false,"options":{ }}`, 200, `{"model":"gpt-oss:120b","stream":false,"options":{"num_predict":5000 }}`},
+		{"gemini no generationConfig", "/v1beta/models/gemini-2.5-pro:generateContent", `{"contents":[]}`, 200, `{"generationConfig":{"maxOutputTokens":5000},"contents":[]}`},
+		{"gemini generationConfig without a cap", "/v1beta/models/gemini-2.5-pro:generateContent", `{"contents":[],"generationConfig":{"temperature":1}}`, 200, `{"contents":[],"generationConfig":{"maxOutputTokens":5000,"temperature":1}}`},
+		{"gemini cap not a number", "/v1beta/models/gemini-2.5-pro:generateContent", `{"contents":[],"generationConfig":{"maxOutputTokens":"9"}}`, 400, `\"generationConfig.maxOutputTokens\" must be an integer`},
+		{"gemini cap -1 is not Ollama's unlimited", "/v1beta/models/gemini-2.5-pro:generateContent", `{"contents":[],"generationConfig":{"maxOutputTokens":-1}}`, 400, `must be at least 1, not -1`},
+		{"gemini generationConfig not an object", "/v1beta/models/gemini-2.5-pro:generateContent", `{"contents":[],"generationConfig":7}`, 400, `\"generationConfig\" is not a JSON object`},
+		{"gemini model in the body too", "/v1beta/models/gemini-2.5-pro:generateContent", `{"model":"x","contents":[],"generationConfig":{"maxOutputTokens":100}}`, 200, `{"model":"x","contents":[],"generationConfig":{"maxOutputTokens":100}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -37,6 +37,7 @@ const (
 	DefaultAnthropicURL  = "https://api.anthropic.com"
 	DefaultOpenAIURL     = "https://api.openai.com"
 	DefaultOllamaURL     = "http://127.0.0.1:11434"
+	DefaultGeminiURL     = "https://generativelanguage.googleapis.com"
 	lockedRetryFor       = 2 * time.Minute
 )
 
@@ -52,7 +53,7 @@ type Ledger interface {
 
 // Config configures a Proxy.
 type Config struct {
-	Anthropic, OpenAI, Ollama *url.URL // upstreams; nil takes the default
+	Anthropic, OpenAI, Ollama, Gemini *url.URL // upstreams; nil takes the default
 
 	Table    *energy.Table // must not change once the proxy is made
 	Ledger   Ledger
@@ -87,7 +88,7 @@ type Config struct {
 // Proxy is the metering proxy, an http.Handler.
 type Proxy struct {
 	cfg      Config
-	up       [3]*url.URL
+	up       [families]*url.URL
 	reverse  *httputil.ReverseProxy
 	inflight sync.WaitGroup
 	leases   *leases
@@ -140,8 +141,8 @@ func New(cfg Config) (*Proxy, error) {
 			p.journal = j
 		}
 	}
-	defaults := [3]string{DefaultAnthropicURL, DefaultOpenAIURL, DefaultOllamaURL}
-	for i, u := range []*url.URL{cfg.Anthropic, cfg.OpenAI, cfg.Ollama} {
+	defaults := [families]string{DefaultAnthropicURL, DefaultOpenAIURL, DefaultOllamaURL, DefaultGeminiURL}
+	for i, u := range []*url.URL{cfg.Anthropic, cfg.OpenAI, cfg.Ollama, cfg.Gemini} {
 		if u == nil {
 			u, _ = url.Parse(defaults[i])
 		}
@@ -392,8 +393,8 @@ func (p *Proxy) parse(rt route, body []byte) (*call, object, error) {
 		}
 		return nil, object{}, fmt.Errorf("the request body is not a JSON object: %v", err)
 	}
-	c := &call{route: rt}
-	if raw, _, ok := obj.get("model"); ok {
+	c := &call{route: rt, model: rt.model}
+	if raw, _, ok := obj.get("model"); ok && rt.model == "" {
 		if c.model, ok = decodeString(raw, ""); !ok {
 			return nil, object{}, errors.New(`"model" is not a string`)
 		}
@@ -549,6 +550,9 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	case Ollama:
 		t.onData = func(d []byte) bool { m.ollama(d); return false }
 		t.onJSON = m.ollama
+	case Gemini:
+		t.onData = func(d []byte) bool { m.gemini(d); return false }
+		t.onJSON = m.geminiJSON
 	}
 	if c.injected && t.framing == framingSSE {
 		t.dropUsageOnly = true

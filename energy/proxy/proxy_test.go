@@ -111,6 +111,21 @@ func (f *fakeUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, `{"model":"all-minilm","embeddings":[[0.010071029,-0.0017594862]],"total_duration":14143917,"load_duration":1019500,"prompt_eval_count":8}`)
 	case "/api/tags":
 		writeJSON(w, `{"models":[{"name":"llama3.2:latest"}]}`)
+	case "/v1beta/models/gemini-2.5-flash:streamGenerateContent":
+		if r.URL.Query().Get("alt") == "sse" {
+			writeEvents(w, "text/event-stream", fixture("gemini_stream.sse"), "\r\n\r\n")
+			return
+		}
+		// Without alt=sse: the chunks as one JSON array.
+		var chunks []string
+		for _, ev := range strings.Split(strings.TrimSpace(string(fixture("gemini_stream.sse"))), "\r\n\r\n") {
+			chunks = append(chunks, strings.TrimPrefix(ev, "data: "))
+		}
+		writeJSON(w, "["+strings.Join(chunks, ",\n")+"]")
+	case "/v1beta/models/gemini-2.5-pro:generateContent":
+		writeJSON(w, `{"candidates":[{"content":{"parts":[{"text":"Hi"}],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":9,"candidatesTokenCount":3,"totalTokenCount":12,"toolUsePromptTokenCount":4},"modelVersion":"gemini-2.5-pro","responseId":"abc"}`)
+	case "/v1beta/models/gemini-2.5-pro:countTokens":
+		writeJSON(w, `{"totalTokens":9}`)
 	default:
 		http.NotFound(w, r)
 	}
@@ -198,7 +213,7 @@ func newRigIn(t testing.TB, dir string, budget uint64, mod ...func(*Config)) *ri
 	t.Cleanup(upSrv.Close)
 	u, _ := url.Parse(upSrv.URL)
 	cfg := Config{
-		Anthropic: u, OpenAI: u, Ollama: u,
+		Anthropic: u, OpenAI: u, Ollama: u, Gemini: u,
 		Ledger:   st,
 		Recorder: &energy.Recorder{Store: st, Sealer: sealer},
 		Grants:   func(context.Context, string) ([]string, error) { return []string{s.ID.String()}, nil },
@@ -334,6 +349,14 @@ func TestAPIs(t *testing.T) {
 			usage: energy.Usage{Input: 17, Output: 12}, model: "llama3.2", complete: true, note: "input estimated from the request size"},
 		{name: "ollama embed", path: "/api/embed", body: `{"model":"all-minilm","input":"Why is the sky blue?"}`,
 			usage: energy.Usage{Input: 8}, model: "all-minilm", complete: true},
+		// Gemini: the model is in the path; thoughts are output; cached
+		// content is part of the prompt count.
+		{name: "gemini stream sse", path: "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse", body: `{"contents":[{"role":"user","parts":[{"text":"Hello"}]}],"generationConfig":{"temperature":0}}`,
+			want: "gemini_stream.sse", usage: energy.Usage{Input: 200, CachedInput: 1000, Output: 65}, model: "gemini-2.5-flash", complete: true, note: "request Yz1aaa-bcdEFgh"},
+		{name: "gemini stream array", path: "/v1beta/models/gemini-2.5-flash:streamGenerateContent", body: `{"contents":[{"role":"user","parts":[{"text":"Hello"}]}]}`,
+			usage: energy.Usage{Input: 200, CachedInput: 1000, Output: 65}, model: "gemini-2.5-flash", complete: true},
+		{name: "gemini json", path: "/v1beta/models/gemini-2.5-pro:generateContent", body: `{"contents":[{"role":"user","parts":[{"text":"Hello"}]}],"generationConfig":{"maxOutputTokens":1000}}`,
+			usage: energy.Usage{Input: 13, Output: 3}, model: "gemini-2.5-pro", complete: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -470,6 +493,7 @@ func TestBudgetRefusal(t *testing.T) {
 		{"/v1/chat/completions", `{"model":"gpt-5","max_completion_tokens":100000,"messages":[{"role":"user","content":"hi"}]}`, 429, `"type":"insufficient_quota"`},
 		{"/v1/responses", `{"model":"gpt-5","input":"hi"}`, 429, `"code":"insufficient_quota"`},
 		{"/api/chat", `{"model":"llama3.2","messages":[{"role":"user","content":"hi"}]}`, 402, `{"error":"joule: the budget cannot pay for this call`},
+		{"/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse", `{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"generationConfig":{"maxOutputTokens":65536}}`, 429, `"status":"RESOURCE_EXHAUSTED"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
@@ -650,5 +674,39 @@ func TestSessionPath(t *testing.T) {
 		if resp, got := r.do("POST", bad, body); resp.StatusCode != 400 {
 			t.Errorf("%s: %d %s", bad, resp.StatusCode, got)
 		}
+	}
+}
+
+// TestGeminiRoutes: the Gemini API's paths name their model; only
+// generateContent and streamGenerateContent are metered (the second always
+// streamed); anything else under models/ is refused, not guessed.
+func TestGeminiRoutes(t *testing.T) {
+	for _, tt := range []struct {
+		path          string
+		ok, metered   bool
+		model, name   string
+		streamsAlways bool
+	}{
+		{"/v1beta/models/gemini-2.5-pro:generateContent", true, true, "gemini-2.5-pro", "generateContent", false},
+		{"/v1beta/models/gemini-2.5-flash:streamGenerateContent", true, true, "gemini-2.5-flash", "streamGenerateContent", true},
+		{"/v1/models/gemini-2.5-flash:streamGenerateContent", true, true, "gemini-2.5-flash", "streamGenerateContent", true},
+		{"/v1beta/models/gemini-2.5-pro:countTokens", true, false, "", "countTokens", false},
+		{"/v1beta/models", true, false, "", "models", false},
+		{"/v1beta/models/gemini-2.5-pro", true, false, "", "models", false},
+		{"/v1beta/models/:generateContent", false, false, "", "", false},
+		{"/v1beta/models/gemini-2.5-pro:embedContent", false, false, "", "", false},
+		{"/v1beta/models/a/b:generateContent", false, false, "", "", false},
+		{"/v1beta/tunedModels/x:generateContent", false, false, "", "", false},
+	} {
+		rt, ok := lookupRoute(tt.path)
+		if ok != tt.ok || ok && (rt.family != Gemini || rt.metered != tt.metered || rt.model != tt.model || rt.name != tt.name || rt.streamsAlways != tt.streamsAlways) {
+			t.Errorf("%s: %+v %v", tt.path, rt, ok)
+		}
+	}
+	// A refused Gemini path answers in Gemini's error shape.
+	r := newRig(t, big)
+	resp, got := r.do("POST", "/v1beta/models/gemini-2.5-pro:embedContent", `{}`)
+	if resp.StatusCode != 404 || !strings.Contains(string(got), `"status":"NOT_FOUND"`) {
+		t.Errorf("got %d %s", resp.StatusCode, got)
 	}
 }

@@ -520,3 +520,116 @@ func decodeUint(raw []byte, n **uint64) bool {
 	**n = v
 	return true
 }
+
+// geminiUsage is the Gemini API's usageMetadata. promptTokenCount includes
+// cachedContentTokenCount; toolUsePromptTokenCount (the results of tools
+// the API ran itself) is input besides it; thoughtsTokenCount is output
+// besides candidatesTokenCount, billed as output. Streamed, every chunk
+// carries the counts so far: the latest wins.
+type geminiUsage struct {
+	PromptTokenCount        *uint64 `json:"promptTokenCount"`
+	CandidatesTokenCount    *uint64 `json:"candidatesTokenCount"`
+	ThoughtsTokenCount      *uint64 `json:"thoughtsTokenCount"`
+	CachedContentTokenCount *uint64 `json:"cachedContentTokenCount"`
+	ToolUsePromptTokenCount *uint64 `json:"toolUsePromptTokenCount"`
+}
+
+// geminiResponse is a GenerateContentResponse, whole or one chunk of a
+// stream, or an error.
+type geminiResponse struct {
+	Candidates []struct {
+		Content *struct {
+			Parts []struct {
+				Text         string          `json:"text"`
+				FunctionCall json.RawMessage `json:"functionCall"`
+			} `json:"parts"`
+		} `json:"content"`
+		FinishReason string `json:"finishReason"`
+	} `json:"candidates"`
+	UsageMetadata *geminiUsage `json:"usageMetadata"`
+	ModelVersion  string       `json:"modelVersion"`
+	ResponseID    string       `json:"responseId"`
+	Error         *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+		Status  string `json:"status"`
+	} `json:"error"`
+}
+
+func (m *meter) applyGemini(u *geminiUsage) {
+	if u == nil {
+		return
+	}
+	if u.PromptTokenCount != nil || u.ToolUsePromptTokenCount != nil {
+		var prompt, tool, cached uint64
+		if u.PromptTokenCount != nil {
+			prompt = *u.PromptTokenCount
+		}
+		if u.ToolUsePromptTokenCount != nil {
+			tool = *u.ToolUsePromptTokenCount
+		}
+		if u.CachedContentTokenCount != nil {
+			cached = min(*u.CachedContentTokenCount, prompt)
+		}
+		m.usage.Input, m.usage.CachedInput, m.haveInput = prompt-cached+tool, cached, true
+	}
+	if u.CandidatesTokenCount != nil || u.ThoughtsTokenCount != nil {
+		var out uint64
+		if u.CandidatesTokenCount != nil {
+			out = *u.CandidatesTokenCount
+		}
+		if u.ThoughtsTokenCount != nil {
+			out += *u.ThoughtsTokenCount
+		}
+		m.usage.Output, m.haveOutput = out, true
+	}
+}
+
+// gemini handles one GenerateContentResponse: an SSE event's data
+// (?alt=sse), or one element of a streamed JSON array. A candidate with a
+// finishReason ends the response; its counts are then whole even where
+// the API left out a zero (no candidatesTokenCount for a reply that is
+// only a function call).
+func (m *meter) gemini(data []byte) {
+	var r geminiResponse
+	if json.Unmarshal(data, &r) != nil {
+		return
+	}
+	m.events++
+	if r.Error != nil {
+		m.errMsg = strings.TrimPrefix(r.Error.Status+": "+r.Error.Message, ": ")
+	}
+	if r.ResponseID != "" {
+		m.requestID = r.ResponseID
+	}
+	if r.ModelVersion != "" {
+		m.model = r.ModelVersion
+	}
+	for _, c := range r.Candidates {
+		if c.Content != nil {
+			for _, p := range c.Content.Parts {
+				m.textChars += uint64(len(p.Text) + len(p.FunctionCall))
+			}
+		}
+		if c.FinishReason != "" {
+			m.done = true
+		}
+	}
+	m.applyGemini(r.UsageMetadata)
+	if m.done && m.haveInput {
+		m.haveOutput = true
+	}
+}
+
+// geminiJSON handles a whole Gemini response: generateContent's object, or
+// streamGenerateContent's JSON array of chunks (without ?alt=sse).
+func (m *meter) geminiJSON(body []byte) {
+	var chunks []json.RawMessage
+	if json.Unmarshal(body, &chunks) != nil {
+		m.gemini(body)
+		return
+	}
+	for _, c := range chunks {
+		m.gemini(c)
+	}
+}

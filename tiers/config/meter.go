@@ -28,6 +28,7 @@ type Upstreams struct {
 	Anthropic string `json:"anthropic"`
 	OpenAI    string `json:"openai"`
 	Ollama    string `json:"ollama"`
+	Gemini    string `json:"gemini"`
 }
 
 // meterFile is meter.json's JSON shape: energies as strings with units.

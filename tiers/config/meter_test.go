@@ -26,7 +26,7 @@ func TestParseMeter(t *testing.T) {
 				Calibrations: []energy.Calibration{{Model: "llama3.2", ID: "rtx4090", Rates: energy.Rates{InputUJ: 10_000, OutputUJ: 200_000}}},
 			}}, ""},
 		{"unknown key", `{"upstream":{}}`, nil, "upstream: unknown field (known: calibrations, classes, output_caps, rates, upstreams)"},
-		{"unknown upstream", `{"upstreams":{"gemini":"x"}}`, nil, "upstreams.gemini: unknown field (known: anthropic, ollama, openai)"},
+		{"unknown upstream", `{"upstreams":{"vertex":"x"}}`, nil, "upstreams.vertex: unknown field (known: anthropic, gemini, ollama, openai)"},
 		{"unknown key in a class rule", `{"classes":[{"pattern":"x","class":"mine"},{"patern":"y"}]}`, nil, "classes[1].patern: unknown field (known: class, pattern)"},
 		{"unknown key in a calibration", `{"calibrations":[{"model":"m","rate":{}}]}`, nil, "calibrations[0].rate: unknown field"},
 		{"unknown rate", `{"rates":{"mine":{"inptu":"1mJ"}}}`, nil, "rates.mine.inptu: unknown rate (known: cached, input, output)"},

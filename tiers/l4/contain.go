@@ -2,6 +2,7 @@ package l4
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/joulehook/joule/core/gate"
 	"github.com/joulehook/joule/core/sandbox"
@@ -49,7 +51,7 @@ type Containment struct {
 // grant, the environment the agent gets on top of its own, and a cleanup
 // that removes its home. proxy is the base URL its model traffic goes to
 // ("" when none).
-func (c *Containment) wrap(ctx context.Context, g *gate.Gate, session, root string, argv []string, proxy string) ([]string, []string, func(), error) {
+func (c *Containment) wrap(ctx context.Context, g *gate.Gate, session, root string, argv []string, proxy, sessionURL string) ([]string, []string, func(), error) {
 	if c.Runner == "" || c.PolicyDir == "" {
 		return nil, nil, nil, errors.New("no joule-exec to contain the remote agent with")
 	}
@@ -71,10 +73,6 @@ func (c *Containment) wrap(ctx context.Context, g *gate.Gate, session, root stri
 			return nil, nil, nil, err
 		}
 		sp.Connect, netFlag = []uint16{port}, false
-	}
-	path, err := sp.Write(c.PolicyDir)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("writing the remote agent's policy: %v", err)
 	}
 	base, err := os.MkdirTemp("", "joule-l4-*")
 	if err != nil {
@@ -101,6 +99,20 @@ func (c *Containment) wrap(ctx context.Context, g *gate.Gate, session, root stri
 			os.RemoveAll(base)
 			return nil, nil, nil, err
 		}
+	}
+	argv, agentEnv, listen, err := agentHome(argv, home, sessionURL)
+	if err != nil {
+		os.RemoveAll(base)
+		return nil, nil, nil, err
+	}
+	env = append(env, agentEnv...)
+	if !netFlag {
+		sp.Listen = listen
+	}
+	path, err := sp.Write(c.PolicyDir)
+	if err != nil {
+		os.RemoveAll(base)
+		return nil, nil, nil, fmt.Errorf("writing the remote agent's policy: %v", err)
 	}
 	wrapped := []string{c.Runner, "--policy", path}
 	if netFlag {
@@ -130,4 +142,93 @@ func loopbackPort(base string) (uint16, error) {
 		return 0, fmt.Errorf("the proxy URL %q has no port", base)
 	}
 	return uint16(n), nil
+}
+
+// agentHome writes into the contained agent's private home what a remote
+// needs there to start confined and to send its model calls to joule
+// proxy's sessionURL ("" when none) where its environment cannot say so,
+// and returns its command line, the environment that goes with it and the
+// loopback ports it serves itself on (sandbox.Policy.Listen).
+//
+// OpenCode (`opencode acp`):
+//   - it takes its providers' addresses from its configuration only (its
+//     Anthropic provider's base URL ends in /v1, which ANTHROPIC_BASE_URL
+//     as Claude Code reads it does not): joule writes its global
+//     configuration, $HOME/.config/opencode/opencode.json in the private
+//     home, with the Anthropic and OpenAI providers pointed at the proxy.
+//     The person's own, in their real home, is neither read nor written;
+//     the model is the environment's choice (OPENCODE_CONFIG_CONTENT,
+//     merged over this file) or OpenCode's default. A configuration that
+//     sends the calls elsewhere fails at connect(2): the proxy's port is
+//     the only one the agent may reach.
+//   - its project configuration is not loaded
+//     (OPENCODE_DISABLE_PROJECT_CONFIG): OpenCode writes into each
+//     configuration directory it loads (.opencode/.gitignore,
+//     package.json, a plugin install), and the workspace's are protected,
+//     so it would exit at the first refused write.
+//   - not handled: opencode.json, opencode.jsonc and .opencode/ at the
+//     workspace root are protected, and where one is absent the sandbox's
+//     stand-in for it (a socket node) cannot be opened (ENXIO); OpenCode
+//     still reads opencode.json in a turn, takes ENXIO for a broken
+//     configuration and fails the turn (docs/acp.md).
+//   - it serves its own HTTP API on a loopback port and calls it: joule
+//     picks a free port, names it with --port, and the policy lets the
+//     agent bind and connect to that port only.
+func agentHome(argv []string, home, sessionURL string) ([]string, []string, []uint16, error) {
+	if !runs(argv, "opencode", "opencode-ai") {
+		return argv, nil, nil, nil
+	}
+	cfg := map[string]any{"$schema": "https://opencode.ai/config.json", "autoupdate": false, "share": "disabled"}
+	if sessionURL != "" {
+		v1 := map[string]any{"options": map[string]any{"baseURL": strings.TrimSuffix(sessionURL, "/") + "/v1"}}
+		cfg["provider"] = map[string]any{"anthropic": v1, "openai": v1}
+	}
+	b, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	dir := filepath.Join(home, ".config", "opencode")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, nil, nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "opencode.json"), append(b, '\n'), 0o600); err != nil {
+		return nil, nil, nil, fmt.Errorf("writing the remote agent's OpenCode configuration: %v", err)
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("a port for the remote agent's own server: %v", err)
+	}
+	out := append(append([]string(nil), argv...), "--hostname", "127.0.0.1", "--port", strconv.Itoa(int(port)))
+	return out, []string{"OPENCODE_DISABLE_PROJECT_CONFIG=1", "OPENCODE_DISABLE_AUTOUPDATE=1"}, []uint16{port}, nil
+}
+
+// freePort is a loopback TCP port free now. Another program may take it
+// before the agent binds it: the agent then fails to start, and the turn
+// with it (no other port is open to it).
+func freePort() (uint16, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return uint16(l.Addr().(*net.TCPAddr).Port), nil
+}
+
+// runs reports whether argv runs one of the named programs: its command,
+// or a later word (npx opencode-ai@1.18.33 acp, node …/opencode), a
+// version after @ ignored.
+func runs(argv []string, names ...string) bool {
+	for _, a := range argv {
+		name := filepath.Base(a)
+		if i := strings.LastIndex(name, "@"); i > 0 {
+			name = name[:i]
+		}
+		name = strings.TrimSuffix(name, ".js")
+		for _, n := range names {
+			if name == n {
+				return true
+			}
+		}
+	}
+	return false
 }

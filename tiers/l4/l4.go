@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/url"
 	"os"
@@ -81,31 +82,25 @@ type Remote struct {
 }
 
 // ProxyEnv points a remote agent's model traffic at joule proxy's base URL:
-// Anthropic's API (Claude Code and its ACP adapter) and OpenAI's (Codex and
-// most others). Gemini CLI's GOOGLE_GEMINI_BASE_URL is left alone: the
-// proxy does not speak the Gemini API.
+// Anthropic's API (Claude Code and its ACP adapter), OpenAI's (Codex and
+// most others) and Gemini's (Gemini CLI, GOOGLE_GEMINI_BASE_URL, which
+// takes the host; the client adds /v1beta).
 func ProxyEnv(base string) []string {
-	if i := strings.Index(base, "/session/"); i >= 0 {
-		// A per-session URL: the session path stays, "/v1" goes after it.
-		return []string{"ANTHROPIC_BASE_URL=" + strings.TrimSuffix(base, "/"), "OPENAI_BASE_URL=" + strings.TrimSuffix(base, "/") + "/v1"}
+	if i := strings.Index(base, "/session/"); i < 0 {
+		base = strings.TrimSuffix(strings.TrimSuffix(base, "/"), "/v1")
 	}
-	base = strings.TrimSuffix(strings.TrimSuffix(base, "/"), "/v1")
-	return []string{"ANTHROPIC_BASE_URL=" + base, "OPENAI_BASE_URL=" + base + "/v1"}
+	// A per-session URL: the session path stays, "/v1" goes after it.
+	base = strings.TrimSuffix(base, "/")
+	return []string{"ANTHROPIC_BASE_URL=" + base, "OPENAI_BASE_URL=" + base + "/v1", "GOOGLE_GEMINI_BASE_URL=" + base}
 }
 
 // ProxyArgs adds to a remote's command line what points its model traffic
 // at base when its environment cannot: Codex (codex-acp) reads no
 // OPENAI_BASE_URL, only its openai_base_url setting, which -c sets.
 func ProxyArgs(argv []string, base string) []string {
-	for _, a := range argv {
-		name := filepath.Base(a)
-		if i := strings.LastIndex(name, "@"); i > 0 {
-			name = name[:i] // npx @zed-industries/codex-acp@0.16.0
-		}
-		if name == "codex-acp" || name == "codex-acp.js" {
-			out := append([]string(nil), argv...)
-			return append(out, "-c", "openai_base_url="+strings.TrimSuffix(base, "/")+"/v1")
-		}
+	if runs(argv, "codex-acp") { // npx @zed-industries/codex-acp@0.16.0, …/codex-acp.js
+		out := append([]string(nil), argv...)
+		return append(out, "-c", "openai_base_url="+strings.TrimSuffix(base, "/")+"/v1")
 	}
 	return argv
 }
@@ -158,10 +153,10 @@ func (s *stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 	}
 	argv := r.Argv
 	var env []string
-	proxy := ""
+	proxy, su := "", ""
 	if r.Proxy != nil {
 		if u := r.Proxy(); u != "" {
-			su := SessionURL(u, req.Session)
+			su = SessionURL(u, req.Session)
 			env = ProxyEnv(su)
 			argv = ProxyArgs(argv, su)
 			proxy = u
@@ -169,7 +164,7 @@ func (s *stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 		}
 	}
 	if r.Contain != nil {
-		wrapped, cenv, cleanup, err := r.Contain.wrap(ctx, r.Gate, req.Session, req.Root, argv, proxy)
+		wrapped, cenv, cleanup, err := r.Contain.wrap(ctx, r.Gate, req.Session, req.Root, argv, proxy, su)
 		if err != nil {
 			// Fail closed: an agent meant to run contained does not run
 			// otherwise.
@@ -238,9 +233,16 @@ func (s *stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 		}
 		return fmt.Errorf("l4: %s: %v", what, err)
 	}
+	// Gemini CLI cannot create a file through the client's file system:
+	// before write_file it reads the file, and it does not recognise ACP's
+	// error for a missing one (its SDK rejects with a plain object, which
+	// its ENOENT check does not read), so every new file fails. It is
+	// offered none: it writes itself, contained by the kernel to the grant
+	// (Contain), or decided after the turn.
+	fsCap := !runs(r.Argv, "gemini", "gemini.js")
 	ir, err := conn.Initialize(cctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber,
 		ClientInfo:         &acp.Implementation{Name: "joule", Version: "acp-client"},
-		ClientCapabilities: acp.ClientCapabilities{Fs: acp.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}, Terminal: true}})
+		ClientCapabilities: acp.ClientCapabilities{Fs: acp.FileSystemCapabilities{ReadTextFile: fsCap, WriteTextFile: fsCap}, Terminal: true}})
 	if err != nil {
 		return nil, fail("initialize", err)
 	}
@@ -545,7 +547,9 @@ func (c *client) ReadTextFile(ctx context.Context, p acp.ReadTextFileRequest) (a
 	switch {
 	case ok:
 	case rel == "": // outside the workspace, as the grant allowed
-		if b, err = os.ReadFile(p.Path); err != nil {
+		if b, err = os.ReadFile(p.Path); errors.Is(err, fs.ErrNotExist) {
+			return acp.ReadTextFileResponse{}, resourceNotFound(p.Path)
+		} else if err != nil {
 			return acp.ReadTextFileResponse{}, acp.NewInvalidParams(map[string]any{"path": err.Error()})
 		}
 	default: // the editor's buffer, so unsaved changes are seen
@@ -556,10 +560,18 @@ func (c *client) ReadTextFile(ctx context.Context, p acp.ReadTextFileRequest) (a
 			return acp.ReadTextFileResponse{}, acp.NewInternalError(map[string]any{"error": err.Error()})
 		}
 		if !ok {
-			return acp.ReadTextFileResponse{}, acp.NewInvalidParams(map[string]any{"path": fmt.Sprintf("%s: no such file", p.Path)})
+			return acp.ReadTextFileResponse{}, resourceNotFound(p.Path)
 		}
 	}
 	return acp.ReadTextFileResponse{Content: lines(string(b), p.Line, p.Limit)}, nil
+}
+
+// resourceNotFound is ACP's error for a file that does not exist (-32002,
+// "Resource not found"): an agent that checks whether the file it is about
+// to write exists (Gemini CLI's write_file) reads it as ENOENT, where
+// Invalid params fails its tool.
+func resourceNotFound(path string) error {
+	return &acp.RequestError{Code: -32002, Message: "Resource not found", Data: map[string]any{"path": path + ": no such file"}}
 }
 
 func lines(s string, line, limit *int) string {

@@ -2,8 +2,13 @@ package l4
 
 import (
 	"bufio"
+	"encoding/json"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -151,7 +156,7 @@ func TestSessionURL(t *testing.T) {
 		t.Fatal(u)
 	}
 	env := strings.Join(ProxyEnv(u), " ")
-	if env != "ANTHROPIC_BASE_URL="+u+" OPENAI_BASE_URL="+u+"/v1" {
+	if env != "ANTHROPIC_BASE_URL="+u+" OPENAI_BASE_URL="+u+"/v1 GOOGLE_GEMINI_BASE_URL="+u {
 		t.Fatal(env)
 	}
 }
@@ -212,6 +217,52 @@ func TestLoopbackPort(t *testing.T) {
 		}
 		if err != nil || port != tt.port {
 			t.Errorf("%s: %d %v, want %d", tt.url, port, err, tt.port)
+		}
+	}
+}
+
+// TestAgentHome: an OpenCode remote gets its configuration in the private
+// home (providers at the session's proxy URL), a port of its own named on
+// its command line and in the policy, and its project configuration left
+// unloaded; any other remote gets nothing.
+func TestAgentHome(t *testing.T) {
+	for _, tt := range []struct {
+		argv []string
+		oc   bool
+	}{
+		{[]string{"/x/opencode", "acp"}, true},
+		{[]string{"npx", "opencode-ai@1.18.33", "acp"}, true},
+		{[]string{"node", "/x/bundle/gemini.js", "--experimental-acp"}, false},
+		{[]string{"npx", "@zed-industries/codex-acp"}, false},
+		{[]string{"/x/opencoder", "acp"}, false},
+	} {
+		home := t.TempDir()
+		argv, env, listen, err := agentHome(tt.argv, home, "http://127.0.0.1:7411/session/s1")
+		if err != nil {
+			t.Fatalf("%v: %v", tt.argv, err)
+		}
+		b, rerr := os.ReadFile(filepath.Join(home, ".config", "opencode", "opencode.json"))
+		if !tt.oc {
+			if rerr == nil || env != nil || listen != nil || !slices.Equal(argv, tt.argv) {
+				t.Errorf("%v: got %v %v %v and a configuration (%v)", tt.argv, argv, env, listen, rerr)
+			}
+			continue
+		}
+		var cfg struct {
+			Provider map[string]struct {
+				Options struct {
+					BaseURL string `json:"baseURL"`
+				} `json:"options"`
+			} `json:"provider"`
+		}
+		if err := json.Unmarshal(b, &cfg); err != nil || cfg.Provider["anthropic"].Options.BaseURL != "http://127.0.0.1:7411/session/s1/v1" || cfg.Provider["openai"].Options.BaseURL != "http://127.0.0.1:7411/session/s1/v1" {
+			t.Errorf("%v: configuration %s (%v)", tt.argv, b, err)
+		}
+		if len(listen) != 1 || listen[0] == 0 || !slices.Equal(argv[len(argv)-2:], []string{"--port", strconv.Itoa(int(listen[0]))}) {
+			t.Errorf("%v: argv %v, listen %v", tt.argv, argv, listen)
+		}
+		if !slices.Contains(env, "OPENCODE_DISABLE_PROJECT_CONFIG=1") {
+			t.Errorf("%v: env %v", tt.argv, env)
 		}
 	}
 }

@@ -117,6 +117,20 @@ func (f *fakeAnthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			// adapter's mcp__acp__ ones.
 			if bare := strings.TrimPrefix(use.name, "mcp__acp__"); !slices.Contains(names, use.name) && slices.Contains(names, bare) {
 				use = &toolUse{bare, use.input}
+			} else if low := strings.ToLower(bare); !slices.Contains(names, use.name) && slices.Contains(names, low) {
+				// OpenCode's own tools: write {filePath, content}, bash
+				// {command, description}.
+				in := map[string]any{}
+				for k, v := range use.input {
+					switch k {
+					case "file_path":
+						in["filePath"] = v
+					case "timeout":
+					default:
+						in[k] = v
+					}
+				}
+				use = &toolUse{low, in}
 			}
 		}
 		f.mu.Lock()

@@ -1,0 +1,175 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/joulehook/joule/internal/testdeps"
+)
+
+// opencodeRemote is the remote command line and environment for the real
+// OpenCode (`opencode acp`, the CLI pinned for plugins/opencode/e2e),
+// offline: Anthropic's API through its own provider, with an API key of no
+// worth. joule acp points that provider at joule proxy in the OpenCode
+// configuration it writes in the agent's private home (l4.Containment);
+// the model is the person's choice, in OPENCODE_CONFIG_CONTENT.
+func opencodeRemote(t testing.TB, h *home) ([]string, []string) {
+	t.Helper()
+	root := testdeps.NodeModules("../../../plugins/opencode/e2e/testdata")
+	bin := filepath.Join(root, "opencode-linux-x64", "bin", "opencode")
+	if out, err := exec.Command(bin, "--version").Output(); err != nil || strings.TrimSpace(string(out)) != "1.18.33" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the pinned OpenCode CLI (opencode-ai 1.18.33) is not at %s (%v %q): run .ci/setup.d/10-hosts.sh", bin, err, out)
+		}
+		t.Skipf("the pinned OpenCode CLI is not installed: run .ci/setup.d/10-hosts.sh")
+	}
+	// A project configured for OpenCode: each name OpenCode reads at the
+	// workspace root exists. Where one is absent, the sandbox's stand-in
+	// for that protected name cannot be opened (ENXIO), which OpenCode
+	// takes for a broken configuration and fails the turn
+	// (TestOpenCodeACPUnconfigured).
+	os.WriteFile(filepath.Join(h.ws, "opencode.json"), []byte(`{"$schema": "https://opencode.ai/config.json"}`+"\n"), 0o644)
+	os.WriteFile(filepath.Join(h.ws, "opencode.jsonc"), []byte("{}\n"), 0o644)
+	os.MkdirAll(filepath.Join(h.ws, ".opencode"), 0o755)
+	return []string{bin, "acp", "--print-logs", "--log-level", "WARN"}, []string{"ANTHROPIC_API_KEY=sk-ant-test-dummy-key-0000000000",
+		`OPENCODE_CONFIG_CONTENT={"model": "anthropic/claude-sonnet-4-5", "small_model": "anthropic/claude-sonnet-4-5"}`,
+		"OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_LSP_DOWNLOAD=1",
+		"OPENCODE_DISABLE_DEFAULT_PLUGINS=1", "OPENCODE_DISABLE_SHARE=1"}
+}
+
+// TestOpenCodeACP: the real OpenCode through `opencode acp` as joule acp's
+// L4, its whole process tree contained by joule-exec with the session's
+// grant, in its default permissions and in its most permissive ones
+// (OPENCODE_PERMISSION allowing everything: it asks about nothing, not even a path
+// outside the workspace). Allowed, its own write and bash tools land on the
+// disk and are one signed op, its model calls metered through joule proxy;
+// denied, nothing touches the disk and its tool reports the failure to the
+// model in the turn.
+func TestOpenCodeACP(t *testing.T) {
+	// One OpenCode session at a time: two at once on a loaded 2-core
+	// machine took longer than the remote timeout to answer session/new.
+	for _, mode := range []string{"default", "allow"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Run("allowed", func(t *testing.T) {
+				h, remote, env, api, proxyURL := opencodeHome(t, mode)
+				h.run(t, "grant", "issue", "--allow", "Read", "--allow", "Write", "--allow", "Bash(echo:*)", "--tiers", "l0,l1,l4", "--budget", "1MJ", "--workspace", h.ws, "--use")
+				s := h.acp(t, remote, proxyURL, env...)
+				stop, said := s.prompt(t, "WRITE AND RUN: make out.txt and record the run")
+				t.Logf("the editor saw:\n%s\ntool results: %v\nrequests: %v", said, api.results, api.requests)
+				if stop != acp.StopReasonEndTurn {
+					t.Fatalf("stop %s", stop)
+				}
+				if b, err := os.ReadFile(filepath.Join(h.ws, "out.txt")); err != nil || string(b) != "hello from claude\n" {
+					t.Errorf("out.txt: %q %v; tool results %v", b, err, api.results)
+				}
+				if b, err := os.ReadFile(filepath.Join(h.ws, "ran.txt")); err != nil || string(b) != "ran\n" {
+					t.Errorf("ran.txt: %q %v; tool results %v", b, err, api.results)
+				}
+				if strings.Contains(said, "undid") {
+					t.Errorf("joule undid something of an allowed turn: %s", said)
+				}
+				checkSealed(t, h, s, api, []string{"out.txt", "ran.txt"})
+				s.close(t)
+				h.noneLeft(t, "after the session")
+			})
+			t.Run("denied", func(t *testing.T) {
+				h, remote, env, api, proxyURL := opencodeHome(t, mode)
+				h.run(t, "grant", "issue", "--allow", "Read", "--deny", "Write", "--deny", "Bash(echo:*)", "--tiers", "l0,l1,l4", "--budget", "1MJ", "--workspace", h.ws, "--use")
+				s := h.acp(t, remote, proxyURL, env...)
+				prompts := []string{"WRITE AND RUN: make out.txt", "RUN ONLY: record the run"}
+				if mode == "allow" {
+					// In its default permissions OpenCode asks before it
+					// writes outside the workspace (joule refuses); allowed
+					// everything, only the kernel stops it.
+					prompts = append(prompts, "OUTSIDE: write next to the workspace")
+				}
+				for _, p := range prompts {
+					api.mu.Lock()
+					seen := len(api.results)
+					api.mu.Unlock()
+					stop, said := s.prompt(t, p)
+					api.mu.Lock()
+					results := append([]string(nil), api.results[seen:]...)
+					api.mu.Unlock()
+					t.Logf("%q: the editor saw:\n%s\ntool results: %v", p, said, results)
+					if stop != acp.StopReasonEndTurn {
+						t.Errorf("%q: stop %s", p, stop)
+					}
+					if strings.Contains(said, "undid") {
+						t.Errorf("%q: joule had to undo a change: the kernel should have refused it: %s", p, said)
+					}
+					if len(results) == 0 {
+						t.Errorf("%q: the model got no tool result", p)
+					}
+					for _, r := range results {
+						if !failed(r) {
+							t.Errorf("%q: the agent's tool did not report a failure to the model: %s", p, r)
+						}
+					}
+				}
+				for _, f := range []string{filepath.Join(h.ws, "out.txt"), filepath.Join(h.ws, "ran.txt"), filepath.Join(h.dir, "outside.txt")} {
+					if _, err := os.Stat(f); err == nil {
+						t.Errorf("%s exists: the grant denied it", f)
+					}
+				}
+				if len(s.ed.asked) != 0 {
+					t.Errorf("the editor was asked %v: the grant decides", s.ed.asked)
+				}
+				checkMetered(t, h, s, api)
+				s.close(t)
+				h.noneLeft(t, "after the session")
+			})
+		})
+	}
+}
+
+// opencodeHome is a fresh home, workspace, fake Anthropic endpoint and joule
+// proxy for one `opencode acp` session with OpenCode's permissions mode.
+func opencodeHome(t *testing.T, mode string) (*home, []string, []string, *fakeAnthropic, string) {
+	h := newHome(t)
+	remote, env := opencodeRemote(t, h)
+	if mode == "allow" {
+		env = append(env, `OPENCODE_PERMISSION={"*": "allow", "edit": "allow", "bash": "allow", "external_directory": "allow"}`)
+	}
+	api := &fakeAnthropic{ws: h.ws}
+	return h, remote, env, api, h.proxy(t, "--anthropic", serve(t, api))
+}
+
+// TestOpenCodeACPUnconfigured: in a workspace with no OpenCode project
+// configuration, the contained OpenCode cannot finish a turn: the
+// sandbox's stand-ins for the absent protected names (opencode.json,
+// opencode.jsonc) cannot be opened (ENXIO), and OpenCode takes that for a
+// broken configuration. Nothing is written. This pins the known gap
+// (docs/acp.md); when it is closed, this test fails and goes.
+func TestOpenCodeACPUnconfigured(t *testing.T) {
+	t.Parallel()
+	h := newHome(t)
+	remote, env := opencodeRemote(t, h)
+	for _, f := range []string{"opencode.json", "opencode.jsonc", ".opencode"} {
+		os.RemoveAll(filepath.Join(h.ws, f))
+	}
+	api := &fakeAnthropic{ws: h.ws}
+	proxyURL := h.proxy(t, "--anthropic", serve(t, api))
+	h.run(t, "grant", "issue", "--allow", "Read", "--allow", "Write", "--allow", "Bash(echo:*)", "--tiers", "l0,l1,l4", "--budget", "1MJ", "--workspace", h.ws, "--use")
+	s := h.acp(t, remote, proxyURL, env...)
+	_, said := s.prompt(t, "WRITE AND RUN: make out.txt and record the run")
+	t.Logf("the editor saw:\n%s", said)
+	if !strings.Contains(said, "L4 failed") {
+		t.Errorf("the contained OpenCode closed a turn in an unconfigured workspace: the gap is closed, drop this test and update docs/acp.md")
+	}
+	if !strings.Contains(s.stderr.String(), "ENXIO") {
+		t.Errorf("OpenCode failed for another reason than the stand-ins' ENXIO:\n%s", s.stderr.String())
+	}
+	for _, f := range []string{"out.txt", "ran.txt"} {
+		if _, err := os.Stat(filepath.Join(h.ws, f)); err == nil {
+			t.Errorf("%s exists", f)
+		}
+	}
+	s.close(t)
+	h.noneLeft(t, "after the session")
+}
