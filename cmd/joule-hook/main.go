@@ -38,21 +38,11 @@ import (
 	"github.com/joulehook/joule/plugins/hook/resident"
 )
 
-// defaultBudget is how long the client may take in all: below the 30 s
-// hook timeout every joule install writes, so the host reads joule's deny,
-// never its own timeout (which most hosts treat as allow).
-const defaultBudget = 20 * time.Second
-
 func main() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
 
 func run(args []string, stdin *os.File, stdout, stderr *os.File) int {
 	start := time.Now()
-	budget := defaultBudget
-	if v := os.Getenv("JOULE_HOOK_TIMEOUT"); v != "" {
-		if d, err := time.ParseDuration(v); err == nil && d > 0 {
-			budget = d
-		}
-	}
+	budget := resident.Budget(os.Getenv)
 	deadline := start.Add(budget)
 	system, sysPath := false, ""
 	if len(args) > 0 && (args[0] == "--system" || strings.HasPrefix(args[0], "--system=")) {

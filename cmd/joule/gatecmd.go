@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-
-	"github.com/joulehook/joule/core/identity"
+	"os"
+	"time"
 
 	"github.com/joulehook/joule/core/gate"
+	"github.com/joulehook/joule/core/identity"
+	"github.com/joulehook/joule/plugins/hook/resident"
 )
 
 func init() {
@@ -44,7 +46,17 @@ stop it. See docs/gate.md, "The resident gate".`)
 	if err := noArgs(fs); err != nil {
 		return err
 	}
-	res := decideStdin(ctx, e)
+	// Within the hook budget, as joule hook: a decision that waits is a
+	// deny.
+	done := make(chan gate.Result, 1)
+	go func() { done <- decideStdin(ctx, e) }()
+	budget := resident.Budget(os.Getenv)
+	var res gate.Result
+	select {
+	case res = <-done:
+	case <-time.After(budget):
+		res = gate.Result{Decision: gate.Deny, Code: gate.CodeInternal, Reason: fmt.Sprintf("no decision within %v: a file of $JOULE_HOME that blocks (a FIFO, a lock held) or a store that does not answer; run 'joule doctor'", budget)}
+	}
 	b, _ := json.Marshal(res)
 	fmt.Fprintf(e.stdout, "%s\n", b)
 	return nil

@@ -12,6 +12,7 @@ import (
 	"github.com/joulehook/joule/core"
 	"github.com/joulehook/joule/core/gate"
 	"github.com/joulehook/joule/core/grant"
+	jhome "github.com/joulehook/joule/core/home"
 	"github.com/joulehook/joule/core/identity"
 	"github.com/joulehook/joule/core/receipts"
 	"github.com/joulehook/joule/core/store"
@@ -137,9 +138,12 @@ func homeFiles(id *identity.Identity, lines []string, cfg *config.Config) trust.
 // own steward is refused: it would replace the endpoint's key.
 func loadTrust(home string, id *identity.Identity) (grant.Trust, []string, error) {
 	tr := grant.Trust{id.Steward: id.Public()}
-	b, err := os.ReadFile(filepath.Join(home, IssuersFile))
+	b, err := jhome.ReadFile(filepath.Join(home, IssuersFile), 1<<20)
 	if errors.Is(err, os.ErrNotExist) {
 		return tr, nil, nil
+	}
+	if errors.Is(err, jhome.ErrNotRegular) {
+		return nil, nil, fmt.Errorf("%w: %v", errIssuersFile, err)
 	}
 	if err != nil {
 		return nil, nil, err

@@ -75,8 +75,10 @@ Hosts: `+hostNames()+`.`)
 		if *thenServe {
 			return usagef("hook: --then-serve needs --answer-fd above 2")
 		}
-		_, _, err := hookCommand(ctx, e, fs, mode)
-		return err
+		return withinBudget(e, fs.Arg(0), func(e *env) error {
+			_, _, err := hookCommand(ctx, e, fs, mode)
+			return err
+		})
 	}
 	var origin *server.Gate
 	if *thenServe {
@@ -250,4 +252,39 @@ func sandboxState() (abi int, namespaces bool) {
 func isExecutable(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
+// withinBudget runs answer (joule hook HOST as the host runs it) with its
+// output held back, and prints it if it comes within the hook budget
+// (resident.Budget); else it prints host's explicit deny and returns. A
+// decision that waits (a FIFO or a lock put in the home by a process of
+// the user's, a store that does not answer) is then a deny, never the
+// host's own timeout, which Claude Code and others treat as allow.
+func withinBudget(e *env, host string, answer func(*env) error) error {
+	type answered struct {
+		stdout, stderr []byte
+		code           int
+	}
+	done := make(chan answered, 1)
+	go func() {
+		var stdout, stderr bytes.Buffer
+		buffered := &env{stdin: e.stdin, stdout: &stdout, stderr: &stderr}
+		code := report(buffered, answer(buffered))
+		done <- answered{stdout.Bytes(), stderr.Bytes(), code}
+	}()
+	budget := resident.Budget(os.Getenv)
+	timer := time.NewTimer(budget)
+	defer timer.Stop()
+	var a answered
+	select {
+	case a = <-done:
+	case <-timer.C:
+		a.stdout, a.stderr, a.code = resident.Deny(host, fmt.Sprintf("joule deny (%s): no decision within %v: a file of $JOULE_HOME that blocks (a FIFO, a lock held) or a store that does not answer; run 'joule doctor'", gate.CodeInternal, budget))
+	}
+	e.stdout.Write(a.stdout)
+	e.stderr.Write(a.stderr)
+	if a.code != 0 {
+		return &exitError{a.code}
+	}
+	return nil
 }

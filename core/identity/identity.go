@@ -119,7 +119,10 @@ func Load(dir string) (*Identity, error) {
 	if perm := info.Mode().Perm(); perm&0o077 != 0 {
 		return nil, &keyError{fmt.Sprintf("private key %s is accessible by group or others (mode %#o); run: chmod 600 %s", keyPath, perm, keyPath)}
 	}
-	b, err := os.ReadFile(keyPath)
+	b, err := home.ReadFile(keyPath, 64<<10)
+	if errors.Is(err, home.ErrNotRegular) {
+		return nil, &keyError{fmt.Sprintf("private key %s is not a regular file; restore it from a backup, or run 'joule keygen' for a new key", keyPath)}
+	}
 	if err != nil {
 		return nil, err
 	}

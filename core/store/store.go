@@ -28,6 +28,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -174,8 +175,16 @@ func Open(path string, opts ...Option) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 		return nil, fmt.Errorf("store: create directory for %q: %w", abs, err)
 	}
-	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE|syscall.O_NONBLOCK, 0o600)
 	if err != nil {
+		return nil, fmt.Errorf("store: open %q: %w", abs, err)
+	}
+	// SQLite would wait for ever on a FIFO put in the store's place.
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = fmt.Errorf("not a regular file (%v)", st.Mode().Type())
+		}
 		return nil, fmt.Errorf("store: open %q: %w", abs, err)
 	}
 	if err := f.Close(); err != nil {

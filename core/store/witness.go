@@ -20,6 +20,8 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
+
+	jhome "github.com/joulehook/joule/core/home"
 )
 
 // The witness keeps the log's newest signed checkpoint outside the
@@ -306,22 +308,9 @@ func readWitnessBytes(path string, locked bool) ([]byte, error) {
 	return readSmall(path)
 }
 
-func readSmall(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	const limit = 64 << 10
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > limit {
-		return nil, fmt.Errorf("larger than %d bytes", limit)
-	}
-	return b, nil
-}
+// readSmall reads a witness file: a regular file of at most 64 KiB (a FIFO
+// in its place is refused, never waited on).
+func readSmall(path string) ([]byte, error) { return jhome.ReadFile(path, 64<<10) }
 
 // loadWitness reads and verifies every witness file and keeps the newest
 // checkpoint, and each cosigner's file. Unless locked, whole notes are

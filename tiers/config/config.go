@@ -25,6 +25,7 @@ import (
 
 	"github.com/joulehook/joule/core/gate"
 	"github.com/joulehook/joule/core/grant"
+	jhome "github.com/joulehook/joule/core/home"
 	"github.com/joulehook/joule/core/identity"
 	"github.com/joulehook/joule/core/witness"
 )
@@ -116,7 +117,7 @@ type cosignerFile struct {
 // Load reads home's config.json; a missing file is the defaults.
 func Load(home string) (*Config, error) {
 	path := filepath.Join(home, File)
-	b, err := os.ReadFile(path)
+	b, err := jhome.ReadFile(path, 1<<20)
 	if errors.Is(err, os.ErrNotExist) {
 		return &Config{}, nil
 	}

@@ -1,0 +1,47 @@
+//go:build unix
+
+package store
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestWitnessLockBounded: a witness lock that another process holds (here
+// another open file description, which flock treats the same) is waited
+// for at most lockWait, then refused saying so; released in time, it is
+// taken.
+func TestWitnessLockBounded(t *testing.T) {
+	defer func(d time.Duration) { lockWait = d }(lockWait)
+	lockWait = 300 * time.Millisecond
+	path := filepath.Join(t.TempDir(), "checkpoint.lock")
+	holder, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	if err := unix.Flock(int(holder.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	for _, exclusive := range []bool{false, true} {
+		start := time.Now()
+		_, err := lockFile(path, exclusive)
+		if err == nil || !strings.Contains(err.Error(), "held for more than") {
+			t.Errorf("exclusive %t: %v, want a refusal", exclusive, err)
+		}
+		if d := time.Since(start); d < lockWait || d > 10*lockWait {
+			t.Errorf("exclusive %t: gave up after %v (lockWait %v)", exclusive, d, lockWait)
+		}
+	}
+	time.AfterFunc(100*time.Millisecond, func() { unix.Flock(int(holder.Fd()), unix.LOCK_UN) })
+	unlock, err := lockFile(path, true)
+	if err != nil {
+		t.Fatalf("released within lockWait: %v", err)
+	}
+	unlock()
+}
