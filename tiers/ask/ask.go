@@ -326,14 +326,18 @@ var (
 	vocab = map[string]Intent{}
 	weak  = map[string]bool{"where": true, "find": true, "show": true, "locate": true, "lookup": true, "goto": true,
 		"jump": true, "open": true, "whereabouts": true, "search": true, "grep": true, "navigate": true, "gd": true, "see": true,
-		"source": true, "src": true, "peek": true, "ctrl-click": true, "ctrl+click": true, "cmd-click": true, "cmd+click": true}
+		"source": true, "src": true, "peek": true, "ctrl-click": true, "ctrl+click": true, "cmd-click": true, "cmd+click": true,
+		// "the implementation of X" is its declaration, but "does the
+		// implementation of X handle nil" is a question: only when every
+		// other word is read
+		"implementation": true, "implementations": true, "impl": true, "impls": true}
 	// acts ask for code to be written, explained or run: not look-ups.
 	acts = map[string]string{}
 )
 
 func init() {
 	for i, ws := range map[Intent]string{
-		Definition: "define defined defines defining definition definitions def defn declare declared declares declaring declaration declarations decl implemented implementation implementations impl impls",
+		Definition: "define defined defines defining definition definitions def defn declare declared declares declaring declaration declarations decl implemented",
 		Callers:    "call calls called caller callers calling callsite callsites invoke invokes invoked invoking invocation invocations incoming",
 		Uses:       "use uses used usage usages reference references referenced referencing refs",
 		Rename:     "rename renamed renaming",
@@ -737,8 +741,12 @@ func symbolOf(ctx context.Context, toks []token, syms Symbols, intent Intent) (s
 		name := c.name
 		n, err := count(name)
 		if err == nil && n == 0 && c.alt != "" {
-			name = c.alt
-			n, err = count(name)
+			// srv.newConn: the method of a receiver variable, when one
+			// method has that name; a field (r.Body) is too often what a
+			// question about behaviour names
+			if m, err2 := syms.Declarations(ctx, c.alt, true); err2 == nil && m == 1 {
+				name, n = c.alt, 1
+			}
 		}
 		if err != nil {
 			return symbolReading{}, fmt.Sprintf("the symbol table cannot say what %s is: %v", name, err)
