@@ -51,3 +51,37 @@ func TestCallersFromAnEnclosingModule(t *testing.T) {
 		}
 	}
 }
+
+// TestSoleUnexportedMethod: an unexported method whose name nothing else
+// in the index declares is answerable from its calls; an exported one, or
+// one whose name another type's method shares, is not.
+func TestSoleUnexportedMethod(t *testing.T) {
+	root := t.TempDir()
+	for p, s := range map[string]string{
+		"a.go":     "package a\n\ntype S struct{}\n\nfunc (S) dial() {}\n\nfunc (S) Dial() {}\n\nfunc (S) close() {}\n\nfunc use(s S) { s.dial(); s.close() }\n",
+		"b/b.go":   "package b\n\ntype T struct{}\n\nfunc (T) close() {}\n",
+		"c/c.go":   "package c\n\nfunc send() {}\n",
+		"c/d/d.go": "package d\n\ntype U struct{}\n\nfunc (U) send() {}\n",
+	} {
+		full := filepath.Join(root, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ix, err := Open(filepath.Join(t.TempDir(), "ix.db"), root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	if _, err := ix.Update(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]bool{"dial": true, "S.dial": true, "Dial": false, "close": false, "S.close": false, "U.send": false} {
+		if got := ix.soleUnexportedMethod(context.Background(), name); got != want {
+			t.Errorf("soleUnexportedMethod(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
