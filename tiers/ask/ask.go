@@ -59,8 +59,21 @@ type Reading struct {
 	Symbol string
 	// Called: the symbol was written as a call, X(): a function or method.
 	Called bool
+	// Kind and File are what the request said of the symbol ("the Dir
+	// type", "in fs.go") when the name alone is declared several times and
+	// they single one out; empty otherwise, so a wrong hint never blocks
+	// a name that is declared once.
+	Kind, File string
 	// Refused says why the request is not read whole; empty when it is.
 	Refused string
+}
+
+// Narrower is a symbol table that can also count the declarations of a
+// name of one kind ("type", "func", "method", "field", "var", "const";
+// "" any) in one file ("" any): a request's "the Dir type" or "in fs.go"
+// singles out one of several declarations.
+type Narrower interface {
+	DeclarationsOf(ctx context.Context, name, kind, file string, callable bool) (int, error)
 }
 
 // MaxDefinitionSites bounds how many distinct places a definition answer
@@ -100,13 +113,25 @@ func Read(ctx context.Context, prompt string, syms Symbols) Reading {
 	if rd.Refused != "" || !rd.Intent.LookUp() {
 		return rd
 	}
-	rd.Symbol, rd.Refused = symbolOf(ctx, toks, syms, rd.Intent)
+	if why := behaviour(toks); why != "" {
+		return Reading{Refused: why}
+	}
+	var sym symbolReading
+	sym, rd.Refused = symbolOf(ctx, toks, syms, rd.Intent)
+	rd.Symbol, rd.Kind, rd.File = sym.name, sym.kind, sym.file
+	if rd.Refused == "" && rd.Intent.LookUp() && yesNo(toks) {
+		// "is X safe to use from many goroutines?": a yes/no question is a
+		// look-up only when every word of it is look-up vocabulary.
+		if w := unread(toks, sym.used); w != "" {
+			return Reading{Refused: fmt.Sprintf("a question about %s (%q), not where it is declared or used", rd.Symbol, w)}
+		}
+	}
 	if rd.Weak && rd.Refused == "" {
 		// "where is body parsed": with no word of look-up vocabulary, any
 		// other word may be what is asked; only "find X", "where is X",
 		// "go to X" and the like are definitions.
-		if w := unread(toks, rd.Symbol); w != "" {
-			rd.Symbol, rd.Refused = "", fmt.Sprintf("%q: only where %s is declared can be answered, and the request does not say it asks that", w, rd.Symbol)
+		if w := unread(toks, sym.used); w != "" {
+			rd.Symbol, rd.Kind, rd.File, rd.Refused = "", "", "", fmt.Sprintf("%q: only where %s is declared can be answered, and the request does not say it asks that", w, rd.Symbol)
 		}
 	}
 	for _, t := range toks {
@@ -117,6 +142,46 @@ func Read(ctx context.Context, prompt string, syms Symbols) Reading {
 	return rd
 }
 
+// auxiliaries open a yes/no question.
+var auxiliaries = map[string]bool{"is": true, "are": true, "can": true, "should": true, "does": true, "do": true, "will": true,
+	"would": true, "could": true, "did": true, "was": true, "were": true, "must": true, "may": true, "might": true, "shall": true}
+
+// yesNo reports whether the request opens, after any filler, with an
+// auxiliary: "is X thread-safe?", "does anything call X?".
+func yesNo(toks []token) bool {
+	for _, t := range toks {
+		if fillers[t.low] && !t.code {
+			continue
+		}
+		return !t.code && auxiliaries[t.low]
+	}
+	return false
+}
+
+// behaviour refuses a look-up word used as an infinitive of purpose ("safe
+// to use", "how to call", "ok to call from a handler"): the request asks
+// how something may be used, not where it is.
+func behaviour(toks []token) string {
+	for k := 1; k+1 < len(toks); k++ {
+		t, v := toks[k], toks[k+1]
+		if t.code || t.low != "to" || v.code {
+			continue
+		}
+		if i, ok := vocabOf(v.low); !ok || family(i) != Callers {
+			continue
+		}
+		switch toks[k-1].low {
+		case "references", "reference", "refs", "calls", "call", "invocations", "go", "jump", "navigate", "take", "point", "points", "pointers", "refer", "refers", "usages", "uses":
+			continue
+		}
+		return fmt.Sprintf("asks how something may be %s (%q), not where it is", v.low, toks[k-1].text+" to "+v.text)
+	}
+	return ""
+}
+
+var fillers = map[string]bool{"please": true, "hey": true, "hi": true, "quick": true, "question": true, "so": true, "ok": true,
+	"okay": true, "thanks": true, "thank": true, "um": true, "uh": true, "hmm": true}
+
 // token is one word of a request. code marks a word written as code
 // (backticks or quotes, a call, a selector, mixed case, _ or digits):
 // never vocabulary.
@@ -125,6 +190,9 @@ type token struct {
 	low    string // lower case, for vocabulary
 	code   bool
 	called bool // written X(): a function or a method
+	poss   bool // written X's: the owner of what follows ("ServeMux's findHandler")
+	file   bool // a file name (server.go): where the symbol is, never the symbol
+	pkg    bool // an import path (net/http): the package the symbol is in
 }
 
 var contractions = map[string][]string{
@@ -135,13 +203,21 @@ var contractions = map[string][]string{
 }
 
 func tokens(p string) []token {
-	p = strings.NewReplacer("’", "'", "‘", "'", "“", "\"", "”", "\"", "→", " -> ").Replace(p)
+	p = strings.NewReplacer("’", "'", "‘", "'", "“", "\"", "”", "\"", "→", " -> ", "—", " ", "–", " ", " - ", " ").Replace(p)
 	var out []token
 	for _, f := range strings.Fields(p) {
-		out = append(out, split(f)...)
+		for _, t := range split(f) {
+			if t.text == "2" && len(out) > 0 && moves[out[len(out)-1].low] {
+				t = token{text: "to", low: "to"} // jump 2 X
+			}
+			out = append(out, t)
+		}
 	}
 	return out
 }
+
+// moves are the verbs an editor user says "go to" with.
+var moves = map[string]bool{"go": true, "jump": true, "navigate": true, "take": true, "me": true, "skip": true, "head": true}
 
 // split reads one blank-separated field: "`http.Get()`," is the code word
 // http.Get; "X's" is X; "(*T).M" stays as written; "where's" is two words.
@@ -171,8 +247,12 @@ func split(f string) []token {
 		}
 		return out
 	}
+	poss := false
 	if strings.HasSuffix(low, "'s") && len(f) > 2 { // Server's
-		f, low = f[:len(f)-2], low[:len(low)-2]
+		f, low, poss = f[:len(f)-2], low[:len(low)-2], true
+	}
+	if strings.HasPrefix(f, "*") && len(f) > 1 && f[1] != '(' { // *http.Request: the type
+		f, low = f[1:], low[1:]
 	}
 	code, called := quoted, false
 	if strings.HasSuffix(f, "()") {
@@ -187,6 +267,12 @@ func split(f string) []token {
 	if f == "" {
 		return nil
 	}
+	if isFile(f) {
+		return []token{{text: f, low: low, code: true, file: true}}
+	}
+	if isPkgPath(f) {
+		return []token{{text: f, low: low, code: true, pkg: true}}
+	}
 	if !code && !(strings.ToUpper(f) == f && known(low)) { // "WHERE IS X DEFINED"
 		for i, r := range f {
 			if r == '_' || r == '.' && i > 0 && i < len(f)-1 || unicode.IsDigit(r) || unicode.IsUpper(r) && i > 0 || r == '*' {
@@ -195,7 +281,36 @@ func split(f string) []token {
 			}
 		}
 	}
-	return []token{{text: f, low: low, code: code, called: called}}
+	return []token{{text: f, low: low, code: code, called: called, poss: poss}}
+}
+
+// isFile reports whether a word names a source file: server.go, fs/fs.go.
+func isFile(f string) bool {
+	i := strings.LastIndex(f, ".")
+	if i <= 0 || strings.Contains(f, "(") {
+		return false
+	}
+	switch f[i+1:] {
+	case "go", "ts", "tsx", "js", "py", "rs", "c", "h", "s":
+	default:
+		return false
+	}
+	base := f[strings.LastIndex(f, "/")+1 : i]
+	return base != "" && gotoken.IsIdentifier(strings.NewReplacer("-", "_", "+", "_").Replace(base)) || strings.HasSuffix(base, "_test")
+}
+
+// isPkgPath reports whether a word is an import path: net/http, io/fs.
+func isPkgPath(f string) bool {
+	if !strings.Contains(f, "/") || strings.ContainsAny(f, "()*`") || strings.HasPrefix(f, "/") || strings.HasSuffix(f, "/") {
+		return false
+	}
+	parts := strings.Split(f, "/")
+	for _, part := range parts[:len(parts)-1] {
+		if part == "" || strings.Trim(part, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_") != "" {
+			return false
+		}
+	}
+	return gotoken.IsIdentifier(parts[len(parts)-1])
 }
 
 // known reports whether a plain word is one the reader reads as English.
@@ -210,7 +325,12 @@ func known(w string) bool {
 var (
 	vocab = map[string]Intent{}
 	weak  = map[string]bool{"where": true, "find": true, "show": true, "locate": true, "lookup": true, "goto": true,
-		"jump": true, "open": true, "whereabouts": true, "search": true, "grep": true}
+		"jump": true, "open": true, "whereabouts": true, "search": true, "grep": true, "navigate": true, "gd": true, "see": true,
+		"source": true, "src": true, "peek": true, "ctrl-click": true, "ctrl+click": true, "cmd-click": true, "cmd+click": true,
+		// "the implementation of X" is its declaration, but "does the
+		// implementation of X handle nil" is a question: only when every
+		// other word is read
+		"implementation": true, "implementations": true, "impl": true, "impls": true}
 	// acts ask for code to be written, explained or run: not look-ups.
 	acts = map[string]string{}
 )
@@ -383,23 +503,24 @@ func init() {
 		get gets got getting every everywhere all any each some one places place spots spot site sites file files line lines
 		function func method type struct interface class constant const variable var field symbol identifier package pkg
 		repo repository codebase code project module source workspace tree this
-		point exact exactly being`) {
+		point exact exactly being come comes coming came live lives living resides reside located location written kept sits
+		think guess believe maybe probably somewhere anywhere anything anyone anybody something constructor helper body`) {
 		stop[w] = true
 	}
 }
 
-// unread is the first word of toks that is neither sym nor a word the
-// reader knows, or "".
-func unread(toks []token, sym string) string {
-	for _, t := range toks {
-		if t.text == sym || t.code && !known(t.low) {
-			if t.text != sym {
-				return t.text
-			}
+// unread is the first word of toks that is neither the symbol (the tokens
+// in used), a file or package it is said to be in, nor a word the reader
+// knows, or "".
+func unread(toks []token, used map[int]bool) string {
+	for k, t := range toks {
+		if used[k] || t.file || t.pkg {
 			continue
 		}
-		switch t.low {
-		case "please", "hey", "hi", "quick", "question", "so", "ok", "okay", "thanks", "thank":
+		if t.code && !known(t.low) {
+			return t.text
+		}
+		if fillers[t.low] {
 			continue
 		}
 		if !known(t.low) && !determiners[t.low] {
@@ -413,15 +534,67 @@ func unread(toks []token, sym string) string {
 var determiners = map[string]bool{"the": true, "a": true, "an": true, "this": true, "that": true, "my": true, "our": true,
 	"your": true, "its": true, "their": true, "some": true, "every": true, "each": true, "any": true}
 
+// symbolReading is the symbol a request names and what it said of it.
+type symbolReading struct {
+	name, kind, file string
+	used             map[int]bool // the tokens that spell it
+}
+
+// candidate is one way of reading some words as a symbol.
+type candidate struct {
+	name   string
+	alt    string // the member alone, when the qualifier is a receiver variable (r.PathValue)
+	code   bool
+	called bool
+	kind   string
+	idx    []int
+}
+
+// kinds are the words that say what a symbol is.
+var kinds = map[string]string{"type": "type", "struct": "type", "interface": "type", "func": "func", "function": "func",
+	"helper": "func", "constructor": "func", "method": "method", "field": "field", "var": "var", "variable": "var",
+	"const": "const", "constant": "const"}
+
 // symbolOf finds the one symbol the request names: the identifier-shaped
-// words (code words first) that the symbol table declares.
-func symbolOf(ctx context.Context, toks []token, syms Symbols, intent Intent) (string, string) {
-	var code, plain []string
+// words (code words first) that the symbol table declares. "M on T", "the
+// M method of T", "T's M", "M (the T method)" are the one symbol T.M.
+func symbolOf(ctx context.Context, toks []token, syms Symbols, intent Intent) (symbolReading, string) {
+	var cands []candidate
 	seen := map[string]bool{}
-	called := map[string]bool{} // written X()
+	used := map[int]bool{}
+	var files, pkgs []string
+	for _, t := range toks {
+		switch {
+		case t.file && !contains(files, t.text):
+			files = append(files, t.text)
+		case t.pkg && !contains(pkgs, t.text):
+			pkgs = append(pkgs, t.text)
+		}
+	}
+	member := func(k int) bool { // can toks[k] be a name, not a word?
+		if k >= len(toks) || toks[k].file || toks[k].pkg {
+			return false
+		}
+		t := toks[k]
+		if _, ok := identShaped(t.text); !ok {
+			return false
+		}
+		if t.code {
+			return true
+		}
+		if t.text == t.low || stop[t.low] || kinds[t.low] != "" {
+			return false
+		}
+		_, v := vocabOf(t.low)
+		_, a := acts[t.low]
+		return !v && !a
+	}
 	for k, t := range toks {
+		if used[k] || t.file || t.pkg {
+			continue
+		}
 		name, ok := identShaped(t.text)
-		if !ok || seen[name] {
+		if !ok {
 			continue
 		}
 		if !t.code && t.text == t.low && k > 0 && determiners[toks[k-1].low] {
@@ -439,66 +612,204 @@ func symbolOf(ctx context.Context, toks []token, syms Symbols, intent Intent) (s
 			if _, a := acts[t.low]; a {
 				continue
 			}
+			if weak[t.low] {
+				continue
+			}
 		}
-		seen[name] = true
-		called[name] = t.called
-		if t.code {
-			code = append(code, name)
-		} else {
-			plain = append(plain, name)
+		c := candidate{name: name, code: t.code, called: t.called, idx: []int{k}}
+		if k > 0 && kinds[toks[k-1].low] != "" && !toks[k-1].code {
+			c.kind = kinds[toks[k-1].low]
 		}
+		j := k + 1
+		if j < len(toks) && kinds[toks[j].low] != "" && !toks[j].code {
+			c.kind = kinds[toks[j].low]
+			j++
+		}
+		memberName := name[strings.LastIndex(name, ".")+1:]
+		switch {
+		case t.poss && !strings.HasPrefix(name, "("):
+			// T's M
+			m := k + 1
+			if m < len(toks) && toks[m].low == "the" {
+				m++
+			}
+			if member(m) && !strings.Contains(toks[m].text, ".") {
+				c.name, c.idx, c.called = name+"."+toks[m].text, append(c.idx, m), toks[m].called
+				c.kind = ""
+				if m+1 < len(toks) && (kinds[toks[m+1].low] == "method" || kinds[toks[m+1].low] == "field") {
+					c.idx = append(c.idx, m+1)
+				}
+			}
+		case j < len(toks) && !strings.HasPrefix(name, "("):
+			// M on T, M method of T, M (the T method)
+			o := j
+			if toks[o].low == "on" || toks[o].low == "of" || toks[o].low == "for" || toks[o].low == "in" {
+				o++
+				if o < len(toks) && toks[o].low == "the" {
+					o++
+				}
+				if o < len(toks) && (toks[o].low == "type" || toks[o].low == "struct") {
+					o++
+				}
+			} else if toks[o].low == "the" {
+				o++
+				if !(o+1 < len(toks) && kinds[toks[o+1].low] == "method") {
+					break
+				}
+			} else {
+				break
+			}
+			if member(o) && (toks[o].code || unicode.IsUpper(rune(toks[o].text[0]))) && (c.kind == "" || c.kind == "method" || c.kind == "field" || c.kind == "func") {
+				owner := strings.TrimPrefix(toks[o].text, "*")
+				c.name, c.idx, c.kind = owner+"."+memberName, append(c.idx, o), ""
+				if o+1 < len(toks) && (toks[o+1].low == "type" || toks[o+1].low == "struct" || kinds[toks[o+1].low] == "method") {
+					c.idx = append(c.idx, o+1)
+				}
+			}
+		}
+		if parts := strings.Split(c.name, "."); len(parts) == 2 && len(c.idx) == 1 && parts[0] != "" &&
+			strings.ToLower(parts[0]) == parts[0] && len(parts[0]) <= 4 && !strings.HasPrefix(c.name, "(") {
+			c.alt = parts[1] // srv.newConn: a receiver variable, unless a package is so named
+		}
+		if seen[c.name] {
+			continue
+		}
+		seen[c.name] = true
+		for _, i := range c.idx {
+			used[i] = true
+		}
+		cands = append(cands, c)
 	}
-	if len(code)+len(plain) == 0 {
-		return "", "no symbol named"
+	// Code words first: they are what the request points at.
+	sort.SliceStable(cands, func(i, j int) bool { return cands[i].code && !cands[j].code })
+	if len(cands) == 0 {
+		return symbolReading{}, "no symbol named"
 	}
 	if syms == nil {
-		all := append(code, plain...)
+		var code, all []string
+		for _, c := range cands {
+			all = append(all, c.name)
+			if c.code {
+				code = append(code, c.name)
+			}
+		}
+		chosen := func(name string) symbolReading {
+			sr := symbolReading{name: name, used: map[int]bool{}}
+			for _, c := range cands {
+				if c.name == name {
+					for _, i := range c.idx {
+						sr.used[i] = true
+					}
+				}
+			}
+			return sr
+		}
 		if len(code) == 1 {
-			return code[0], ""
+			return chosen(code[0]), ""
 		}
 		if len(all) == 1 {
-			return all[0], ""
+			return chosen(all[0]), ""
 		}
-		return "", "several words could be the symbol: " + strings.Join(all, ", ")
+		return symbolReading{}, "several words could be the symbol: " + strings.Join(all, ", ")
 	}
+	file := ""
+	if len(files) == 1 {
+		file = files[0]
+	}
+	pkg := ""
+	if len(pkgs) == 1 {
+		pkg = pkgs[0][strings.LastIndex(pkgs[0], "/")+1:]
+	}
+	narrow, _ := syms.(Narrower)
 	// Every candidate is resolved: one declared word is the symbol; two
 	// are two symbols, however they were written. A word written as code
 	// that the table does not declare is a refusal, not a reason to take a
 	// plain word instead.
-	var found, many, manyName, missing []string
-	for ci, class := range [][]string{code, plain} {
-		for _, name := range class {
-			// Callers are of functions and methods; so are uses of a name
-			// that is one, before any field or variable namesake.
-			n, err := syms.Declarations(ctx, name, intent != Definition || called[name])
-			if err == nil && n == 0 && intent == Uses && !called[name] {
+	var found []symbolReading
+	var many, manyName, missing, plain []string
+	for _, c := range cands {
+		// Callers are of functions and methods; so are uses of a name
+		// that is one, before any field or variable namesake.
+		callable := intent != Definition || c.called
+		count := func(name string) (int, error) {
+			n, err := syms.Declarations(ctx, name, callable)
+			if err == nil && n == 0 && intent == Uses && !c.called {
 				n, err = syms.Declarations(ctx, name, false)
 			}
-			if err != nil {
-				return "", fmt.Sprintf("the symbol table cannot say what %s is: %v", name, err)
+			return n, err
+		}
+		name := c.name
+		n, err := count(name)
+		if err == nil && n == 0 && c.alt != "" {
+			// srv.newConn: the method of a receiver variable, when one
+			// method has that name; a field (r.Body) is too often what a
+			// question about behaviour names
+			if m, err2 := syms.Declarations(ctx, c.alt, true); err2 == nil && m == 1 {
+				name, n = c.alt, 1
 			}
-			switch {
-			case n == 1:
-				found = append(found, name)
-			case n > 1:
-				many = append(many, fmt.Sprintf("%s (%d declarations)", name, n))
-				manyName = append(manyName, name)
-			case ci == 0:
-				missing = append(missing, name)
+		}
+		if err != nil {
+			return symbolReading{}, fmt.Sprintf("the symbol table cannot say what %s is: %v", name, err)
+		}
+		sr := symbolReading{name: name, used: map[int]bool{}}
+		for _, i := range c.idx {
+			sr.used[i] = true
+		}
+		if n > 1 && pkg != "" && !strings.Contains(name, ".") {
+			// net/http NewRequest: the package qualifies the name
+			if m, err := count(pkg + "." + name); err == nil && m == 1 {
+				n, sr.name = 1, pkg+"."+name
 			}
+		}
+		if n > 1 && narrow != nil && (c.kind != "" || file != "") {
+			// the Dir type, cleanPath in server.go: what the request says
+			// of the name singles one declaration out
+			for _, try := range [][2]string{{c.kind, ""}, {"", file}, {c.kind, file}} {
+				if try == [2]string{} || try[0] == "" && c.kind != "" && try[1] == "" {
+					continue
+				}
+				if m, err := narrow.DeclarationsOf(ctx, name, try[0], try[1], callable); err == nil && m == 1 {
+					n, sr.kind, sr.file = 1, try[0], try[1]
+					break
+				}
+			}
+		}
+		switch {
+		case n == 1:
+			found = append(found, sr)
+		case n > 1:
+			many = append(many, fmt.Sprintf("%s (%d declarations)", name, n))
+			manyName = append(manyName, name)
+		case c.code:
+			missing = append(missing, name)
+		default:
+			plain = append(plain, name)
 		}
 	}
 	switch {
 	case len(missing) > 0:
-		return "", "no declaration of " + strings.Join(missing, " or ") + " in the workspace"
+		return symbolReading{}, "no declaration of " + strings.Join(missing, " or ") + " in the workspace"
 	case len(found) == 1 && len(many) == 0:
 		return found[0], ""
 	case len(found)+len(many) > 1:
-		return "", "several symbols named: " + strings.Join(append(found, many...), ", ")
+		var names []string
+		for _, f := range found {
+			names = append(names, f.name)
+		}
+		return symbolReading{}, "several symbols named: " + strings.Join(append(names, many...), ", ")
 	case len(many) == 1:
-		return manyName[0], "ambiguous: " + many[0] + "; qualify it (pkg.Name, Type.Method)"
+		return symbolReading{name: manyName[0]}, "ambiguous: " + many[0] + "; qualify it (pkg.Name, Type.Method)"
 	}
-	return "", "no word of the request names a declared symbol (" + strings.Join(plain, ", ") + ")"
+	return symbolReading{}, "no word of the request names a declared symbol (" + strings.Join(plain, ", ") + ")"
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if x == y {
+			return true
+		}
+	}
+	return false
 }
 
 // identShaped reports whether s can name a symbol: X, a.X, a.b.X, (*T).M,

@@ -47,7 +47,7 @@ func TestRead(t *testing.T) {
 		{"where is `NewServer`?", Definition, "NewServer", ""},
 		{"where is disjoint parsed", Definition, "", "does not say it asks that"},
 		{"show me NewServer failing", Definition, "", "does not say it asks that"},
-		{"where is the Get method of Store defined", Definition, "", "several symbols"},
+		{"where is the Get method of Store defined", Definition, "Store.Get", ""},
 		{"Who calls NewServer?", Callers, "NewServer", ""},
 		{"find all calers of `NewServer`", Callers, "NewServer", ""},
 		{"call sites of NewServer", Callers, "NewServer", ""},
@@ -90,6 +90,96 @@ func TestRead(t *testing.T) {
 		rd := Read(context.Background(), tt.prompt, shop)
 		if rd.Intent != tt.intent || rd.Symbol != tt.symbol || (tt.refuse == "") != (rd.Refused == "") || !strings.Contains(rd.Refused, tt.refuse) {
 			t.Errorf("Read(%q) = %+v, want intent %q symbol %q refusal %q", tt.prompt, rd, tt.intent, tt.symbol, tt.refuse)
+		}
+	}
+}
+
+// narrowing is shop with kinds and files: Widget is a type in widget.go
+// and a field in form.go; Render is a func in widget.go and in page.go.
+type narrowing struct{ table }
+
+func (n narrowing) DeclarationsOf(_ context.Context, name, kind, file string, _ bool) (int, error) {
+	type decl struct{ kind, file string }
+	ds := map[string][]decl{
+		"Widget": {{"type", "widget.go"}, {"field", "form.go"}},
+		"Render": {{"func", "widget.go"}, {"func", "page.go"}},
+	}[name]
+	c := 0
+	for _, d := range ds {
+		if (kind == "" || kind == d.kind) && (file == "" || file == d.file) {
+			c++
+		}
+	}
+	return c, nil
+}
+
+var shelf = narrowing{table{"Widget": 2, "Render": 2, "Store": 1, "Store.Get": 1, "Get": 3, "Pool.Acquire": 1, "Acquire": 2,
+	"Pool": 1, "NewPool": 1, "Lease.Renew": 1, "Renew": 1, "Lease": 1, "store.Get": 0, "shop.Render": 1, "DefaultPool": 1}}
+
+// TestReadPeople are the classes of requests the held-out set's author
+// reported misread, on symbols of their own.
+func TestReadPeople(t *testing.T) {
+	for _, tt := range []struct {
+		prompt     string
+		intent     Intent
+		symbol     string
+		kind, file string
+		refuse     string
+	}{
+		// Questions about behaviour are not look-ups.
+		{"is DefaultPool safe to use from several goroutines?", None, "", "", "", "how something may be"},
+		{"is it ok to call NewPool from an init func?", None, "", "", "", "how something may be"},
+		{"can Pool.Acquire block forever?", None, "", "", "", "no look-up"},
+		{"is Pool.Acquire declared with a context, or does it block forever?", None, "", "", "", "question about"},
+		{"does NewPool panic on a zero size?", None, "", "", "", ""},
+		{"is NewPool used anywhere?", Uses, "NewPool", "", "", ""},
+		{"does anything call NewPool?", Callers, "NewPool", "", "", ""},
+		{"are there references to NewPool", Uses, "NewPool", "", "", ""},
+		// Vocabulary: implementation, come from, lives, source, editor jargon.
+		{"show me the implementation of Lease.Renew", Definition, "Lease.Renew", "", "", ""},
+		{"where's the impl of Pool.Acquire", Definition, "Pool.Acquire", "", "", ""},
+		{"where does NewPool come from?", Definition, "NewPool", "", "", ""},
+		{"where does NewPool live", Definition, "NewPool", "", "", ""},
+		{"where is NewPool written", Definition, "NewPool", "", "", ""},
+		{"i need to see NewPool's source", Definition, "NewPool", "", "", ""},
+		{"gd on NewPool", Definition, "NewPool", "", "", ""},
+		{"ctrl-click NewPool", Definition, "NewPool", "", "", ""},
+		{"navigate to the NewPool constructor", Definition, "NewPool", "", "", ""},
+		{"where's the NewPool helper", Definition, "NewPool", "", "", ""},
+		// Punctuation and shorthand.
+		{"Lease struct — where?", Definition, "Lease", "", "", ""},
+		{"jump 2 NewPool", Definition, "NewPool", "", "", ""},
+		{"Lease – where is it declared", Definition, "Lease", "", "", ""},
+		// Members written as people write them.
+		{"where is Pool's Acquire", Definition, "Pool.Acquire", "", "", ""},
+		{"the Acquire method on Pool: where is it?", Definition, "Pool.Acquire", "", "", ""},
+		{"where is Acquire on Pool defined", Definition, "Pool.Acquire", "", "", ""},
+		{"go to Renew (the Lease method)", Definition, "Lease.Renew", "", "", ""},
+		{"find p.Acquire (the Pool method)", Definition, "Pool.Acquire", "", "", ""},
+		{"where's l.Renew defined", Definition, "Renew", "", "", ""},
+		{"who calls p.Acquire on Pool", Callers, "Pool.Acquire", "", "", ""},
+		{"where is *Store defined", Definition, "Store", "", "", ""},
+		// What the request says of the symbol singles one out, or is
+		// confirmed; it never blocks a name declared once.
+		{"go to the Widget type", Definition, "Widget", "type", "", ""},
+		{"where is the type Widget", Definition, "Widget", "type", "", ""},
+		{"jump to Render in page.go", Definition, "Render", "", "page.go", ""},
+		{"find Render (widget.go)", Definition, "Render", "", "widget.go", ""},
+		{"where's NewPool, in pool.go I think", Definition, "NewPool", "", "", ""},
+		{"where is Render defined", Definition, "Render", "", "", "ambiguous"},
+		{"where is the Widget defined", Definition, "Widget", "", "", "ambiguous"},
+		// A package named in the prose qualifies the name.
+		{"where is example/shop Render defined", Definition, "shop.Render", "", "", ""},
+		{"Render in example.com/shop: where is it", Definition, "shop.Render", "", "", ""},
+		// Still refused: two symbols, a write, an explanation.
+		{"where are NewPool and Lease defined", Definition, "", "", "", "several symbols"},
+		{"explain the Acquire method on Pool", None, "", "", "", "asks to explain"},
+		{"why does Pool's Acquire block", None, "", "", "", "asks to why"},
+	} {
+		rd := Read(context.Background(), tt.prompt, shelf)
+		if rd.Intent != tt.intent && !(tt.intent == None && tt.refuse == "") || rd.Symbol != tt.symbol || rd.Kind != tt.kind || rd.File != tt.file ||
+			(tt.refuse == "" && tt.intent != None) != (rd.Refused == "") || !strings.Contains(rd.Refused, tt.refuse) {
+			t.Errorf("Read(%q) = %+v, want intent %q symbol %q kind %q file %q refusal %q", tt.prompt, rd, tt.intent, tt.symbol, tt.kind, tt.file, tt.refuse)
 		}
 	}
 }

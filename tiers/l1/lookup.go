@@ -369,6 +369,9 @@ func lookup(ctx context.Context, root string, files core.Files, c Lookup) (strin
 		fmt.Fprintf(&sb, " (lines %d-%d)", d.lo, d.hi)
 	}
 	fmt.Fprintf(&sb, ":\n%s:%d: %s\n", d.file, d.line, d.text)
+	if len(c.Builds) > 0 {
+		fmt.Fprintf(&sb, "It is also declared for other builds:\n%s\n", strings.Join(c.Builds, "\n"))
+	}
 	if c.Want == Definition {
 		return sb.String(), nil
 	}

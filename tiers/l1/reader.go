@@ -132,6 +132,9 @@ type Lookup struct {
 	Target Symbol
 	Want   Want
 	OrText bool
+	// Builds are the target's other declarations, one per build
+	// (roundtrip_js.go beside roundtrip.go), as FILE:LINE:COL: text.
+	Builds []string
 }
 
 func (Lookup) verb() string { return "lookup" }

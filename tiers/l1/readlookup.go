@@ -41,8 +41,13 @@ func readLookUp(ctx context.Context, prompt, root string, files core.Files, cmd 
 			return cmd, nil // "find TODO": a text search
 		case isLookup && gl.Target.said() && (rd.Symbol == "" || lastPart(goName(rd.Symbol)) == lastPart(gl.Target.Name)):
 			// "the variable n in Sum", "the type Config in package
-			// pricing": resolve checks what the request says of it
-			return cmd, nil
+			// pricing": resolve checks what the request says of it. A
+			// request the words read as a definition ("go to X in f.go")
+			// is answered with the declaration alone, never its uses.
+			if rd.Intent == ask.Definition && gl.Want == Uses {
+				gl.Want, gl.OrText = Definition, false
+			}
+			return gl, nil
 		}
 		return nil, &Declined{rd.Refused}
 	}
@@ -63,7 +68,51 @@ func readLookUp(ctx context.Context, prompt, root string, files core.Files, cmd 
 		// the one function or method of that name, not a field namesake
 		target.Kind = syms.callableKind(name)
 	}
-	return Lookup{Target: target, Want: want}, nil
+	if rd.Kind != "" || rd.File != "" {
+		// "the Dir type", "cleanPath in server.go": pin the one
+		// declaration the words single out
+		if ds, err := syms.declsOf(name, rd.Kind, rd.File, want != Definition || rd.Called); err == nil && len(ds) == 1 {
+			target.Kind, target.File, target.Line = ds[0].kind, ds[0].file, ds[0].line
+		}
+	}
+	l := Lookup{Target: target, Want: want}
+	if want == Definition && target.File == "" {
+		// one method declared per build (roundtrip.go, roundtrip_js.go):
+		// the answer cites each
+		if ds, err := syms.decls(name, rd.Called); err == nil && len(ds) > 1 && len(ds) <= ask.MaxDefinitionSites && buildTwins(ds) {
+			l.Target.Kind, l.Target.File, l.Target.Line = ds[0].kind, ds[0].file, ds[0].line
+			for _, d := range ds[1:] {
+				l.Builds = append(l.Builds, d.where()+": "+d.text)
+			}
+		}
+	}
+	return l, nil
+}
+
+// buildTwins reports whether ds are one symbol declared once per build:
+// the same package, receiver, name and kind in files whose names differ
+// only by a build suffix (_js, _unix, _windows, _wasm …) or a build tag.
+func buildTwins(ds []decl) bool {
+	stem := func(f string) string {
+		f = strings.TrimSuffix(f, ".go")
+		if i := strings.LastIndex(f, "/"); i >= 0 {
+			f = f[i+1:]
+		}
+		if i := strings.Index(f, "_"); i >= 0 {
+			f = f[:i]
+		}
+		return f
+	}
+	dir := func(f string) string { return f[:strings.LastIndex(f, "/")+1] }
+	files := map[string]bool{}
+	for _, d := range ds {
+		if d.pkg != ds[0].pkg || d.recv != ds[0].recv || d.kind != ds[0].kind || dir(d.file) != dir(ds[0].file) ||
+			stem(d.file) != stem(ds[0].file) || files[d.file] || strings.HasSuffix(d.file, "_test.go") {
+			return false
+		}
+		files[d.file] = true
+	}
+	return true
 }
 
 func isFind(c Command) bool {
@@ -100,7 +149,59 @@ type goSymbols struct {
 
 func (g goSymbols) Declarations(_ context.Context, name string, callable bool) (int, error) {
 	ds, err := g.decls(name, callable)
+	if err == nil && len(ds) > 1 && len(ds) <= ask.MaxDefinitionSites && buildTwins(ds) {
+		return 1, nil // one symbol, declared per build
+	}
 	return len(ds), err
+}
+
+// DeclarationsOf counts the declarations of name of one kind ("type",
+// "func", "method", "field", "var", "const"; "" any) in one file ("" any).
+func (g goSymbols) DeclarationsOf(_ context.Context, name, kind, file string, callable bool) (int, error) {
+	ds, err := g.declsOf(name, kind, file, callable)
+	return len(ds), err
+}
+
+func (g goSymbols) declsOf(name, kind, file string, callable bool) ([]decl, error) {
+	all, err := g.decls(name, callable)
+	if err != nil {
+		return nil, err
+	}
+	var out []decl
+	for _, d := range all {
+		if file != "" && !sameFile(file, d.file) {
+			continue
+		}
+		switch kind {
+		case "":
+		case "func":
+			if d.kind != KindFunc && d.kind != KindMethod {
+				continue
+			}
+		case "type":
+			if !KindType.Matches(d.kind) {
+				continue
+			}
+		case "method":
+			if d.kind != KindMethod {
+				continue
+			}
+		case "field":
+			if d.kind != KindField {
+				continue
+			}
+		case "var":
+			if d.kind != KindVar {
+				continue
+			}
+		case "const":
+			if d.kind != KindConst {
+				continue
+			}
+		}
+		out = append(out, d)
+	}
+	return out, nil
 }
 
 func (g goSymbols) decls(name string, callable bool) ([]decl, error) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -683,13 +684,32 @@ func importPaths(dir, modPath string) []string {
 	return out
 }
 
-// modulePath is the module path declared by the root's go.mod, if any.
+// modulePath is the import path of the root's directory: the module path
+// its go.mod declares or, when the root is a directory inside a module
+// (GOROOT/src/net/http inside std), that of the enclosing go.mod joined with
+// the root's place in it; "" when no go.mod encloses the root.
 func (ix *Index) modulePath() string {
-	data, err := os.ReadFile(filepath.Join(ix.root, "go.mod"))
-	if err != nil {
-		return ""
+	dir, rel := ix.root, ""
+	for {
+		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil {
+			mod := modfile.ModulePath(data)
+			switch {
+			case rel == "":
+				return mod
+			case mod == "std":
+				return rel // the standard library: the path below src
+			case mod == "":
+				return ""
+			}
+			return mod + "/" + rel
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		rel = path.Join(filepath.Base(dir), rel)
+		dir = parent
 	}
-	return modfile.ModulePath(data)
 }
 
 // lineOf returns line i (0-based) of text, trimmed.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode"
 
 	"lukechampine.com/blake3"
 
@@ -96,12 +97,28 @@ func (s *Stage) TryResolve(ctx context.Context, req *tiers.Request) (*tiers.Reso
 				return nil, err
 			}
 			d := defs[0]
+			soleMethod := d.Kind == "method" && isGo(d.Path) && ix.soleUnexportedMethod(ctx, q.Name)
+			if soleMethod {
+				// an unexported method is called only from its package,
+				// and no other method there has the name: every call of
+				// a method so named in that directory is a call of it
+				kept := callers[:0]
+				for _, c := range callers {
+					if sameDir(c.Path, filepath.ToSlash(filepath.Dir(d.Path))) {
+						kept = append(kept, c)
+					}
+				}
+				callers = kept
+			}
 			// Only a package-level function's uses are recorded completely:
 			// a type's unqualified uses in its own package are not.
 			why := ""
 			switch {
 			case !isGo(d.Path):
 				why = "symbol: uses are recorded for Go only"
+			case soleMethod && len(callers) == 0:
+				why = "symbol: no recorded call (it may be called through an interface or a method value)"
+			case soleMethod:
 			case d.Kind == "method" || d.Kind == "interface method":
 				why = "symbol: candidate calls of any method named " + q.Name + " (receivers are not type-checked)"
 			case d.Kind != "func":
@@ -307,4 +324,16 @@ func searchAnswer(text string, h Hit) string {
 		sym = " (" + h.Symbol + ")"
 	}
 	return fmt.Sprintf("The code that %s is at %s:%d-%d%s, found by %s: both rankers agree on it.\n\n%s", text, h.Path, h.StartLine, h.EndLine, sym, h.Why, snippet(h))
+}
+
+// soleUnexportedMethod reports whether name (M or T.M) is an unexported
+// method and the index holds one declaration of any kind with its bare
+// name: its calls are then the calls of a method so named in its package.
+func (ix *Index) soleUnexportedMethod(ctx context.Context, name string) bool {
+	bare := name[strings.LastIndex(name, ".")+1:]
+	if bare == "" || !unicode.IsLower(rune(bare[0])) {
+		return false
+	}
+	_, n, err := ix.resolve(ctx, bare, 1)
+	return err == nil && n == 1
 }
