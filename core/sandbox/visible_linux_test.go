@@ -214,8 +214,10 @@ func TestVisibilityOrdinary(t *testing.T) {
 			after: "test -f src/o.txt"},
 		{name: "the person's own assume-unchanged bit stays", setup: "git update-index --assume-unchanged src/a.go",
 			cmd: "echo 'func f() {}' >> main.go && git add main.go", status: "M  main.go", after: "git ls-files -v src/a.go | grep -q '^h '"},
-		{name: "a venv's gitignore in an ignored directory", cmd: "mkdir -p .venv/bin && echo '*' > .venv/.gitignore && echo x > .venv/bin/python",
-			after: "test -f .venv/.gitignore"},
+		// The new .venv itself is the session's (ignored.go: moved to its
+		// layer, or out where there is none, TestSweepIgnored); what
+		// matters here is that the visibility check takes nothing.
+		{name: "a venv's gitignore in an ignored directory", cmd: "mkdir -p .venv/bin && echo '*' > .venv/.gitignore && echo x > .venv/bin/python"},
 		{name: "a tracked gitignore changed: shown", cmd: "echo 'zz.go' >> .gitignore && echo 'package main' > zz.go", status: " M .gitignore",
 			after: "grep -q zz.go .gitignore"},
 		{name: "a new gitignore shown itself", cmd: "echo 'gen.go' > src/.gitignore && echo 'package src' > src/gen.go", status: "?? src/.gitignore",
@@ -230,7 +232,7 @@ func TestVisibilityOrdinary(t *testing.T) {
 				r.sh(t, tc.setup)
 			}
 			report := r.run(t, tc.cmd, nil, true)
-			if report != "" {
+			if strings.Contains(report, "hides a change from git status") {
 				t.Errorf("the check reported on ordinary work:\n%s", report)
 			}
 			status := strings.TrimRight(r.sh(t, "git status --porcelain"), "\n")
