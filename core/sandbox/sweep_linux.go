@@ -697,64 +697,42 @@ func (s *sweeper) report(w io.Writer) {
 	if w == nil {
 		return
 	}
-	if len(s.found) > 0 {
-		var b strings.Builder
-		b.WriteString("joule-exec: git would have run what this command left in repositories it made or that were not guarded while it ran; taken out")
-		if s.qdir != "" {
-			b.WriteString(" (kept in " + s.qdir + ")")
-		} else {
-			b.WriteString(" and removed")
-		}
-		b.WriteString(":\n")
-		for _, r := range s.found {
-			b.WriteString("  " + r.gitdir + ": " + strings.Join(r.what, ", ") + "\n")
-		}
-		io.WriteString(w, b.String())
-		if s.qdir != "" {
-			os.WriteFile(filepath.Join(s.qdir, "README"), []byte(b.String()), 0o600)
-		}
-	}
-	if len(s.hid) > 0 {
-		var b strings.Builder
-		b.WriteString("joule-exec: this command left what hides a change from git status and git diff; undone")
-		if s.qdir != "" {
-			b.WriteString(" (what was taken out is kept in " + s.qdir + ")")
-		}
-		b.WriteString(":\n")
-		for _, r := range s.hid {
-			b.WriteString("  " + r.gitdir + ": " + strings.Join(r.what, "; ") + "\n")
-		}
-		io.WriteString(w, b.String())
-		if s.qdir != "" {
-			f, err := os.OpenFile(filepath.Join(s.qdir, "README"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-			if err == nil {
-				f.WriteString(b.String())
-				f.Close()
-			}
-		}
-	}
+	s.tell(w, "joule-exec: git would have run what this command left in repositories it made or that were not guarded while it ran; taken out", true, s.found, ", ")
+	s.tell(w, "joule-exec: this command left what hides a change from git status and git diff; undone", false, s.hid, "; ")
 	if len(s.layered) > 0 {
 		fmt.Fprintf(w, "joule-exec: the git-ignored dependencies this command installed (%s) are the session's own: moved to its private layer, which its next commands see; the person's programs see an empty directory there (install from the lockfile, which the diff shows)\n", strings.Join(s.layered, ", "))
 	}
-	if len(s.code) > 0 {
-		var b strings.Builder
-		b.WriteString("joule-exec: programs run later would read as code or configuration what this command wrote to git-ignored paths, which the person's diff does not show; taken out")
-		if s.qdir != "" {
-			b.WriteString(" (kept in " + s.qdir + ")")
-		} else {
-			b.WriteString(" and removed")
-		}
-		b.WriteString(":\n")
-		for _, r := range s.code {
-			b.WriteString("  " + r.gitdir + ": " + strings.Join(r.what, ", ") + "\n")
-		}
-		io.WriteString(w, b.String())
-		if s.qdir != "" {
-			os.WriteFile(filepath.Join(s.qdir, "README.ignored"), []byte(b.String()), 0o600)
-		}
-	}
+	s.tell(w, "joule-exec: programs run later would read as code or configuration what this command wrote to git-ignored paths, which the person's diff does not show; taken out", true, s.code, ", ")
 	for _, t := range s.stopped {
 		fmt.Fprintf(w, "joule-exec: the check for repositories the command made stopped below %s (more than %d directories, or deeper than %d): git may run what it left in one further down\n", t, maxSweepDirs, maxSweepDepth)
+	}
+}
+
+// tell writes one kind of what the sweep did (head, then a line a git
+// directory or workspace) to w and to the quarantine's README. removed
+// says what was taken out is gone where there is no quarantine.
+func (s *sweeper) tell(w io.Writer, head string, removed bool, list []sweptRepo, sep string) {
+	if len(list) == 0 {
+		return
+	}
+	var b strings.Builder
+	b.WriteString(head)
+	switch {
+	case s.qdir != "":
+		b.WriteString(" (kept in " + s.qdir + ")")
+	case removed:
+		b.WriteString(" and removed")
+	}
+	b.WriteString(":\n")
+	for _, r := range list {
+		b.WriteString("  " + r.gitdir + ": " + strings.Join(r.what, sep) + "\n")
+	}
+	io.WriteString(w, b.String())
+	if s.qdir != "" {
+		if f, err := os.OpenFile(filepath.Join(s.qdir, "README"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err == nil {
+			f.WriteString(b.String())
+			f.Close()
+		}
 	}
 }
 
