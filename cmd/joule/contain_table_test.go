@@ -1567,26 +1567,38 @@ func runTable(t *testing.T, cases []tableCase, slots int, one func(*testing.T, *
 	return recs
 }
 
+// runTableFile runs the table at path over slots slots: at least least
+// cases (a table that shrank is an error), short of them under -short.
+// judge fills each case's record; a case whose needs the machine lacks is
+// skipped here, and every record is timed.
+func runTableFile(t *testing.T, path string, least, short, slots int, judge func(*testing.T, *tslot, tableCase, *tableRecord)) ([]tableRecord, time.Duration) {
+	cases := loadTable(t, path)
+	if len(cases) < least && !testing.Short() {
+		t.Fatalf("%s has %d cases; it needs at least %d", path, len(cases), least)
+	}
+	if testing.Short() {
+		cases = shortSubset(cases, short)
+	}
+	start := time.Now()
+	recs := runTable(t, cases, slots, func(t *testing.T, s *tslot, c tableCase) tableRecord {
+		began := time.Now()
+		rec := tableRecord{Name: c.Name, Class: c.Class}
+		if need := needsMet(c); need != "" {
+			rec.Result, rec.Detail = "skipped", "needs "+need
+		} else {
+			judge(t, s, c, &rec)
+		}
+		rec.Seconds = time.Since(began).Seconds()
+		return rec
+	})
+	return recs, time.Since(start)
+}
+
 // TestHookContainAttacks runs testdata/hook-attacks.jsonl (see tableCase).
 func TestHookContainAttacks(t *testing.T) {
 	needLandlock(t)
 	t.Parallel()
-	cases := loadTable(t, "testdata/hook-attacks.jsonl")
-	if len(cases) < 300 && !testing.Short() {
-		t.Fatalf("the attack table has %d cases; it needs at least 300", len(cases))
-	}
-	if testing.Short() {
-		cases = shortSubset(cases, 40)
-	}
-	start := time.Now()
-	recs := runTable(t, cases, 4, func(t *testing.T, s *tslot, c tableCase) (rec tableRecord) {
-		began := time.Now()
-		rec = tableRecord{Name: c.Name, Class: c.Class}
-		defer func() { rec.Seconds = time.Since(began).Seconds() }()
-		if need := needsMet(c); need != "" {
-			rec.Result, rec.Detail = "skipped", "needs "+need
-			return rec
-		}
+	recs, took := runTableFile(t, "testdata/hook-attacks.jsonl", 300, 40, 4, func(t *testing.T, s *tslot, c tableCase, rec *tableRecord) {
 		pending := pendingHere(c.Pending)
 		control := !c.Unbounded
 		if control {
@@ -1594,7 +1606,7 @@ func TestHookContainAttacks(t *testing.T) {
 			if err != nil {
 				t.Errorf("%s: %s: %v", c.where, c.Name, err)
 				rec.Result = "error"
-				return rec
+				return
 			}
 			control = len(o.effects) > 0
 			if !control {
@@ -1603,7 +1615,7 @@ func TestHookContainAttacks(t *testing.T) {
 					t.Errorf("%s: %s: the control did not have its effect (%s) unconfined: not an attack in this sandbox; fix it or mark it noattack with the reason\n  run (exit %d): %s\n  after (exit %d): %s",
 						c.where, c.Name, c.Effect, o.run.code, tail(o.run.out), o.after.code, tail(o.after.out))
 				}
-				return rec
+				return
 			}
 			if c.NoAttack != "" {
 				t.Errorf("%s: %s: marked noattack (%s), but the control has its effect now: remove the mark", c.where, c.Name, c.NoAttack)
@@ -1613,7 +1625,7 @@ func TestHookContainAttacks(t *testing.T) {
 		if err != nil {
 			t.Errorf("%s: %s: %v", c.where, c.Name, err)
 			rec.Result = "error"
-			return rec
+			return
 		}
 		rec.Effects = o.effects
 		switch {
@@ -1634,31 +1646,15 @@ func TestHookContainAttacks(t *testing.T) {
 		if rec.Result != "through" && pending != "" {
 			t.Errorf("%s: %s is marked pending (%s) but is stopped now (%s %s): remove the mark", c.where, c.Name, pending, rec.Result, rec.Code)
 		}
-		return rec
 	})
-	summarize(t, recs, time.Since(start), false)
+	summarize(t, recs, took, false)
 }
 
 // TestHookContainOrdinary runs testdata/hook-ordinary.jsonl (see tableCase).
 func TestHookContainOrdinary(t *testing.T) {
 	needLandlock(t)
 	t.Parallel()
-	cases := loadTable(t, "testdata/hook-ordinary.jsonl")
-	if len(cases) < 100 && !testing.Short() {
-		t.Fatalf("the ordinary table has %d cases; it needs at least 100", len(cases))
-	}
-	if testing.Short() {
-		cases = shortSubset(cases, 25)
-	}
-	start := time.Now()
-	recs := runTable(t, cases, 3, func(t *testing.T, s *tslot, c tableCase) (rec tableRecord) {
-		began := time.Now()
-		rec = tableRecord{Name: c.Name, Class: c.Class}
-		defer func() { rec.Seconds = time.Since(began).Seconds() }()
-		if need := needsMet(c); need != "" {
-			rec.Result, rec.Detail = "skipped", "needs "+need
-			return rec
-		}
+	recs, took := runTableFile(t, "testdata/hook-ordinary.jsonl", 100, 25, 3, func(t *testing.T, s *tslot, c tableCase, rec *tableRecord) {
 		works := func(o outcome) bool {
 			return o.ran && o.run.code == 0 && (c.Effect == "" || len(o.effects) == len(effects(c.Effect))) && (c.After == "" || o.after.code == 0)
 		}
@@ -1669,19 +1665,19 @@ func TestHookContainOrdinary(t *testing.T) {
 		if err != nil {
 			t.Errorf("%s: %s: %v", c.where, c.Name, err)
 			rec.Result = "error"
-			return rec
+			return
 		}
 		if !works(o) {
 			u, err := s.play(c, false)
 			if err != nil {
 				t.Errorf("%s: %s: %v", c.where, c.Name, err)
 				rec.Result = "error"
-				return rec
+				return
 			}
 			if !works(u) {
 				t.Errorf("%s: %s does not work unconfined: exit %d, effects %v of %q\n%s\nafter (exit %d): %s", c.where, c.Name, u.run.code, u.effects, c.Effect, tail(u.run.out), u.after.code, tail(u.after.out))
 				rec.Result = "error"
-				return rec
+				return
 			}
 		}
 		rec.Effects = o.effects
@@ -1700,9 +1696,8 @@ func TestHookContainOrdinary(t *testing.T) {
 		case rec.Result != "works" && c.Pending == "":
 			t.Errorf("%s: %s does not work inside containment: %s %s %s", c.where, c.Name, rec.Result, rec.Code, rec.Detail)
 		}
-		return rec
 	})
-	summarize(t, recs, time.Since(start), true)
+	summarize(t, recs, took, true)
 }
 
 // runFilter keeps the cases the second element of -run matches, so that a
