@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"net"
@@ -40,26 +38,10 @@ func loadContainCases(t testing.TB) []containCase {
 	files = append(files, "testdata/contain-attacks.jsonl")
 	var out []containCase
 	for _, file := range files {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(bytes.NewReader(b))
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for n := 1; sc.Scan(); n++ {
-			line := strings.TrimSpace(sc.Text())
-			if line == "" || strings.HasPrefix(line, "#") {
-				continue
-			}
-			var c containCase
-			dec := json.NewDecoder(strings.NewReader(line))
-			dec.DisallowUnknownFields()
-			if err := dec.Decode(&c); err != nil {
-				t.Fatalf("%s:%d: %v", file, n, err)
-			}
-			c.where = fmt.Sprintf("%s:%d", file, n)
-			c.n = len(out)
-			out = append(out, c)
+		for c := range jsonLines[containCase](t, file) {
+			c.val.where = c.where
+			c.val.n = len(out)
+			out = append(out, c.val)
 		}
 	}
 	return out

@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"iter"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -102,36 +103,58 @@ type tableCase struct {
 
 func loadTable(t testing.TB, file string) []tableCase {
 	t.Helper()
+	var out []tableCase
+	names := map[string]bool{}
+	for c := range jsonLines[tableCase](t, file) {
+		c.val.where = c.where
+		tc := c.val
+		if tc.Name == "" || tc.Class == "" || tc.Cmd == "" || names[tc.Name] {
+			t.Fatalf("%s: a case needs a unique name, a class and a cmd", tc.where)
+		}
+		if _, ok := tableGrants[tc.Grant]; !ok {
+			t.Fatalf("%s: unknown grant %q", tc.where, tc.Grant)
+		}
+		names[tc.Name] = true
+		out = append(out, tc)
+	}
+	return out
+}
+
+// jsonLine is one case of a JSON-lines table and where it stands
+// (FILE:LINE).
+type jsonLine[T any] struct {
+	val T
+	where string
+}
+
+// jsonLines reads the cases of a JSON-lines table: blank lines and lines
+// starting with # are skipped, and a field the case type does not have is
+// an error (a misspelt field would otherwise be silently ignored).
+func jsonLines[T any](t testing.TB, file string) iter.Seq[jsonLine[T]] {
+	t.Helper()
 	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []tableCase
-	names := map[string]bool{}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
+	return func(yield func(jsonLine[T]) bool) {
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for n := 1; sc.Scan(); n++ {
+			line := strings.TrimSpace(sc.Text())
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			var c T
+			dec := json.NewDecoder(strings.NewReader(line))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&c); err != nil {
+				t.Fatalf("%s:%d: %v", file, n, err)
+			}
+			if !yield(jsonLine[T]{c, fmt.Sprintf("%s:%d", file, n)}) {
+				return
+			}
 		}
-		var c tableCase
-		dec := json.NewDecoder(strings.NewReader(line))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&c); err != nil {
-			t.Fatalf("%s:%d: %v", file, n, err)
-		}
-		c.where = fmt.Sprintf("%s:%d", file, n)
-		if c.Name == "" || c.Class == "" || c.Cmd == "" || names[c.Name] {
-			t.Fatalf("%s: a case needs a unique name, a class and a cmd", c.where)
-		}
-		if _, ok := tableGrants[c.Grant]; !ok {
-			t.Fatalf("%s: unknown grant %q", c.where, c.Grant)
-		}
-		names[c.Name] = true
-		out = append(out, c)
 	}
-	return out
 }
 
 // shortSubset is a deterministic subset of about n cases, spread over the
