@@ -124,10 +124,12 @@ func (c *Containment) rewrite(ev *Event, v Verdict, p *Policy) (Verdict, json.Ra
 		return uncontained, nil
 	}
 	v.Decision = Rewrite
-	v.Reason = fmt.Sprintf("%s; contained: runs under joule exec (%s)", v.Reason, sandbox.ModeOf(c.ABI, net, !c.LandlockOnly))
+	// The warning comes before the mode: a receipt's reason is cut at its
+	// limit, and the mode's list of what Landlock alone leaves open is long.
 	if c.LandlockOnly {
 		v.Reason += "; warning: " + LandlockOnlyWarning
 	}
+	v.Reason = fmt.Sprintf("%s; contained: runs under joule exec (%s)", v.Reason, sandbox.ModeOf(c.ABI, net, !c.LandlockOnly))
 	return v, in
 }
 

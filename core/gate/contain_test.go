@@ -186,7 +186,7 @@ func TestContainNotices(t *testing.T) {
 			if (in != nil) != (tc.decision == Rewrite) {
 				t.Fatalf("input %s for a %s", in, v.Decision)
 			}
-			if tc.c.LandlockOnly && !strings.HasSuffix(v.Reason, "; warning: "+LandlockOnlyWarning) {
+			if tc.c.LandlockOnly && !strings.Contains(v.Reason, "; warning: "+LandlockOnlyWarning+"; contained: ") {
 				t.Errorf("no warning: %s", v.Reason)
 			}
 			// A line in the form containment writes is judged as it is

@@ -38,8 +38,12 @@ func TestWitnessLockBounded(t *testing.T) {
 			t.Errorf("exclusive %t: gave up after %v (lockWait %v)", exclusive, d, lockWait)
 		}
 	}
-	time.AfterFunc(100*time.Millisecond, func() { unix.Flock(int(holder.Fd()), unix.LOCK_UN) })
+	// The release runs on another goroutine; it is waited for before the
+	// holder is closed (the race detector sees no order through flock).
+	fd, released := int(holder.Fd()), make(chan struct{})
+	time.AfterFunc(100*time.Millisecond, func() { unix.Flock(fd, unix.LOCK_UN); close(released) })
 	unlock, err := lockFile(path, true)
+	<-released
 	if err != nil {
 		t.Fatalf("released within lockWait: %v", err)
 	}
