@@ -123,7 +123,7 @@ func loadTable(t testing.TB, file string) []tableCase {
 // jsonLine is one case of a JSON-lines table and where it stands
 // (FILE:LINE).
 type jsonLine[T any] struct {
-	val T
+	val   T
 	where string
 }
 
