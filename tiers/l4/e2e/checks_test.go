@@ -1,11 +1,15 @@
 package e2e
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
+
+	acp "github.com/coder/acp-go-sdk"
 )
 
 var lookPath = exec.LookPath
@@ -96,4 +100,61 @@ func metered(t testing.TB, rs []map[string]any, api tokenCounter) (in, out uint6
 		t.Errorf("%d incomplete model-call receipts; the complete ones hold %d in, %d out of the endpoint's %d in, %d out", incomplete, cin, cout, fin, fout)
 	}
 	return in, out
+}
+
+// resultLog is a fake model endpoint that records the tool results the
+// agent sent back to the model.
+type resultLog interface {
+	resultCount() int
+	resultsFrom(n int) []string
+}
+
+func (f *fakeAnthropic) resultCount() int { f.mu.Lock(); defer f.mu.Unlock(); return len(f.results) }
+func (f *fakeAnthropic) resultsFrom(n int) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.results[n:]...)
+}
+func (f *fakeGeminiAPI) resultCount() int { f.mu.Lock(); defer f.mu.Unlock(); return len(f.results) }
+func (f *fakeGeminiAPI) resultsFrom(n int) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.results[n:]...)
+}
+
+// checkDeniedTurn puts p to the session under a denying grant: the turn
+// ends, nothing had to be undone, and every tool result the model got
+// reports a failure (refused says which do); with needResult the model
+// got at least one.
+func checkDeniedTurn(t *testing.T, s *acpSession, api resultLog, p string, needResult bool, refused func(string) bool) {
+	t.Helper()
+	seen := api.resultCount()
+	stop, said := s.prompt(t, p)
+	results := api.resultsFrom(seen)
+	t.Logf("%q: the editor saw:\n%s\ntool results: %v", p, said, results)
+	if stop != acp.StopReasonEndTurn {
+		t.Errorf("%q: stop %s", p, stop)
+	}
+	if strings.Contains(said, "undid") {
+		t.Errorf("%q: joule had to undo a change: the kernel should have refused it: %s", p, said)
+	}
+	if needResult && len(results) == 0 {
+		t.Errorf("%q: the model got no tool result", p)
+	}
+	for _, r := range results {
+		if !refused(r) {
+			t.Errorf("%q: the agent's tool did not report a failure to the model: %s", p, r)
+		}
+	}
+}
+
+// checkNothingWritten: none of the files the denied prompts try to make
+// exists, in the workspace or next to it.
+func checkNothingWritten(t *testing.T, h *home) {
+	t.Helper()
+	for _, f := range []string{filepath.Join(h.ws, "out.txt"), filepath.Join(h.ws, "ran.txt"), filepath.Join(h.dir, "outside.txt")} {
+		if _, err := os.Stat(f); err == nil {
+			t.Errorf("%s exists: the grant denied it", f)
+		}
+	}
 }

@@ -89,34 +89,9 @@ func TestOpenCodeACP(t *testing.T) {
 					prompts = append(prompts, "OUTSIDE: write next to the workspace")
 				}
 				for _, p := range prompts {
-					api.mu.Lock()
-					seen := len(api.results)
-					api.mu.Unlock()
-					stop, said := s.prompt(t, p)
-					api.mu.Lock()
-					results := append([]string(nil), api.results[seen:]...)
-					api.mu.Unlock()
-					t.Logf("%q: the editor saw:\n%s\ntool results: %v", p, said, results)
-					if stop != acp.StopReasonEndTurn {
-						t.Errorf("%q: stop %s", p, stop)
-					}
-					if strings.Contains(said, "undid") {
-						t.Errorf("%q: joule had to undo a change: the kernel should have refused it: %s", p, said)
-					}
-					if len(results) == 0 {
-						t.Errorf("%q: the model got no tool result", p)
-					}
-					for _, r := range results {
-						if !failed(r) {
-							t.Errorf("%q: the agent's tool did not report a failure to the model: %s", p, r)
-						}
-					}
+					checkDeniedTurn(t, s, api, p, true, failed)
 				}
-				for _, f := range []string{filepath.Join(h.ws, "out.txt"), filepath.Join(h.ws, "ran.txt"), filepath.Join(h.dir, "outside.txt")} {
-					if _, err := os.Stat(f); err == nil {
-						t.Errorf("%s exists: the grant denied it", f)
-					}
-				}
+				checkNothingWritten(t, h)
 				if len(s.ed.asked) != 0 {
 					t.Errorf("the editor was asked %v: the grant decides", s.ed.asked)
 				}
