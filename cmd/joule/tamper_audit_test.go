@@ -354,7 +354,14 @@ func TestTamperAudit(t *testing.T) {
 				// would wait for twice.
 				h.env = append(h.env, "JOULE_HOOK_TIMEOUT=4s")
 			},
-			cmd: auditLs, want: []string{gate.CodeInternal}, hook: true},
+			// lock_timeout is in the signed configuration: the edit alone
+			// is refused before any wait.
+			cmd: auditLs, want: []string{gate.CodeConfigUnsigned, gate.CodeInternal}, hook: true},
+		{name: "lock_timeout raised in config.json", class: "hang",
+			attack: func(t *testing.T, h *auditHome) {
+				os.WriteFile(h.path(ConfigFile), []byte(`{"lock_timeout":"10m"}`), 0o600)
+			},
+			cmd: auditLs, want: []string{gate.CodeConfigUnsigned}, detect: true},
 		{name: "steward.key replaced by the agent's key of the same name", class: "key",
 			attack: func(t *testing.T, h *auditHome) {
 				id, _ := identity.Load(h.home)

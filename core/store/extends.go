@@ -46,14 +46,18 @@ func (s *Store) CheckExtends(ctx context.Context, cp *Checkpoint, from string) e
 // row of origin whose signature from either key does not verify (a
 // cosignature copied from another checkpoint or another log, a forged
 // one) is an error wrapping ErrCorrupt: no member can write a cosigned
-// checkpoint the witness did not sign.
-func (s *Store) CosignedOf(ctx context.Context, origin string, logV, cosV note.Verifier) (*Checkpoint, []byte, error) {
+// checkpoint the witness did not sign. With every, each row of origin is
+// checked (store check); else the scan stops at the newest that verifies
+// (the gate).
+func (s *Store) CosignedOf(ctx context.Context, origin string, logV, cosV note.Verifier, every bool) (*Checkpoint, []byte, error) {
 	rows, err := s.conn().QueryContext(ctx, `SELECT id, note FROM checkpoints ORDER BY id DESC`)
 	if err != nil {
 		return nil, nil, fmt.Errorf("store: cosigned checkpoints of %q: %w", origin, s.classify(err))
 	}
 	defer rows.Close()
 	prefix := []byte(origin + "\n")
+	var newest *Checkpoint
+	var newestMsg []byte
 	for rows.Next() {
 		var id int64
 		var msg []byte
@@ -83,12 +87,17 @@ func (s *Store) CosignedOf(ctx context.Context, origin string, logV, cosV note.V
 		if err != nil || cp.Origin != origin {
 			return nil, nil, corruptf("checkpoint %d of %q: %v", id, origin, err)
 		}
-		return &cp, msg, nil
+		if newest == nil {
+			newest, newestMsg = &cp, msg
+		}
+		if !every {
+			break
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, nil, fmt.Errorf("store: cosigned checkpoints of %q: %w", origin, s.classify(err))
 	}
-	return nil, nil, nil
+	return newest, newestMsg, nil
 }
 
 // RecordCosigned keeps a cosigned checkpoint of the log (signed note,

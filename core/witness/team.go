@@ -84,8 +84,9 @@ type TeamLog struct {
 // wrapping store.ErrRolledBack, or one that says the witness could not be
 // asked or answered wrongly, or that the store lacks a checkpoint the
 // witness cosigned (ErrMissing: a machine that has not yet written it, or
-// rows taken out).
-func CheckTeam(ctx context.Context, st *store.Store, c *Client, logs []TeamLog) (int, error) {
+// rows taken out). With every (store check), each cosigned checkpoint in
+// the store is verified, not only the newest (store.CosignedOf).
+func CheckTeam(ctx context.Context, st *store.Store, c *Client, logs []TeamLog, every bool) (int, error) {
 	// Ask for every log at once: one round trip, however large the team.
 	type answer struct {
 		checked bool
@@ -95,7 +96,7 @@ func CheckTeam(ctx context.Context, st *store.Store, c *Client, logs []TeamLog) 
 	var wg sync.WaitGroup
 	for i, l := range logs {
 		wg.Go(func() {
-			answers[i].checked, answers[i].err = checkTeamLog(ctx, st, c, l)
+			answers[i].checked, answers[i].err = checkTeamLog(ctx, st, c, l, every)
 		})
 	}
 	wg.Wait()
@@ -119,7 +120,7 @@ var ErrMissing = errors.New("the store lacks a checkpoint the witness cosigned")
 // the checkpoint a witness has just cosigned for it.
 var missingWait = 300 * time.Millisecond
 
-func checkTeamLog(ctx context.Context, st *store.Store, c *Client, l TeamLog) (bool, error) {
+func checkTeamLog(ctx context.Context, st *store.Store, c *Client, l TeamLog, every bool) (bool, error) {
 	checked := false
 	msg, err := c.Checkpoint(ctx, l.Origin)
 	if err != nil {
@@ -136,7 +137,7 @@ func checkTeamLog(ctx context.Context, st *store.Store, c *Client, l TeamLog) (b
 		checked = true
 	}
 	for attempt := 0; ; attempt++ {
-		cp, msg, err := st.CosignedOf(ctx, l.Origin, l.Key, c.Key)
+		cp, msg, err := st.CosignedOf(ctx, l.Origin, l.Key, c.Key, every)
 		if err != nil || cp == nil {
 			return checked, err
 		}
