@@ -858,7 +858,8 @@ func (d *doctor) counters(ctx context.Context, probe bool) {
 const userModeGaps = "user mode: the key, the store and the witness are files of yours, so a process running as you that joule does not gate " +
 	"(a command run with --no-contain or without Landlock, a tool of a host that is not hooked, anything you started) can put its own " +
 	"server on the gate's socket and answer allow, read the key and sign receipts and grants as joule, rewrite the witness with the store, " +
-	"or delete $JOULE_HOME and start over with joule init: the checks detect edits, not a home replaced whole. " +
+	"or delete $JOULE_HOME and start over with joule init: the checks detect edits, not a home replaced whole " +
+	"(a witness file re-signed with the key and the store with it, or a whole home put back, is seen only by a witness elsewhere with a quorum, witness.quorum). " +
 	"System mode (sudo joule install --system) stops each: the gate runs as a system user whose files you cannot open, " +
 	"the hooks refuse any other peer, and only root or the admin group changes grants"
 

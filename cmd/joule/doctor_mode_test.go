@@ -25,7 +25,7 @@ func TestDoctorUserMode(t *testing.T) {
 		if f.Check != "mode" {
 			continue
 		}
-		for _, want := range []string{"user mode", "gate's socket", "read the key", "delete $JOULE_HOME", "sudo joule install --system"} {
+		for _, want := range []string{"user mode", "gate's socket", "read the key", "delete $JOULE_HOME", "only by a witness elsewhere", "sudo joule install --system"} {
 			if !strings.Contains(f.Detail, want) {
 				t.Errorf("the mode finding does not say %q: %s", want, f.Detail)
 			}

@@ -354,7 +354,14 @@ func TestTamperAudit(t *testing.T) {
 				// would wait for twice.
 				h.env = append(h.env, "JOULE_HOOK_TIMEOUT=4s")
 			},
-			cmd: auditLs, want: []string{gate.CodeInternal}, hook: true},
+			// lock_timeout is in the signed configuration: the edit alone
+			// is refused before any wait.
+			cmd: auditLs, want: []string{gate.CodeConfigUnsigned, gate.CodeInternal}, hook: true},
+		{name: "lock_timeout raised in config.json", class: "hang",
+			attack: func(t *testing.T, h *auditHome) {
+				os.WriteFile(h.path(ConfigFile), []byte(`{"lock_timeout":"10m"}`), 0o600)
+			},
+			cmd: auditLs, want: []string{gate.CodeConfigUnsigned}, detect: true},
 		{name: "steward.key replaced by the agent's key of the same name", class: "key",
 			attack: func(t *testing.T, h *auditHome) {
 				id, _ := identity.Load(h.home)
@@ -508,6 +515,26 @@ func TestTamperAudit(t *testing.T) {
 				h.env = append(h.env, "TZ=Pacific/Kiritimati", "FAKETIME=-1d", "LD_PRELOAD=/nonexistent/libfaketime.so.1")
 			},
 			cmd: auditLs, want: []string{gate.CodeGrantExpired}, clean: true},
+		{name: "HOME and CODEX_HOME moved to an empty directory", class: "environment",
+			setup: func(t *testing.T, h *auditHome) { mustJoule(t, h.env, "grant", "revoke", h.id) },
+			attack: func(t *testing.T, h *auditHome) {
+				moved := t.TempDir()
+				h.env = append(h.env, "HOME="+moved, "CODEX_HOME="+filepath.Join(moved, "codex"))
+			},
+			cmd: auditGoTest, want: []string{gate.CodeGrantRevoked}, clean: true, hook: true},
+		{name: "HOME moved and JOULE_HOME unset: the hook finds no home", class: "environment",
+			setup: func(t *testing.T, h *auditHome) { mustJoule(t, h.env, "grant", "revoke", h.id) },
+			attack: func(t *testing.T, h *auditHome) {
+				moved := t.TempDir()
+				var env []string
+				for _, kv := range h.env {
+					if !strings.HasPrefix(kv, "JOULE_HOME=") && !strings.HasPrefix(kv, "HOME=") {
+						env = append(env, kv)
+					}
+				}
+				h.env = append(env, "HOME="+moved, "CODEX_HOME="+filepath.Join(moved, "codex"), "XDG_DATA_HOME=")
+			},
+			cmd: auditGoTest, hook: true},
 		{name: "XDG_DATA_HOME pointed at the agent's home", class: "environment",
 			attack: func(t *testing.T, h *auditHome) {
 				oenv, _ := otherHome(t, "other.example")

@@ -278,7 +278,7 @@ func teamWitness(st *store.Store, id *identity.Identity, lines []string, cfg *co
 	return func(ctx context.Context) error {
 		for _, c := range w.Cosigners {
 			if client, ok := c.(*witness.Client); ok {
-				if _, err := witness.CheckTeam(ctx, st, client, logs); err != nil {
+				if _, err := witness.CheckTeam(ctx, st, client, logs, false); err != nil {
 					return fmt.Errorf("witness %s: the team's logs: %w", client.Key.Name(), err)
 				}
 			}
@@ -291,8 +291,8 @@ func teamWitness(st *store.Store, id *identity.Identity, lines []string, cfg *co
 // witness elsewhere cosigned of every machine of the team (this home's
 // steward and each trusted issuer's): on a shared store each machine
 // witnesses the log as its own, so a rollback that took out another
-// machine's receipts is seen here only this way. A witness that does not
-// serve the checkpoints it cosigned (litewitness) has none to check.
+// machine's receipts is seen here only this way; and every cosigned
+// checkpoint the machines keep in the store is verified.
 func checkTeamLogs(ctx context.Context, e *env, st *store.Store, w *store.Witness, home string, id *identity.Identity) bool {
 	_, lines, err := loadTrust(home, id)
 	if err != nil {
@@ -309,7 +309,7 @@ func checkTeamLogs(ctx context.Context, e *env, st *store.Store, w *store.Witnes
 		if !ok {
 			continue
 		}
-		n, err := witness.CheckTeam(ctx, st, client, logs)
+		n, err := witness.CheckTeam(ctx, st, client, logs, true)
 		if err != nil {
 			fmt.Fprintf(e.stdout, "witness FAILED: %s: the team's logs: %v\n", client.Key.Name(), err)
 			failed = true

@@ -383,16 +383,21 @@ func (s *Store) cosignOne(ctx context.Context, i int, c Cosigner, size int64, ro
 		if err != nil {
 			return err
 		}
-		return s.keepCosigned(i, c, append(msg, lines...), size)
+		return s.keepCosigned(ctx, i, c, append(msg, lines...), size)
 	}
 }
 
 // keepCosigned verifies a cosigned checkpoint of size and writes it to
-// cosigner i's file, unless that holds a larger one.
-func (s *Store) keepCosigned(i int, c Cosigner, msg []byte, size int64) error {
+// cosigner i's file, unless that holds a larger one, and, on a team's
+// store, to the checkpoints table for the other machines
+// (RecordCosigned).
+func (s *Store) keepCosigned(ctx context.Context, i int, c Cosigner, msg []byte, size int64) error {
 	w := s.wit.w
 	cp, err := OpenCosigned(msg, w.Origin, w.Verifier, c.Verifier())
 	if err != nil {
+		return err
+	}
+	if err := s.RecordCosigned(ctx, &cp, msg); err != nil {
 		return err
 	}
 	file := w.CosignedFile(c)

@@ -112,7 +112,7 @@ func TestCheckTeam(t *testing.T) {
 	appendAndCosign(a, 3)
 
 	team := []TeamLog{a.log, b.log}
-	if n, err := CheckTeam(ctx, st, client, team); err != nil || n != 2 {
+	if n, err := CheckTeam(ctx, st, client, team, true); err != nil || n != 2 {
 		t.Fatalf("the store as it is: %d checked, %v", n, err)
 	}
 	restored, err := store.Open(old)
@@ -121,10 +121,10 @@ func TestCheckTeam(t *testing.T) {
 	}
 	defer restored.Close()
 	// What b's own witness sees: its last cosigned checkpoint, extended.
-	if n, err := CheckTeam(ctx, restored, client, []TeamLog{b.log}); err != nil || n != 1 {
+	if n, err := CheckTeam(ctx, restored, client, []TeamLog{b.log}, true); err != nil || n != 1 {
 		t.Fatalf("control: b's own log on the old copy: %d checked, %v", n, err)
 	}
-	_, err = CheckTeam(ctx, restored, client, team)
+	_, err = CheckTeam(ctx, restored, client, team, true)
 	if !errors.Is(err, store.ErrRolledBack) || !strings.Contains(err.Error(), "fewer than the 6 cosigned") || !strings.Contains(err.Error(), "a.test") {
 		t.Fatalf("the old copy, checked against the team: %v", err)
 	}
@@ -132,10 +132,10 @@ func TestCheckTeam(t *testing.T) {
 	// A log the witness has not cosigned is not a failure; one whose
 	// checkpoint is not signed by the key given is.
 	c := newTeamMachine(t, "c.test")
-	if n, err := CheckTeam(ctx, st, client, []TeamLog{c.log}); err != nil || n != 0 {
+	if n, err := CheckTeam(ctx, st, client, []TeamLog{c.log}, true); err != nil || n != 0 {
 		t.Fatalf("a log the witness does not know: %d checked, %v", n, err)
 	}
-	if _, err := CheckTeam(ctx, st, client, []TeamLog{{Origin: a.log.Origin, Key: c.log.Key}}); err == nil || errors.Is(err, store.ErrRolledBack) {
+	if _, err := CheckTeam(ctx, st, client, []TeamLog{{Origin: a.log.Origin, Key: c.log.Key}}, true); err == nil || errors.Is(err, store.ErrRolledBack) {
 		t.Fatalf("a's checkpoint checked with another key: %v", err)
 	}
 }

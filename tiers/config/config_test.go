@@ -170,3 +170,24 @@ func TestTrustDigestTeam(t *testing.T) {
 		t.Error("the team's administrators do not change the trust digest")
 	}
 }
+
+// TestTrustDigestLockTimeout: lock_timeout is a trust setting (raised, a
+// decision waits past a host's hook timeout), and a home without it keeps
+// the digest it had before it was covered.
+func TestTrustDigestLockTimeout(t *testing.T) {
+	if got := DefaultTrustDigest().String(); got != "zIaT_nwdXO23lIfAH2eAOw8Uqq5iaq3WpgwoSq-rfpo" {
+		t.Errorf("the default digest changed to %s: every home would need 'joule trust accept'", got)
+	}
+	digests := map[string]bool{}
+	for _, cfg := range []string{`{}`, `{"lock_timeout":"2s"}`, `{"lock_timeout":"10m"}`} {
+		c, err := Parse([]byte(cfg), "/h")
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := c.TrustDigest().String()
+		if digests[d] {
+			t.Errorf("%s: the same digest as another lock_timeout", cfg)
+		}
+		digests[d] = true
+	}
+}

@@ -13,8 +13,11 @@ import (
 // (core/trust), and a decision is refused while config.json says otherwise
 // ("config-unsigned"): an edit that lowers a cost, lets commands run
 // unconfined or drops a witness takes a receipt. The store's location is
-// bound by the witness instead, and lock_timeout and the tiers section
-// decide nothing the gate allows.
+// bound by the witness instead, and the tiers section decides nothing the
+// gate allows. lock_timeout is in it: raised, a decision waits that long
+// behind a held lock, past a host's hook timeout (which some hosts treat
+// as an allow), so it takes a receipt too; unset, it leaves the digest a
+// home had before it was covered.
 func (c *Config) TrustDigest() core.ID {
 	type cosigner struct {
 		Name string `json:"name"`
@@ -31,7 +34,8 @@ func (c *Config) TrustDigest() core.ID {
 		Witnesses    []cosigner        `json:"witnesses"`
 		Quorum       int               `json:"witness_quorum"`
 		TeamAdmins   []string          `json:"team_admins,omitempty"`
-	}{TeamAdmins: sortedCopy(c.TeamAdminLines), Costs: map[string]uint64(c.Costs), ExecFallback: c.ExecFallback, Files: c.Witness.Files, Command: c.Witness.Command,
+		LockTimeout  int64             `json:"lock_timeout_ns,omitempty"`
+	}{LockTimeout: int64(c.LockTimeout), TeamAdmins: sortedCopy(c.TeamAdminLines), Costs: map[string]uint64(c.Costs), ExecFallback: c.ExecFallback, Files: c.Witness.Files, Command: c.Witness.Command,
 		TimeoutNS: int64(c.Witness.Timeout), Sync: c.Witness.Sync, Quorum: c.Witness.Quorum, Witnesses: []cosigner{}}
 	if len(view.Files) == 0 {
 		view.Files = nil

@@ -133,6 +133,16 @@ func Start(t testing.TB, name, origin, logKey string) *Witness {
 	return w
 }
 
+// AddLog has the running witness know one more log (witnessctl add-log
+// and add-key, which litewitness reads as it runs): another machine of a
+// team, say.
+func (w *Witness) AddLog(origin, logKey string) {
+	w.t.Helper()
+	_, ctl := Binaries(w.t)
+	run(w.t, ctl, "add-log", "-db", w.DB, "-origin", origin)
+	run(w.t, ctl, "add-key", "-db", w.DB, "-origin", origin, "-key", logKey)
+}
+
 var vkeyLine = regexp.MustCompile(`msg="verifier key" vkey="?([^"\s]+)"?`)
 
 // Restart starts the witness again after Stop (on the same port,
