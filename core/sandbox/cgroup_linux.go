@@ -109,7 +109,7 @@ func cgroupHiers() []cgroupHier {
 			return nil
 		}
 		d := filepath.Join(mnt, p[:i+len(svc)])
-		if syscall.Access(d, 2 /* W_OK */) != nil {
+		if syscall.Access(d, 2 /* W_OK */) != nil || !hasWord(filepath.Join(d, "cgroup.controllers"), "pids") {
 			return nil
 		}
 		return []cgroupHier{{base: filepath.Join(d, "joule"), own: filepath.Join(mnt, p), v2: true}}
@@ -190,7 +190,7 @@ func makeCgroup(l Limits) (*cgroup, error) {
 			}
 		}
 		if l.Memory > 0 {
-			if h.v2 {
+			if h.v2 && hasWord(filepath.Join(h.base, "cgroup.subtree_control"), "memory") {
 				files = append(files, [2]string{"memory.max", strconv.FormatUint(l.Memory, 10)})
 			} else if slices.Contains(h.controllers, "memory") {
 				files = append(files, [2]string{"memory.limit_in_bytes", strconv.FormatUint(l.Memory, 10)})
