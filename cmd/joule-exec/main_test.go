@@ -208,6 +208,18 @@ func procsWith(marker string) int {
 	return n
 }
 
+// forkCount forks up to 500 children that sleep 3 seconds and prints how
+// many it made and the errno of the fork that failed.
+const forkCount = `python3 -c 'import os,time
+n=0
+try:
+    while n < 500:
+        if os.fork() == 0:
+            time.sleep(3); os._exit(0)
+        n += 1
+except OSError as e:
+    print("forked", n, e.errno)'`
+
 // TestForkBomb: with 64 tasks allowed, a harmless count finds the bound;
 // then the classic fork bomb ends with its call, and one that stays in
 // the foreground is held at the bound until joule-exec is stopped, when
@@ -223,15 +235,7 @@ func TestForkBomb(t *testing.T) {
 	if code != 0 || strings.TrimSpace(out) != "64" {
 		t.Fatalf("the limit is not in place (exit %d): %s", code, out)
 	}
-	count := `python3 -c 'import os,time
-n=0
-try:
-    while n < 500:
-        if os.fork() == 0:
-            time.sleep(3); os._exit(0)
-        n += 1
-except OSError as e:
-    print("forked", n, e.errno)'`
+	count := forkCount
 	if _, err := exec.LookPath("python3"); err == nil {
 		out, _ := b.run(t, count)
 		var n, errno int
@@ -644,15 +648,7 @@ func TestCgroupBounds(t *testing.T) {
 			t.Errorf("the command's control group %s is still there after it (%v)", d, err)
 		}
 	}
-	out, _ = b.run(t, `python3 -c 'import os,time
-n=0
-try:
-    while n < 500:
-        if os.fork() == 0:
-            time.sleep(3); os._exit(0)
-        n += 1
-except OSError as e:
-    print("forked", n, e.errno)'`)
+	out, _ = b.run(t, forkCount)
 	var n, errno int
 	if _, err := fmt.Sscanf(strings.TrimSpace(out), "forked %d %d", &n, &errno); err != nil || n >= 64 || errno != int(syscall.EAGAIN) {
 		t.Errorf("a count of forks was not stopped below 64 with EAGAIN: %q", out)
