@@ -208,6 +208,18 @@ func procsWith(marker string) int {
 	return n
 }
 
+// forkCount forks up to 500 children that sleep 3 seconds and prints how
+// many it made and the errno of the fork that failed.
+const forkCount = `python3 -c 'import os,time
+n=0
+try:
+    while n < 500:
+        if os.fork() == 0:
+            time.sleep(3); os._exit(0)
+        n += 1
+except OSError as e:
+    print("forked", n, e.errno)'`
+
 // TestForkBomb: with 64 tasks allowed, a harmless count finds the bound;
 // then the classic fork bomb ends with its call, and one that stays in
 // the foreground is held at the bound until joule-exec is stopped, when
@@ -223,15 +235,7 @@ func TestForkBomb(t *testing.T) {
 	if code != 0 || strings.TrimSpace(out) != "64" {
 		t.Fatalf("the limit is not in place (exit %d): %s", code, out)
 	}
-	count := `python3 -c 'import os,time
-n=0
-try:
-    while n < 500:
-        if os.fork() == 0:
-            time.sleep(3); os._exit(0)
-        n += 1
-except OSError as e:
-    print("forked", n, e.errno)'`
+	count := forkCount
 	if _, err := exec.LookPath("python3"); err == nil {
 		out, _ := b.run(t, count)
 		var n, errno int
@@ -590,5 +594,109 @@ bind(%d, "allowed"); bind(%d, "other"); bind(0, "any")'`, allowed, other)
 				}
 			}
 		})
+	}
+}
+
+// commandCgroups are the control groups a command's output of
+// /proc/self/cgroup names as its own (below a "joule" directory), as
+// paths below /sys/fs/cgroup.
+func commandCgroups(out string) []string {
+	var dirs []string
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 || !strings.Contains(f[2], "/joule/c") {
+			continue
+		}
+		switch {
+		case f[1] == "":
+			for _, m := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
+				if _, err := os.Stat(filepath.Join(m, "cgroup.controllers")); err == nil {
+					dirs = append(dirs, filepath.Join(m, f[2]))
+					break
+				}
+			}
+		case f[1] == "pids" || f[1] == "memory":
+			dirs = append(dirs, filepath.Join("/sys/fs/cgroup", f[1], f[2]))
+		}
+	}
+	return dirs
+}
+
+// TestCgroupBounds: where the command gets a control group of its own,
+// its processes together are held at Procs (for uid 0 too, which
+// RLIMIT_NPROC does not bound, and below the PID namespace's pid_max of
+// Procs+300), memory spread over many processes, each within its own
+// limit, is held at Memory (one of them is killed), and the group is gone
+// after the command, also after joule-exec was killed with SIGKILL (the
+// next command removes it).
+func TestCgroupBounds(t *testing.T) {
+	needNamespaces(t)
+	if !sandbox.CgroupAvailable() {
+		t.Skip("no control group this process may make (cgroup v2 needs root or a delegated subtree; v1 needs root)")
+	}
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3")
+	}
+	b := newBox(t, &sandbox.Limits{Procs: 64, Memory: 256 << 20, Data: 1 << 30}, false)
+	out, code := b.run(t, `cat /proc/self/cgroup`)
+	dirs := commandCgroups(out)
+	if code != 0 || len(dirs) == 0 {
+		t.Fatalf("the command is in no control group of its own (exit %d): %s", code, out)
+	}
+	for _, d := range dirs {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("the command's control group %s is still there after it (%v)", d, err)
+		}
+	}
+	out, _ = b.run(t, forkCount)
+	var n, errno int
+	if _, err := fmt.Sscanf(strings.TrimSpace(out), "forked %d %d", &n, &errno); err != nil || n >= 64 || errno != int(syscall.EAGAIN) {
+		t.Errorf("a count of forks was not stopped below 64 with EAGAIN: %q", out)
+	}
+	// Eight processes of 64 MiB each, touched, alive together: 512 MiB
+	// against a bound of 256 MiB.
+	spread := `python3 -c 'import os,time
+kids=[]
+for i in range(8):
+    pid=os.fork()
+    if pid == 0:
+        b=bytearray(64<<20)
+        for j in range(0, len(b), 4096): b[j]=1
+        time.sleep(2); os._exit(0)
+    kids.append(pid)
+killed=0
+for p in kids:
+    _, st = os.waitpid(p, 0)
+    if os.WIFSIGNALED(st): killed+=1
+print("killed", killed)'`
+	out, _ = b.run(t, spread)
+	if !strings.HasPrefix(strings.TrimSpace(out), "killed ") || strings.TrimSpace(out) == "killed 0" {
+		t.Errorf("memory spread over 8 processes was not bounded: %q", out)
+	}
+	// joule-exec killed while its command runs: its group stays (empty)
+	// until the next command.
+	c := b.cmd(`cat /proc/self/cgroup; exec sleep 30`)
+	var buf bytes.Buffer
+	c.Stdout = &buf
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && len(left) == 0; time.Sleep(50 * time.Millisecond) {
+		left = commandCgroups(buf.String())
+	}
+	c.Process.Kill()
+	c.Wait()
+	if len(left) == 0 {
+		t.Fatalf("the killed command named no control group: %q", buf.String())
+	}
+	time.Sleep(200 * time.Millisecond)
+	if out, code := b.run(t, `true`); code != 0 {
+		t.Fatalf("the next command failed (exit %d): %s", code, out)
+	}
+	for _, d := range left {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("the killed command's control group %s is still there after the next command (%v)", d, err)
+		}
 	}
 }

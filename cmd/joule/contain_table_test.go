@@ -1444,9 +1444,11 @@ func pendingHere(p string) string {
 }
 
 // kernelBoundsProcs: RLIMIT_NPROC, which the sandbox sets, is not applied
-// to uid 0; the PID namespace's pid_max, which it sets from Linux 6.14, is.
+// to uid 0; the PID namespace's pid_max, which it sets from Linux 6.14, is,
+// and so is the pids.max of the command's own control group, where one
+// can be made.
 func kernelBoundsProcs() bool {
-	if os.Geteuid() != 0 {
+	if os.Geteuid() != 0 || sandbox.CgroupAvailable() {
 		return true
 	}
 	var u syscall.Utsname

@@ -16,3 +16,6 @@ func NamespacesAvailable() bool { return false }
 func totalMemory() uint64 { return 0 }
 
 func pidMaxPerNamespace() bool { return false }
+
+// CgroupAvailable is false: control groups are Linux's.
+func CgroupAvailable() bool { return false }

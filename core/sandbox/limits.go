@@ -9,9 +9,11 @@ import "runtime"
 //
 // They are per process (RLIMIT_NPROC apart), so they stop a fork bomb or
 // a runaway loop, not a command that spreads its use over many processes;
-// and no unprivileged process can set the cgroup bound that would. With
-// the namespace construction every process of the command also ends with
-// it (a PID namespace), which bounds the rest by the host's own timeout.
+// a control group of the command's own does (Memory, and Procs for uid 0
+// too), where joule-exec may make one (cgroup_linux.go: as root, or in a
+// subtree systemd delegates to the user). With the namespace construction
+// every process of the command also ends with it (a PID namespace), which
+// bounds the rest by the host's own timeout.
 type Limits struct {
 	// Procs bounds the processes and threads (tasks) of this user in the
 	// sandbox (RLIMIT_NPROC). In a user namespace the kernel counts them
@@ -29,6 +31,13 @@ type Limits struct {
 	// CPU bounds each process's CPU time in seconds (RLIMIT_CPU): SIGXCPU
 	// at the limit, SIGKILL a second later.
 	CPU uint64 `json:"cpu,omitempty"`
+	// Memory bounds the memory of all the command's processes together in
+	// bytes (the cgroup's memory.max, or memory.limit_in_bytes in cgroup
+	// v1), where the command gets a control group of its own
+	// (cgroup_linux.go): past it the kernel reclaims, then kills one of
+	// them. There the group's pids.max also bounds its tasks to Procs,
+	// for uid 0 too.
+	Memory uint64 `json:"memory,omitempty"`
 	// FileSize bounds the size of a file a process writes in bytes
 	// (RLIMIT_FSIZE): SIGXFSZ, or EFBIG where it is caught.
 	FileSize uint64 `json:"file_size,omitempty"`
@@ -44,6 +53,8 @@ type Limits struct {
 //     threads, a test binary per core with its own;
 //   - a quarter of the memory per process (2 GiB at least, unless that is
 //     more than half of it): a large link or a Jest worker fits;
+//   - half of the memory for all of them together, where a control group
+//     bounds the sum;
 //   - ten minutes of every core's time per process;
 //   - 16 GiB per file.
 func DefaultLimits() Limits {
@@ -51,6 +62,7 @@ func DefaultLimits() Limits {
 	l := Limits{Procs: 256 + 128*n, CPU: 600 * n, FileSize: 16 << 30}
 	if mem := totalMemory(); mem > 0 {
 		l.Data = mem / 4
+		l.Memory = mem / 2
 		if l.Data < 2<<30 {
 			l.Data = min(2<<30, mem/2)
 		}
@@ -66,5 +78,5 @@ func (l Limits) merged(d Limits) Limits {
 		}
 		return b
 	}
-	return Limits{Procs: pick(l.Procs, d.Procs), Data: pick(l.Data, d.Data), CPU: pick(l.CPU, d.CPU), FileSize: pick(l.FileSize, d.FileSize)}
+	return Limits{Procs: pick(l.Procs, d.Procs), Data: pick(l.Data, d.Data), Memory: pick(l.Memory, d.Memory), CPU: pick(l.CPU, d.CPU), FileSize: pick(l.FileSize, d.FileSize)}
 }

@@ -47,8 +47,13 @@ func LandlockOnlyGaps() []string {
 }
 
 // rootGap is what the namespace construction leaves open for uid 0 where
-// the kernel keeps one pid_max for the whole machine (before Linux 6.14).
-const rootGap = "the number of processes is not bounded (the kernel does not apply RLIMIT_NPROC to uid 0, and keeps pid_max per PID namespace only from Linux 6.14)"
+// the kernel keeps one pid_max for the whole machine (before Linux 6.14)
+// and no control group of the command's own bounds its tasks.
+const rootGap = "the number of processes is not bounded (the kernel does not apply RLIMIT_NPROC to uid 0, keeps pid_max per PID namespace only from Linux 6.14, and no pids cgroup could be made)"
+
+// cgroupGap is what the namespace construction leaves open where no
+// control group of the command's own can be made (cgroup_linux.go).
+const cgroupGap = "memory spread over many processes is bounded per process only (no cgroup of the command's own: that needs root, or a cgroup v2 subtree systemd delegates to the user)"
 
 // Mode describes the containment a command gets, for receipts and
 // messages: "landlock ABI 7, network off", or "none" without Landlock.
@@ -65,8 +70,11 @@ func ModeOf(abi int, net, namespaces bool) string {
 	m := Missing(abi, net)
 	if namespaces {
 		s = fmt.Sprintf("landlock ABI %d and user, mount and PID namespaces, network %s", abi, map[bool]string{true: "on", false: "off"}[net])
-		if os.Getuid() == 0 && !pidMaxPerNamespace() {
-			m = append(m, rootGap)
+		if !CgroupAvailable() {
+			if os.Getuid() == 0 && !pidMaxPerNamespace() {
+				m = append(m, rootGap)
+			}
+			m = append(m, cgroupGap)
 		}
 	} else {
 		m = append(m, LandlockOnlyGaps()...)

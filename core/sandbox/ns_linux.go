@@ -229,6 +229,30 @@ func execNamespace(spec Spec, abi int, path string, argv, env []string, warn io.
 	// SIGKILL: the program is the init of its PID namespace, which
 	// ignores every other signal sent from outside it without a handler.
 	s.add("prctl(PR_SET_PDEATHSIG)", rawCall{trap: unix.SYS_PRCTL, a: [6]uintptr{unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL)}})
+	// The command's control group (cgroup_linux.go), entered first, so
+	// that every process of the command is in it; removed once they are
+	// gone, or by the next command if joule-exec is killed first.
+	cg, err := makeCgroup(spec.Limits)
+	if err != nil && warn != nil {
+		fmt.Fprintf(warn, "joule-exec: the command's processes and memory are bounded per process only: its control group could not be made: %v\n", err)
+	}
+	started := false
+	defer func() {
+		if !started {
+			cg.remove()
+		}
+	}()
+	var leave []uintptr
+	if cg != nil {
+		for i, fd := range cg.enter {
+			s.add("enter cgroup "+cg.dirs[i], rawCall{trap: unix.SYS_WRITE, a: [6]uintptr{uintptr(fd), uintptr(unsafe.Pointer(&cgroupEnter[0])), 1}, ignore: true, skipOnSuccess: 1})
+			msg := "joule-exec: the command's processes and memory are bounded per process only: it could not enter its control group " + cg.dirs[i] + "\n"
+			s.add("write", rawCall{trap: unix.SYS_WRITE, a: [6]uintptr{2, ptr(&keep, []byte(msg)), uintptr(len(msg))}, ignore: true})
+		}
+		for _, fd := range cg.leave {
+			leave = append(leave, uintptr(fd))
+		}
+	}
 	cwd := unix.AT_FDCWD
 	writeFile := func(name, content string) {
 		s.add("open "+name, rawCall{trap: unix.SYS_OPENAT, a: [6]uintptr{uintptr(cwd), cstr(&keep, name), unix.O_WRONLY | unix.O_CLOEXEC}, setFD: true})
@@ -479,12 +503,13 @@ func execNamespace(spec Spec, abi int, path string, argv, env []string, warn io.
 		umounts = append(umounts, cstr(&keep, o.Path))
 	}
 	spec.started = time.Now()
-	pid, errno := forkChild(s.calls, p[1], report, status, umounts)
+	pid, errno := forkChild(s.calls, p[1], report, status, umounts, leave)
 	unix.RawSyscall6(unix.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&orig)), 0, 8, 0, 0)
 	syscall.ForkLock.Unlock()
 	syscall.Close(p[1])
 	runtime.KeepAlive(keep)
 	runtime.KeepAlive(umounts)
+	runtime.KeepAlive(leave)
 	runtime.KeepAlive(fprog)
 	runtime.KeepAlive(rdonly)
 	runtime.KeepAlive(rdwr)
@@ -524,11 +549,14 @@ func execNamespace(spec Spec, abi int, path string, argv, env []string, warn io.
 		syscall.Close(fd)
 	}
 	fds = nil
+	started = true
+	cg.close()
 	// Once no process of the command is left: the stand-ins go, and the
 	// sweep takes out what git would run of the repositories the
 	// discovery did not guard (sweep_linux.go).
 	os.Exit(waitForProgram(int(pid), status, func() {
 		stand.release(spec.stats)
+		cg.remove()
 		spec.sweep(warn)
 	}))
 	return nil
@@ -592,7 +620,7 @@ func waitForProgram(pid int, status *[2]uint32, ended func()) int {
 //
 //go:nosplit
 //go:norace
-func forkChild(calls []rawCall, pipe int, report, status *[2]uint32, umounts []uintptr) (uintptr, syscall.Errno) {
+func forkChild(calls []rawCall, pipe int, report, status *[2]uint32, umounts, leave []uintptr) (uintptr, syscall.Errno) {
 	r, e := rawClone(uintptr(unix.CLONE_NEWUSER|unix.CLONE_NEWNS|unix.CLONE_NEWPID|unix.CLONE_VFORK|syscall.SIGCHLD) | cloneShared)
 	if e != 0 || r != 0 {
 		return r, e
@@ -612,7 +640,7 @@ func forkChild(calls []rawCall, pipe int, report, status *[2]uint32, umounts []u
 				syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 126, 0, 0)
 			}
 			if r != 0 {
-				initLoop(r, status, umounts)
+				initLoop(r, status, umounts, leave)
 			}
 			continue
 		}
@@ -656,7 +684,7 @@ const trapInit = ^uintptr(0)
 //
 //go:nosplit
 //go:norace
-func initLoop(prog uintptr, status *[2]uint32, umounts []uintptr) {
+func initLoop(prog uintptr, status *[2]uint32, umounts, leave []uintptr) {
 	for {
 		r, _, e := syscall.RawSyscall6(syscall.SYS_WAIT4, ^uintptr(0), uintptr(unsafe.Pointer(&status[0])), unix.WALL, 0, 0, 0)
 		if e == syscall.EINTR {
@@ -678,6 +706,12 @@ func initLoop(prog uintptr, status *[2]uint32, umounts []uintptr) {
 	}
 	for i := 0; i < len(umounts); i++ {
 		syscall.RawSyscall(syscall.SYS_UMOUNT2, umounts[i], unix.MNT_DETACH, 0)
+	}
+	// Out of the command's control group, into joule-exec's own: the
+	// group is empty once the init is gone from it, and joule-exec can
+	// remove it without waiting for the init's exit.
+	for i := 0; i < len(leave); i++ {
+		syscall.RawSyscall(syscall.SYS_WRITE, leave[i], uintptr(unsafe.Pointer(&cgroupEnter[0])), 1)
 	}
 	status[1] = 1
 	// Where the init does not share joule-exec's memory (cloneShared 0),

@@ -53,9 +53,13 @@
 // which the kernel counts per user namespace, so that it bounds the
 // command's own tasks (a fork bomb is held at it); it is not applied to
 // uid 0, and outside a user namespace it would count every process of the
-// user, so Landlock alone does not set it. The limits are per process:
-// memory spread over many processes is bounded only by their product (no
-// unprivileged process can set up the cgroup that would bound the sum).
+// user, so Landlock alone does not set it. The limits are per process;
+// where joule-exec may make one (cgroup_linux.go: as root, or in a cgroup
+// v2 subtree systemd delegates to the user), the namespace construction
+// also puts the command in a control group of its own whose pids.max and
+// memory.max bound its tasks (for uid 0 too) and memory together.
+// Elsewhere memory spread over many processes is bounded only by their
+// product, and Mode says so.
 //
 // Processes. In the namespace construction the program is forked by the
 // init of a new PID namespace, a loop of system calls in joule-exec's

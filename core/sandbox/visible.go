@@ -29,10 +29,14 @@ import (
 //     back as it was before the run;
 //   - refs/replace/*: a replace ref the run made or changed (loose, or in
 //     packed-refs) is moved to the quarantine;
-//   - the object store: a loose object the run wrote whose content does
-//     not hash to its name (one swapped for other content, which a later
-//     checkout would write into the work tree) is moved to the
-//     quarantine, and so is an objects/info/alternates the run wrote;
+//   - the object store: a loose object the run wrote, moved into place
+//     or rewrote in place (its own change time is the run's) whose content
+//     does not hash to its name (one swapped for other content, which a
+//     later checkout would write into the work tree) is moved to the
+//     quarantine; so is a pack the run wrote that git verify-pack refuses
+//     (a forged object, a tampered index), with its files, a
+//     multi-pack-index or commit-graph the run wrote that git's verify
+//     refuses, and an objects/info/alternates the run wrote;
 //   - ignore files: an untracked .gitignore the run wrote (or moved into
 //     place) that git status does not show, and that decides that some
 //     path is ignored, is moved to the quarantine.

@@ -405,8 +405,18 @@ func (s *sweeper) git(wt string, stdin []byte, args ...string) ([]byte, error) {
 	return cmd.Output()
 }
 
-// fixObjects moves out the loose objects the command wrote whose content
-// does not hash to their name, and an alternates file it wrote.
+// fixObjects moves out the objects the command wrote, or rewrote in
+// place, that are not what their names say, and an alternates file it
+// wrote. What it wrote is what has a change time at or after the start,
+// which the command cannot set back: a loose object (created, moved into
+// place, or chmod-ed and rewritten in its place, which leaves its
+// directory as it was) whose content does not hash to its name; a pack
+// or pack index that git's own verify-pack does not find consistent (a
+// pack's objects are named by hashing them as it indexes them, so a
+// forged object shows as a mismatch with the index), with the files of
+// its pack; a multi-pack-index or commit-graph, which name objects by
+// offset and tree without being checked on reading (git works without
+// them and writes them again) that git's own verification refuses.
 func (s *sweeper) fixObjects(r *sweptRepo, v *gitView) {
 	objects := filepath.Join(v.common, "objects")
 	ofd, err := unix.Open(objects, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
@@ -426,13 +436,12 @@ func (s *sweeper) fixObjects(r *sweptRepo, v *gitView) {
 			continue
 		}
 		var st unix.Stat_t
-		if unix.Fstatat(ofd, e.name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || !s.fresh(&st) {
-			continue
-		}
 		dfd, err := unix.Openat(ofd, e.name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
 			continue
 		}
+		// Every object's own change time: one rewritten in place leaves
+		// its directory's as it was.
 		for _, o := range listFD(dfd, "") {
 			if len(o.name) != 2*v.hashLen-2 || !isHex(o.name) {
 				continue
@@ -451,6 +460,111 @@ func (s *sweeper) fixObjects(r *sweptRepo, v *gitView) {
 	if len(bad) > 0 {
 		r.what = append(r.what, "loose objects whose content is not their name: "+listSome(bad))
 	}
+	s.fixPacks(r, v, ofd)
+}
+
+// packVerifyTimeout bounds git verify-pack on one pack the command wrote
+// (git gc inside it writes one of every object); a pack it cannot verify
+// in time is taken out as one that failed.
+const packVerifyTimeout = 2 * time.Minute
+
+// fixPacks is fixObjects for objects/pack and objects/info: see there.
+func (s *sweeper) fixPacks(r *sweptRepo, v *gitView, ofd int) {
+	if pfd, err := unix.Openat(ofd, "pack", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
+		packs := map[string][]string{} // base name to its files
+		fresh := map[string]bool{}
+		var midx []string
+		for _, e := range listFD(pfd, "") {
+			var st unix.Stat_t
+			if unix.Fstatat(pfd, e.name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+				continue
+			}
+			if strings.HasPrefix(e.name, "multi-pack-index") {
+				if s.fresh(&st) {
+					midx = append(midx, e.name)
+				}
+				continue
+			}
+			base, _, ok := strings.Cut(e.name, ".")
+			if !ok || !strings.HasPrefix(base, "pack-") {
+				continue
+			}
+			packs[base] = append(packs[base], e.name)
+			if s.fresh(&st) {
+				fresh[base] = true
+			}
+		}
+		var bad []string
+		for base := range fresh {
+			if s.packOK(v, filepath.Join(v.common, "objects", "pack", base)) {
+				continue
+			}
+			bad = append(bad, base)
+			for _, f := range packs[base] {
+				s.move(r, pfd, f, "objects/pack/"+f)
+			}
+		}
+		if len(midx) > 0 && !s.gitVerify(v, "multi-pack-index", "--object-dir="+filepath.Join(v.common, "objects"), "verify") {
+			for _, m := range midx {
+				s.move(r, pfd, m, "objects/pack/"+m)
+			}
+			r.what = append(r.what, "a multi-pack-index that git multi-pack-index verify refuses")
+		}
+		unix.Close(pfd)
+		sort.Strings(bad)
+		if len(bad) > 0 {
+			r.what = append(r.what, "packs whose objects do not match their index: "+listSome(bad))
+		}
+	}
+	if ifd, err := unix.Openat(ofd, "info", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
+		var graphs []string
+		for _, name := range []string{"commit-graph", "commit-graphs"} {
+			var st unix.Stat_t
+			if unix.Fstatat(ifd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && s.fresh(&st) {
+				graphs = append(graphs, name)
+			}
+		}
+		if len(graphs) > 0 && !s.gitVerify(v, "commit-graph", "verify", "--object-dir="+filepath.Join(v.common, "objects")) {
+			for _, g := range graphs {
+				s.move(r, ifd, g, "objects/info/"+g)
+			}
+			r.what = append(r.what, "a commit-graph that git commit-graph verify refuses")
+		}
+		unix.Close(ifd)
+	}
+}
+
+// gitVerify runs one of git's own verifications of the object store of
+// v (verify-pack, commit-graph verify, multi-pack-index verify), with
+// none of the person's global configuration, and reports whether it
+// passed in time.
+func (s *sweeper) gitVerify(v *gitView, args ...string) bool {
+	bin, err := exec.LookPath("git")
+	if err != nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), packVerifyTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, append([]string{"--git-dir=" + v.common}, args...)...)
+	cmd.Dir = v.common
+	cmd.Env = []string{"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME=/nonexistent", "LC_ALL=C", "GIT_OPTIONAL_LOCKS=0", "PATH=" + s.getenv("PATH")}
+	return cmd.Run() == nil
+}
+
+// packOK reports whether the pack at base (its path without .pack or
+// .idx) verifies with git verify-pack: each object it holds hashes to the
+// name its index gives it at its offset.
+func (s *sweeper) packOK(v *gitView, base string) bool {
+	if fi, err := os.Lstat(base + ".pack"); err != nil || !fi.Mode().IsRegular() {
+		// An index without its pack names nothing git can read; a pack
+		// without its index is not used.
+		_, err := os.Lstat(base + ".idx")
+		return err != nil
+	}
+	if fi, err := os.Lstat(base + ".idx"); err != nil || !fi.Mode().IsRegular() {
+		return err != nil
+	}
+	return s.gitVerify(v, "verify-pack", base+".idx")
 }
 
 func isHex(s string) bool {

@@ -160,6 +160,12 @@ func TestVisibility(t *testing.T) {
 			probe: "git cat-file -p HEAD:main.go 2>/dev/null | grep -q 'println()' && echo HIDDEN; true", says: "loose objects whose content is not their name"},
 		{name: "alternates", cmd: `d=$(mktemp -d) && git init -q --bare "$d" && o=$(git rev-parse HEAD:main.go) && (cat main.go; echo 'func init() { println() }') > x && n=$(git --git-dir="$d" hash-object -w x) && mkdir -p "$d/objects/${o:0:2}" && mv "$d/objects/${n:0:2}/${n:2}" "$d/objects/${o:0:2}/${o:2}" && rm x .git/objects/${o:0:2}/${o:2} && echo "$d/objects" > .git/objects/info/alternates`,
 			probe: "git cat-file -p HEAD:main.go 2>/dev/null | grep -q 'println()' && echo HIDDEN; true", says: "objects/info/alternates"},
+		{name: "loose object rewritten in place", cmd: `o=$(git rev-parse HEAD:main.go) && f=.git/objects/${o:0:2}/${o:2} && chmod u+w "$f" && (cat main.go; echo 'func init() { println() }') > x && n=$(git hash-object -w x) && cat .git/objects/${n:0:2}/${n:2} > "$f" && rm x`,
+			probe: "git cat-file -p HEAD:main.go 2>/dev/null | grep -q 'println()' && echo HIDDEN; true", says: "loose objects whose content is not their name"},
+		{name: "pack with a forged object shadowing a loose one", cmd: forgedPack,
+			probe: "git cat-file -p HEAD:main.go 2>/dev/null | grep -q 'println()' && echo HIDDEN; true", says: "packs whose objects do not match their index"},
+		{name: "pack index pointing a name at another object", cmd: tamperedIndex,
+			probe: "git cat-file -p HEAD:main.go 2>/dev/null | grep -q 'println()' && echo HIDDEN; true", says: "packs whose objects do not match their index"},
 		{name: "index.lock left behind", cmd: "echo x > .git/index.lock", says: "index.lock"},
 	}
 	for _, tc := range tests {
@@ -197,6 +203,40 @@ func TestVisibility(t *testing.T) {
 	}
 }
 
+// forgedPack writes a pack holding a forged main.go and an index naming
+// that object as the committed main.go's blob, which git reads before the
+// loose object of that name.
+const forgedPack = `python3 -c 'import subprocess as s, sys
+x = bytes.fromhex(s.check_output(["git", "rev-parse", "HEAD:main.go"]).decode().strip())
+d = open("main.go", "rb").read() + b"\nfunc init() { println() }\n"
+y = s.check_output(["git", "hash-object", "-w", "--stdin"], input=d).decode().strip()
+h = s.check_output(["git", "pack-objects", ".git/objects/pack/pack"], input=(y + "\n").encode()).decode().strip()
+p = ".git/objects/pack/pack-" + h + ".idx"
+b = bytearray(open(p, "rb").read())
+for i in range(256): b[8 + 4 * i:12 + 4 * i] = (1 if i >= x[0] else 0).to_bytes(4, "big")
+b[1032:1052] = x
+open(p, "wb").write(b)
+import os; os.remove(".git/objects/" + y[:2] + "/" + y[2:])'`
+
+// tamperedIndex packs every object with a forged main.go, then points the
+// index's offset for the committed main.go's blob at the forged one's.
+const tamperedIndex = `python3 -c 'import subprocess as s, os
+x = s.check_output(["git", "rev-parse", "HEAD:main.go"]).decode().strip()
+d = open("main.go", "rb").read() + b"\nfunc init() { println() }\n"
+y = s.check_output(["git", "hash-object", "-w", "--stdin"], input=d).decode().strip()
+objs = s.check_output(["git", "rev-list", "--objects", "--all"]).decode().split("\n")
+l = "".join(o.split(" ")[0] + "\n" for o in objs if o) + y + "\n"
+h = s.check_output(["git", "pack-objects", ".git/objects/pack/pack"], input=l.encode()).decode().strip()
+p = ".git/objects/pack/pack-" + h + ".idx"
+b = bytearray(open(p, "rb").read())
+n = int.from_bytes(b[8 + 4 * 255:12 + 4 * 255], "big")
+names = [bytes(b[1032 + 20 * i:1052 + 20 * i]).hex() for i in range(n)]
+off = 1032 + 24 * n
+ix, iy = names.index(x), names.index(y)
+b[off + 4 * ix:off + 4 * ix + 4] = b[off + 4 * iy:off + 4 * iy + 4]
+open(p, "wb").write(b)
+[os.remove(".git/objects/" + o[:2] + "/" + o[2:]) for o in (x, y)]'`
+
 // TestVisibilityOrdinary: ordinary git work inside the command keeps its
 // effect, and the check undoes and reports nothing.
 func TestVisibilityOrdinary(t *testing.T) {
@@ -222,6 +262,9 @@ func TestVisibilityOrdinary(t *testing.T) {
 			after: "grep -q zz.go .gitignore"},
 		{name: "a new gitignore shown itself", cmd: "echo 'gen.go' > src/.gitignore && echo 'package src' > src/gen.go", status: "?? src/.gitignore",
 			after: "test -f src/.gitignore"},
+		{name: "gc", cmd: "echo 'func f() {}' >> main.go && git commit -qam w && git gc -q", after: "git log -1 --format=%s | grep -qx w && test -n \"$(ls .git/objects/pack/*.pack)\""},
+		{name: "repack with a multi-pack-index and a commit-graph", cmd: "echo 'func f() {}' >> main.go && git commit -qam w && git repack -adq --write-midx && git commit-graph write --reachable",
+			after: "test -f .git/objects/pack/multi-pack-index && test -f .git/objects/info/commit-graph"},
 		{name: "rebase", cmd: "git checkout -q -b b2 && echo q > q && git add q && git commit -qm q && git checkout -q - && echo r > r && git add r && git commit -qm r && git checkout -q b2 && git rebase -q -",
 			after: "test -f q && test -f r"},
 	}
