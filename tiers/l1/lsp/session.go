@@ -218,11 +218,12 @@ func openServer(ctx context.Context, srv Server, root string) (*session, error) 
 				"codeAction":      codeActionCaps(),
 				"documentSymbol":  map[string]any{"hierarchicalDocumentSymbolSupport": true},
 				// pull diagnostics (checkEdit asks textDocument/diagnostic).
-				// Registered dynamically: pyright then analyzes only what it
-				// is asked about, where a client that cannot pull has it
-				// re-check every open file after each change, in the same
-				// thread that answers the check, for nothing the check reads
-				"diagnostic": map[string]any{"dynamicRegistration": true, "relatedDocumentSupport": false},
+				// Registered dynamically, pyright's: it then analyzes only
+				// what it is asked about, where a client that cannot
+				// register has it re-check every open file after each
+				// change, in the thread that answers the check, for nothing
+				// the check reads
+				"diagnostic": map[string]any{"dynamicRegistration": srv.Name == "pyright-langserver", "relatedDocumentSupport": false},
 			},
 		},
 	}
