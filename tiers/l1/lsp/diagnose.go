@@ -341,10 +341,13 @@ type diagState struct {
 
 const diagStates = 4
 
-// get is what is known of state, nil if nothing.
+// get is what is known of state, nil if nothing. A state read becomes the
+// most recent: the prior every request of a series starts from stays
+// known while the successors pass through.
 func (c *diagCache) get(state [sha256.Size]byte) map[string][]string {
-	for _, st := range c.states {
+	for i, st := range c.states {
 		if st.state == state {
+			c.states = append(append(c.states[:i:i], c.states[i+1:]...), st)
 			return st.errs
 		}
 	}

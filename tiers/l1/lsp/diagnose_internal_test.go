@@ -169,4 +169,11 @@ func TestDiagCache(t *testing.T) {
 	if c.get(st(1)) == nil || c.get(st(2)) != nil {
 		t.Error("the state refreshed was forgotten, or the oldest kept")
 	}
+	// and so does one only read: the prior of a series of requests, whose
+	// successors each add a state
+	c.get(st(3))
+	c.put(st(diagStates+2), map[string][]string{})
+	if c.get(st(3)) == nil || c.get(st(4)) != nil {
+		t.Error("the state read was forgotten, or the oldest kept")
+	}
 }

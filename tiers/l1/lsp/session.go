@@ -189,7 +189,8 @@ func openServer(ctx context.Context, srv Server, root string) (*session, error) 
 			// pyright sends the edit its command returned; the response
 			// already holds it, and nothing is written here.
 			return map[string]any{"applied": false, "failureReason": "joule applies the command's result itself"}, nil
-		case "client/registerCapability", "client/unregisterCapability", "window/workDoneProgress/create", "window/showMessageRequest":
+		case "client/registerCapability", "client/unregisterCapability", "window/workDoneProgress/create", "window/showMessageRequest",
+			"workspace/diagnostic/refresh": // pyright's, after a change: the check asks again anyway
 			return nil, nil
 		}
 		return nil, fmt.Errorf("unsupported request %s", method)
@@ -216,9 +217,13 @@ func openServer(ctx context.Context, srv Server, root string) (*session, error) 
 				"rename":          map[string]any{"prepareSupport": false},
 				"codeAction":      codeActionCaps(),
 				"documentSymbol":  map[string]any{"hierarchicalDocumentSymbolSupport": true},
-				// pull diagnostics: pyright answers textDocument/diagnostic
-				// when the client says it can ask (checkEdit)
-				"diagnostic": map[string]any{"dynamicRegistration": false, "relatedDocumentSupport": false},
+				// pull diagnostics (checkEdit asks textDocument/diagnostic).
+				// Registered dynamically, pyright's: it then analyzes only
+				// what it is asked about, where a client that cannot
+				// register has it re-check every open file after each
+				// change, in the thread that answers the check, for nothing
+				// the check reads
+				"diagnostic": map[string]any{"dynamicRegistration": srv.Name == "pyright-langserver", "relatedDocumentSupport": false},
 			},
 		},
 	}
