@@ -147,9 +147,39 @@ func TestOpenCodeACPUnconfigured(t *testing.T) {
 	checkDeniedTurn(t, s, api, "CONFIGURE: an OpenCode project configuration", true, failed)
 	s.close(t)
 	h.noneLeft(t, "after the session")
+	// joule ends the remote's process group with SIGTERM, which ends its
+	// joule-exec too before it can remove its stand-ins: they stay,
+	// recorded, until the next contained command of the workspace ends
+	// (docs/acp.md, Known gaps). What is left must be a stand-in, never
+	// a configuration: a socket node with no permission bits, or an empty
+	// directory.
+	left := false
 	for _, f := range names {
-		if fi, err := os.Lstat(filepath.Join(h.ws, f)); err == nil {
-			t.Errorf("%s is left in the workspace (%v)", f, fi.Mode())
+		p := filepath.Join(h.ws, f)
+		fi, err := os.Lstat(p)
+		if err != nil {
+			continue
+		}
+		left = true
+		entries, _ := os.ReadDir(p)
+		if !(fi.Mode().Type() == os.ModeSocket && fi.Mode().Perm() == 0) && !(fi.IsDir() && len(entries) == 0) {
+			t.Errorf("%s is left in the workspace and is not a stand-in (%v, %d entries)", f, fi.Mode(), len(entries))
+		} else {
+			t.Logf("%s: a stand-in is left after the session (%v)", f, fi.Mode())
+		}
+	}
+	if left {
+		// The next contained command of the workspace removes them when
+		// it ends.
+		c := exec.Command(jouleBin, "exec", "--", "/bin/true")
+		c.Dir, c.Env = h.ws, append(os.Environ(), h.env...)
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("joule exec in the workspace: %v\n%s", err, out)
+		}
+		for _, f := range names {
+			if fi, err := os.Lstat(filepath.Join(h.ws, f)); err == nil {
+				t.Errorf("%s is still there after the next contained command (%v)", f, fi.Mode())
+			}
 		}
 	}
 	// The person's own OpenCode, unconfined, in the workspace: its resolved
