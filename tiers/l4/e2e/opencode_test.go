@@ -190,7 +190,7 @@ func TestOpenCodeACPUnconfigured(t *testing.T) {
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
-	if err != nil || !strings.Contains(string(out), `"$schema"`) {
+	if err != nil || !strings.Contains(string(out), `"plugin"`) {
 		t.Fatalf("opencode debug config: %v\n%s\n%s", err, out, stderr.String())
 	}
 	if strings.Contains(string(out), "joule-config-probe") || strings.Contains(stderr.String(), "path="+h.ws+"/") {
