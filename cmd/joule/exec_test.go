@@ -167,6 +167,7 @@ func TestExecRootLevelCreation(t *testing.T) {
 	for _, line := range []string{
 		`echo '{"hooks":{}}' > .claude/settings.json`, `echo '{}' > .mcp.json`, `rm .mcp.json`, `mv .claude .claude.old`,
 		`echo '{}' > .claude/settings.local.json`, `mkdir .claude/hooks`, `echo '{}' > .gemini/settings.json`,
+		`echo '{}' > opencode.json`, `mkdir -p .opencode/plugin`, `chmod 644 opencode.jsonc`,
 	} {
 		r := execIn(t, env, ws, line)
 		if r.code == 0 {
@@ -176,10 +177,17 @@ func TestExecRootLevelCreation(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(ws, ".claude", "settings.json")); string(b) != "{}\n" {
 		t.Errorf(".claude/settings.json changed: %q", b)
 	}
-	for _, p := range []string{".claude/settings.local.json", ".claude/hooks", ".gemini", ".mcp.json"} {
+	for _, p := range []string{".claude/settings.local.json", ".claude/hooks", ".gemini", ".mcp.json", "opencode.json", "opencode.jsonc", ".opencode"} {
 		if _, err := os.Lstat(filepath.Join(ws, p)); err == nil {
 			t.Errorf("%s was created inside containment, or left", p)
 		}
+	}
+	// An absent protected file reads as one that may not be opened
+	// (EACCES), which hosts' configuration readers take for "not there";
+	// OpenCode fails its turn on anything else (a socket node's own ENXIO).
+	rd := execIn(t, env, ws, "cat opencode.json .mcp.json")
+	if rd.code == 0 || strings.Count(rd.stdout, "Permission denied") != 2 || strings.Contains(rd.stdout, "No such device") {
+		t.Errorf("reading the absent opencode.json and .mcp.json inside containment: %+v", rd)
 	}
 	r := execIn(t, append(env, sandbox.LandlockOnlyEnv+"=1"), ws, "touch top.txt")
 	if r.code == 0 {

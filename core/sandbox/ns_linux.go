@@ -217,7 +217,8 @@ func execNamespace(spec Spec, abi int, path string, argv, env []string, warn io.
 	// until every process of the command has ended, released on every
 	// return before the program ran (the caller may then confine with
 	// Landlock alone, which carves instead).
-	held, stand := takeStandIns(standInState(spec.LayerDir), spec.wantStandIns(), spec.stats)
+	want, dirs := spec.wantStandIns()
+	held, stand := takeStandIns(standInState(spec.LayerDir), want, dirs, spec.stats)
 	spec.standIns = held
 	defer stand.release(spec.stats)
 	plan, err := spec.Plan()

@@ -166,8 +166,13 @@ func belowRoot(p string, trees []string) bool {
 // path holds its place and is listed instead, and so is a protected name
 // that is a socket node: a stand-in an earlier command left when its
 // joule-exec was killed, which the last command to hold its directory's
-// stand-ins removes. Either is bound read-only.
-func (spec Spec) wantStandIns() []string {
+// stand-ins removes. Either is bound read-only. dirs holds the names a
+// protected path goes on below (.claude for .claude/settings.json, .opencode
+// where .opencode/opencode.json is protected too): their stand-in is an
+// empty directory, through which a host's read of its configuration finds
+// nothing (ENOENT) instead of failing on a node that is not a directory
+// (ENOTDIR).
+func (spec Spec) wantStandIns() (want []string, dirs map[string]bool) {
 	st := spec.stats
 	if st == nil {
 		st = stats{}
@@ -215,11 +220,17 @@ func (spec Spec) wantStandIns() []string {
 			if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
 				continue
 			}
-			first, _, _ := strings.Cut(rel, "/")
+			first, below, _ := strings.Cut(rel, "/")
 			out = append(out, filepath.Join(a, first))
+			if below != "" {
+				if dirs == nil {
+					dirs = map[string]bool{}
+				}
+				dirs[filepath.Join(a, first)] = true
+			}
 		}
 	}
-	return compact(out)
+	return compact(out), dirs
 }
 
 // Plan computes the namespace construction of spec.

@@ -20,15 +20,19 @@ import (
 // be created: carving it out refuses every new entry of that directory,
 // which at the workspace root is `touch x`, `go build -o app .`, `npm init`.
 // So for the command's run the namespace construction makes the name
-// exist: a stand-in (a socket node, makeStandIn), made in the real
-// directory before the namespace and bound read-only inside it, as an
-// existing protected path is. Inside, nothing can be created in its place
-// (EEXIST), through it (ENOTDIR) or written to it (ENXIO), and it cannot
-// be removed, renamed or replaced (EBUSY: a mount point), while every
-// other name of the directory can be created. Outside, during the run,
-// the name is a node that git does not list, that cannot be opened, and
-// behind which no configuration can be: a host reads no configuration
-// there. Once no contained command holds it, it is removed. Nothing is
+// exist: a stand-in (a socket node with no permission bits, makeStandIn),
+// made in the real directory before the namespace and bound read-only
+// inside it, as an existing protected path is. Inside, nothing can be
+// created in its place (EEXIST), through it (ENOTDIR) or written to it
+// (EACCES), and it cannot be removed, renamed or replaced (EBUSY: a mount
+// point), while every other name of the directory can be created. Opened
+// for reading it gives EACCES, which hosts' configuration readers take
+// for an absent file (OpenCode reads opencode.json during a turn and
+// fails the turn on any other error, ENXIO included). Outside, during the
+// run, the name is a node that git does not list, that cannot be opened
+// (EACCES; ENXIO for a process with CAP_DAC_OVERRIDE), and behind which
+// no configuration can be: a host reads no configuration there. Once no
+// contained command holds it, it is removed. Nothing is
 // checked after the command: a host that re-reads its settings while the
 // command runs (Claude Code watches .claude/ appear) never sees any.
 //
@@ -84,12 +88,13 @@ func statID(st *syscall.Stat_t) devIno {
 	return devIno{uint64(st.Dev), st.Ino, uint64(st.Mode & syscall.S_IFMT)}
 }
 
-// takeStandIns makes (or finds) a stand-in at each path of want, in state,
+// takeStandIns makes (or finds) a stand-in at each path of want (an empty
+// directory where asDir says so), in state,
 // and returns the paths where something other than a link is now, to be
 // bound read-only, and what to release when the command has ended. What it looked at is
 // forgotten from st, so that Plan sees the stand-ins. A path it cannot
 // make is left out: Plan then carves, as without stand-ins.
-func takeStandIns(state string, want []string, st stats) (map[string]bool, *standIns) {
+func takeStandIns(state string, want []string, asDir map[string]bool, st stats) (map[string]bool, *standIns) {
 	if state == "" || len(want) == 0 {
 		return nil, nil
 	}
@@ -127,7 +132,7 @@ func takeStandIns(state string, want []string, st stats) (map[string]bool, *stan
 			var sb syscall.Stat_t
 			err := syscall.Lstat(c, &sb)
 			if err == syscall.ENOENT {
-				if makeStandIn(c) != nil || syscall.Lstat(c, &sb) != nil {
+				if makeStandIn(c, asDir[c]) != nil || syscall.Lstat(c, &sb) != nil {
 					continue
 				}
 				recs[c] = statID(&sb)
@@ -204,16 +209,25 @@ func (s *standIns) release(st stats) {
 
 // makeStandIn makes the stand-in at p: a socket node (mknod, no socket
 // bound to it), which git neither lists nor adds, `find -type f` and the
-// toolchains' walks pass over, and which cannot be opened (ENXIO), nor
-// read as a directory (ENOTDIR: .claude/settings.json behind it is
-// absent); it costs an inode, where an empty directory costs a data
-// block too, and on this project's test VM ten times the time to make and
-// remove. Where the file system makes no socket nodes, an empty
-// directory.
-func makeStandIn(p string) error {
-	err := syscall.Mknod(p, syscall.S_IFSOCK|0o644, 0)
-	if err == nil || err == syscall.EEXIST {
-		return err
+// toolchains' walks pass over, and which cannot be read as a directory
+// (ENOTDIR: .claude/settings.json behind it is absent). It has no
+// permission bits: opening it fails with EACCES for every process without
+// CAP_DAC_OVERRIDE (a contained command holds no capability) before the
+// socket's own ENXIO, and EACCES is what configuration readers take for
+// "not there" (OpenCode's readFileStringSafe: NotFound and
+// PermissionDenied), where ENXIO is a broken file to them. It costs an
+// inode, where an empty directory costs a data block too, and on this
+// project's test VM ten times the time to make and remove. Where the file
+// system makes no socket nodes, and where dir says a host reads through
+// the name (.opencode/opencode.json), an empty directory: read through, it
+// holds nothing (ENOENT); through a socket node the read fails (ENOTDIR),
+// which OpenCode, again, takes for a broken configuration.
+func makeStandIn(p string, dir bool) error {
+	if !dir {
+		err := syscall.Mknod(p, syscall.S_IFSOCK, 0) // mode 0: no permission bits
+		if err == nil || err == syscall.EEXIST {
+			return err
+		}
 	}
 	return syscall.Mkdir(p, 0o755)
 }

@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,11 +34,15 @@ func TestWantStandIns(t *testing.T) {
 	deny := []string{j(ws, "src", "gen", "x.go"), j(ws, "dist")}
 	spec := Spec{Layers: []Layer{{Write: []string{ws, tmp, j(home, ".cache")}, WriteDeny: append(slices.Clone(frozen), deny...), Frozen: frozen}},
 		Caches: []string{j(home, ".cache")}}
-	got := spec.wantStandIns()
+	got, dirs := spec.wantStandIns()
 	want := compact([]string{j(ws, ".mcp.json"), j(ws, ".vscode"), j(ws, ".cursor"), j(ws, "opencode.json"), j(ws, "opencode.jsonc"),
 		j(ws, "src", "gen"), j(ws, "dist")})
 	if !slices.Equal(got, want) {
 		t.Errorf("stand-ins\n got %v\nwant %v", got, want)
+	}
+	// Directories where a protected path goes on below the name.
+	if wantDirs := map[string]bool{j(ws, ".vscode"): true, j(ws, ".cursor"): true, j(ws, "src", "gen"): true}; !maps.Equal(dirs, wantDirs) {
+		t.Errorf("directory stand-ins\n got %v\nwant %v", dirs, wantDirs)
 	}
 }
 
@@ -113,13 +118,13 @@ func TestStandIns(t *testing.T) {
 	exists := func(p string) bool { _, err := os.Lstat(p); return err == nil }
 
 	st := stats{}
-	held, a := takeStandIns(state, want, st)
+	held, a := takeStandIns(state, want, nil, st)
 	for _, p := range want {
 		if !held[p] || !exists(p) {
 			t.Fatalf("%s: held %v, exists %v", p, held[p], exists(p))
 		}
 	}
-	held2, b := takeStandIns(state, want, stats{})
+	held2, b := takeStandIns(state, want, nil, stats{})
 	if len(held2) != len(want) {
 		t.Fatalf("the second command holds %v", held2)
 	}
@@ -154,14 +159,14 @@ func TestStandIns(t *testing.T) {
 	// A killed command leaves its stand-ins, recorded (the kernel closes
 	// its descriptors, and so drops its lock); the next command that holds
 	// them removes them when it ends.
-	_, killed := takeStandIns(state, want[:2], stats{})
+	_, killed := takeStandIns(state, want[:2], nil, stats{})
 	for _, g := range killed.groups {
 		syscall.Close(g.users)
 	}
 	if !exists(j(ws, ".mcp.json")) {
 		t.Fatal("no stand-in")
 	}
-	held3, c := takeStandIns(state, want[:2], stats{})
+	held3, c := takeStandIns(state, want[:2], nil, stats{})
 	if !held3[j(ws, ".mcp.json")] {
 		t.Fatalf("the leftover is not used: %v", held3)
 	}

@@ -26,7 +26,14 @@ var Entry = hook.Host{
 		// whose dependencies OpenCode installs there (their install
 		// scripts run) [src: Config.state, installDependencies,
 		// load*].
-		Project: []string{"opencode.json", "opencode.jsonc", ".opencode"},
+		// .opencode/opencode.json(c), inside .opencode and so protected
+		// with it, are named too: OpenCode reads them during a turn, and
+		// a path protected below a name tells the sandbox that the
+		// stand-in it makes where .opencode is absent is a directory,
+		// through which the read finds nothing (ENOENT); through a node
+		// that is not a directory it fails (ENOTDIR), and OpenCode fails
+		// the turn (core/sandbox makeStandIn).
+		Project: []string{"opencode.json", "opencode.jsonc", ".opencode", ".opencode/opencode.json", ".opencode/opencode.jsonc"},
 		// Both are read in every directory from the working directory
 		// up to the work tree's root [src: ConfigPaths.files,
 		// ConfigPaths.directories: afs.up({start: directory, stop:

@@ -166,11 +166,11 @@ func loopbackPort(base string) (uint16, error) {
 //     configuration directory it loads (.opencode/.gitignore,
 //     package.json, a plugin install), and the workspace's are protected,
 //     so it would exit at the first refused write.
-//   - not handled: opencode.json, opencode.jsonc and .opencode/ at the
-//     workspace root are protected, and where one is absent the sandbox's
-//     stand-in for it (a socket node) cannot be opened (ENXIO); OpenCode
-//     still reads opencode.json in a turn, takes ENXIO for a broken
-//     configuration and fails the turn (docs/acp.md).
+//   - opencode.json, opencode.jsonc and .opencode/ at the workspace root
+//     are protected; where one is absent the sandbox's stand-in for it
+//     refuses to be opened with EACCES, which OpenCode, reading
+//     opencode.json in a turn, takes for an absent file (core/sandbox
+//     makeStandIn).
 //   - it serves its own HTTP API on a loopback port and calls it: joule
 //     picks a free port, names it with --port, and the policy lets the
 //     agent bind and connect to that port only.

@@ -31,6 +31,10 @@ type fakeAnthropic struct {
 	requests []string
 }
 
+// configProbe is the project configuration the CONFIGURE script tries to
+// leave: a setting that OpenCode's resolved configuration would show.
+const configProbe = `{"username": "joule-config-probe"}`
+
 type toolUse struct {
 	name  string
 	input map[string]any
@@ -42,6 +46,14 @@ func (f *fakeAnthropic) script(prompt string) []toolUse {
 	switch {
 	case strings.Contains(prompt, "OUTSIDE"):
 		return []toolUse{{"mcp__acp__Write", map[string]any{"file_path": filepath.Join(filepath.Dir(f.ws), "outside.txt"), "content": "escaped\n"}}}
+	case strings.Contains(prompt, "CONFIGURE"):
+		// A project configuration for the host, in each of OpenCode's
+		// protected names: by the write tool and by a command.
+		return []toolUse{
+			{"mcp__acp__Write", map[string]any{"file_path": filepath.Join(f.ws, "opencode.json"), "content": configProbe}},
+			{"mcp__acp__Write", map[string]any{"file_path": filepath.Join(f.ws, ".opencode", "opencode.json"), "content": configProbe}},
+			{"mcp__acp__Bash", map[string]any{"command": "echo '" + configProbe + "' > opencode.jsonc", "description": "configure", "timeout": 60000}},
+		}
 	case strings.Contains(prompt, "WRITE AND RUN"):
 		return []toolUse{write, run}
 	case strings.Contains(prompt, "RUN ONLY"):

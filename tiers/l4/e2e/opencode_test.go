@@ -29,10 +29,7 @@ func opencodeRemote(t testing.TB, h *home) ([]string, []string) {
 		t.Skipf("the pinned OpenCode CLI is not installed: run .ci/setup.d/10-hosts.sh")
 	}
 	// A project configured for OpenCode: each name OpenCode reads at the
-	// workspace root exists. Where one is absent, the sandbox's stand-in
-	// for that protected name cannot be opened (ENXIO), which OpenCode
-	// takes for a broken configuration and fails the turn
-	// (TestOpenCodeACPUnconfigured).
+	// workspace root exists (TestOpenCodeACPUnconfigured removes them).
 	os.WriteFile(filepath.Join(h.ws, "opencode.json"), []byte(`{"$schema": "https://opencode.ai/config.json"}`+"\n"), 0o644)
 	os.WriteFile(filepath.Join(h.ws, "opencode.jsonc"), []byte("{}\n"), 0o644)
 	os.MkdirAll(filepath.Join(h.ws, ".opencode"), 0o755)
@@ -116,35 +113,87 @@ func opencodeHome(t *testing.T, mode string) (*home, []string, []string, *fakeAn
 }
 
 // TestOpenCodeACPUnconfigured: in a workspace with no OpenCode project
-// configuration, the contained OpenCode cannot finish a turn: the
-// sandbox's stand-ins for the absent protected names (opencode.json,
-// opencode.jsonc) cannot be opened (ENXIO), and OpenCode takes that for a
-// broken configuration. Nothing is written. This pins the known gap
-// (docs/acp.md); when it is closed, this test fails and goes.
+// configuration (none of opencode.json, opencode.jsonc, .opencode/), the
+// contained OpenCode finishes a turn: the sandbox's stand-ins for those
+// absent protected names refuse to be opened (EACCES), which OpenCode's
+// configuration reader takes for an absent file. Its own attempts to make
+// each of them, by its write tool and by a command, fail in the turn, and
+// after the session none of the names is there: the stand-ins are gone,
+// and the real OpenCode, unconfined, run in the workspace, loads no
+// project configuration.
 func TestOpenCodeACPUnconfigured(t *testing.T) {
 	t.Parallel()
 	h := newHome(t)
 	remote, env := opencodeRemote(t, h)
-	for _, f := range []string{"opencode.json", "opencode.jsonc", ".opencode"} {
+	names := []string{"opencode.json", "opencode.jsonc", ".opencode"}
+	for _, f := range names {
 		os.RemoveAll(filepath.Join(h.ws, f))
 	}
 	api := &fakeAnthropic{ws: h.ws}
 	proxyURL := h.proxy(t, "--anthropic", serve(t, api))
 	h.run(t, "grant", "issue", "--allow", "Read", "--allow", "Write", "--allow", "Bash(echo:*)", "--tiers", "l0,l1,l4", "--budget", "1MJ", "--workspace", h.ws, "--use")
 	s := h.acp(t, remote, proxyURL, env...)
-	_, said := s.prompt(t, "WRITE AND RUN: make out.txt and record the run")
-	t.Logf("the editor saw:\n%s", said)
-	if !strings.Contains(said, "L4 failed") {
-		t.Errorf("the contained OpenCode closed a turn in an unconfigured workspace: the gap is closed, drop this test and update docs/acp.md")
+	stop, said := s.prompt(t, "WRITE AND RUN: make out.txt and record the run")
+	t.Logf("the editor saw:\n%s\ntool results: %v", said, api.results)
+	if stop != acp.StopReasonEndTurn {
+		t.Fatalf("stop %s; stderr:\n%s", stop, s.stderr.String())
 	}
-	if !strings.Contains(s.stderr.String(), "ENXIO") {
-		t.Errorf("OpenCode failed for another reason than the stand-ins' ENXIO:\n%s", s.stderr.String())
-	}
-	for _, f := range []string{"out.txt", "ran.txt"} {
-		if _, err := os.Stat(filepath.Join(h.ws, f)); err == nil {
-			t.Errorf("%s exists", f)
+	for f, want := range map[string]string{"out.txt": "hello from claude\n", "ran.txt": "ran\n"} {
+		if b, err := os.ReadFile(filepath.Join(h.ws, f)); err != nil || string(b) != want {
+			t.Errorf("%s: %q %v; tool results %v", f, b, err, api.results)
 		}
 	}
+	checkSealed(t, h, s, api, []string{"out.txt", "ran.txt"})
+	checkDeniedTurn(t, s, api, "CONFIGURE: an OpenCode project configuration", true, failed)
 	s.close(t)
 	h.noneLeft(t, "after the session")
+	// joule ends the remote's process group with SIGTERM, which ends its
+	// joule-exec too before it can remove its stand-ins: they stay,
+	// recorded, until the next contained command of the workspace ends
+	// (docs/acp.md, Known gaps). What is left must be a stand-in, never
+	// a configuration: a socket node with no permission bits, or an empty
+	// directory.
+	left := false
+	for _, f := range names {
+		p := filepath.Join(h.ws, f)
+		fi, err := os.Lstat(p)
+		if err != nil {
+			continue
+		}
+		left = true
+		entries, _ := os.ReadDir(p)
+		if !(fi.Mode().Type() == os.ModeSocket && fi.Mode().Perm() == 0) && !(fi.IsDir() && len(entries) == 0) {
+			t.Errorf("%s is left in the workspace and is not a stand-in (%v, %d entries)", f, fi.Mode(), len(entries))
+		} else {
+			t.Logf("%s: a stand-in is left after the session (%v)", f, fi.Mode())
+		}
+	}
+	if left {
+		// The next contained command of the workspace removes them when
+		// it ends.
+		c := exec.Command(jouleBin, "exec", "--", "/bin/true")
+		c.Dir, c.Env = h.ws, append(os.Environ(), h.env...)
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("joule exec in the workspace: %v\n%s", err, out)
+		}
+		for _, f := range names {
+			if fi, err := os.Lstat(filepath.Join(h.ws, f)); err == nil {
+				t.Errorf("%s is still there after the next contained command (%v)", f, fi.Mode())
+			}
+		}
+	}
+	// The person's own OpenCode, unconfined, in the workspace: its resolved
+	// configuration has nothing of the workspace's.
+	cmd := exec.Command(remote[0], "debug", "config", "--print-logs", "--log-level", "INFO")
+	cmd.Dir = h.ws
+	cmd.Env = append([]string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}, env...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil || !strings.Contains(string(out), `"plugin"`) {
+		t.Fatalf("opencode debug config: %v\n%s\n%s", err, out, stderr.String())
+	}
+	if strings.Contains(string(out), "joule-config-probe") || strings.Contains(stderr.String(), "path="+h.ws+"/") {
+		t.Errorf("the unconfined OpenCode loads a project configuration the contained one left:\n%s\n%s", out, stderr.String())
+	}
 }
