@@ -174,6 +174,10 @@ func (g goSymbols) declsOf(name, kind, file string, callable bool) ([]decl, erro
 		}
 		switch kind {
 		case "":
+		case "package": // declared at package level: not a method or field
+			if d.kind == KindMethod || d.kind == KindField {
+				continue
+			}
 		case "func":
 			if d.kind != KindFunc && d.kind != KindMethod {
 				continue
