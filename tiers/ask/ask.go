@@ -76,6 +76,12 @@ type Narrower interface {
 	DeclarationsOf(ctx context.Context, name, kind, file string, callable bool) (int, error)
 }
 
+// Speller is a symbol table that can also list the declared names a word
+// is in lower case: "newservemux" is NewServeMux.
+type Speller interface {
+	Spellings(ctx context.Context, word string) ([]string, error)
+}
+
 // MaxDefinitionSites bounds how many distinct places a definition answer
 // may cite. A declaration is one place; a name with build-tagged twins
 // (foo_unix.go, foo_windows.go) or an interface method and its one
@@ -725,7 +731,13 @@ func symbolOf(ctx context.Context, toks []token, syms Symbols, intent Intent) (s
 			} else {
 				break
 			}
-			if member(o) && (toks[o].code || unicode.IsUpper(rune(toks[o].text[0]))) && (c.kind == "" || c.kind == "method" || c.kind == "field" || c.kind == "func") {
+			lowOwner := false
+			if o < len(toks) && !toks[o].code && !toks[o].file && !toks[o].pkg && toks[o].text == toks[o].low && syms != nil && !stop[toks[o].low] && gotoken.IsIdentifier(toks[o].text) {
+				// readRequest on conn: an unexported type, when it declares that member
+				m, err := syms.Declarations(ctx, toks[o].text+"."+memberName, intent != Definition || c.called)
+				lowOwner = err == nil && m == 1
+			}
+			if (lowOwner || member(o) && (toks[o].code || unicode.IsUpper(rune(toks[o].text[0])))) && (c.kind == "" || c.kind == "method" || c.kind == "field" || c.kind == "func") {
 				owner := strings.TrimPrefix(toks[o].text, "*")
 				c.name, c.idx, c.kind = owner+"."+memberName, append(c.idx, o), ""
 				if o+1 < len(toks) && (toks[o+1].low == "type" || toks[o+1].low == "struct" || kinds[toks[o+1].low] == "method") {
@@ -833,6 +845,16 @@ func symbolOf(ctx context.Context, toks []token, syms Symbols, intent Intent) (s
 			// question about behaviour names
 			if m, err2 := syms.Declarations(ctx, c.alt, true); err2 == nil && m == 1 {
 				name, n = c.alt, 1
+			}
+		}
+		if sp, ok := syms.(Speller); ok && err == nil && n == 0 && c.plain && !strings.Contains(name, ".") {
+			// newservemux: a name written in lower case, when one name
+			// so spelt is declared and is a compound (an inner capital),
+			// never a word ("request" is not Request)
+			if names, err2 := sp.Spellings(ctx, name); err2 == nil && len(names) == 1 && strings.IndexFunc(names[0][1:], unicode.IsUpper) >= 0 {
+				if m, err3 := count(names[0]); err3 == nil && m == 1 {
+					name, n = names[0], 1
+				}
 			}
 		}
 		if err != nil {

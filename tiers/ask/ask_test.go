@@ -114,8 +114,18 @@ func (n narrowing) DeclarationsOf(_ context.Context, name, kind, file string, _ 
 	return c, nil
 }
 
+func (n narrowing) Spellings(_ context.Context, word string) ([]string, error) {
+	var out []string
+	for name := range n.table {
+		if name != word && strings.ToLower(name) == word {
+			out = append(out, name)
+		}
+	}
+	return out, nil
+}
+
 var shelf = narrowing{table{"Widget": 2, "Render": 2, "Store": 1, "Store.Get": 1, "Get": 3, "Pool.Acquire": 1, "Acquire": 2,
-	"Pool": 1, "NewPool": 1, "Lease.Renew": 1, "Renew": 1, "Lease": 1, "store.Get": 0, "shop.Render": 1, "DefaultPool": 1, "read": 6, "(*Pool).Acquire": 1}}
+	"Pool": 1, "NewPool": 1, "Lease.Renew": 1, "Renew": 1, "Lease": 1, "store.Get": 0, "shop.Render": 1, "DefaultPool": 1, "read": 6, "(*Pool).Acquire": 1, "pool.Acquire": 1}}
 
 // TestReadPeople are the classes of requests the held-out set's author
 // reported misread, on symbols of their own.
@@ -203,6 +213,11 @@ func TestReadPeople(t *testing.T) {
 		{"DefaultPool is in pool.go; where is Lease defined?", Definition, "Lease", "", "", ""},
 		{"where is NewPool defined, and Lease?", Definition, "", "", "", "several symbols"},
 		{"where are NewPool and Lease defined", Definition, "", "", "", "several symbols"},
+		{"who calls Acquire on pool", Callers, "pool.Acquire", "", "", ""},
+		// A compound name written in lower case; a word is not a name.
+		{"where is newpool defined", Definition, "NewPool", "", "", ""},
+		{"who calls defaultpool", Callers, "DefaultPool", "", "", ""},
+		{"where is lease defined", Definition, "", "", "", "names a declared symbol"},
 		// Still refused: two symbols, a write, an explanation.
 		{"where are NewPool and Lease defined", Definition, "", "", "", "several symbols"},
 		{"explain the Acquire method on Pool", None, "", "", "", "asks to explain"},
