@@ -213,8 +213,9 @@ func TestPhrasings(t *testing.T) {
 	runPhrasings(t, phraseSet{
 		cases:  cases,
 		passes: []string{"L1+L2"},
-		// Measured 2026-12-07 (reader3), go1.26.8.
-		floors: map[string]phraseFloor{"L1+L2": {"definition": 223, "callers": 92}},
+		// Measured 2026-12-07 (reader3), go1.26.8: every one; renames
+		// (15, left out with -short) have no floor here.
+		floors: map[string]phraseFloor{"L1+L2": {"definition": 234, "callers": 96, "format": 8, "ambiguous": 30, "other": 25}},
 		skip:   func(c phraseCase) bool { return testing.Short() && c.Kind == "rename" },
 	})
 }
@@ -238,25 +239,29 @@ func TestPhrasings(t *testing.T) {
 // name, top-level over member namesakes, "T M method", "in pkg", asides
 // in brackets, punctuation words, "the X handler func"):
 //
-//	L1+L2: see the floors
+//	L1+L2: definition 300/300 (0 false), callers 99/100 (0 false, 1 through), none 40/40
+//	L2:    definition 290/300 (0 false, 10 through), callers 89/100 (0 false, 11 through), none 40/40
 func TestHeldOutPhrasings(t *testing.T) {
 	runPhrasings(t, phraseSet{
 		cases:  readHeldOut(t, "nethttp.jsonl", true),
 		passes: []string{"L1+L2", "L2"},
 		floors: map[string]phraseFloor{
-			"L1+L2": {"definition": 290, "callers": 99, "none": 40},
-			"L2":    {"definition": 283, "callers": 89, "none": 40},
+			"L1+L2": {"definition": 300, "callers": 99, "none": 40},
+			"L2":    {"definition": 290, "callers": 89, "none": 40},
 		},
 	})
 }
 
 // TestStylePhrasings runs tiers/testdata/heldout/styles.jsonl: its floors
-// are its own (see the comment on the sets above).
+// are its own (see the comment on the sets above). Measured 2026-12-07,
+// go1.26.8, L1+L2: with the reader before the set was written, definition
+// 74/95, callers 44/59, none 16/16; now (the floors) definition 91/95,
+// callers 58/59, none 16/16; no false close in either.
 func TestStylePhrasings(t *testing.T) {
 	runPhrasings(t, phraseSet{
 		cases:  readHeldOut(t, "styles.jsonl", false),
 		passes: []string{"L1+L2"},
-		floors: map[string]phraseFloor{"L1+L2": {"definition": 0, "callers": 0, "none": 16}},
+		floors: map[string]phraseFloor{"L1+L2": {"definition": 91, "callers": 58, "none": 16}},
 	})
 }
 
