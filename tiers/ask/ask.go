@@ -849,9 +849,10 @@ func symbolOf(ctx context.Context, toks []token, syms Symbols, intent Intent) (s
 		}
 		if sp, ok := syms.(Speller); ok && err == nil && n == 0 && c.plain && !strings.Contains(name, ".") {
 			// newservemux: a name written in lower case, when one name
-			// so spelt is declared and is a compound (an inner capital),
-			// never a word ("request" is not Request)
-			if names, err2 := sp.Spellings(ctx, name); err2 == nil && len(names) == 1 && strings.IndexFunc(names[0][1:], unicode.IsUpper) >= 0 {
+			// so spelt is declared and is a compound (a lower-case letter
+			// then a capital), never a word ("request" is not Request,
+			// "sku" not SKU)
+			if names, err2 := sp.Spellings(ctx, name); err2 == nil && len(names) == 1 && compound(names[0]) {
 				if m, err3 := count(names[0]); err3 == nil && m == 1 {
 					name, n = names[0], 1
 				}
@@ -992,12 +993,23 @@ func inClause(toks []token, intent Intent, found []symbolReading, many []map[int
 	return pick[0], true
 }
 
-// dropPlain keeps only the declared names written as names when there is
-// one: "need to read ServeContent" is about ServeContent, whatever the
+// compound reports whether a name joins words by case: NewServeMux,
+// refererForURL; not SKU or Request.
+func compound(name string) bool {
+	for i := 1; i < len(name); i++ {
+		if unicode.IsUpper(rune(name[i])) && unicode.IsLower(rune(name[i-1])) {
+			return true
+		}
+	}
+	return false
+}
+
+// dropPlain keeps only the declared names written as names when one of
+// them is declared once: "need to read ServeContent" is about ServeContent, whatever the
 // workspace calls read.
 func dropPlain(found []symbolReading, foundPlain []bool, many, manyName []string, manyPlain []bool) ([]symbolReading, []string, []string) {
-	named := false
-	for _, p := range append(append([]bool{}, foundPlain...), manyPlain...) {
+	named := false // a name written as one is declared once
+	for _, p := range foundPlain {
 		named = named || !p
 	}
 	if !named {

@@ -125,7 +125,7 @@ func (n narrowing) Spellings(_ context.Context, word string) ([]string, error) {
 }
 
 var shelf = narrowing{table{"Widget": 2, "Render": 2, "Store": 1, "Store.Get": 1, "Get": 3, "Pool.Acquire": 1, "Acquire": 2,
-	"Pool": 1, "NewPool": 1, "Lease.Renew": 1, "Renew": 1, "Lease": 1, "store.Get": 0, "shop.Render": 1, "DefaultPool": 1, "read": 6, "(*Pool).Acquire": 1, "pool.Acquire": 1}}
+	"Pool": 1, "NewPool": 1, "Lease.Renew": 1, "Renew": 1, "Lease": 1, "store.Get": 0, "shop.Render": 1, "DefaultPool": 1, "read": 6, "(*Pool).Acquire": 1, "pool.Acquire": 1, "TCP": 1}}
 
 // TestReadPeople are the classes of requests the held-out set's author
 // reported misread, on symbols of their own.
@@ -218,6 +218,7 @@ func TestReadPeople(t *testing.T) {
 		{"where is newpool defined", Definition, "NewPool", "", "", ""},
 		{"who calls defaultpool", Callers, "DefaultPool", "", "", ""},
 		{"where is lease defined", Definition, "", "", "", "names a declared symbol"},
+		{"where is tcp defined", Definition, "", "", "", "names a declared symbol"},
 		// Still refused: two symbols, a write, an explanation.
 		{"where are NewPool and Lease defined", Definition, "", "", "", "several symbols"},
 		{"explain the Acquire method on Pool", None, "", "", "", "asks to explain"},
