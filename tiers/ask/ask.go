@@ -76,6 +76,12 @@ type Narrower interface {
 	DeclarationsOf(ctx context.Context, name, kind, file string, callable bool) (int, error)
 }
 
+// Speller is a symbol table that can also list the declared names a word
+// is in lower case: "newservemux" is NewServeMux.
+type Speller interface {
+	Spellings(ctx context.Context, word string) ([]string, error)
+}
+
 // MaxDefinitionSites bounds how many distinct places a definition answer
 // may cite. A declaration is one place; a name with build-tagged twins
 // (foo_unix.go, foo_windows.go) or an interface method and its one
@@ -193,6 +199,12 @@ type token struct {
 	poss   bool // written X's: the owner of what follows ("ServeMux's findHandler")
 	file   bool // a file name (server.go): where the symbol is, never the symbol
 	pkg    bool // an import path (net/http): the package the symbol is in
+	// clause numbers the parts of a request set apart by ";", ",", "but"
+	// or brackets: "I know X, but where is Y defined" asks about Y.
+	clause int
+	// aside: the word follows "not", "besides", "except", "unlike":
+	// named to be set aside ("who calls X besides Y").
+	aside bool
 }
 
 var contractions = map[string][]string{
@@ -202,15 +214,52 @@ var contractions = map[string][]string{
 	"let's": {"let", "us"}, "where're": {"where", "are"}, "u": {"you"}, "pls": {"please"}, "plz": {"please"}, "thx": {"thanks"},
 }
 
+// receiverRE is a method written as Go declares it, "(t *Transport) Clone"
+// or "func (h Header) Values(...)": the symbol (*Transport).Clone.
+var receiverRE = regexp.MustCompile(`(?:\bfunc\s+)?\(\s*[A-Za-z_]\w*\s+(\*?)\s*([A-Za-z_]\w*)\s*\)\s*([A-Za-z_]\w*)`)
+
+// signatureRE is a code span holding a signature, "`F(s string) string`":
+// the function F, written as a call.
+var signatureRE = regexp.MustCompile("`(?:func\\s+)?([A-Za-z_][\\w.]*|\\(\\*?[A-Za-z_]\\w*\\)\\.[A-Za-z_]\\w*)\\([^`]*`")
+
 func tokens(p string) []token {
+	p = receiverRE.ReplaceAllStringFunc(p, func(m string) string {
+		g := receiverRE.FindStringSubmatch(m)
+		if g[1] == "" {
+			return "(" + g[2] + ")." + g[3]
+		}
+		return "(*" + g[2] + ")." + g[3]
+	})
+	p = signatureRE.ReplaceAllString(p, "`$1()`")
 	p = strings.NewReplacer("’", "'", "‘", "'", "“", "\"", "”", "\"", "→", " -> ", "—", " ", "–", " ", " - ", " ").Replace(p)
 	var out []token
+	clause := 0
 	for _, f := range strings.Fields(p) {
+		if strings.IndexFunc(f, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) < 0 {
+			if f != "-" {
+				clause++ // "X -- where is it": a break
+			}
+			continue // "--", "??": punctuation, no word
+		}
+		if strings.HasPrefix(f, "(") && !strings.HasPrefix(f, "(*") && !strings.Contains(f, ").") || strings.EqualFold(f, "but") {
+			clause++
+		}
 		for _, t := range split(f) {
+			t.clause = clause
+			if n := len(out); n > 0 && !out[n-1].code {
+				switch out[n-1].low {
+				case "not", "besides", "except", "unlike", "than":
+					t.aside = true
+				}
+			}
 			if t.text == "2" && len(out) > 0 && moves[out[len(out)-1].low] {
 				t = token{text: "to", low: "to"} // jump 2 X
 			}
 			out = append(out, t)
+		}
+		if e := strings.TrimRight(f, "?!.`'\""); strings.HasSuffix(e, ";") || strings.HasSuffix(e, ",") ||
+			strings.HasSuffix(e, ")") && !strings.HasSuffix(e, "()") && !strings.Contains(f, ").") {
+			clause++
 		}
 	}
 	return out
@@ -235,6 +284,9 @@ func split(f string) []token {
 		if strings.HasSuffix(f, "'") && !strings.HasSuffix(f, "s'") {
 			f = f[:len(f)-1]
 		}
+		if len(f) > 2 && (f[0] == '(' && f[len(f)-1] == ')' || f[0] == '[' && f[len(f)-1] == ']') && !strings.ContainsAny(f[1:len(f)-1], "()[]") {
+			f = f[1 : len(f)-1] // "(client.go?)", "[Server]": an aside, or a doc link
+		}
 		if f == before {
 			break
 		}
@@ -247,9 +299,19 @@ func split(f string) []token {
 		}
 		return out
 	}
+	if base, ok := strings.CutSuffix(low, "'s"); ok && !quoted && base == f[:len(base)] {
+		for _, w := range []string{"where", "what", "who", "there"} {
+			if oneEdit(base, w) { // whree's
+				return []token{{text: w, low: w}, {text: "is", low: "is"}}
+			}
+		}
+	}
 	poss := false
 	if strings.HasSuffix(low, "'s") && len(f) > 2 { // Server's
 		f, low, poss = f[:len(f)-2], low[:len(low)-2], true
+		if t := strings.TrimRight(f, "`\""); t != f { // `X()`'s
+			f, low, quoted = t, strings.ToLower(t), true
+		}
 	}
 	if strings.HasPrefix(f, "*") && len(f) > 1 && f[1] != '(' { // *http.Request: the type
 		f, low = f[1:], low[1:]
@@ -339,7 +401,7 @@ func init() {
 	for i, ws := range map[Intent]string{
 		Definition: "define defined defines defining definition definitions def defn declare declared declares declaring declaration declarations decl implemented",
 		Callers:    "call calls called caller callers calling callsite callsites invoke invokes invoked invoking invocation invocations incoming",
-		Uses:       "use uses used usage usages reference references referenced referencing refs",
+		Uses:       "use uses used using usage usages reference references referenced referencing refs",
 		Rename:     "rename renamed renaming",
 		Format:     "format reformat formatting gofmt goimports fmt prettier rustfmt shfmt",
 	} {
@@ -359,12 +421,13 @@ func vocabOf(w string) (Intent, bool) {
 	if i, ok := vocab[w]; ok {
 		return i, true
 	}
-	if len(w) < 6 {
+	if len(w) < 4 {
 		return None, false
 	}
 	var found []Intent
 	for v, i := range vocab {
-		if len(v) >= 6 && oneEdit(w, v) {
+		// one typo in a long word; a short one may miss a letter (cals, caled)
+		if len(v) >= 6 && len(w) >= 6 && oneEdit(w, v) || len(v) >= 5 && len(v) == len(w)+1 && oneEdit(w, v) {
 			found = append(found, i)
 		}
 	}
@@ -504,7 +567,7 @@ func init() {
 		function func method type struct interface class constant const variable var field symbol identifier package pkg
 		repo repository codebase code project module source workspace tree this
 		point exact exactly being come comes coming came live lives living resides reside located location written kept sits
-		think guess believe maybe probably somewhere anywhere anything anyone anybody something constructor helper body`) {
+		think guess believe know wonder everything everyone maybe probably somewhere anywhere anything anyone anybody something constructor helper body`) {
 		stop[w] = true
 	}
 }
@@ -548,6 +611,9 @@ type candidate struct {
 	called bool
 	kind   string
 	idx    []int
+	// plain: an English-shaped word (all lower case, not code): "read",
+	// "handler". It names the symbol only when no code word does.
+	plain bool
 }
 
 // kinds are the words that say what a symbol is.
@@ -562,6 +628,7 @@ func symbolOf(ctx context.Context, toks []token, syms Symbols, intent Intent) (s
 	var cands []candidate
 	seen := map[string]bool{}
 	used := map[int]bool{}
+	described := map[int]bool{}
 	var files, pkgs []string
 	for _, t := range toks {
 		switch {
@@ -616,7 +683,12 @@ func symbolOf(ctx context.Context, toks []token, syms Symbols, intent Intent) (s
 				continue
 			}
 		}
-		c := candidate{name: name, code: t.code, called: t.called, idx: []int{k}}
+		if !t.code && t.text == t.low && k > 0 && k+1 < len(toks) && kinds[toks[k+1].low] != "" && !toks[k+1].code &&
+			(toks[k-1].code || toks[k-1].text != toks[k-1].low) {
+			used[k], described[k] = true, true // "the Profile handler func": what Profile is, not a second name
+			continue
+		}
+		c := candidate{name: name, code: t.code, called: t.called, idx: []int{k}, plain: !t.code && t.text == t.low}
 		if k > 0 && kinds[toks[k-1].low] != "" && !toks[k-1].code {
 			c.kind = kinds[toks[k-1].low]
 		}
@@ -651,7 +723,7 @@ func symbolOf(ctx context.Context, toks []token, syms Symbols, intent Intent) (s
 				if o < len(toks) && (toks[o].low == "type" || toks[o].low == "struct") {
 					o++
 				}
-			} else if toks[o].low == "the" {
+			} else if (toks[o].low == "the" || toks[o].low == "a" || toks[o].low == "an") && !c.plain {
 				o++
 				if !(o+1 < len(toks) && kinds[toks[o+1].low] == "method") {
 					break
@@ -659,7 +731,13 @@ func symbolOf(ctx context.Context, toks []token, syms Symbols, intent Intent) (s
 			} else {
 				break
 			}
-			if member(o) && (toks[o].code || unicode.IsUpper(rune(toks[o].text[0]))) && (c.kind == "" || c.kind == "method" || c.kind == "field" || c.kind == "func") {
+			lowOwner := false
+			if o < len(toks) && !toks[o].code && !toks[o].file && !toks[o].pkg && toks[o].text == toks[o].low && syms != nil && !stop[toks[o].low] && gotoken.IsIdentifier(toks[o].text) {
+				// readRequest on conn: an unexported type, when it declares that member
+				m, err := syms.Declarations(ctx, toks[o].text+"."+memberName, intent != Definition || c.called)
+				lowOwner = err == nil && m == 1
+			}
+			if (lowOwner || member(o) && (toks[o].code || unicode.IsUpper(rune(toks[o].text[0])))) && (c.kind == "" || c.kind == "method" || c.kind == "field" || c.kind == "func") {
 				owner := strings.TrimPrefix(toks[o].text, "*")
 				c.name, c.idx, c.kind = owner+"."+memberName, append(c.idx, o), ""
 				if o+1 < len(toks) && (toks[o+1].low == "type" || toks[o+1].low == "struct" || kinds[toks[o+1].low] == "method") {
@@ -679,6 +757,9 @@ func symbolOf(ctx context.Context, toks []token, syms Symbols, intent Intent) (s
 			used[i] = true
 		}
 		cands = append(cands, c)
+	}
+	if syms != nil {
+		cands = joinPairs(ctx, cands, syms, intent)
 	}
 	// Code words first: they are what the request points at.
 	sort.SliceStable(cands, func(i, j int) bool { return cands[i].code && !cands[j].code })
@@ -725,8 +806,26 @@ func symbolOf(ctx context.Context, toks []token, syms Symbols, intent Intent) (s
 	// are two symbols, however they were written. A word written as code
 	// that the table does not declare is a refusal, not a reason to take a
 	// plain word instead.
+	// "the Jar type in cookiejar": a plain word after in/from, or before
+	// "package", that declares nothing may be the package of the name.
+	pkgWord, pkgIdx := "", -1
+	for i, c := range cands {
+		k := c.idx[0]
+		if !c.plain || len(c.idx) != 1 || pkgWord != "" || pkg != "" ||
+			!(k > 0 && (toks[k-1].low == "in" || toks[k-1].low == "from" || toks[k-1].low == "inside") ||
+				k+1 < len(toks) && (toks[k+1].low == "package" || toks[k+1].low == "pkg")) {
+			continue
+		}
+		if n, err := syms.Declarations(ctx, c.name, false); err == nil && n == 0 {
+			pkgWord, pkgIdx = c.name, k
+			cands = append(cands[:i:i], cands[i+1:]...)
+			break
+		}
+	}
 	var found []symbolReading
 	var many, manyName, missing, plain []string
+	var foundPlain, manyPlain []bool
+	var manyUsed []map[int]bool
 	for _, c := range cands {
 		// Callers are of functions and methods; so are uses of a name
 		// that is one, before any field or variable namesake.
@@ -748,6 +847,17 @@ func symbolOf(ctx context.Context, toks []token, syms Symbols, intent Intent) (s
 				name, n = c.alt, 1
 			}
 		}
+		if sp, ok := syms.(Speller); ok && err == nil && n == 0 && c.plain && !strings.Contains(name, ".") {
+			// newservemux: a name written in lower case, when one name
+			// so spelt is declared and is a compound (a lower-case letter
+			// then a capital), never a word ("request" is not Request,
+			// "sku" not SKU)
+			if names, err2 := sp.Spellings(ctx, name); err2 == nil && len(names) == 1 && compound(names[0]) {
+				if m, err3 := count(names[0]); err3 == nil && m == 1 {
+					name, n = names[0], 1
+				}
+			}
+		}
 		if err != nil {
 			return symbolReading{}, fmt.Sprintf("the symbol table cannot say what %s is: %v", name, err)
 		}
@@ -759,6 +869,16 @@ func symbolOf(ctx context.Context, toks []token, syms Symbols, intent Intent) (s
 			// net/http NewRequest: the package qualifies the name
 			if m, err := count(pkg + "." + name); err == nil && m == 1 {
 				n, sr.name = 1, pkg+"."+name
+			}
+		}
+		if n >= 1 && pkgWord != "" && !strings.Contains(name, ".") {
+			// the Jar type in cookiejar: the word is its package when the
+			// package declares it
+			if m, err := count(pkgWord + "." + name); err == nil && m >= 1 {
+				sr.used[pkgIdx] = true
+				if m == 1 {
+					n, sr.name = 1, pkgWord+"."+name
+				}
 			}
 		}
 		if n > 1 && narrow != nil && (c.kind != "" || file != "") {
@@ -774,22 +894,39 @@ func symbolOf(ctx context.Context, toks []token, syms Symbols, intent Intent) (s
 				}
 			}
 		}
+		if n > 1 && n <= MaxDefinitionSites && narrow != nil && intent == Definition && c.kind == "" && !strings.Contains(name, ".") {
+			// ConnState: the type, not Server's field of that name, which
+			// a request would write Server.ConnState
+			if m, err := narrow.DeclarationsOf(ctx, name, "package", "", callable); err == nil && m == 1 {
+				n, sr.kind = 1, "package"
+			}
+		}
 		switch {
 		case n == 1:
 			found = append(found, sr)
+			foundPlain = append(foundPlain, c.plain)
 		case n > 1:
 			many = append(many, fmt.Sprintf("%s (%d declarations)", name, n))
 			manyName = append(manyName, name)
+			manyPlain = append(manyPlain, c.plain)
+			manyUsed = append(manyUsed, sr.used)
 		case c.code:
 			missing = append(missing, name)
 		default:
 			plain = append(plain, name)
 		}
 	}
+	if one, ok := inClause(toks, intent, found, manyUsed); ok {
+		found, foundPlain, many, manyName, manyPlain = []symbolReading{one}, []bool{false}, nil, nil, nil
+	}
+	found, many, manyName = dropPlain(found, foundPlain, many, manyName, manyPlain)
 	switch {
 	case len(missing) > 0:
 		return symbolReading{}, "no declaration of " + strings.Join(missing, " or ") + " in the workspace"
 	case len(found) == 1 && len(many) == 0:
+		for k := range described {
+			found[0].used[k] = true
+		}
 		return found[0], ""
 	case len(found)+len(many) > 1:
 		var names []string
@@ -801,6 +938,115 @@ func symbolOf(ctx context.Context, toks []token, syms Symbols, intent Intent) (s
 		return symbolReading{name: manyName[0]}, "ambiguous: " + many[0] + "; qualify it (pkg.Name, Type.Method)"
 	}
 	return symbolReading{}, "no word of the request names a declared symbol (" + strings.Join(plain, ", ") + ")"
+}
+
+// inClause picks, of several symbols named, the one in the clause that
+// asks, when every other is in another clause or set aside: "I know X, but
+// where is Y defined", "who calls Y (not X)", "who calls Y besides X".
+// A clause that adds ("…, and X") asks about both: no pick.
+func inClause(toks []token, intent Intent, found []symbolReading, many []map[int]bool) (symbolReading, bool) {
+	if len(found)+len(many) < 2 {
+		return symbolReading{}, false
+	}
+	ask := -1
+	for _, t := range toks {
+		if t.code {
+			continue
+		}
+		if i, ok := vocabOf(t.low); ok && family(i) == family(intent) || ask < 0 && weak[t.low] {
+			ask = t.clause
+			if ok {
+				break
+			}
+		}
+	}
+	if ask < 0 {
+		return symbolReading{}, false
+	}
+	in := func(used map[int]bool) bool {
+		for k := range used {
+			if toks[k].clause != ask || toks[k].aside {
+				return false
+			}
+		}
+		return true
+	}
+	for k, t := range toks {
+		if (t.low == "and" || t.low == "or" || t.low == "also") && !t.code && k+1 < len(toks) && toks[k+1].clause != ask {
+			return symbolReading{}, false
+		}
+	}
+	var pick []symbolReading
+	for _, f := range found {
+		if in(f.used) {
+			pick = append(pick, f)
+		}
+	}
+	for _, m := range many {
+		if in(m) {
+			return symbolReading{}, false
+		}
+	}
+	if len(pick) != 1 {
+		return symbolReading{}, false
+	}
+	return pick[0], true
+}
+
+// compound reports whether a name joins words by case: NewServeMux,
+// refererForURL; not SKU or Request.
+func compound(name string) bool {
+	for i := 1; i < len(name); i++ {
+		if unicode.IsUpper(rune(name[i])) && unicode.IsLower(rune(name[i-1])) {
+			return true
+		}
+	}
+	return false
+}
+
+// dropPlain keeps only the declared names written as names when one of
+// them is declared once: "need to read ServeContent" is about ServeContent, whatever the
+// workspace calls read.
+func dropPlain(found []symbolReading, foundPlain []bool, many, manyName []string, manyPlain []bool) ([]symbolReading, []string, []string) {
+	named := false // a name written as one is declared once
+	for _, p := range foundPlain {
+		named = named || !p
+	}
+	if !named {
+		return found, many, manyName
+	}
+	var f []symbolReading
+	var m, mn []string
+	for i, sr := range found {
+		if !foundPlain[i] {
+			f = append(f, sr)
+		}
+	}
+	for i := range many {
+		if !manyPlain[i] {
+			m, mn = append(m, many[i]), append(mn, manyName[i])
+		}
+	}
+	return f, m, mn
+}
+
+// joinPairs reads two adjacent names as one member when the table declares
+// it once: "the http2ClientConn healthCheck method" is
+// http2ClientConn.healthCheck, not two symbols.
+func joinPairs(ctx context.Context, cands []candidate, syms Symbols, intent Intent) []candidate {
+	for i := 0; i+1 < len(cands); i++ {
+		a, b := cands[i], cands[i+1]
+		if len(a.idx) != 1 || len(b.idx) != 1 || b.idx[0] != a.idx[0]+1 || a.plain || b.plain ||
+			strings.ContainsAny(a.name+b.name, ".()") {
+			continue
+		}
+		joined := a.name + "." + b.name
+		if n, err := syms.Declarations(ctx, joined, intent != Definition || b.called); err == nil && n == 1 {
+			c := candidate{name: joined, code: true, called: b.called, kind: b.kind, idx: []int{a.idx[0], b.idx[0]}}
+			cands = append(append(cands[:i:i], c), cands[i+2:]...)
+		}
+	}
+	return cands
 }
 
 func contains(xs []string, x string) bool {

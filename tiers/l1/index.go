@@ -73,6 +73,22 @@ func indexFor(root string) *nameIndex {
 	return ix
 }
 
+// spellings brings the index up to date with files and returns the names
+// declared that are low in lower case and written otherwise, sorted.
+func (ix *nameIndex) spellings(files core.Files, low string) []string {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.update(files)
+	var out []string
+	for name := range ix.byName {
+		if len(name) == len(low) && name != low && strings.ToLower(name) == low {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // filesDeclaring brings the index up to date with files and returns the
 // Go files that may declare name as the qualifiers say (pkg.Name,
 // Type.Member, pkg.Type.Member; qualified decides), and those that do not

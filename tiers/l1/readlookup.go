@@ -155,6 +155,11 @@ func (g goSymbols) Declarations(_ context.Context, name string, callable bool) (
 	return len(ds), err
 }
 
+// Spellings lists the declared names that are word in lower case.
+func (g goSymbols) Spellings(_ context.Context, word string) ([]string, error) {
+	return indexFor(g.root).spellings(g.files, word), nil
+}
+
 // DeclarationsOf counts the declarations of name of one kind ("type",
 // "func", "method", "field", "var", "const"; "" any) in one file ("" any).
 func (g goSymbols) DeclarationsOf(_ context.Context, name, kind, file string, callable bool) (int, error) {
@@ -174,6 +179,10 @@ func (g goSymbols) declsOf(name, kind, file string, callable bool) ([]decl, erro
 		}
 		switch kind {
 		case "":
+		case "package": // declared at package level: not a method or field
+			if d.kind == KindMethod || d.kind == KindField {
+				continue
+			}
 		case "func":
 			if d.kind != KindFunc && d.kind != KindMethod {
 				continue

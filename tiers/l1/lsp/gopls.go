@@ -282,24 +282,48 @@ func (s *session) renameFresh(ctx context.Context, prior, next core.Files, rel s
 
 // syncGo opens rel, and every Go file whose snapshot differs from the disk
 // (an editor's unsaved buffers), in gopls: it reads the rest from disk.
+//
+// It reads a file from disk only when its stat changed since the last sync
+// found the disk equal to that sync's snapshot (s.stats): an unchanged stat
+// means the disk still holds s.disk's bytes, so comparing the snapshot with
+// those says whether the disk equals it, without a read.
 func (s *session) syncGo(files core.Files, rel string) error {
 	n := 0
 	var events []any
+	stats := make(map[string]fileStat, len(s.stats))
+	now := time.Now()
 	for _, p := range files.Paths() {
 		if !strings.HasSuffix(p, ".go") || ignored(p) {
 			continue
 		}
 		abs := filepath.Join(s.root, filepath.FromSlash(p))
 		if _, open := s.docs[p]; p != rel && !open {
-			if disk, err := os.ReadFile(abs); err == nil && bytes.Equal(disk, files[p]) {
+			prior, seen := s.disk[p]
+			st, stErr := statFile(abs)
+			same := false
+			if last, ok := s.stats[p]; ok && stErr == nil && st == last && seen {
+				// the disk holds prior: it equals the snapshot when prior does
+				same = sameBytes(prior, files[p])
+				if same {
+					stats[p] = st
+					continue
+				}
+			} else if stErr == nil {
+				disk, err := readDisk(abs)
+				same = err == nil && bytes.Equal(disk, files[p])
+			}
+			if same {
 				// gopls reads it from disk; a reused session is told
 				// when the disk has changed since it last read it
-				if prior, ok := s.disk[p]; s.disk != nil && (!ok || !sameBytes(prior, files[p])) {
+				if s.disk != nil && (!seen || !sameBytes(prior, files[p])) {
 					typ := 2 // changed
-					if !ok {
+					if !seen {
 						typ = 1 // created
 					}
 					events = append(events, map[string]any{"uri": fileURI(abs), "type": typ})
+				}
+				if st.settled(now) {
+					stats[p] = st
 				}
 				continue
 			}
@@ -316,7 +340,7 @@ func (s *session) syncGo(files core.Files, rel string) error {
 			events = append(events, map[string]any{"uri": fileURI(filepath.Join(s.root, filepath.FromSlash(p))), "type": 3})
 		}
 	}
-	s.disk = files
+	s.disk, s.stats = files, stats
 	if len(events) > 0 {
 		s.diskChanges++
 		if err := s.c.notify("workspace/didChangeWatchedFiles", map[string]any{"changes": events}); err != nil {
@@ -325,6 +349,37 @@ func (s *session) syncGo(files core.Files, rel string) error {
 	}
 	s.noteConfig(files)
 	return s.drop(func(rel string) bool { _, ok := files[rel]; return ok })
+}
+
+// readDisk reads a file syncGo cannot tell unchanged (a test counts them).
+var readDisk = os.ReadFile
+
+// fileStat is what syncGo compares to tell a file unchanged on disk
+// without reading it.
+type fileStat struct {
+	size, mtime, ctime int64
+	ino                uint64
+	mode               os.FileMode
+}
+
+func statFile(abs string) (fileStat, error) {
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return fileStat{}, err
+	}
+	st := fileStat{size: fi.Size(), mtime: fi.ModTime().UnixNano(), mode: fi.Mode()}
+	st.ino, st.ctime = changeOf(fi)
+	return st, nil
+}
+
+// statSlack is how recent a change may be for its stat to be trusted: a
+// write within the clock's granularity of the last one can keep size and
+// times, so a file changed this recently is read again next time.
+var statSlack = 2 * time.Second
+
+func (st fileStat) settled(now time.Time) bool {
+	t := now.Add(-statSlack).UnixNano()
+	return st.mtime < t && (st.ctime == 0 || st.ctime < t)
 }
 
 var analyzers struct {

@@ -56,6 +56,9 @@ type session struct {
 	// disk is the snapshot gopls last read unopened files of; files that
 	// differ from it since are announced as changed on disk.
 	disk core.Files
+	// stats are the stats of the unopened files whose disk content was
+	// disk's when syncGo last looked: unchanged, they need no read.
+	stats map[string]fileStat
 	// diskChanges counts the announcements of disk changes: the state the
 	// server checks is its open documents and this (fingerprint).
 	diskChanges int

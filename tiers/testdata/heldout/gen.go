@@ -7,7 +7,11 @@
 // that the "none" cases' missing symbols are really missing and the
 // ambiguous names really are declared more than three times.
 //
-//	go run gen.go   (from this directory)
+//	go run gen.go [set]   (from this directory; set is nethttp unless named:
+//	                       styles.src -> styles.jsonl)
+//
+// In a .src file, "#!author: TEXT" replaces the author line of the records'
+// comment, and "#!style NAME" tags the records that follow with a style.
 package main
 
 import (
@@ -45,10 +49,11 @@ type record struct {
 	Declared []loc  `json:"declared,omitempty"` // callers: where the symbol itself is declared
 	Outcome  string `json:"outcome,omitempty"`  // none: what should happen instead
 	Go       string `json:"go"`
+	Style    string `json:"style,omitempty"` // the phrasing style (#!style), when the set tags one
 	Comment  string `json:"comment"`
 }
 
-const author = "held-out set, hand-written for issue #36 by a helper session that never opened the reader (tiers/ask, tiers/l2) or tiers/testdata/phrasings; "
+var author = "held-out set, hand-written for issue #36 by a helper session that never opened the reader (tiers/ask, tiers/l2) or tiers/testdata/phrasings; "
 
 var src = filepath.Join(runtime.GOROOT(), "src")
 
@@ -127,12 +132,16 @@ func main() {
 		}
 	}
 
-	in, err := os.Open("nethttp.src")
+	set := "nethttp"
+	if len(os.Args) > 1 {
+		set = os.Args[1]
+	}
+	in, err := os.Open(set + ".src")
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer in.Close()
-	out, err := os.Create("nethttp.jsonl")
+	out, err := os.Create(set + ".jsonl")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -142,13 +151,22 @@ func main() {
 	nth := map[string]int{}
 	count := map[string]int{}
 	sc := bufio.NewScanner(in)
+	style := ""
 	for sc.Scan() {
 		line := sc.Text()
+		if a, ok := strings.CutPrefix(line, "#!author: "); ok {
+			author = a
+			continue
+		}
+		if st, ok := strings.CutPrefix(line, "#!style "); ok {
+			style = st
+			continue
+		}
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
 		f := strings.Split(line, "|")
-		r := record{Go: runtime.Version()}
+		r := record{Go: runtime.Version(), Style: style}
 		switch f[0] {
 		case "D", "C":
 			r.Symbol, r.Request = f[1], f[2]
@@ -173,7 +191,10 @@ func main() {
 				}
 				return a.Line < b.Line
 			})
-			r.Comment = author + fmt.Sprintf("phrasing %d of 2; locations from go/packages (go/types), cross-checked with gopls v0.23.0 on 2026-12-07 (workspace/symbol and definition for declarations, call_hierarchy for callers: all agree)", phr)
+			r.Comment = author + fmt.Sprintf("phrasing %d; locations from go/packages (go/types)", phr)
+			if set == "nethttp" {
+				r.Comment = author + fmt.Sprintf("phrasing %d of 2; locations from go/packages (go/types), cross-checked with gopls v0.23.0 on 2026-12-07 (workspace/symbol and definition for declarations, call_hierarchy for callers: all agree)", phr)
+			}
 		case "N":
 			r.Kind, r.Symbol, r.Outcome, r.Request = "none", f[1], f[2], f[3]
 			r.Comment = author + "must not close at L2"
