@@ -28,7 +28,8 @@ func TestIgnoredCode(t *testing.T) {
 	home := t.TempDir()
 	ws := filepath.Join(t.TempDir(), "ws")
 	files := map[string]string{
-		".gitignore":                   "node_modules/\n.venv/\nenv/\ndist/\n*.log\nlocal.mk\n.npmrc\ngo.work\n.idea/\n__pycache__/\n.envrc.local\nthird_party/\n",
+		".gitignore": "node_modules/\n.venv/\nenv/\ndist/\n*.log\nlocal.mk\n.npmrc\ngo.work\n.idea/\n__pycache__/\n.envrc.local\nthird_party/\n" +
+			"scripts/local/\n*.cfg\n/forks/\n*.local\ncoverage/\n.next/\n*.tsbuildinfo\ntarget/\n*.out\n",
 		"pkg/.gitignore":               "vendor/\n.python-version\n",
 		"node_modules/lib/index.js":    "",
 		"node_modules/.bin/x":          "",
@@ -47,10 +48,26 @@ func TestIgnoredCode(t *testing.T) {
 		"pkg/.python-version":          "",
 		"pkg/sub/.gitignore":           "!node_modules/\n",
 		"pkg/sub/node_modules/a/b.js":  "", // not ignored below pkg/sub: shows in git status
-		"a/b/c/d/e/node_modules/x.js":  "", // deeper than the discovery looks
+		"a/b/c/d/e/node_modules/x.js":  "", // deep: found all the same
 		"third_party/lib/README":       "",
 		"tools/.vscode/settings.json":  "", // globally excluded
 		".config-not-a-config/file.mk": "",
+		// Ignored paths no name rule knows, which a program of the
+		// person's reads all the same: a directory their Makefile runs
+		// scripts from, a file a -include names, a go.mod replace's
+		// directory; and deep ones of a monorepo.
+		"scripts/local/deploy.sh":                "",
+		"config/site.cfg":                        "",
+		"forks/lib/go.mod":                       "",
+		"packages/@scope/a/node_modules/x/i.js":  "",
+		"services/api/.venv/pyvenv.cfg":          "",
+		"services/api/app/deep/er/still/x.local": "",
+		// Outputs: left writable.
+		"coverage/lcov.info":        "",
+		"web/.next/cache/x":         "",
+		"web/app.tsbuildinfo":       "",
+		"target/debug/app":          "",
+		"services/api/coverage.out": "",
 	}
 	for p, c := range files {
 		writeT(t, filepath.Join(ws, p), c)
@@ -79,16 +96,18 @@ func TestIgnoredCode(t *testing.T) {
 		ro = append(ro, g.path)
 	}
 	overlays, readOnly := rel(spec.ignoredDirs), rel(ro)
-	wantOverlays := []string{".idea", ".venv", "env", "node_modules", "pkg/vendor", "third_party", "tools/.vscode"}
+	wantOverlays := []string{".idea", ".venv", "a/b/c/d/e/node_modules", "env", "forks", "node_modules", "packages/@scope/a/node_modules",
+		"pkg/vendor", "scripts/local", "services/api/.venv", "third_party", "tools/.vscode"}
 	if !slices.Equal(overlays, wantOverlays) {
 		t.Errorf("overlays %v, want %v", overlays, wantOverlays)
 	}
-	for _, want := range []string{".envrc.local", ".npmrc", "go.work", "local.mk", "pkg/.python-version"} {
+	for _, want := range []string{".envrc.local", ".npmrc", "go.work", "local.mk", "pkg/.python-version", "config/site.cfg", "services/api/app/deep/er/still/x.local"} {
 		if !slices.Contains(readOnly, want) {
 			t.Errorf("%s is not bound read-only: %v", want, readOnly)
 		}
 	}
-	for _, not := range []string{"dist", "build.log", ".envrc", "pkg/sub/node_modules", "src/__pycache__", "a/b/c/d/e/node_modules", ".config-not-a-config/file.mk"} {
+	for _, not := range []string{"dist", "build.log", ".envrc", "pkg/sub/node_modules", "src/__pycache__", ".config-not-a-config/file.mk",
+		"coverage", "web/.next", "web/app.tsbuildinfo", "target", "services/api/coverage.out"} {
 		if slices.Contains(readOnly, not) || slices.Contains(overlays, not) {
 			t.Errorf("%s is covered, and must not be", not)
 		}
@@ -126,7 +145,7 @@ func TestSweepIgnored(t *testing.T) {
 	home := t.TempDir()
 	jh := filepath.Join(t.TempDir(), "joule")
 	ws := filepath.Join(t.TempDir(), "ws")
-	writeT(t, filepath.Join(ws, ".gitignore"), "node_modules/\n__pycache__/\nlocal.mk\n.envrc.local\ndist/\n.idea/\n.vscode/\n")
+	writeT(t, filepath.Join(ws, ".gitignore"), "node_modules/\n__pycache__/\nlocal.mk\n.envrc.local\ndist/\n.idea/\n.vscode/\n*.cfg\nscripts/local/\nbuild/\n*.log\n")
 	writeT(t, filepath.Join(ws, ".vscode/tasks.json"), "{}")
 	writeT(t, filepath.Join(ws, "src/__pycache__/old.pyc"), "old")
 	writeT(t, filepath.Join(ws, "dist/old.js"), "old")
@@ -149,17 +168,23 @@ func TestSweepIgnored(t *testing.T) {
 		".idea/workspace.xml":              "<project/>",
 		"dist/new.js":                      "built",
 		"src/new.mk":                       "shown in git status",
+		// No name rule knows these: a new ignored file and directory.
+		"conf/site.cfg":        "evil",
+		"scripts/local/run.sh": "evil",
+		"build/out.bin":        "built", // an output: stays
+		"conf/run.log":         "log",   // an output: stays
 	} {
 		writeT(t, filepath.Join(ws, p), c)
 	}
 	var msg strings.Builder
 	spec.sweep(&msg)
-	for _, gone := range []string{"local.mk", ".envrc.local", "src/__pycache__/m.pyc", "deep/a/b/c/d/e/__pycache__/n.pyc", ".idea", "node_modules/.bin", ".vscode/sub/launch.json"} {
+	for _, gone := range []string{"local.mk", ".envrc.local", "src/__pycache__/m.pyc", "deep/a/b/c/d/e/__pycache__/n.pyc", ".idea", "node_modules/.bin", ".vscode/sub/launch.json",
+		"conf/site.cfg", "scripts/local/run.sh"} {
 		if _, err := os.Lstat(filepath.Join(ws, gone)); err == nil {
 			t.Errorf("%s is still in the workspace", gone)
 		}
 	}
-	for _, kept := range []string{"src/__pycache__/old.pyc", "dist/old.js", "dist/new.js", "src/new.mk", ".gitignore", ".vscode/tasks.json"} {
+	for _, kept := range []string{"src/__pycache__/old.pyc", "dist/old.js", "dist/new.js", "src/new.mk", ".gitignore", ".vscode/tasks.json", "build/out.bin", "conf/run.log"} {
 		if _, err := os.Lstat(filepath.Join(ws, kept)); err != nil {
 			t.Errorf("%s was taken: %v", kept, err)
 		}
@@ -171,8 +196,12 @@ func TestSweepIgnored(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(upper, ".bin/tool")); err != nil {
 		t.Errorf("the new node_modules is not in the session's layer: %v", err)
 	}
+	upper = filepath.Join(layerBase(slot, filepath.Join(ws, "scripts/local")), "upper")
+	if _, err := os.Lstat(filepath.Join(upper, "run.sh")); err != nil {
+		t.Errorf("the new scripts/local is not in the session's layer: %v", err)
+	}
 	out := msg.String()
-	for _, want := range []string{"moved to its private layer", "local.mk", ".envrc.local", "m.pyc", ".idea", "kept in " + filepath.Join(jh, LayersDir, QuarantineDir)} {
+	for _, want := range []string{"moved to its private layer", "local.mk", ".envrc.local", "m.pyc", ".idea", "kept in " + filepath.Join(jh, LayersDir, QuarantineDir), "site.cfg", "scripts/local"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the message does not say %q:\n%s", want, out)
 		}

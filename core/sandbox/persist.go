@@ -223,7 +223,7 @@ func (spec *Spec) guards() []guard {
 	// Last: the workspace's ignored code and configuration (ignored.go),
 	// but what is guarded above already.
 	if !benchNoIgnored {
-		spec.ignoredDirs = d.ignoredCode()
+		spec.ignoredDirs, spec.ignoredStopped = d.ignoredCode()
 	}
 	return d.out
 }

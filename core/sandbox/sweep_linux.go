@@ -238,10 +238,17 @@ func (s *sweeper) walk(fd int, p string, depth int, anc string, sc ignoreScope) 
 		return false
 	}
 	s.dirs++
-	if !s.since.IsZero() {
+	// fresh: entries were made, removed or renamed in p since the command
+	// started (its change time is later): only then can a file of it that
+	// no rule names as code be the command's new one.
+	fresh := false
+	if !s.since.IsZero() || !s.started.IsZero() {
 		var st unix.Stat_t
-		if unix.Fstat(fd, &st) == nil && s.fresh(&st) {
-			anc = p
+		if unix.Fstat(fd, &st) == nil {
+			if s.fresh(&st) {
+				anc = p
+			}
+			fresh = !s.started.IsZero() && !time.Unix(st.Ctim.Sec, st.Ctim.Nsec).Before(s.started.Add(-ctimeSlack))
 		}
 	}
 	ents := listFD(fd, p)
@@ -281,7 +288,11 @@ func (s *sweeper) walk(fd int, p string, depth int, anc string, sc ignoreScope) 
 		case s.covered[q] || s.skip[q]:
 			continue
 		case !gitdir && (!e.dir || e.link):
-			if codeFile(e.name, filepath.Base(p)) && !s.started.IsZero() && s.changed(fd, e.name, false) && sc.ignored(q, false) {
+			// Ignored code by its name, changed where the discovery did
+			// not bind it read-only; any other ignored file but an output,
+			// new (its directory changed).
+			if !s.started.IsZero() && (codeFile(e.name, filepath.Base(p)) || fresh && !outputFile(e.name)) &&
+				s.changed(fd, e.name, false) && sc.ignored(q, false) {
 				s.takeCode(fd, p, e.name)
 			}
 			continue
@@ -320,41 +331,36 @@ func (s *sweeper) changed(fd int, name string, born bool) bool {
 	return !time.Unix(t.Sec, int64(t.Nsec)).Before(s.started.Add(-ctimeSlack))
 }
 
-// ignoredDir handles a directory of the walk that is ignored code
-// (ignored.go): a __pycache__ has the .pyc files the command wrote
-// removed; a new directory of dependencies goes to the session's layer, a
-// new configuration directory to the quarantine; an existing
-// configuration directory the discovery did not cover has what the
-// command changed in it taken out. It reports whether it handled the
-// directory (the walk does not enter it).
+// ignoredDir handles a directory of the walk that is ignored
+// (ignored.go) and not an output: a __pycache__ has the .pyc files the
+// command wrote removed; an existing configuration directory the
+// discovery did not cover has what the command changed in it taken out; a
+// new configuration directory goes to the quarantine, any other new one
+// (dependencies a package install made, a venv, scripts) to the session's
+// layer. It reports whether it handled the directory (the walk does not
+// enter it): every ignored directory but an output is handled, an existing
+// one the discovery did not reach is left as it is (docs/gate.md, "Not
+// covered").
 func (s *sweeper) ignoredDir(fd int, p, name string, sc ignoreScope) bool {
 	q := p + "/" + name
-	venv := false
-	if !codeDir(name) && name != "__pycache__" {
-		var st unix.Stat_t
-		venv = unix.Fstatat(fd, name+"/pyvenv.cfg", &st, unix.AT_SYMLINK_NOFOLLOW) == nil
-		if !venv {
-			return false
-		}
-	}
-	if !sc.ignored(q, true) {
+	if outputDirs[name] && name != "__pycache__" || !sc.ignored(q, true) {
 		return false
 	}
+	born := s.changed(fd, name, true)
 	switch {
-	case name == "__pycache__" || configDirs[name] && !s.changed(fd, name, true):
+	case name == "__pycache__" || configDirs[name] && !born:
 		sub, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return true
 		}
 		s.takeChanged(sub, q, 0)
 		unix.Close(sub)
-	case !s.changed(fd, name, true):
-		// An existing directory of dependencies the discovery did not
-		// reach (docs/gate.md, "Not covered").
-	case depDirs[name] || venv:
-		s.toLayer(fd, p, name)
-	default:
+	case !born:
+		// An existing directory the discovery did not reach.
+	case configDirs[name]:
 		s.takeCode(fd, p, name)
+	default:
+		s.toLayer(fd, p, name)
 	}
 	return true
 }
@@ -700,7 +706,7 @@ func (s *sweeper) report(w io.Writer) {
 	s.tell(w, "joule-exec: git would have run what this command left in repositories it made or that were not guarded while it ran; taken out", true, s.found, ", ")
 	s.tell(w, "joule-exec: this command left what hides a change from git status and git diff; undone", false, s.hid, "; ")
 	if len(s.layered) > 0 {
-		fmt.Fprintf(w, "joule-exec: the git-ignored dependencies this command installed (%s) are the session's own: moved to its private layer, which its next commands see; the person's programs see an empty directory there (install from the lockfile, which the diff shows)\n", strings.Join(s.layered, ", "))
+		fmt.Fprintf(w, "joule-exec: the git-ignored directories this command made (%s) are the session's own: moved to its private layer, which its next commands see; the person's programs see an empty directory there (install dependencies from the lockfile, which the diff shows)\n", strings.Join(s.layered, ", "))
 	}
 	s.tell(w, "joule-exec: programs run later would read as code or configuration what this command wrote to git-ignored paths, which the person's diff does not show; taken out", true, s.code, ", ")
 	for _, t := range s.stopped {
