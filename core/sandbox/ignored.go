@@ -264,6 +264,7 @@ func (d *discovery) ignoredCode() (overlays []string, stopped []string) {
 		queue = append(queue, item{t, 0, t, topScope(t, global)})
 	}
 	listings, files := 0, 0
+	d.spec.ignoreFiles = map[string]bool{}
 	covered := func(p string) bool {
 		if d.spec.layered(p) {
 			return true
@@ -298,6 +299,9 @@ func (d *discovery) ignoredCode() (overlays []string, stopped []string) {
 		}
 		if it.depth > 0 && isGitDirListing(ents) {
 			continue // a bare repository: scan or the sweep has it
+		}
+		if gi {
+			d.spec.ignoreFiles[it.dir+"/.gitignore"] = true
 		}
 		sc := it.sc.enter(it.dir, dotgit, gi, global)
 		for _, e := range ents {

@@ -179,6 +179,8 @@ type Spec struct {
 	// ignoredStopped are the trees whose walk for ignored paths stopped
 	// at a bound (ignored.go): joule-exec says so.
 	ignoredStopped []string
+	// ignoreFiles are the .gitignore files that walk found, for the sweep.
+	ignoreFiles map[string]bool
 	// started is when the command started, for the sweep: ignored code
 	// changed since is the command's (ignored.go), and so is what hides a
 	// change from git (visible.go).

@@ -113,6 +113,11 @@ type sweeper struct {
 	global  *gitignore.File
 	slot    string
 	code    []sweptRepo // ignored code taken out, by directory
+	// ignoreFiles are the .gitignore files the discovery found where they
+	// are (nil: it did not walk them all): one elsewhere, such as a
+	// directory the command moved into place with its .gitignore, is the
+	// command's.
+	ignoreFiles map[string]bool
 	layered []string    // new directories of dependencies moved to the layer
 }
 
@@ -168,6 +173,9 @@ func (spec *Spec) newSweeper() *sweeper {
 	}
 	s.writable = compact(s.writable)
 	s.started, s.slot = spec.started, spec.slot
+	if len(spec.ignoredStopped) == 0 {
+		s.ignoreFiles = spec.ignoreFiles
+	}
 	s.covered = map[string]bool{}
 	for _, o := range spec.overlays {
 		s.covered[o.Path] = true
@@ -276,6 +284,12 @@ func (s *sweeper) walk(fd int, p string, depth int, anc string, sc ignoreScope) 
 	if gitdir {
 		s.gitdir(fd, p)
 	} else {
+		// A .gitignore the command wrote is not the person's: what it
+		// ignores is for the visibility check to show (visible_linux.go),
+		// not code to take out.
+		if gi && !s.started.IsZero() && (s.changed(fd, ".gitignore", false) || s.ignoreFiles != nil && !s.ignoreFiles[p+"/.gitignore"]) {
+			gi = false
+		}
 		sc = sc.enter(p, dotgit, gi, s.global)
 	}
 	ok := true
@@ -291,7 +305,7 @@ func (s *sweeper) walk(fd int, p string, depth int, anc string, sc ignoreScope) 
 			// Ignored code by its name, changed where the discovery did
 			// not bind it read-only; any other ignored file but an output,
 			// new (its directory changed).
-			if !s.started.IsZero() && (codeFile(e.name, filepath.Base(p)) || fresh && !outputFile(e.name)) &&
+			if !s.started.IsZero() && (codeFile(e.name, filepath.Base(p)) || fresh && !outputFile(e.name) && e.name != ".gitignore") &&
 				s.changed(fd, e.name, false) && sc.ignored(q, false) {
 				s.takeCode(fd, p, e.name)
 			}
