@@ -118,7 +118,7 @@ type sweeper struct {
 	// directory the command moved into place with its .gitignore, is the
 	// command's.
 	ignoreFiles map[string]bool
-	layered []string    // new directories of dependencies moved to the layer
+	layered     []string // new directories of dependencies moved to the layer
 }
 
 // sweptRepo is what was moved out of one git directory.
