@@ -1,9 +1,16 @@
 package sandbox
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/joulehook/joule/core/gitignore"
 )
@@ -278,7 +285,11 @@ func (d *discovery) ignoredCode() (overlays []string, stopped []string) {
 			}
 		}
 	}
-	for len(queue) > 0 && listings < maxIgnoredListings {
+	maxListings, maxDepth := maxIgnoredListings, ignoredDepth
+	if benchShallowIgnored {
+		maxListings, maxDepth = 128, 1
+	}
+	for len(queue) > 0 && listings < maxListings {
 		it := queue[0]
 		queue = queue[1:]
 		listings++
@@ -330,7 +341,7 @@ func (d *discovery) ignoredCode() (overlays []string, stopped []string) {
 				// holds thousands of directories).
 				switch {
 				case depDirs[e.name] || e.name == "__pycache__":
-				case it.depth+1 > ignoredDepth:
+				case it.depth+1 > maxDepth:
 					if !slices.Contains(stopped, it.tree) {
 						stopped = append(stopped, it.tree)
 					}

@@ -215,49 +215,87 @@ func TestSweepIgnored(t *testing.T) {
 	}
 }
 
-// BenchmarkIgnoredWalk times the discovery of one command start over the
-// repository the test runs in (its checkout as the workspace) with the
-// walk for ignored code and without it (benchNoIgnored), alternating in
-// one loop: the median CPU time of each (of the thread, user and system:
-// on a loaded machine the wall time is mostly waiting for a CPU; its
-// resolution is the scheduler's tick, hence medians of many) and their
-// ratio, walk-x.
+// BenchmarkIgnoredWalk times the discovery of one command start with the
+// walk for ignored paths at every depth (deep), with the walk bounded as
+// it was before (shallow: two levels, 128 listings) and without it
+// (none, benchNoIgnored), alternating in one loop, over two workspaces:
+// the repository the test runs in (its checkout) and a monorepo made for
+// it (monorepo: 40 packages under packages/@scope/, each with src/,
+// test/ and lib/ trees four levels deep and an ignored node_modules, .venv
+// and scripts/local/, about 800 directories to list). It reports the
+// median CPU time of each (of the thread, CLOCK_THREAD_CPUTIME_ID: on a
+// loaded machine the wall time is mostly waiting for a CPU) and the ratios
+// deep/shallow and deep/none per workspace, and the directories the deep
+// walk listed.
 func BenchmarkIgnoredWalk(b *testing.B) {
 	out, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
 	if err != nil {
 		b.Skip("not in a git checkout")
 	}
-	ws, _ := filepath.EvalSymlinks(strings.TrimSpace(string(out)))
+	checkout, _ := filepath.EvalSymlinks(strings.TrimSpace(string(out)))
+	mono := filepath.Join(b.TempDir(), "mono")
+	writeB := func(p string) {
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte("x\n"), 0o644)
+	}
+	writeB(filepath.Join(mono, ".gitignore"))
+	os.WriteFile(filepath.Join(mono, ".gitignore"), []byte("node_modules/\n.venv/\nscripts/local/\ndist/\n*.log\n"), 0o644)
+	for i := 0; i < 40; i++ {
+		pkg := filepath.Join(mono, "packages", "@scope", "p"+itoa(i))
+		writeB(filepath.Join(pkg, "package.json"))
+		for _, d := range []string{"src", "test", "lib"} {
+			for j := 0; j < 5; j++ {
+				writeB(filepath.Join(pkg, d, "m"+itoa(j), "a", "b", "index.js"))
+			}
+		}
+		writeB(filepath.Join(pkg, "node_modules", "dep", "index.js"))
+		writeB(filepath.Join(pkg, ".venv", "pyvenv.cfg"))
+		writeB(filepath.Join(pkg, "scripts", "local", "run.sh"))
+		writeB(filepath.Join(pkg, "dist", "bundle.js"))
+	}
+	if out, err := exec.Command("git", "-C", mono, "init", "-q").CombinedOutput(); err != nil {
+		b.Fatalf("git init: %v: %s", err, out)
+	}
 	home := b.TempDir()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	defer func() { benchNoIgnored = false }()
+	defer func() { benchNoIgnored, benchShallowIgnored = false, false }()
 	cpu := func() time.Duration {
-		var ru unix.Rusage
-		unix.Getrusage(unix.RUSAGE_THREAD, &ru)
-		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		var ts unix.Timespec
+		unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
+		return time.Duration(ts.Nano())
 	}
-	var with, without []time.Duration
-	for i := 0; i < 2*b.N; i++ {
-		benchNoIgnored = i%2 == 1
-		spec := Spec{Layers: []Layer{{Write: []string{ws}}}, persist: persistIn{home: home, getenv: os.Getenv, grant: []string{ws}}}
-		t0 := cpu()
-		spec.guards()
-		d := cpu() - t0
-		if benchNoIgnored {
-			without = append(without, d)
-		} else {
-			with = append(with, d)
+	type mode struct{ none, shallow bool }
+	modes := []mode{{false, false}, {false, true}, {true, false}}
+	times := map[string][][]time.Duration{}
+	for _, ws := range []string{checkout, mono} {
+		times[ws] = make([][]time.Duration, len(modes))
+	}
+	for i := 0; i < b.N; i++ {
+		for _, ws := range []string{checkout, mono} {
+			for k := range modes {
+				m := modes[(k+i)%len(modes)]
+				benchNoIgnored, benchShallowIgnored = m.none, m.shallow
+				spec := Spec{Layers: []Layer{{Write: []string{ws}}}, persist: persistIn{home: home, getenv: os.Getenv, grant: []string{ws}}}
+				t0 := cpu()
+				spec.guards()
+				d := cpu() - t0
+				times[ws][(k+i)%len(modes)] = append(times[ws][(k+i)%len(modes)], d)
+			}
 		}
 	}
 	med := func(d []time.Duration) time.Duration {
 		slices.Sort(d)
 		return d[len(d)/2]
 	}
-	w, wo := med(with), med(without)
-	b.ReportMetric(float64(w.Microseconds()), "µs-with-cpu")
-	b.ReportMetric(float64(wo.Microseconds()), "µs-without-cpu")
-	if wo > 0 {
-		b.ReportMetric(float64(w)/float64(wo), "walk-x")
+	for _, w := range []struct{ name, ws string }{{"checkout", checkout}, {"monorepo", mono}} {
+		deep, shallow, none := med(times[w.ws][0]), med(times[w.ws][1]), med(times[w.ws][2])
+		b.ReportMetric(float64(deep.Microseconds()), "µs-"+w.name+"-deep-cpu")
+		b.ReportMetric(float64(shallow.Microseconds()), "µs-"+w.name+"-shallow-cpu")
+		b.ReportMetric(float64(none.Microseconds()), "µs-"+w.name+"-none-cpu")
+		if shallow > 0 && none > 0 {
+			b.ReportMetric(float64(deep)/float64(shallow), w.name+"-deep/shallow")
+			b.ReportMetric(float64(deep)/float64(none), w.name+"-deep/none")
+		}
 	}
 }

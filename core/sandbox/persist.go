@@ -77,6 +77,11 @@ const (
 // BenchmarkIgnoredWalk's baseline, never set otherwise.
 var benchNoIgnored bool
 
+// benchShallowIgnored bounds that walk as it was before it went deep (two
+// levels, 128 listings): BenchmarkIgnoredWalk's other baseline, never set
+// otherwise.
+var benchShallowIgnored bool
+
 // maxRepos bounds the git directories one discovery follows.
 const maxRepos = 256
 
