@@ -1,16 +1,9 @@
 package sandbox
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"syscall"
-	"time"
 
 	"github.com/joulehook/joule/core/gitignore"
 )
