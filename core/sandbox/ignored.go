@@ -14,35 +14,37 @@ import (
 // packages' files, python a .venv's activate script and its .pth files and
 // a __pycache__ .pyc whose header matches its source, `make` a local.mk the
 // committed Makefile includes, `go build` a go.work, npm an ignored .npmrc,
-// direnv an .envrc.local its .envrc sources, the IDE .idea/workspace.xml.
-// So inside containment none of them may be written where those programs
-// look:
+// direnv an .envrc.local its .envrc sources, the IDE .idea/workspace.xml,
+// and whatever the person's own files name (a scripts/local/ their
+// Makefile runs, -include $(LOCAL), a go.mod replace into an ignored
+// directory of any name). So inside containment none of them may be
+// written where those programs look:
 //
-//   - what exists when the command starts (found by ignoredCode, below): an
-//     ignored directory of dependencies or of a tool's configuration is
-//     mounted as an overlay with the session's private layer, as the
-//     toolchains' caches are (layers.go): the command and the rest of its
-//     session see what they wrote, the person's programs the directory as
-//     it was; an ignored file of code or configuration is bound read-only.
+//   - what exists when the command starts (found by ignoredCode, below, at
+//     any depth): every ignored directory but a build output is mounted as
+//     an overlay with the session's private layer, as the toolchains'
+//     caches are (layers.go): the command and the rest of its session see
+//     what they wrote, the person's programs the directory as it was; every
+//     ignored file but an output is bound read-only.
 //   - what the command creates where nothing was, or changes where the
-//     discovery did not look (deeper, beyond its bounds), has no mount to
-//     cover it: the sweep after the command (sweep_linux.go) takes it out.
-//     A new directory of dependencies (a package install into a workspace
-//     that had none) goes to the session's private layer, and an empty
-//     directory is left in its place, over which the session's next command
-//     mounts that layer; any other ignored code or configuration the
-//     command wrote (its change time is after the command started) is moved
-//     to the quarantine, and so is a .pyc it wrote in a __pycache__
-//     (python compiles the source again), each said on stderr.
+//     discovery did not look (beyond its bounds), has no mount to cover it:
+//     the sweep after the command (sweep_linux.go) takes it out. A new
+//     ignored directory that is not an output (a package install into a
+//     workspace that had none) goes to the session's private layer, and an
+//     empty directory is left in its place, over which the session's next
+//     command mounts that layer; a new ignored file that is not an output,
+//     and ignored code or configuration by its name that the command
+//     changed (its change time is after the command started), is moved to
+//     the quarantine, and so is a .pyc it wrote in a __pycache__ (python
+//     compiles the source again), each said on stderr.
 //
-// What makes a path code or configuration to other programs is its name
-// (codeDirs, configDirs, codeFiles), a directory holding pyvenv.cfg (a
-// virtual environment of any name), or a file inside a tool's
-// configuration directory. What is ignored is decided by core/gitignore,
-// with the repository's .gitignore files, .git/info/exclude and the
-// person's global excludes file, as git decides it. Build outputs (dist/,
-// target/, *.log) are neither: they stay writable, and what the command
-// builds there is the person's to see.
+// What is ignored is decided by core/gitignore, with the repository's
+// .gitignore files, .git/info/exclude and the person's global excludes
+// file, as git decides it. Build outputs and caches (outputDirs,
+// outputFile: dist/, target/, *.log) stay writable, and what the command
+// builds there is the person's to see. The names of code (depDirs,
+// configDirs, codeFiles) decide what the sweep looks for where the
+// discovery did not look, and where a new directory goes.
 
 // depDirs are directories of dependencies: what package managers install
 // and the programs run from there (node_modules/.bin, a venv's bin and
