@@ -158,6 +158,8 @@ func TestSweepIgnored(t *testing.T) {
 	spec := Spec{Layers: []Layer{{Write: []string{ws}}}, LayerDir: filepath.Join(jh, LayersDir, "s"),
 		persist: persistIn{home: home, getenv: func(string) string { return "" }, grant: []string{ws}}}
 	spec.started, spec.slot = time.Now(), slot
+	// The .gitignore files the discovery found (what guards would note).
+	spec.ignoreFiles = map[string]bool{ws + "/.gitignore": true}
 	// The command.
 	for p, c := range map[string]string{
 		"local.mk":                         "hello:\n\ttouch /x\n",
@@ -172,14 +174,18 @@ func TestSweepIgnored(t *testing.T) {
 		"conf/site.cfg":        "evil",
 		"scripts/local/run.sh": "evil",
 		"build/out.bin":        "built", // an output: stays
-		"conf/run.log":         "log",   // an output: stays
+		// Code by its name, hidden by a .gitignore of the command's own
+		// that shows in git status: taken out all the same.
+		"sub/.gitignore": ".npmrc\n",
+		"sub/.npmrc":     "evil",
+		"conf/run.log":   "log", // an output: stays
 	} {
 		writeT(t, filepath.Join(ws, p), c)
 	}
 	var msg strings.Builder
 	spec.sweep(&msg)
 	for _, gone := range []string{"local.mk", ".envrc.local", "src/__pycache__/m.pyc", "deep/a/b/c/d/e/__pycache__/n.pyc", ".idea", "node_modules/.bin", ".vscode/sub/launch.json",
-		"conf/site.cfg", "scripts/local/run.sh"} {
+		"conf/site.cfg", "scripts/local/run.sh", "sub/.npmrc"} {
 		if _, err := os.Lstat(filepath.Join(ws, gone)); err == nil {
 			t.Errorf("%s is still in the workspace", gone)
 		}

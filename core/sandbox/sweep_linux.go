@@ -221,7 +221,7 @@ func (s *sweeper) run() {
 		if err != nil {
 			continue
 		}
-		if !s.walk(fd, t, 0, "", topScope(t, s.global)) {
+		if !s.walk(fd, t, 0, "", topScope(t, s.global), topScope(t, s.global)) {
 			s.stopped = append(s.stopped, t)
 		}
 		unix.Close(fd)
@@ -237,11 +237,12 @@ func inAny(p string, trees []string) bool {
 	return false
 }
 
-// walk looks at directory fd (path p, sc the ignore rules in force there)
+// walk looks at directory fd (path p, sc the ignore rules in force there,
+// ps those of them the person had before the command)
 // and below it; false if it stopped at a bound. anc is the innermost
 // directory above p that the command changed (visible_linux.go), "" if
 // none.
-func (s *sweeper) walk(fd int, p string, depth int, anc string, sc ignoreScope) bool {
+func (s *sweeper) walk(fd int, p string, depth int, anc string, sc, ps ignoreScope) bool {
 	if s.dirs >= maxSweepDirs || depth > maxSweepDepth {
 		return false
 	}
@@ -284,13 +285,12 @@ func (s *sweeper) walk(fd int, p string, depth int, anc string, sc ignoreScope) 
 	if gitdir {
 		s.gitdir(fd, p)
 	} else {
-		// A .gitignore the command wrote is not the person's: what it
-		// ignores is for the visibility check to show (visible_linux.go),
-		// not code to take out.
-		if gi && !s.started.IsZero() && (s.changed(fd, ".gitignore", false) || s.ignoreFiles != nil && !s.ignoreFiles[p+"/.gitignore"]) {
-			gi = false
-		}
 		sc = sc.enter(p, dotgit, gi, s.global)
+		// ps has only the .gitignore files the discovery found where
+		// they are: one the command wrote or moved into place is the
+		// visibility check's (visible_linux.go) to show, and what it
+		// ignores is not taken out as ignored files of no name of code.
+		ps = ps.enter(p, dotgit, gi && (s.ignoreFiles == nil || s.ignoreFiles[p+"/.gitignore"]), s.global)
 	}
 	ok := true
 	for _, e := range ents {
@@ -305,16 +305,23 @@ func (s *sweeper) walk(fd int, p string, depth int, anc string, sc ignoreScope) 
 			// Ignored code by its name, changed where the discovery did
 			// not bind it read-only; any other ignored file but an output,
 			// new (its directory changed).
-			if !s.started.IsZero() && (codeFile(e.name, filepath.Base(p)) || fresh && !outputFile(e.name) && e.name != ".gitignore") &&
-				s.changed(fd, e.name, false) && sc.ignored(q, false) {
-				s.takeCode(fd, p, e.name)
+			switch {
+			case s.started.IsZero():
+			case codeFile(e.name, filepath.Base(p)):
+				if s.changed(fd, e.name, false) && sc.ignored(q, false) {
+					s.takeCode(fd, p, e.name)
+				}
+			case fresh && !outputFile(e.name) && e.name != ".gitignore":
+				if s.changed(fd, e.name, false) && ps.ignored(q, false) {
+					s.takeCode(fd, p, e.name)
+				}
 			}
 			continue
 		case !e.dir || e.link:
 			continue
 		case gitdir && e.name != "modules" && e.name != "worktrees":
 			continue
-		case !gitdir && !s.started.IsZero() && s.ignoredDir(fd, p, e.name, sc):
+		case !gitdir && !s.started.IsZero() && s.ignoredDir(fd, p, e.name, sc, ps):
 			continue
 		case e.name == "node_modules":
 			continue
@@ -323,7 +330,7 @@ func (s *sweeper) walk(fd int, p string, depth int, anc string, sc ignoreScope) 
 		if err != nil {
 			continue
 		}
-		ok = s.walk(sub, q, depth+1, anc, sc) && ok
+		ok = s.walk(sub, q, depth+1, anc, sc, ps) && ok
 		unix.Close(sub)
 	}
 	return ok
@@ -355,9 +362,16 @@ func (s *sweeper) changed(fd int, name string, born bool) bool {
 // enter it): every ignored directory but an output is handled, an existing
 // one the discovery did not reach is left as it is (docs/gate.md, "Not
 // covered").
-func (s *sweeper) ignoredDir(fd int, p, name string, sc ignoreScope) bool {
+func (s *sweeper) ignoredDir(fd int, p, name string, sc, ps ignoreScope) bool {
 	q := p + "/" + name
-	if outputDirs[name] && name != "__pycache__" || !sc.ignored(q, true) {
+	switch {
+	case outputDirs[name] && name != "__pycache__":
+		return false
+	case codeDir(name) || name == "__pycache__":
+		if !sc.ignored(q, true) {
+			return false
+		}
+	case !ps.ignored(q, true):
 		return false
 	}
 	born := s.changed(fd, name, true)
