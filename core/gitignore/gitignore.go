@@ -24,6 +24,32 @@ type pattern struct {
 	re      *regexp.Regexp
 	negate  bool
 	dirOnly bool
+	// The forms most lines take are matched without the expression
+	// (the walks of core/sandbox match every entry of every directory
+	// against every line): fast is fastBase (the path's last element is
+	// lit), fastSuffix (it ends with lit: "*.log") or fastPath (the path
+	// is lit: an anchored line without wildcards); 0 uses re.
+	fast byte
+	lit  string
+}
+
+const (
+	fastBase = 1 + iota
+	fastSuffix
+	fastPath
+)
+
+// matches reports whether p's line matches rel.
+func (p *pattern) matches(rel string) bool {
+	switch p.fast {
+	case fastBase:
+		return rel == p.lit || strings.HasSuffix(rel, p.lit) && rel[len(rel)-len(p.lit)-1] == '/'
+	case fastSuffix:
+		return strings.HasSuffix(rel, p.lit) // lit holds no "/"
+	case fastPath:
+		return rel == p.lit
+	}
+	return p.re.MatchString(rel)
 }
 
 // File is the patterns of one ignore file, which apply to paths below its
@@ -93,6 +119,16 @@ func translate(line string) (expr string, p pattern, ok bool) {
 	}
 	anchored := strings.Contains(line, "/")
 	line = strings.TrimPrefix(line, "/")
+	switch {
+	case line == "" || strings.ContainsAny(line, "\\[?"):
+	case !strings.Contains(line, "*"):
+		p.fast, p.lit = fastBase, line
+		if anchored {
+			p.fast = fastPath
+		}
+	case !anchored && line[0] == '*' && !strings.ContainsAny(line[1:], "*/") && len(line) > 1:
+		p.fast, p.lit = fastSuffix, line[1:]
+	}
 	var b strings.Builder
 	b.WriteString("^")
 	if !anchored {
@@ -255,7 +291,7 @@ func (f *File) Match(rel string, isDir bool) (ignored, decided bool) {
 		if p.dirOnly && !isDir {
 			continue
 		}
-		if p.re.MatchString(rel) {
+		if p.matches(rel) {
 			return !p.negate, true
 		}
 	}

@@ -90,7 +90,40 @@ func FuzzParse(f *testing.F) {
 		gi := Parse("", []byte(pattern))
 		gi.Match(path, false)
 		gi.Match(path, true)
+		// The fast forms decide as the expression does.
+		for i := range gi.patterns {
+			p := &gi.patterns[i]
+			if p.fast != 0 && p.matches(path) != p.re.MatchString(path) {
+				t.Fatalf("%q on %q: the fast form says %v, the expression %v", pattern, path, p.matches(path), p.re.MatchString(path))
+			}
+		}
 	})
+}
+
+// TestFastForms holds the forms matched without the expression to it.
+func TestFastForms(t *testing.T) {
+	paths := []string{"", "a", "node_modules", "x/node_modules", "x/node_modules/y", "xnode_modules", "a.log", ".log", "b/a.log",
+		"b/a.log/c", "a.logx", "scripts/local", "x/scripts/local", "scripts/localx", "forks", "a/forks", "settings_local.py", "a/b/settings_local.py"}
+	n := 0
+	for _, line := range []string{"node_modules", "node_modules/", "*.log", "/scripts/local/", "scripts/local", "/forks/", "settings_local.py", "!*.log", "a.log"} {
+		f := Parse("", []byte(line))
+		for i := range f.patterns {
+			p := &f.patterns[i]
+			if p.fast == 0 {
+				t.Errorf("%q is not matched in a fast form", line)
+				continue
+			}
+			n++
+			for _, rel := range paths {
+				if p.matches(rel) != p.re.MatchString(rel) {
+					t.Errorf("%q on %q: the fast form says %v, the expression %v", line, rel, p.matches(rel), p.re.MatchString(rel))
+				}
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no fast form")
+	}
 }
 
 // TestAgainstGit walks trees with this engine and compares the files it

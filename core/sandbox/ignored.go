@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/joulehook/joule/core/gitignore"
@@ -13,35 +14,37 @@ import (
 // packages' files, python a .venv's activate script and its .pth files and
 // a __pycache__ .pyc whose header matches its source, `make` a local.mk the
 // committed Makefile includes, `go build` a go.work, npm an ignored .npmrc,
-// direnv an .envrc.local its .envrc sources, the IDE .idea/workspace.xml.
-// So inside containment none of them may be written where those programs
-// look:
+// direnv an .envrc.local its .envrc sources, the IDE .idea/workspace.xml,
+// and whatever the person's own files name (a scripts/local/ their
+// Makefile runs, -include $(LOCAL), a go.mod replace into an ignored
+// directory of any name). So inside containment none of them may be
+// written where those programs look:
 //
-//   - what exists when the command starts (found by ignoredCode, below): an
-//     ignored directory of dependencies or of a tool's configuration is
-//     mounted as an overlay with the session's private layer, as the
-//     toolchains' caches are (layers.go): the command and the rest of its
-//     session see what they wrote, the person's programs the directory as
-//     it was; an ignored file of code or configuration is bound read-only.
+//   - what exists when the command starts (found by ignoredCode, below, at
+//     any depth): every ignored directory but a build output is mounted as
+//     an overlay with the session's private layer, as the toolchains'
+//     caches are (layers.go): the command and the rest of its session see
+//     what they wrote, the person's programs the directory as it was; every
+//     ignored file but an output is bound read-only.
 //   - what the command creates where nothing was, or changes where the
-//     discovery did not look (deeper, beyond its bounds), has no mount to
-//     cover it: the sweep after the command (sweep_linux.go) takes it out.
-//     A new directory of dependencies (a package install into a workspace
-//     that had none) goes to the session's private layer, and an empty
-//     directory is left in its place, over which the session's next command
-//     mounts that layer; any other ignored code or configuration the
-//     command wrote (its change time is after the command started) is moved
-//     to the quarantine, and so is a .pyc it wrote in a __pycache__
-//     (python compiles the source again), each said on stderr.
+//     discovery did not look (beyond its bounds), has no mount to cover it:
+//     the sweep after the command (sweep_linux.go) takes it out. A new
+//     ignored directory that is not an output (a package install into a
+//     workspace that had none) goes to the session's private layer, and an
+//     empty directory is left in its place, over which the session's next
+//     command mounts that layer; a new ignored file that is not an output,
+//     and ignored code or configuration by its name that the command
+//     changed (its change time is after the command started), is moved to
+//     the quarantine, and so is a .pyc it wrote in a __pycache__ (python
+//     compiles the source again), each said on stderr.
 //
-// What makes a path code or configuration to other programs is its name
-// (codeDirs, configDirs, codeFiles), a directory holding pyvenv.cfg (a
-// virtual environment of any name), or a file inside a tool's
-// configuration directory. What is ignored is decided by core/gitignore,
-// with the repository's .gitignore files, .git/info/exclude and the
-// person's global excludes file, as git decides it. Build outputs (dist/,
-// target/, *.log) are neither: they stay writable, and what the command
-// builds there is the person's to see.
+// What is ignored is decided by core/gitignore, with the repository's
+// .gitignore files, .git/info/exclude and the person's global excludes
+// file, as git decides it. Build outputs and caches (outputDirs,
+// outputFile: dist/, target/, *.log) stay writable, and what the command
+// builds there is the person's to see. The names of code (depDirs,
+// configDirs, codeFiles) decide what the sweep looks for where the
+// discovery did not look, and where a new directory goes.
 
 // depDirs are directories of dependencies: what package managers install
 // and the programs run from there (node_modules/.bin, a venv's bin and
@@ -92,20 +95,77 @@ func codeFile(name, parent string) bool {
 
 // codeDir reports whether an ignored directory named name is one whose
 // files other programs run or read: dependencies or a tool's configuration.
+// The sweep (sweep_linux.go) treats a new one by this name: dependencies go
+// to the session's layer, configuration to the quarantine.
 func codeDir(name string) bool { return depDirs[name] || configDirs[name] }
 
+// The discovery's rule for what exists when the command starts is not a
+// list of code: any git-ignored path may be what a program of the
+// person's reads (a scripts/local/ their Makefile runs, a file a
+// committed Makefile names with -include $(LOCAL), a directory a go.mod
+// replace names, whatever its name). Every existing ignored path is the
+// person's, session-private or read-only inside containment, but the
+// build outputs and caches that ordinary builds and tests rewrite on
+// every run (outputDirs, outputFile): those stay writable, and what the
+// command builds there is the person's to see (docs/gate.md).
+
+// outputDirs are directories builds, test runners and linters write their
+// results and caches to.
+var outputDirs = map[string]bool{
+	"dist": true, "build": true, "out": true, "target": true, "_build": true, "obj": true,
+	".next": true, ".nuxt": true, ".output": true, ".svelte-kit": true, ".turbo": true, ".parcel-cache": true,
+	".angular": true, ".docusaurus": true, "storybook-static": true, ".expo": true, ".vercel": true,
+	"coverage": true, ".nyc_output": true, "htmlcov": true, "test-results": true, "playwright-report": true,
+	"logs": true, "log": true, "tmp": true, "temp": true, ".tmp": true, ".cache": true,
+	".pytest_cache": true, ".mypy_cache": true, ".ruff_cache": true, ".hypothesis": true, ".benchmarks": true,
+	".eslintcache": true, ".sass-cache": true, ".webpack": true, ".vite": true, "bazel-out": true,
+	// python compiles its source again where a .pyc does not match; the
+	// sweep takes out every .pyc the command wrote (sweep_linux.go).
+	"__pycache__": true,
+}
+
+// outputExts are the endings of files builds, tests and tools write:
+// logs, coverage and profiles, objects and packages built from the
+// source the diff shows, editors' swap files.
+var outputExts = []string{
+	".log", ".tmp", ".swp", ".swo", "~", ".pid", ".bak", ".orig", ".rej",
+	".tsbuildinfo", ".eslintcache", ".stylelintcache", ".coverage", ".lcov", ".coverprofile", ".prof", ".pprof", ".out",
+	".o", ".a", ".so", ".dylib", ".dll", ".exe", ".class", ".jar", ".war", ".wasm", ".pyc", ".pyo", ".test",
+	".tgz", ".tar.gz", ".zip", ".whl", ".map",
+}
+
+// outputFiles are files of those names.
+var outputFiles = map[string]bool{".DS_Store": true, "Thumbs.db": true, ".coverage": true, "lcov.info": true, "junit.xml": true, "nohup.out": true}
+
+// outputFile reports whether an ignored file named name is a build output
+// or cache (it stays writable).
+func outputFile(name string) bool {
+	if outputFiles[name] {
+		return true
+	}
+	for _, e := range outputExts {
+		if strings.HasSuffix(name, e) && len(name) > len(e) {
+			return true
+		}
+	}
+	return false
+}
+
 // Bounds of the discovery of ignored code at the start of a command: the
-// directories it lists (breadth first, not entering an ignored one), how
-// deep (2: the tree and its subdirectories are listed, as scan lists them
-// to find repositories, and the listings are shared: packages/a/node_modules
-// is found, packages/@scope/a/node_modules is not), and the overlays it
-// makes (each costs about a millisecond; beyond, a directory is bound
-// read-only instead). Listing one level more cost this repository's
-// checkout 1.7 ms of CPU per command (BenchmarkIgnoredWalk).
+// directories it lists (breadth first, not entering an ignored one, a
+// node_modules or a git directory), how deep, the overlays it makes (each
+// costs about a millisecond; beyond, a directory is bound read-only
+// instead) and the files it binds read-only (beyond, the sweep takes out
+// what the command changed of them). The listings near the top are the
+// ones the discovery of repositories makes anyway (scan); the deeper ones
+// find what a monorepo keeps further down (packages/@scope/a/node_modules,
+// services/api/.venv): about 20 µs of CPU a directory
+// (BenchmarkIgnoredWalk).
 const (
-	maxIgnoredListings = 128
-	ignoredDepth       = 2
+	maxIgnoredListings = 4096
+	ignoredDepth       = 32
 	maxIgnoredOverlays = 16
+	maxIgnoredFiles    = 256
 )
 
 // ignoreScope is the ignore rules in force in one directory of a walk:
@@ -180,12 +240,16 @@ func (sc ignoreScope) ignored(p string, dir bool) bool {
 	return len(sc.stack) > 0 && sc.stack.Ignored(sc.rel(p), dir)
 }
 
-// ignoredCode finds the ignored code and configuration that exists below
-// the trees the grant names (see above): the directories to mount as
-// overlays with the session's layer, and guards for the rest (files, and
-// directories beyond maxIgnoredOverlays), which Plan binds read-only. A
-// path already guarded, inside a guarded one or a cache, is left to that.
-func (d *discovery) ignoredCode() (overlays []string) {
+// ignoredCode finds the ignored paths that exist below the trees the
+// grant names (see above): the directories to mount as overlays with the
+// session's layer, and guards for the rest (files, and directories beyond
+// maxIgnoredOverlays), which Plan binds read-only. A path already guarded,
+// inside a guarded one or a cache, is left to that. Every directory that
+// is not ignored is listed, at any depth up to the bounds (where the walk
+// stops, stopped says below which trees); what git ignores is not
+// entered, and neither is a node_modules or __pycache__ that is not (git
+// status shows it), nor a git directory.
+func (d *discovery) ignoredCode() (overlays []string, stopped []string) {
 	var global *gitignore.File
 	if d.home != "" || d.getenv("XDG_CONFIG_HOME") != "" || d.global.excludesFile != "" {
 		global = ignoreRules(d.global.excludesFile, d.home, d.getenv)
@@ -193,14 +257,16 @@ func (d *discovery) ignoredCode() (overlays []string) {
 	type item struct {
 		dir   string
 		depth int
+		tree  string
 		sc    ignoreScope
 	}
 	var queue []item
 	for _, t := range d.spec.persist.grant {
 		t = d.res.resolve(t)
-		queue = append(queue, item{t, 0, topScope(t, global)})
+		queue = append(queue, item{t, 0, t, topScope(t, global)})
 	}
-	listings := 0
+	listings, files := 0, 0
+	d.spec.ignoreFiles = map[string]bool{}
 	covered := func(p string) bool {
 		if d.spec.layered(p) {
 			return true
@@ -214,11 +280,20 @@ func (d *discovery) ignoredCode() (overlays []string) {
 			}
 		}
 	}
-	for len(queue) > 0 && listings < maxIgnoredListings {
+	maxListings, maxDepth := maxIgnoredListings, ignoredDepth
+	if benchShallowIgnored {
+		maxListings, maxDepth = 128, 1
+	}
+	for len(queue) > 0 && listings < maxListings {
 		it := queue[0]
 		queue = queue[1:]
 		listings++
-		ents := d.list(it.dir)
+		var ents []dirent
+		if it.depth < gitScanDepth {
+			ents = d.list(it.dir) // shared with scan
+		} else {
+			ents = listDir(it.dir)
+		}
 		var dotgit, gi bool
 		for _, e := range ents {
 			switch e.name {
@@ -228,8 +303,13 @@ func (d *discovery) ignoredCode() (overlays []string) {
 				gi = !e.dir
 			}
 		}
+		if it.depth > 0 && isGitDirListing(ents) {
+			continue // a bare repository: scan or the sweep has it
+		}
+		if gi {
+			d.spec.ignoreFiles[it.dir+"/.gitignore"] = true
+		}
 		sc := it.sc.enter(it.dir, dotgit, gi, global)
-		parent := filepath.Base(it.dir)
 		for _, e := range ents {
 			if e.name == ".git" {
 				continue
@@ -237,8 +317,13 @@ func (d *discovery) ignoredCode() (overlays []string) {
 			p := it.dir + "/" + e.name
 			if !e.dir || e.link {
 				// A link is guarded with what it names (discovery.add).
-				if codeFile(e.name, parent) && sc.ignored(p, false) && !covered(p) {
-					d.add(p, placeholder{})
+				if !outputFile(e.name) && sc.ignored(p, false) && !covered(p) {
+					if files < maxIgnoredFiles {
+						files++
+						d.add(p, placeholder{})
+					} else if !slices.Contains(stopped, it.tree) {
+						stopped = append(stopped, it.tree)
+					}
 				}
 				continue
 			}
@@ -249,12 +334,18 @@ func (d *discovery) ignoredCode() (overlays []string) {
 				// A directory of dependencies that is not ignored shows in
 				// the person's git status: not entered (a node_modules
 				// holds thousands of directories).
-				if it.depth+1 < ignoredDepth && !depDirs[e.name] {
-					queue = append(queue, item{p, it.depth + 1, sc})
+				switch {
+				case depDirs[e.name] || e.name == "__pycache__":
+				case it.depth+1 > maxDepth:
+					if !slices.Contains(stopped, it.tree) {
+						stopped = append(stopped, it.tree)
+					}
+				default:
+					queue = append(queue, item{p, it.depth + 1, it.tree, sc})
 				}
 				continue
 			}
-			if !codeDir(e.name) && !d.spec.stats.lstat(p+"/pyvenv.cfg").exists {
+			if outputDirs[e.name] {
 				continue // an ignored output: the person's to see
 			}
 			if len(overlays) < maxIgnoredOverlays {
@@ -264,5 +355,23 @@ func (d *discovery) ignoredCode() (overlays []string) {
 			}
 		}
 	}
-	return overlays
+	for _, it := range queue {
+		if !slices.Contains(stopped, it.tree) {
+			stopped = append(stopped, it.tree)
+		}
+	}
+	return overlays, stopped
+}
+
+// isGitDirListing reports whether a directory's entries are a git
+// directory's: HEAD, objects/ and refs/.
+func isGitDirListing(ents []dirent) bool {
+	n := 0
+	for _, e := range ents {
+		switch {
+		case e.name == "HEAD" && !e.dir, e.name == "objects" && e.dir, e.name == "refs" && e.dir:
+			n++
+		}
+	}
+	return n == 3
 }

@@ -28,7 +28,8 @@ func TestIgnoredCode(t *testing.T) {
 	home := t.TempDir()
 	ws := filepath.Join(t.TempDir(), "ws")
 	files := map[string]string{
-		".gitignore":                   "node_modules/\n.venv/\nenv/\ndist/\n*.log\nlocal.mk\n.npmrc\ngo.work\n.idea/\n__pycache__/\n.envrc.local\nthird_party/\n",
+		".gitignore": "node_modules/\n.venv/\nenv/\ndist/\n*.log\nlocal.mk\n.npmrc\ngo.work\n.idea/\n__pycache__/\n.envrc.local\nthird_party/\n" +
+			"scripts/local/\n*.cfg\n/forks/\n*.local\ncoverage/\n.next/\n*.tsbuildinfo\ntarget/\n*.out\n",
 		"pkg/.gitignore":               "vendor/\n.python-version\n",
 		"node_modules/lib/index.js":    "",
 		"node_modules/.bin/x":          "",
@@ -47,10 +48,26 @@ func TestIgnoredCode(t *testing.T) {
 		"pkg/.python-version":          "",
 		"pkg/sub/.gitignore":           "!node_modules/\n",
 		"pkg/sub/node_modules/a/b.js":  "", // not ignored below pkg/sub: shows in git status
-		"a/b/c/d/e/node_modules/x.js":  "", // deeper than the discovery looks
+		"a/b/c/d/e/node_modules/x.js":  "", // deep: found all the same
 		"third_party/lib/README":       "",
 		"tools/.vscode/settings.json":  "", // globally excluded
 		".config-not-a-config/file.mk": "",
+		// Ignored paths no name rule knows, which a program of the
+		// person's reads all the same: a directory their Makefile runs
+		// scripts from, a file a -include names, a go.mod replace's
+		// directory; and deep ones of a monorepo.
+		"scripts/local/deploy.sh":                "",
+		"config/site.cfg":                        "",
+		"forks/lib/go.mod":                       "",
+		"packages/@scope/a/node_modules/x/i.js":  "",
+		"services/api/.venv/pyvenv.cfg":          "",
+		"services/api/app/deep/er/still/x.local": "",
+		// Outputs: left writable.
+		"coverage/lcov.info":        "",
+		"web/.next/cache/x":         "",
+		"web/app.tsbuildinfo":       "",
+		"target/debug/app":          "",
+		"services/api/coverage.out": "",
 	}
 	for p, c := range files {
 		writeT(t, filepath.Join(ws, p), c)
@@ -79,16 +96,18 @@ func TestIgnoredCode(t *testing.T) {
 		ro = append(ro, g.path)
 	}
 	overlays, readOnly := rel(spec.ignoredDirs), rel(ro)
-	wantOverlays := []string{".idea", ".venv", "env", "node_modules", "pkg/vendor", "third_party", "tools/.vscode"}
+	wantOverlays := []string{".idea", ".venv", "a/b/c/d/e/node_modules", "env", "forks", "node_modules", "packages/@scope/a/node_modules",
+		"pkg/vendor", "scripts/local", "services/api/.venv", "third_party", "tools/.vscode"}
 	if !slices.Equal(overlays, wantOverlays) {
 		t.Errorf("overlays %v, want %v", overlays, wantOverlays)
 	}
-	for _, want := range []string{".envrc.local", ".npmrc", "go.work", "local.mk", "pkg/.python-version"} {
+	for _, want := range []string{".envrc.local", ".npmrc", "go.work", "local.mk", "pkg/.python-version", "config/site.cfg", "services/api/app/deep/er/still/x.local"} {
 		if !slices.Contains(readOnly, want) {
 			t.Errorf("%s is not bound read-only: %v", want, readOnly)
 		}
 	}
-	for _, not := range []string{"dist", "build.log", ".envrc", "pkg/sub/node_modules", "src/__pycache__", "a/b/c/d/e/node_modules", ".config-not-a-config/file.mk"} {
+	for _, not := range []string{"dist", "build.log", ".envrc", "pkg/sub/node_modules", "src/__pycache__", ".config-not-a-config/file.mk",
+		"coverage", "web/.next", "web/app.tsbuildinfo", "target", "services/api/coverage.out"} {
 		if slices.Contains(readOnly, not) || slices.Contains(overlays, not) {
 			t.Errorf("%s is covered, and must not be", not)
 		}
@@ -126,7 +145,7 @@ func TestSweepIgnored(t *testing.T) {
 	home := t.TempDir()
 	jh := filepath.Join(t.TempDir(), "joule")
 	ws := filepath.Join(t.TempDir(), "ws")
-	writeT(t, filepath.Join(ws, ".gitignore"), "node_modules/\n__pycache__/\nlocal.mk\n.envrc.local\ndist/\n.idea/\n.vscode/\n")
+	writeT(t, filepath.Join(ws, ".gitignore"), "node_modules/\n__pycache__/\nlocal.mk\n.envrc.local\ndist/\n.idea/\n.vscode/\n*.cfg\nscripts/local/\nbuild/\n*.log\n")
 	writeT(t, filepath.Join(ws, ".vscode/tasks.json"), "{}")
 	writeT(t, filepath.Join(ws, "src/__pycache__/old.pyc"), "old")
 	writeT(t, filepath.Join(ws, "dist/old.js"), "old")
@@ -139,6 +158,8 @@ func TestSweepIgnored(t *testing.T) {
 	spec := Spec{Layers: []Layer{{Write: []string{ws}}}, LayerDir: filepath.Join(jh, LayersDir, "s"),
 		persist: persistIn{home: home, getenv: func(string) string { return "" }, grant: []string{ws}}}
 	spec.started, spec.slot = time.Now(), slot
+	// The .gitignore files the discovery found (what guards would note).
+	spec.ignoreFiles = map[string]bool{ws + "/.gitignore": true}
 	// The command.
 	for p, c := range map[string]string{
 		"local.mk":                         "hello:\n\ttouch /x\n",
@@ -149,17 +170,27 @@ func TestSweepIgnored(t *testing.T) {
 		".idea/workspace.xml":              "<project/>",
 		"dist/new.js":                      "built",
 		"src/new.mk":                       "shown in git status",
+		// No name rule knows these: a new ignored file and directory.
+		"conf/site.cfg":        "evil",
+		"scripts/local/run.sh": "evil",
+		"build/out.bin":        "built", // an output: stays
+		// Code by its name, hidden by a .gitignore of the command's own
+		// that shows in git status: taken out all the same.
+		"sub/.gitignore": ".npmrc\n",
+		"sub/.npmrc":     "evil",
+		"conf/run.log":   "log", // an output: stays
 	} {
 		writeT(t, filepath.Join(ws, p), c)
 	}
 	var msg strings.Builder
 	spec.sweep(&msg)
-	for _, gone := range []string{"local.mk", ".envrc.local", "src/__pycache__/m.pyc", "deep/a/b/c/d/e/__pycache__/n.pyc", ".idea", "node_modules/.bin", ".vscode/sub/launch.json"} {
+	for _, gone := range []string{"local.mk", ".envrc.local", "src/__pycache__/m.pyc", "deep/a/b/c/d/e/__pycache__/n.pyc", ".idea", "node_modules/.bin", ".vscode/sub/launch.json",
+		"conf/site.cfg", "scripts/local/run.sh", "sub/.npmrc"} {
 		if _, err := os.Lstat(filepath.Join(ws, gone)); err == nil {
 			t.Errorf("%s is still in the workspace", gone)
 		}
 	}
-	for _, kept := range []string{"src/__pycache__/old.pyc", "dist/old.js", "dist/new.js", "src/new.mk", ".gitignore", ".vscode/tasks.json"} {
+	for _, kept := range []string{"src/__pycache__/old.pyc", "dist/old.js", "dist/new.js", "src/new.mk", ".gitignore", ".vscode/tasks.json", "build/out.bin", "conf/run.log"} {
 		if _, err := os.Lstat(filepath.Join(ws, kept)); err != nil {
 			t.Errorf("%s was taken: %v", kept, err)
 		}
@@ -171,8 +202,12 @@ func TestSweepIgnored(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(upper, ".bin/tool")); err != nil {
 		t.Errorf("the new node_modules is not in the session's layer: %v", err)
 	}
+	upper = filepath.Join(layerBase(slot, filepath.Join(ws, "scripts/local")), "upper")
+	if _, err := os.Lstat(filepath.Join(upper, "run.sh")); err != nil {
+		t.Errorf("the new scripts/local is not in the session's layer: %v", err)
+	}
 	out := msg.String()
-	for _, want := range []string{"moved to its private layer", "local.mk", ".envrc.local", "m.pyc", ".idea", "kept in " + filepath.Join(jh, LayersDir, QuarantineDir)} {
+	for _, want := range []string{"moved to its private layer", "local.mk", ".envrc.local", "m.pyc", ".idea", "kept in " + filepath.Join(jh, LayersDir, QuarantineDir), "site.cfg", "scripts/local"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the message does not say %q:\n%s", want, out)
 		}
@@ -186,49 +221,87 @@ func TestSweepIgnored(t *testing.T) {
 	}
 }
 
-// BenchmarkIgnoredWalk times the discovery of one command start over the
-// repository the test runs in (its checkout as the workspace) with the
-// walk for ignored code and without it (benchNoIgnored), alternating in
-// one loop: the median CPU time of each (of the thread, user and system:
-// on a loaded machine the wall time is mostly waiting for a CPU; its
-// resolution is the scheduler's tick, hence medians of many) and their
-// ratio, walk-x.
+// BenchmarkIgnoredWalk times the discovery of one command start with the
+// walk for ignored paths at every depth (deep), with the walk bounded as
+// it was before (shallow: two levels, 128 listings) and without it
+// (none, benchNoIgnored), alternating in one loop, over two workspaces:
+// the repository the test runs in (its checkout) and a monorepo made for
+// it (monorepo: 40 packages under packages/@scope/, each with src/,
+// test/ and lib/ trees four levels deep and an ignored node_modules, .venv
+// and scripts/local/, about 800 directories to list). It reports the
+// median CPU time of each (of the thread, CLOCK_THREAD_CPUTIME_ID: on a
+// loaded machine the wall time is mostly waiting for a CPU) and the ratios
+// deep/shallow and deep/none per workspace, and the directories the deep
+// walk listed.
 func BenchmarkIgnoredWalk(b *testing.B) {
 	out, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
 	if err != nil {
 		b.Skip("not in a git checkout")
 	}
-	ws, _ := filepath.EvalSymlinks(strings.TrimSpace(string(out)))
+	checkout, _ := filepath.EvalSymlinks(strings.TrimSpace(string(out)))
+	mono := filepath.Join(b.TempDir(), "mono")
+	writeB := func(p string) {
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte("x\n"), 0o644)
+	}
+	writeB(filepath.Join(mono, ".gitignore"))
+	os.WriteFile(filepath.Join(mono, ".gitignore"), []byte("node_modules/\n.venv/\nscripts/local/\ndist/\n*.log\n"), 0o644)
+	for i := 0; i < 40; i++ {
+		pkg := filepath.Join(mono, "packages", "@scope", "p"+itoa(i))
+		writeB(filepath.Join(pkg, "package.json"))
+		for _, d := range []string{"src", "test", "lib"} {
+			for j := 0; j < 5; j++ {
+				writeB(filepath.Join(pkg, d, "m"+itoa(j), "a", "b", "index.js"))
+			}
+		}
+		writeB(filepath.Join(pkg, "node_modules", "dep", "index.js"))
+		writeB(filepath.Join(pkg, ".venv", "pyvenv.cfg"))
+		writeB(filepath.Join(pkg, "scripts", "local", "run.sh"))
+		writeB(filepath.Join(pkg, "dist", "bundle.js"))
+	}
+	if out, err := exec.Command("git", "-C", mono, "init", "-q").CombinedOutput(); err != nil {
+		b.Fatalf("git init: %v: %s", err, out)
+	}
 	home := b.TempDir()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	defer func() { benchNoIgnored = false }()
+	defer func() { benchNoIgnored, benchShallowIgnored = false, false }()
 	cpu := func() time.Duration {
-		var ru unix.Rusage
-		unix.Getrusage(unix.RUSAGE_THREAD, &ru)
-		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		var ts unix.Timespec
+		unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
+		return time.Duration(ts.Nano())
 	}
-	var with, without []time.Duration
-	for i := 0; i < 2*b.N; i++ {
-		benchNoIgnored = i%2 == 1
-		spec := Spec{Layers: []Layer{{Write: []string{ws}}}, persist: persistIn{home: home, getenv: os.Getenv, grant: []string{ws}}}
-		t0 := cpu()
-		spec.guards()
-		d := cpu() - t0
-		if benchNoIgnored {
-			without = append(without, d)
-		} else {
-			with = append(with, d)
+	type mode struct{ none, shallow bool }
+	modes := []mode{{false, false}, {false, true}, {true, false}}
+	times := map[string][][]time.Duration{}
+	for _, ws := range []string{checkout, mono} {
+		times[ws] = make([][]time.Duration, len(modes))
+	}
+	for i := 0; i < b.N; i++ {
+		for _, ws := range []string{checkout, mono} {
+			for k := range modes {
+				m := modes[(k+i)%len(modes)]
+				benchNoIgnored, benchShallowIgnored = m.none, m.shallow
+				spec := Spec{Layers: []Layer{{Write: []string{ws}}}, persist: persistIn{home: home, getenv: os.Getenv, grant: []string{ws}}}
+				t0 := cpu()
+				spec.guards()
+				d := cpu() - t0
+				times[ws][(k+i)%len(modes)] = append(times[ws][(k+i)%len(modes)], d)
+			}
 		}
 	}
 	med := func(d []time.Duration) time.Duration {
 		slices.Sort(d)
 		return d[len(d)/2]
 	}
-	w, wo := med(with), med(without)
-	b.ReportMetric(float64(w.Microseconds()), "µs-with-cpu")
-	b.ReportMetric(float64(wo.Microseconds()), "µs-without-cpu")
-	if wo > 0 {
-		b.ReportMetric(float64(w)/float64(wo), "walk-x")
+	for _, w := range []struct{ name, ws string }{{"checkout", checkout}, {"monorepo", mono}} {
+		deep, shallow, none := med(times[w.ws][0]), med(times[w.ws][1]), med(times[w.ws][2])
+		b.ReportMetric(float64(deep.Microseconds()), "µs-"+w.name+"-deep-cpu")
+		b.ReportMetric(float64(shallow.Microseconds()), "µs-"+w.name+"-shallow-cpu")
+		b.ReportMetric(float64(none.Microseconds()), "µs-"+w.name+"-none-cpu")
+		if shallow > 0 && none > 0 {
+			b.ReportMetric(float64(deep)/float64(shallow), w.name+"-deep/shallow")
+			b.ReportMetric(float64(deep)/float64(none), w.name+"-deep/none")
+		}
 	}
 }

@@ -174,6 +174,11 @@ func (e errNamespace) Error() string { return e.err.Error() }
 func execNamespace(spec Spec, abi int, path string, argv, env []string, warn io.Writer) error {
 	spec.guarded = spec.guards()
 	makePlaceholders(spec.guarded, spec.stats)
+	for _, t := range spec.ignoredStopped {
+		if warn != nil {
+			fmt.Fprintf(warn, "joule-exec: the look for git-ignored paths below %s stopped (more than %d directories, %d levels or %d files): what lies further is writable in place for this command, and the sweep after it takes out only what it recognises as code\n", t, maxIgnoredListings, ignoredDepth, maxIgnoredFiles)
+		}
+	}
 	if spec.stats == nil {
 		spec.stats = stats{}
 	}

@@ -77,6 +77,11 @@ const (
 // BenchmarkIgnoredWalk's baseline, never set otherwise.
 var benchNoIgnored bool
 
+// benchShallowIgnored bounds that walk as it was before it went deep (two
+// levels, 128 listings): BenchmarkIgnoredWalk's other baseline, never set
+// otherwise.
+var benchShallowIgnored bool
+
 // maxRepos bounds the git directories one discovery follows.
 const maxRepos = 256
 
@@ -223,7 +228,7 @@ func (spec *Spec) guards() []guard {
 	// Last: the workspace's ignored code and configuration (ignored.go),
 	// but what is guarded above already.
 	if !benchNoIgnored {
-		spec.ignoredDirs = d.ignoredCode()
+		spec.ignoredDirs, spec.ignoredStopped = d.ignoredCode()
 	}
 	return d.out
 }

@@ -180,6 +180,11 @@ type Spec struct {
 	// dependencies and configuration the discovery found (ignored.go):
 	// each is mounted as an overlay with the session's private layer.
 	ignoredDirs []string
+	// ignoredStopped are the trees whose walk for ignored paths stopped
+	// at a bound (ignored.go): joule-exec says so.
+	ignoredStopped []string
+	// ignoreFiles are the .gitignore files that walk found, for the sweep.
+	ignoreFiles map[string]bool
 	// started is when the command started, for the sweep: ignored code
 	// changed since is the command's (ignored.go), and so is what hides a
 	// change from git (visible.go).

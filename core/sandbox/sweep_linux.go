@@ -113,7 +113,12 @@ type sweeper struct {
 	global  *gitignore.File
 	slot    string
 	code    []sweptRepo // ignored code taken out, by directory
-	layered []string    // new directories of dependencies moved to the layer
+	// ignoreFiles are the .gitignore files the discovery found where they
+	// are (nil: it did not walk them all): one elsewhere, such as a
+	// directory the command moved into place with its .gitignore, is the
+	// command's.
+	ignoreFiles map[string]bool
+	layered     []string // new directories of dependencies moved to the layer
 }
 
 // sweptRepo is what was moved out of one git directory.
@@ -168,6 +173,9 @@ func (spec *Spec) newSweeper() *sweeper {
 	}
 	s.writable = compact(s.writable)
 	s.started, s.slot = spec.started, spec.slot
+	if len(spec.ignoredStopped) == 0 {
+		s.ignoreFiles = spec.ignoreFiles
+	}
 	s.covered = map[string]bool{}
 	for _, o := range spec.overlays {
 		s.covered[o.Path] = true
@@ -213,7 +221,7 @@ func (s *sweeper) run() {
 		if err != nil {
 			continue
 		}
-		if !s.walk(fd, t, 0, "", topScope(t, s.global)) {
+		if !s.walk(fd, t, 0, "", topScope(t, s.global), topScope(t, s.global)) {
 			s.stopped = append(s.stopped, t)
 		}
 		unix.Close(fd)
@@ -229,19 +237,27 @@ func inAny(p string, trees []string) bool {
 	return false
 }
 
-// walk looks at directory fd (path p, sc the ignore rules in force there)
+// walk looks at directory fd (path p, sc the ignore rules in force there,
+// ps those of them the person had before the command)
 // and below it; false if it stopped at a bound. anc is the innermost
 // directory above p that the command changed (visible_linux.go), "" if
 // none.
-func (s *sweeper) walk(fd int, p string, depth int, anc string, sc ignoreScope) bool {
+func (s *sweeper) walk(fd int, p string, depth int, anc string, sc, ps ignoreScope) bool {
 	if s.dirs >= maxSweepDirs || depth > maxSweepDepth {
 		return false
 	}
 	s.dirs++
-	if !s.since.IsZero() {
+	// fresh: entries were made, removed or renamed in p since the command
+	// started (its change time is later): only then can a file of it that
+	// no rule names as code be the command's new one.
+	fresh := false
+	if !s.since.IsZero() || !s.started.IsZero() {
 		var st unix.Stat_t
-		if unix.Fstat(fd, &st) == nil && s.fresh(&st) {
-			anc = p
+		if unix.Fstat(fd, &st) == nil {
+			if s.fresh(&st) {
+				anc = p
+			}
+			fresh = !s.started.IsZero() && !time.Unix(st.Ctim.Sec, st.Ctim.Nsec).Before(s.started.Add(-ctimeSlack))
 		}
 	}
 	ents := listFD(fd, p)
@@ -270,6 +286,11 @@ func (s *sweeper) walk(fd int, p string, depth int, anc string, sc ignoreScope) 
 		s.gitdir(fd, p)
 	} else {
 		sc = sc.enter(p, dotgit, gi, s.global)
+		// ps has only the .gitignore files the discovery found where
+		// they are: one the command wrote or moved into place is the
+		// visibility check's (visible_linux.go) to show, and what it
+		// ignores is not taken out as ignored files of no name of code.
+		ps = ps.enter(p, dotgit, gi && (s.ignoreFiles == nil || s.ignoreFiles[p+"/.gitignore"]), s.global)
 	}
 	ok := true
 	for _, e := range ents {
@@ -281,15 +302,26 @@ func (s *sweeper) walk(fd int, p string, depth int, anc string, sc ignoreScope) 
 		case s.covered[q] || s.skip[q]:
 			continue
 		case !gitdir && (!e.dir || e.link):
-			if codeFile(e.name, filepath.Base(p)) && !s.started.IsZero() && s.changed(fd, e.name, false) && sc.ignored(q, false) {
-				s.takeCode(fd, p, e.name)
+			// Ignored code by its name, changed where the discovery did
+			// not bind it read-only; any other ignored file but an output,
+			// new (its directory changed).
+			switch {
+			case s.started.IsZero():
+			case codeFile(e.name, filepath.Base(p)):
+				if s.changed(fd, e.name, false) && sc.ignored(q, false) {
+					s.takeCode(fd, p, e.name)
+				}
+			case fresh && !outputFile(e.name) && e.name != ".gitignore":
+				if s.changed(fd, e.name, false) && ps.ignored(q, false) {
+					s.takeCode(fd, p, e.name)
+				}
 			}
 			continue
 		case !e.dir || e.link:
 			continue
 		case gitdir && e.name != "modules" && e.name != "worktrees":
 			continue
-		case !gitdir && !s.started.IsZero() && s.ignoredDir(fd, p, e.name, sc):
+		case !gitdir && !s.started.IsZero() && s.ignoredDir(fd, p, e.name, sc, ps):
 			continue
 		case e.name == "node_modules":
 			continue
@@ -298,7 +330,7 @@ func (s *sweeper) walk(fd int, p string, depth int, anc string, sc ignoreScope) 
 		if err != nil {
 			continue
 		}
-		ok = s.walk(sub, q, depth+1, anc, sc) && ok
+		ok = s.walk(sub, q, depth+1, anc, sc, ps) && ok
 		unix.Close(sub)
 	}
 	return ok
@@ -320,41 +352,43 @@ func (s *sweeper) changed(fd int, name string, born bool) bool {
 	return !time.Unix(t.Sec, int64(t.Nsec)).Before(s.started.Add(-ctimeSlack))
 }
 
-// ignoredDir handles a directory of the walk that is ignored code
-// (ignored.go): a __pycache__ has the .pyc files the command wrote
-// removed; a new directory of dependencies goes to the session's layer, a
-// new configuration directory to the quarantine; an existing
-// configuration directory the discovery did not cover has what the
-// command changed in it taken out. It reports whether it handled the
-// directory (the walk does not enter it).
-func (s *sweeper) ignoredDir(fd int, p, name string, sc ignoreScope) bool {
+// ignoredDir handles a directory of the walk that is ignored
+// (ignored.go) and not an output: a __pycache__ has the .pyc files the
+// command wrote removed; an existing configuration directory the
+// discovery did not cover has what the command changed in it taken out; a
+// new configuration directory goes to the quarantine, any other new one
+// (dependencies a package install made, a venv, scripts) to the session's
+// layer. It reports whether it handled the directory (the walk does not
+// enter it): every ignored directory but an output is handled, an existing
+// one the discovery did not reach is left as it is (docs/gate.md, "Not
+// covered").
+func (s *sweeper) ignoredDir(fd int, p, name string, sc, ps ignoreScope) bool {
 	q := p + "/" + name
-	venv := false
-	if !codeDir(name) && name != "__pycache__" {
-		var st unix.Stat_t
-		venv = unix.Fstatat(fd, name+"/pyvenv.cfg", &st, unix.AT_SYMLINK_NOFOLLOW) == nil
-		if !venv {
+	switch {
+	case outputDirs[name] && name != "__pycache__":
+		return false
+	case codeDir(name) || name == "__pycache__":
+		if !sc.ignored(q, true) {
 			return false
 		}
-	}
-	if !sc.ignored(q, true) {
+	case !ps.ignored(q, true):
 		return false
 	}
+	born := s.changed(fd, name, true)
 	switch {
-	case name == "__pycache__" || configDirs[name] && !s.changed(fd, name, true):
+	case name == "__pycache__" || configDirs[name] && !born:
 		sub, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return true
 		}
 		s.takeChanged(sub, q, 0)
 		unix.Close(sub)
-	case !s.changed(fd, name, true):
-		// An existing directory of dependencies the discovery did not
-		// reach (docs/gate.md, "Not covered").
-	case depDirs[name] || venv:
-		s.toLayer(fd, p, name)
-	default:
+	case !born:
+		// An existing directory the discovery did not reach.
+	case configDirs[name]:
 		s.takeCode(fd, p, name)
+	default:
+		s.toLayer(fd, p, name)
 	}
 	return true
 }
@@ -700,7 +734,7 @@ func (s *sweeper) report(w io.Writer) {
 	s.tell(w, "joule-exec: git would have run what this command left in repositories it made or that were not guarded while it ran; taken out", true, s.found, ", ")
 	s.tell(w, "joule-exec: this command left what hides a change from git status and git diff; undone", false, s.hid, "; ")
 	if len(s.layered) > 0 {
-		fmt.Fprintf(w, "joule-exec: the git-ignored dependencies this command installed (%s) are the session's own: moved to its private layer, which its next commands see; the person's programs see an empty directory there (install from the lockfile, which the diff shows)\n", strings.Join(s.layered, ", "))
+		fmt.Fprintf(w, "joule-exec: the git-ignored directories this command made (%s) are the session's own: moved to its private layer, which its next commands see; the person's programs see an empty directory there (install dependencies from the lockfile, which the diff shows)\n", strings.Join(s.layered, ", "))
 	}
 	s.tell(w, "joule-exec: programs run later would read as code or configuration what this command wrote to git-ignored paths, which the person's diff does not show; taken out", true, s.code, ", ")
 	for _, t := range s.stopped {
