@@ -132,6 +132,9 @@ var outputExts = []string{
 	".tsbuildinfo", ".eslintcache", ".stylelintcache", ".coverage", ".lcov", ".coverprofile", ".prof", ".pprof", ".out",
 	".o", ".a", ".so", ".dylib", ".dll", ".exe", ".class", ".jar", ".war", ".wasm", ".pyc", ".pyo", ".test",
 	".tgz", ".tar.gz", ".zip", ".whl", ".map",
+	// a development database and its journals: data the application
+	// writes (manage.py migrate, a test's fixture store), not code
+	".db", ".sqlite", ".sqlite3", ".db-journal", ".db-wal", ".db-shm", ".sqlite3-journal",
 }
 
 // outputFiles are files of those names.
