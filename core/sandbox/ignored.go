@@ -1,9 +1,12 @@
 package sandbox
 
 import (
+	"bytes"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/joulehook/joule/core/gitignore"
 )
@@ -148,6 +151,36 @@ func outputFile(name string) bool {
 	}
 	for _, e := range outputExts {
 		if strings.HasSuffix(name, e) && len(name) > len(e) {
+			return true
+		}
+	}
+	return false
+}
+
+// builtBinary reports whether the regular file at p (dirfd-relative
+// name where dirfd is not -1) is a native executable or object, by its
+// first bytes: ELF, or Mach-O in either byte order and width. A Go, C or
+// Rust build writes its program under a name that says nothing (`go
+// build .` makes ./ws, which .gitignore lists as /ws): such a file is a
+// build output like target/'s, the person's to see and run, and a build
+// must be able to write it again. A script the person's tools run (a
+// scripts/local/ a Makefile calls) is text and stays the person's. The
+// open does not follow a link and does not wait on a FIFO.
+func builtBinary(p string) bool {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return false
+	}
+	var b [4]byte
+	if n, _ := f.ReadAt(b[:], 0); n < 4 {
+		return false
+	}
+	for _, magic := range [][]byte{{0x7f, 'E', 'L', 'F'}, {0xfe, 0xed, 0xfa, 0xce}, {0xfe, 0xed, 0xfa, 0xcf}, {0xce, 0xfa, 0xed, 0xfe}, {0xcf, 0xfa, 0xed, 0xfe}} {
+		if bytes.Equal(b[:], magic) {
 			return true
 		}
 	}
@@ -320,7 +353,7 @@ func (d *discovery) ignoredCode() (overlays []string, stopped []string) {
 			p := it.dir + "/" + e.name
 			if !e.dir || e.link {
 				// A link is guarded with what it names (discovery.add).
-				if !outputFile(e.name) && sc.ignored(p, false) && !covered(p) {
+				if !outputFile(e.name) && sc.ignored(p, false) && !covered(p) && !builtBinary(p) {
 					if files < maxIgnoredFiles {
 						files++
 						d.add(p, placeholder{})

@@ -303,8 +303,9 @@ func (s *sweeper) walk(fd int, p string, depth int, anc string, sc, ps ignoreSco
 			continue
 		case !gitdir && (!e.dir || e.link):
 			// Ignored code by its name, changed where the discovery did
-			// not bind it read-only; any other ignored file but an output,
-			// new (its directory changed).
+			// not bind it read-only; any other ignored file but an output
+			// (a built program included: builtBinary), new (its directory
+			// changed).
 			switch {
 			case s.started.IsZero():
 			case codeFile(e.name, filepath.Base(p)):
@@ -312,7 +313,7 @@ func (s *sweeper) walk(fd int, p string, depth int, anc string, sc, ps ignoreSco
 					s.takeCode(fd, p, e.name)
 				}
 			case fresh && !outputFile(e.name) && e.name != ".gitignore":
-				if s.changed(fd, e.name, false) && ps.ignored(q, false) {
+				if s.changed(fd, e.name, false) && ps.ignored(q, false) && !builtBinary(q) {
 					s.takeCode(fd, p, e.name)
 				}
 			}
