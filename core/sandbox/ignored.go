@@ -138,6 +138,9 @@ var outputExts = []string{
 	// a development database and its journals: data the application
 	// writes (manage.py migrate, a test's fixture store), not code
 	".db", ".sqlite", ".sqlite3", ".db-journal", ".db-wal", ".db-shm", ".sqlite3-journal",
+	// data a pipeline or a training run writes again on each run; not a
+	// pickle (.pkl, .pt): loading one runs what it holds
+	".csv", ".tsv", ".parquet", ".feather", ".arrow", ".npy", ".h5", ".hdf5", ".safetensors",
 }
 
 // outputFiles are files of those names.
