@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -676,7 +677,7 @@ print("killed", killed)'`
 	// joule-exec killed while its command runs: its group stays (empty)
 	// until the next command.
 	c := b.cmd(`cat /proc/self/cgroup; exec sleep 30`)
-	var buf bytes.Buffer
+	var buf lockedBuffer // written by exec's copying goroutine while read here
 	c.Stdout = &buf
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
@@ -699,4 +700,22 @@ print("killed", killed)'`
 			t.Errorf("the killed command's control group %s is still there after the next command (%v)", d, err)
 		}
 	}
+}
+
+// lockedBuffer is a bytes.Buffer one goroutine writes while another reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

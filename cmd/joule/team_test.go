@@ -158,6 +158,11 @@ func TestTeamPostgres(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, ConfigFile), []byte(`{"lock_timeout":"2m"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// lock_timeout is a trust setting (in the signed config digest): the
+	// person records the change, as after any edit of it.
+	if r := jouleIn(t, ws, nil, env, "trust", "accept"); r.code != 0 {
+		t.Fatalf("trust accept: %+v", r)
+	}
 
 	addrs := make([]string, teamClients)
 	for i := range addrs {
@@ -219,8 +224,9 @@ func TestTeamPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	counts := teamDecisions(t, st, env)
-	if counts["allow/allowed"] != teamPaid || counts["deny/"+gate.CodeBudgetExceeded] != total-teamPaid || len(counts) != 2 {
-		t.Errorf("receipts by decision/code: %v, want %d allow and %d deny/%s", counts, teamPaid, total-teamPaid, gate.CodeBudgetExceeded)
+	recorded := counts["allow/home-recorded"] // the trust accept above
+	if counts["allow/allowed"] != teamPaid || counts["deny/"+gate.CodeBudgetExceeded] != total-teamPaid || recorded != 1 || len(counts) != 3 {
+		t.Errorf("receipts by decision/code: %v, want %d allow, %d deny/%s and the configuration's record", counts, teamPaid, total-teamPaid, gate.CodeBudgetExceeded)
 	}
 	sessions, err := st.Sessions(ctx)
 	if err != nil {
@@ -247,13 +253,13 @@ func TestTeamPostgres(t *testing.T) {
 	if len(grants) != 1 || grants[0].RemainingUJ() != 0 || grants[0].SpentUJ != teamPaid*bashCostMJ*1000 {
 		t.Errorf("team grant after the load: %+v", grants)
 	}
-	// The log holds the decisions and the trust chain's receipts (the
-	// team grant's issue and activation).
+	// The log holds the decisions, the trust chain's receipts (the team
+	// grant's issue and activation) and the configuration's record.
 	trustChain, err := st.Session(ctx, trust.GrantsSession)
 	if err != nil || len(trustChain) == 0 {
 		t.Fatalf("the trust chain: %d receipts, %v", len(trustChain), err)
 	}
-	if r := jouleIn(t, ws, nil, env, "store", "check"); r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("log     %d receipts", total+len(trustChain))) || strings.Contains(r.stdout+r.stderr, "@127.0.0.1") && !strings.Contains(r.stdout, "xxxxx") {
+	if r := jouleIn(t, ws, nil, env, "store", "check"); r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("log     %d receipts", total+len(trustChain)+recorded)) || strings.Contains(r.stdout+r.stderr, "@127.0.0.1") && !strings.Contains(r.stdout, "xxxxx") {
 		t.Fatalf("store check: %+v", r)
 	}
 
@@ -298,7 +304,7 @@ func TestTeamPostgres(t *testing.T) {
 			t.Fatalf("pg_restore: %v\n%s", err, out)
 		}
 		r := jouleIn(t, ws, nil, env, "store", "check", "--store", restored)
-		if r.code != 0 || !strings.Contains(r.stdout, "check   ok") || !strings.Contains(r.stdout, fmt.Sprintf("log     %d receipts", total+len(trustChain)+1)) {
+		if r.code != 0 || !strings.Contains(r.stdout, "check   ok") || !strings.Contains(r.stdout, fmt.Sprintf("log     %d receipts", total+len(trustChain)+recorded+1)) {
 			t.Fatalf("store check of the restored database: %+v", r)
 		}
 		rs := openTeamStore(t, restored)
