@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -677,19 +676,28 @@ print("killed", killed)'`
 	// joule-exec killed while its command runs: its group stays (empty)
 	// until the next command.
 	c := b.cmd(`cat /proc/self/cgroup; exec sleep 30`)
-	var buf lockedBuffer // written by exec's copying goroutine while read here
-	c.Stdout = &buf
+	// A file, not a buffer: the command writes it directly, while this
+	// goroutine reads it.
+	outFile := filepath.Join(t.TempDir(), "out")
+	f, err := os.Create(outFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c.Stdout = f
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
 	var left []string
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && len(left) == 0; time.Sleep(50 * time.Millisecond) {
-		left = commandCgroups(buf.String())
+		got, _ := os.ReadFile(outFile)
+		left = commandCgroups(string(got))
 	}
 	c.Process.Kill()
 	c.Wait()
 	if len(left) == 0 {
-		t.Fatalf("the killed command named no control group: %q", buf.String())
+		got, _ := os.ReadFile(outFile)
+		t.Fatalf("the killed command named no control group: %q", got)
 	}
 	time.Sleep(200 * time.Millisecond)
 	if out, code := b.run(t, `true`); code != 0 {
@@ -700,22 +708,4 @@ print("killed", killed)'`
 			t.Errorf("the killed command's control group %s is still there after the next command (%v)", d, err)
 		}
 	}
-}
-
-// lockedBuffer is a bytes.Buffer one goroutine writes while another reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
