@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -133,8 +134,10 @@ func cgroupHiers() []cgroupHier {
 }
 
 // CgroupAvailable reports whether a command's processes and memory are
-// bounded together by a control group of its own (see cgroupHiers).
-func CgroupAvailable() bool { return len(cgroupHiers()) > 0 }
+// bounded together by a control group of its own (see cgroupHiers). It
+// describes (Mode, in every contained decision's receipt), so it is read
+// once a process; joule-exec's makeCgroup looks again for the command.
+var CgroupAvailable = sync.OnceValue(func() bool { return len(cgroupHiers()) > 0 })
 
 // cgroup is the command's groups, made: dirs to remove at the end, enter
 // the descriptors of their cgroup.procs (the child writes to them), leave
